@@ -1,0 +1,141 @@
+// Package catalog is the emulator's schema: the tables, columns, indexes and constraints of one
+// database, built by applying Spanner DDL (parsed with memefish) and mirrored into SQLite DDL.
+//
+// The model is read by the SQL translator (name resolution, types, keys) and by the engine
+// (mutations, key order, constraint error messages). A Schema is immutable once built: DDL
+// produces a new Schema (see Apply), so readers can hold one without locks.
+package catalog
+
+import (
+	"strings"
+
+	"github.com/cloudspannerecosystem/memefish/ast"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
+)
+
+// Schema is the catalog of one database.
+type Schema struct {
+	// Tables in creation order (parents before their interleaved children). Includes the
+	// read-only INFORMATION_SCHEMA tables (Table.InfoSchema), which come first.
+	Tables []*Table
+	// Indexes in creation order.
+	Indexes []*Index
+	// Statements is the DDL that GetDatabaseDdl returns: one canonical statement per table and
+	// index (and other object), in creation order, without trailing semicolons.
+	Statements []string
+
+	tables  map[string]*Table // by upper-cased name (Spanner names are case-insensitive)
+	indexes map[string]*Index // by upper-cased name
+}
+
+// Table looks a table up by name, case-insensitively. INFORMATION_SCHEMA tables are named
+// "INFORMATION_SCHEMA.TABLES" and so on.
+func (s *Schema) Table(name string) (*Table, bool) {
+	t, ok := s.tables[strings.ToUpper(name)]
+	return t, ok
+}
+
+// Index looks an index up by name, case-insensitively.
+func (s *Schema) Index(name string) (*Index, bool) {
+	i, ok := s.indexes[strings.ToUpper(name)]
+	return i, ok
+}
+
+// Table is a Spanner table.
+type Table struct {
+	Name       string // as declared
+	SQLiteName string // the (unquoted) SQLite table name; quote with catalog.Quote
+	Columns    []*Column
+	PrimaryKey []KeyPart
+	// Parent is the interleave parent ("" when top level); OnDeleteCascade is its ON DELETE.
+	Parent          string
+	OnDeleteCascade bool
+	Checks          []*Check
+	ForeignKeys     []*ForeignKey
+	// RowDeletionPolicy is nil when the table has none.
+	RowDeletionPolicy *RowDeletionPolicy
+	// InfoSchema marks the read-only INFORMATION_SCHEMA tables.
+	InfoSchema bool
+
+	columns map[string]*Column // by upper-cased name
+}
+
+// Column looks a column up by name, case-insensitively.
+func (t *Table) Column(name string) (*Column, bool) {
+	c, ok := t.columns[strings.ToUpper(name)]
+	return c, ok
+}
+
+// KeyColumns returns the primary key columns in key order.
+func (t *Table) KeyColumns() []*Column {
+	out := make([]*Column, len(t.PrimaryKey))
+	for i, k := range t.PrimaryKey {
+		out[i], _ = t.Column(k.Column)
+	}
+	return out
+}
+
+// Column is a table column.
+type Column struct {
+	Name       string
+	SQLiteName string // unquoted SQLite column name
+	Type       spantype.Type // Length set for STRING(N)/BYTES(N)
+	NotNull    bool
+	// AllowCommitTimestamp is OPTIONS (allow_commit_timestamp = true).
+	AllowCommitTimestamp bool
+	// Default is the DEFAULT expression (nil if none); DefaultSQL its SQLite translation.
+	Default    ast.Expr
+	DefaultSQL string
+	// Generated is the AS (expr) expression of a generated column (nil if none); GeneratedSQL its
+	// SQLite translation; Stored is true for STORED.
+	Generated    ast.Expr
+	GeneratedSQL string
+	Stored       bool
+	Hidden       bool
+}
+
+// KeyPart is one column of a primary or index key.
+type KeyPart struct {
+	Column string
+	Desc   bool
+}
+
+// Check is a CHECK constraint. Name is the declared name or a generated one
+// (CK_<table>_<hash>, as Spanner names unnamed checks).
+type Check struct {
+	Name string
+	Expr ast.Expr
+	SQL  string // SQLite translation
+}
+
+// ForeignKey is a FOREIGN KEY constraint.
+type ForeignKey struct {
+	Name              string
+	Columns           []string
+	ReferencedTable   string
+	ReferencedColumns []string
+	OnDeleteCascade   bool
+}
+
+// RowDeletionPolicy is ROW DELETION POLICY (OLDER_THAN(Column, INTERVAL Days DAY)).
+type RowDeletionPolicy struct {
+	Column string
+	Days   int64
+}
+
+// Index is a secondary index.
+type Index struct {
+	Name         string
+	SQLiteName   string
+	Table        string
+	Unique       bool
+	NullFiltered bool
+	Keys         []KeyPart
+	Storing      []string
+	// Interleave is the INTERLEAVE IN table ("" if none).
+	Interleave string
+}
+
+// Quote quotes an identifier for SQLite.
+func Quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }

@@ -1,0 +1,88 @@
+// Package engine runs Spanner databases on SQLite: it owns the databases of one emulator
+// process, their schemas, their transactions (locking, snapshots, commit timestamps) and the
+// execution of queries, DML, reads and mutations. The gRPC layer (package spanneremu) maps RPCs
+// onto this API and never touches SQLite itself.
+//
+// All errors returned by this package are gRPC status errors (status.FromError works) with the
+// codes Spanner uses.
+package engine
+
+import (
+	"time"
+
+	sppb "cloud.google.com/go/spanner/apiv1/spannerpb"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// DataDir keeps databases across restarts when set; "" keeps them in a temporary directory
+	// removed by Close.
+	DataDir string
+	// LockWait is how long a read-write transaction waits for a lock held by another one before
+	// it is aborted (ABORTED, which the client retries). Default 2s.
+	LockWait time.Duration
+	// IdleTimeout aborts a transaction that has seen no request for this long, releasing its
+	// locks. Default 10s.
+	IdleTimeout time.Duration
+	// TTLSweepInterval is the period of the ROW DELETION POLICY sweeper. Default 1 minute;
+	// negative disables it.
+	TTLSweepInterval time.Duration
+	// Logf receives diagnostic log lines; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// DatabaseInfo describes a database for ListDatabases.
+type DatabaseInfo struct {
+	Name       string // projects/p/instances/i/databases/d
+	CreateTime time.Time
+}
+
+// Mode is a transaction's kind.
+type Mode int
+
+// Transaction kinds.
+const (
+	ReadWrite Mode = iota
+	ReadOnly
+	PartitionedDML
+)
+
+// TxnOptions describe a transaction to begin.
+type TxnOptions struct {
+	Mode Mode
+	// ReadOnly is the read-only options from the request (timestamp bound); nil means strong.
+	ReadOnly *sppb.TransactionOptions_ReadOnly
+}
+
+// Statement is one SQL statement with its parameters, as ExecuteSqlRequest carries them.
+type Statement struct {
+	SQL        string
+	Params     *structpb.Struct
+	ParamTypes map[string]*sppb.Type
+	// PlanOnly is QueryMode PLAN: analyse, return metadata (including undeclared parameter
+	// types) and no rows.
+	PlanOnly bool
+}
+
+// ReadRequest is a Read/StreamingRead.
+type ReadRequest struct {
+	Table   string
+	Index   string
+	Columns []string
+	KeySet  *sppb.KeySet
+	Limit   int64
+}
+
+// Result is the outcome of a query, read or DML statement.
+type Result struct {
+	// Fields is the row type (empty for DML without THEN RETURN).
+	Fields []*sppb.StructType_Field
+	Rows   [][]*structpb.Value
+	// IsDML marks a DML statement; RowCount is then its exact row count.
+	IsDML    bool
+	RowCount int64
+	// UndeclaredParams is filled in PlanOnly mode with the inferred types of parameters that
+	// the request did not type.
+	UndeclaredParams []*sppb.StructType_Field
+}
