@@ -1,0 +1,81 @@
+package spanneremu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// abortedRetryDelay is the RetryInfo delay attached to ABORTED errors. The client waits this
+// long before retrying a transaction; without the detail it backs off for much longer.
+const abortedRetryDelay = 2 * time.Millisecond
+
+func errorf(code codes.Code, format string, args ...any) error {
+	return status.Error(code, fmt.Sprintf(format, args...))
+}
+
+// sessionNotFound is the error Spanner returns for an unknown or deleted session. The client
+// recognises it by the ResourceInfo detail and replaces the session.
+func sessionNotFound(name string) error {
+	st := status.New(codes.NotFound, "Session not found: "+name)
+	if withDetail, err := st.WithDetails(&errdetails.ResourceInfo{
+		ResourceType: "type.googleapis.com/google.spanner.v1.Session",
+		ResourceName: name,
+	}); err == nil {
+		st = withDetail
+	}
+	return st.Err()
+}
+
+// grpcError turns any error into the status error the client should see: engine errors are
+// already status errors and pass through; context errors become CANCELLED or
+// DEADLINE_EXCEEDED; ABORTED gains a short RetryInfo so the client retries at once.
+func grpcError(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			st = status.FromContextError(err)
+		} else {
+			st = status.New(codes.Internal, err.Error())
+		}
+	}
+	if st.Code() == codes.Aborted && !hasRetryInfo(st) {
+		if withDetail, err := st.WithDetails(&errdetails.RetryInfo{
+			RetryDelay: durationpb.New(abortedRetryDelay),
+		}); err == nil {
+			st = withDetail
+		}
+	}
+	return st.Err()
+}
+
+func hasRetryInfo(st *status.Status) bool {
+	for _, d := range st.Details() {
+		if _, ok := d.(*errdetails.RetryInfo); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func unaryErrorInterceptor(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	if err != nil {
+		return nil, grpcError(err)
+	}
+	return resp, nil
+}
+
+func streamErrorInterceptor(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	return grpcError(handler(srv, ss))
+}
