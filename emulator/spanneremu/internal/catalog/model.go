@@ -24,9 +24,17 @@ type Schema struct {
 	// Statements is the DDL that GetDatabaseDdl returns: one canonical statement per table and
 	// index (and other object), in creation order, without trailing semicolons.
 	Statements []string
+	// Views in creation order. They have no SQLite counterpart: the translator expands them.
+	Views []*View
+	// Sequences in creation order (recorded only; nothing generates values from them yet).
+	Sequences []*Sequence
 
 	tables  map[string]*Table // by upper-cased name (Spanner names are case-insensitive)
 	indexes map[string]*Index // by upper-cased name
+	views   map[string]*View  // by upper-cased name
+	// objects lists every schema object in creation order, so Statements can be regenerated
+	// from the model after ALTERs while keeping the order GetDatabaseDdl promises.
+	objects []object
 }
 
 // Table looks a table up by name, case-insensitively. INFORMATION_SCHEMA tables are named
@@ -40,6 +48,35 @@ func (s *Schema) Table(name string) (*Table, bool) {
 func (s *Schema) Index(name string) (*Index, bool) {
 	i, ok := s.indexes[strings.ToUpper(name)]
 	return i, ok
+}
+
+// View looks a view up by name, case-insensitively.
+func (s *Schema) View(name string) (*View, bool) {
+	v, ok := s.views[strings.ToUpper(name)]
+	return v, ok
+}
+
+// TableIndexes returns the secondary indexes of table (including managed foreign-key backing
+// indexes), in creation order.
+func (s *Schema) TableIndexes(table string) []*Index {
+	var out []*Index
+	for _, ix := range s.Indexes {
+		if strings.EqualFold(ix.Table, table) {
+			out = append(out, ix)
+		}
+	}
+	return out
+}
+
+// Children returns the tables interleaved in table, in creation order.
+func (s *Schema) Children(table string) []*Table {
+	var out []*Table
+	for _, t := range s.Tables {
+		if strings.EqualFold(t.Parent, table) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Table is a Spanner table.
@@ -57,6 +94,11 @@ type Table struct {
 	RowDeletionPolicy *RowDeletionPolicy
 	// InfoSchema marks the read-only INFORMATION_SCHEMA tables.
 	InfoSchema bool
+	// SyntheticKey is the SQLite name of the hidden key column of a table declared with
+	// PRIMARY KEY () (EmptyKeyColumn), "" otherwise. SQLite needs a key for a WITHOUT ROWID
+	// table; the column is not in Columns, defaults to 0 and is checked to stay 0, so the
+	// table holds at most one row, as in Spanner. Readers and writers never name it.
+	SyntheticKey string
 
 	columns map[string]*Column // by upper-cased name
 }
@@ -79,20 +121,23 @@ func (t *Table) KeyColumns() []*Column {
 // Column is a table column.
 type Column struct {
 	Name       string
-	SQLiteName string // unquoted SQLite column name
+	SQLiteName string        // unquoted SQLite column name
 	Type       spantype.Type // Length set for STRING(N)/BYTES(N)
 	NotNull    bool
 	// AllowCommitTimestamp is OPTIONS (allow_commit_timestamp = true).
 	AllowCommitTimestamp bool
-	// Default is the DEFAULT expression (nil if none); DefaultSQL its SQLite translation.
-	Default    ast.Expr
-	DefaultSQL string
+	// Default is the DEFAULT expression (nil if none); DefaultSQL its SQLite translation;
+	// DefaultText the expression as written (INFORMATION_SCHEMA.COLUMNS.COLUMN_DEFAULT).
+	Default     ast.Expr
+	DefaultSQL  string
+	DefaultText string
 	// Generated is the AS (expr) expression of a generated column (nil if none); GeneratedSQL its
-	// SQLite translation; Stored is true for STORED.
-	Generated    ast.Expr
-	GeneratedSQL string
-	Stored       bool
-	Hidden       bool
+	// SQLite translation; Stored is true for STORED; GeneratedText the expression as written.
+	Generated     ast.Expr
+	GeneratedSQL  string
+	GeneratedText string
+	Stored        bool
+	Hidden        bool
 }
 
 // KeyPart is one column of a primary or index key.
@@ -107,6 +152,7 @@ type Check struct {
 	Name string
 	Expr ast.Expr
 	SQL  string // SQLite translation
+	Text string // the expression as written (CHECK_CONSTRAINTS.CHECK_CLAUSE)
 }
 
 // ForeignKey is a FOREIGN KEY constraint.
@@ -135,7 +181,29 @@ type Index struct {
 	Storing      []string
 	// Interleave is the INTERLEAVE IN table ("" if none).
 	Interleave string
+	// Managed marks an index Spanner created itself to back a foreign key (the referenced
+	// columns when they are not the referenced table's primary key). It is unique, absent from
+	// Statements, and cannot be dropped by DROP INDEX; it goes away with its last foreign key.
+	Managed bool
 }
+
+// View is a CREATE VIEW. The translator expands Query where the view is named.
+type View struct {
+	Name string
+	// SQL is the query as written; Query its parse.
+	SQL   string
+	Query ast.QueryExpr
+	// SecurityType is "INVOKER" or "DEFINER".
+	SecurityType string
+}
+
+// Sequence is a CREATE SEQUENCE, recorded so that its name is taken and GetDatabaseDdl lists it.
+type Sequence struct {
+	Name string
+}
+
+// EmptyKeyColumn is the name of the hidden key column of a table with PRIMARY KEY ().
+const EmptyKeyColumn = "_spanner_empty_key"
 
 // Quote quotes an identifier for SQLite.
 func Quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }

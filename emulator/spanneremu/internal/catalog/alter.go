@@ -1,0 +1,356 @@
+package catalog
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cloudspannerecosystem/memefish/ast"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
+)
+
+func (a *applier) alterTable(d *ast.AlterTable) error {
+	t, err := a.table(d.Name)
+	if err != nil {
+		return err
+	}
+	copies := copyAll(t)
+	switch alt := d.TableAlteration.(type) {
+	case *ast.AddColumn:
+		if _, exists := t.Column(alt.Column.Name.Name); exists {
+			if alt.IfNotExists {
+				return nil
+			}
+			return invalidf("Duplicate column name %s.%s.", t.Name, alt.Column.Name.Name)
+		}
+		if alt.Column.PrimaryKey {
+			return invalidf("Cannot add key column %s to existing table %s.", alt.Column.Name.Name, t.Name)
+		}
+		col, err := a.newColumn(t, alt.Column)
+		if err != nil {
+			return err
+		}
+		t.Columns = append(t.Columns, col)
+		t.reindex()
+		if err := a.columnExprs(t, col, alt.Column.DefaultSemantics); err != nil {
+			return err
+		}
+	case *ast.DropColumn:
+		col, ok := t.Column(alt.Name.Name)
+		if !ok {
+			return notFoundf("Column not found in table %s: %s", t.Name, alt.Name.Name)
+		}
+		if err := a.checkColumnUnused(t, col); err != nil {
+			return err
+		}
+		t.Columns = deleteItem(t.Columns, col)
+		t.reindex()
+	case *ast.AlterColumn:
+		col, ok := t.Column(alt.Name.Name)
+		if !ok {
+			return notFoundf("Column not found in table %s: %s", t.Name, alt.Name.Name)
+		}
+		rebuild, err := a.alterColumn(t, col, alt.Alteration, copies)
+		if err != nil || !rebuild {
+			return err
+		}
+	case *ast.AddTableConstraint:
+		ix, err := a.addConstraint(t, alt.TableConstraint)
+		if err != nil {
+			return err
+		}
+		a.rebuild(t, copies)
+		if ix != nil && !strings.EqualFold(ix.Table, t.Name) {
+			a.emit(a.s.createIndexSQL(ix))
+		}
+		return nil
+	case *ast.DropConstraint:
+		if err := a.dropConstraint(t, alt.Name.Name); err != nil {
+			return err
+		}
+		a.rebuild(t, copies)
+		a.dropUnusedBackingIndexes()
+		return nil
+	case *ast.SetOnDelete:
+		if t.Parent == "" {
+			return preconditionf("Table %s is not interleaved in a parent table.", t.Name)
+		}
+		t.OnDeleteCascade = alt.OnDelete == ast.OnDeleteCascade
+	case *ast.AddRowDeletionPolicy:
+		if t.RowDeletionPolicy != nil {
+			return preconditionf("Table %s already has a row deletion policy.", t.Name)
+		}
+		t.RowDeletionPolicy, err = rowDeletionPolicy(t, alt.RowDeletionPolicy)
+		return err
+	case *ast.ReplaceRowDeletionPolicy:
+		if t.RowDeletionPolicy == nil {
+			return preconditionf("Table %s does not have a row deletion policy.", t.Name)
+		}
+		t.RowDeletionPolicy, err = rowDeletionPolicy(t, alt.RowDeletionPolicy)
+		return err
+	case *ast.DropRowDeletionPolicy:
+		if t.RowDeletionPolicy == nil {
+			return preconditionf("Table %s does not have a row deletion policy.", t.Name)
+		}
+		t.RowDeletionPolicy = nil
+		return nil
+	default:
+		return unimplementedf("Unsupported ALTER TABLE action in the emulator: %s", a.text(alt))
+	}
+	a.rebuild(t, copies)
+	return nil
+}
+
+// copyAll maps every non-generated column of t to itself: what a rebuild copies when no
+// column changes type.
+func copyAll(t *Table) map[string]string {
+	m := map[string]string{}
+	for _, c := range t.Columns {
+		if c.Generated == nil {
+			m[strings.ToUpper(c.Name)] = Quote(c.SQLiteName)
+		}
+	}
+	return m
+}
+
+// rebuild re-creates t in SQLite from the model, copying rows: SQLite's ALTER TABLE cannot
+// change column constraints, defaults or table constraints. copies maps an upper-cased column
+// name of the new table to the SQLite expression, over the old table, that fills it; columns
+// without an entry take their DEFAULT. Copying the rows is what checks them against the new
+// definition (the caller runs the batch in a transaction and maps failures).
+func (a *applier) rebuild(t *Table, copies map[string]string) {
+	tmp := t.SQLiteName + "__spanner_rebuild"
+	a.emit(a.s.createTableSQL(t, tmp))
+	var cols, exprs []string
+	for _, c := range t.Columns {
+		if e, ok := copies[strings.ToUpper(c.Name)]; ok && c.Generated == nil {
+			cols = append(cols, Quote(c.SQLiteName))
+			exprs = append(exprs, e)
+		}
+	}
+	if t.SyntheticKey != "" {
+		cols = append(cols, Quote(t.SyntheticKey))
+		exprs = append(exprs, Quote(t.SyntheticKey))
+	}
+	if len(cols) > 0 {
+		a.emit(fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s",
+			Quote(tmp), strings.Join(cols, ", "), strings.Join(exprs, ", "), Quote(t.SQLiteName)))
+	} else {
+		a.emit(fmt.Sprintf("INSERT INTO %s DEFAULT VALUES", Quote(tmp)))
+	}
+	a.emit("DROP TABLE "+Quote(t.SQLiteName), fmt.Sprintf("ALTER TABLE %s RENAME TO %s", Quote(tmp), Quote(t.SQLiteName)))
+	for _, ix := range a.s.TableIndexes(t.Name) {
+		a.emit(a.s.createIndexSQL(ix))
+	}
+}
+
+// alterColumn applies ALTER COLUMN; it reports whether the table must be rebuilt in SQLite.
+func (a *applier) alterColumn(t *Table, col *Column, alt ast.ColumnAlteration, copies map[string]string) (bool, error) {
+	switch alt := alt.(type) {
+	case *ast.AlterColumnType:
+		typ, err := columnType(alt.Type)
+		if err != nil {
+			return false, err
+		}
+		conv, ok := convertColumn(col.Type, typ, Quote(col.SQLiteName))
+		if !ok {
+			return false, invalidf("Cannot change the data type of column `%s`, which has type %s, to %s.", col.Name, col.Type.ColumnString(), typ.ColumnString())
+		}
+		if t.isKeyColumn(col.Name) && (col.Type.Code != typ.Code || len(a.s.Children(t.Name)) > 0 || t.Parent != "") {
+			return false, preconditionf("Cannot change the type of key column %s.%s.", t.Name, col.Name)
+		}
+		if !alt.NotNull && t.isKeyColumn(col.Name) && col.NotNull {
+			// Nullable key columns are a known gap (SQLite keys cannot hold NULL); refuse
+			// rather than pretend.
+			return false, unimplementedf("Making key column %s.%s nullable is not supported by the emulator", t.Name, col.Name)
+		}
+		old := *col
+		col.Type, col.NotNull = typ, alt.NotNull
+		col.Default, col.DefaultSQL, col.DefaultText = nil, "", ""
+		if alt.DefaultExpr != nil {
+			if err := a.setDefault(t, col, alt.DefaultExpr); err != nil {
+				return false, err
+			}
+		}
+		if alt.GeneratedExpr != nil {
+			if old.Generated == nil {
+				return false, invalidf("Cannot convert column %s.%s to a generated column.", t.Name, col.Name)
+			}
+			if err := a.setGenerated(t, col, alt.GeneratedExpr); err != nil {
+				return false, err
+			}
+		}
+		if col.AllowCommitTimestamp && typ.Code != spantype.Timestamp {
+			return false, invalidf("Column %s.%s has invalid allow_commit_timestamp option: the option is only allowed on TIMESTAMP columns.", t.Name, col.Name)
+		}
+		if old.Generated == nil {
+			copies[strings.ToUpper(col.Name)] = conv
+		}
+		return true, nil
+	case *ast.AlterColumnSetOptions:
+		return false, columnOptions(t, col, alt.Options)
+	case *ast.AlterColumnSetDefault:
+		if col.Generated != nil {
+			return false, invalidf("Cannot set a default value on generated column %s.%s.", t.Name, col.Name)
+		}
+		return true, a.setDefault(t, col, alt.DefaultExpr)
+	case *ast.AlterColumnDropDefault:
+		col.Default, col.DefaultSQL, col.DefaultText = nil, "", ""
+		return true, nil
+	}
+	return false, unimplementedf("Unsupported ALTER COLUMN action in the emulator: %s", alt.SQL())
+}
+
+// convertColumn returns the SQLite expression converting a stored value of type from to type
+// to, for the type changes Spanner allows (STRING and BYTES lengths, STRING <-> BYTES).
+func convertColumn(from, to spantype.Type, q string) (string, bool) {
+	switch {
+	case from.Equal(to):
+		return q, true
+	case from.Code == spantype.String && to.Code == spantype.Bytes:
+		return "CAST(" + q + " AS BLOB)", true
+	case from.Code == spantype.Bytes && to.Code == spantype.String:
+		// Spanner also requires the bytes to be valid UTF-8; that is not checked here.
+		return "CAST(" + q + " AS TEXT)", true
+	}
+	return "", false
+}
+
+// checkColumnUnused fails when col cannot be dropped because something depends on it.
+func (a *applier) checkColumnUnused(t *Table, col *Column) error {
+	if t.isKeyColumn(col.Name) {
+		return preconditionf("Cannot drop key column %s from table %s.", col.Name, t.Name)
+	}
+	for _, ix := range a.s.TableIndexes(t.Name) {
+		if containsFold(ix.keyColumns(), col.Name) || containsFold(ix.Storing, col.Name) {
+			return preconditionf("Cannot drop column %s from table %s because it is used by index %s.", col.Name, t.Name, ix.Name)
+		}
+	}
+	for _, other := range a.s.Tables {
+		for _, fk := range other.ForeignKeys {
+			if (other == t && containsFold(fk.Columns, col.Name)) ||
+				(strings.EqualFold(fk.ReferencedTable, t.Name) && containsFold(fk.ReferencedColumns, col.Name)) {
+				return preconditionf("Cannot drop column %s from table %s because it is used by foreign key %s.", col.Name, t.Name, fk.Name)
+			}
+		}
+	}
+	for _, c := range t.Checks {
+		if refersTo(c.Expr, col.Name) {
+			return preconditionf("Cannot drop column %s from table %s because it is referenced by check constraint %s.", col.Name, t.Name, c.Name)
+		}
+	}
+	for _, g := range t.Columns {
+		if g.Generated != nil && g != col && refersTo(g.Generated, col.Name) {
+			return preconditionf("Cannot drop column %s from table %s because it is referenced by generated column %s.", col.Name, t.Name, g.Name)
+		}
+	}
+	if p := t.RowDeletionPolicy; p != nil && strings.EqualFold(p.Column, col.Name) {
+		return preconditionf("Cannot drop column %s from table %s because it is used by the table's row deletion policy.", col.Name, t.Name)
+	}
+	return nil
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// refersTo reports whether e names column col (as a bare identifier or the last part of a
+// path).
+func refersTo(e ast.Expr, col string) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && strings.EqualFold(id.Name, col) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+func (a *applier) dropConstraint(t *Table, name string) error {
+	for i, c := range t.Checks {
+		if strings.EqualFold(c.Name, name) {
+			t.Checks = append(t.Checks[:i:i], t.Checks[i+1:]...)
+			return nil
+		}
+	}
+	for i, fk := range t.ForeignKeys {
+		if strings.EqualFold(fk.Name, name) {
+			t.ForeignKeys = append(t.ForeignKeys[:i:i], t.ForeignKeys[i+1:]...)
+			return nil
+		}
+	}
+	return notFoundf("%s is not a constraint in %s", name, t.Name)
+}
+
+func (a *applier) dropTable(d *ast.DropTable) error {
+	name, err := pathName(d.Name)
+	if err != nil {
+		return err
+	}
+	t, ok := a.s.Table(name)
+	if !ok || t.InfoSchema {
+		if d.IfExists {
+			return nil
+		}
+		return notFoundf("Table not found: %s", name)
+	}
+	if children := a.s.Children(t.Name); len(children) > 0 {
+		return preconditionf("Cannot drop table %s with interleaved tables: %s.", t.Name, strings.Join(tableNames(children), ", "))
+	}
+	var indexes []string
+	for _, ix := range a.s.TableIndexes(t.Name) {
+		if !ix.Managed {
+			indexes = append(indexes, ix.Name)
+		}
+	}
+	if len(indexes) > 0 {
+		return preconditionf("Cannot drop table %s with indices: %s.", t.Name, strings.Join(indexes, ", "))
+	}
+	for _, other := range a.s.Tables {
+		if other == t {
+			continue
+		}
+		for _, fk := range other.ForeignKeys {
+			if strings.EqualFold(fk.ReferencedTable, t.Name) {
+				return preconditionf("Cannot drop table %s: it is referenced by foreign key %s of table %s.", t.Name, fk.Name, other.Name)
+			}
+		}
+	}
+	for _, v := range a.s.Views {
+		if viewUsesTable(v, t.Name) {
+			return preconditionf("Cannot drop table %s on which there are dependent views: %s.", t.Name, v.Name)
+		}
+	}
+	a.emit("DROP TABLE " + Quote(t.SQLiteName))
+	a.s.Tables = deleteItem(a.s.Tables, t)
+	a.s.removeObject(objTable, "", t.Name)
+	a.s.reindex()
+	a.dropUnusedBackingIndexes()
+	return nil
+}
+
+func tableNames(ts []*Table) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// viewUsesTable reports whether the view's query reads table (by a one-part table name).
+func viewUsesTable(v *View, table string) bool {
+	found := false
+	ast.Inspect(v.Query, func(n ast.Node) bool {
+		if tn, ok := n.(*ast.TableName); ok && strings.EqualFold(tn.Table.Name, table) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}

@@ -1,0 +1,339 @@
+package catalog
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// projectDDL is the schema shapes the services use: an outbox, interleaved orders and an
+// inventory guarded by a CHECK.
+var projectDDL = []string{
+	`CREATE TABLE OutboxEvents (
+		EventId STRING(36) NOT NULL,
+		AggregateId STRING(64) NOT NULL,
+		Payload JSON NOT NULL,
+		CreatedAt TIMESTAMP NOT NULL OPTIONS (allow_commit_timestamp = true),
+		PendingShard INT64,
+		PublishedAt TIMESTAMP OPTIONS (allow_commit_timestamp = true),
+		Attempts INT64 NOT NULL DEFAULT (0)
+	) PRIMARY KEY (EventId), ROW DELETION POLICY (OLDER_THAN(PublishedAt, INTERVAL 7 DAY))`,
+	`CREATE NULL_FILTERED INDEX OutboxPending ON OutboxEvents (PendingShard, CreatedAt)`,
+	`CREATE TABLE Orders (
+		OrderId STRING(36) NOT NULL,
+		CustomerId STRING(36) NOT NULL,
+		Status STRING(16) NOT NULL,
+		TotalCents INT64 NOT NULL,
+	) PRIMARY KEY (OrderId)`,
+	`CREATE TABLE OrderItems (
+		OrderId STRING(36) NOT NULL,
+		LineNo INT64 NOT NULL,
+		Sku STRING(32) NOT NULL,
+		Quantity INT64 NOT NULL,
+	) PRIMARY KEY (OrderId, LineNo), INTERLEAVE IN PARENT Orders ON DELETE CASCADE`,
+	`CREATE TABLE Inventory (
+		Sku STRING(32) NOT NULL,
+		OnHand INT64 NOT NULL,
+		Reserved INT64 NOT NULL,
+		CONSTRAINT StockNonNegative CHECK (OnHand >= 0 AND Reserved >= 0 AND Reserved <= OnHand),
+	) PRIMARY KEY (Sku)`,
+}
+
+func TestProjectSchemaConstraints(t *testing.T) {
+	d := newTestDB(t)
+	d.mustDDL(projectDDL...)
+	d.mustDDL(
+		`CREATE TABLE Users (UserId INT64 NOT NULL, Email STRING(MAX), Nick STRING(MAX), Sku STRING(32),
+			Doubled INT64 AS (UserId * 2) STORED,
+			FOREIGN KEY (Sku) REFERENCES Inventory (Sku)) PRIMARY KEY (UserId)`,
+		`CREATE UNIQUE INDEX UsersByEmail ON Users (Email)`,
+		`CREATE UNIQUE NULL_FILTERED INDEX UsersByNick ON Users (Nick)`,
+	)
+	d.mustExec(`INSERT INTO "Orders" VALUES ('o1', 'c1', 'NEW', 100)`)
+	d.mustExec(`INSERT INTO "OrderItems" VALUES ('o1', 1, 'sku1', 2), ('o1', 2, 'sku2', 1)`)
+	d.mustExec(`INSERT INTO "Inventory" VALUES ('sku1', 10, 2)`)
+	d.mustExec(`INSERT INTO "Users" ("UserId", "Email", "Nick") VALUES (1, NULL, NULL)`)
+
+	tests := []struct {
+		name, sql, wantErr string
+	}{
+		{"duplicate key", `INSERT INTO "Orders" VALUES ('o1', 'c2', 'NEW', 1)`, "UNIQUE constraint failed"},
+		{"not null", `INSERT INTO "Orders" VALUES ('o2', NULL, 'NEW', 1)`, "NOT NULL constraint failed: Orders.CustomerId"},
+		{"string length counts characters", `INSERT INTO "Orders" VALUES ('o2', 'c', 'ÄÄÄÄÄÄÄÄÄÄÄÄÄÄÄÄ', 1)`, ""},
+		{"string too long", `INSERT INTO "Orders" VALUES ('o3', 'c', 'ÄÄÄÄÄÄÄÄÄÄÄÄÄÄÄÄÄ', 1)`, "CHECK constraint failed: spanner_len:Orders.Status"},
+		{"check violated", `UPDATE "Inventory" SET "Reserved" = 11`, "CHECK constraint failed: spanner_check:Inventory.StockNonNegative"},
+		{"check holds", `UPDATE "Inventory" SET "Reserved" = 10`, ""},
+		{"child without parent", `INSERT INTO "OrderItems" VALUES ('nope', 1, 's', 1)`, "FOREIGN KEY constraint failed"},
+		{"foreign key missing", `INSERT INTO "Users" ("UserId", "Email", "Sku") VALUES (2, '2@x', 'nope')`, "FOREIGN KEY constraint failed"},
+		{"foreign key present", `INSERT INTO "Users" ("UserId", "Email", "Sku") VALUES (3, '3@x', 'sku1')`, ""},
+		{"unique index treats NULLs as equal", `INSERT INTO "Users" ("UserId") VALUES (4)`, "UNIQUE constraint failed: index 'UsersByEmail'"},
+		{"unique index", `INSERT INTO "Users" ("UserId", "Email", "Nick") VALUES (5, 'a@x', 'a'), (6, 'a@x', 'b')`, "UNIQUE constraint failed"},
+		{"null-filtered unique index ignores NULLs", `INSERT INTO "Users" ("UserId", "Email") VALUES (7, 'b@x')`, ""},
+		{"null-filtered unique index", `INSERT INTO "Users" ("UserId", "Email", "Nick") VALUES (8, 'c@x', 'n'), (9, 'd@x', 'n')`, "UNIQUE constraint failed: Users.Nick"},
+		{"default", `INSERT INTO "OutboxEvents" ("EventId", "AggregateId", "Payload", "CreatedAt") VALUES ('e1', 'a', '{}', 't')`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := d.exec(tt.sql); !errContains(err, tt.wantErr) {
+				t.Errorf("%s: got error %v, want %q", tt.sql, err, tt.wantErr)
+			}
+		})
+	}
+
+	if diff := cmp.Diff([][]string{{"0"}}, d.query(`SELECT "Attempts" FROM "OutboxEvents"`)); diff != "" {
+		t.Errorf("default (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([][]string{{"6"}}, d.query(`SELECT "Doubled" FROM "Users" WHERE "UserId" = 3`)); diff != "" {
+		t.Errorf("generated column (-want +got):\n%s", diff)
+	}
+	d.mustExec(`DELETE FROM "Orders" WHERE "OrderId" = 'o1'`)
+	if diff := cmp.Diff([][]string{{"0"}}, d.query(`SELECT COUNT(*) FROM "OrderItems"`)); diff != "" {
+		t.Errorf("interleave cascade (-want +got):\n%s", diff)
+	}
+}
+
+func TestEmptyKey(t *testing.T) {
+	d := newTestDB(t)
+	d.mustDDL(`CREATE TABLE Singleton (Value INT64) PRIMARY KEY ()`)
+	tab, _ := d.schema.Table("singleton")
+	if tab.SyntheticKey != EmptyKeyColumn || len(tab.Columns) != 1 {
+		t.Errorf("SyntheticKey = %q, columns %d; want %q and 1 column", tab.SyntheticKey, len(tab.Columns), EmptyKeyColumn)
+	}
+	d.mustExec(`INSERT INTO "Singleton" ("Value") VALUES (1)`)
+	if err := d.exec(`INSERT INTO "Singleton" ("Value") VALUES (2)`); !errContains(err, "UNIQUE constraint failed") {
+		t.Errorf("second row: %v", err)
+	}
+	d.mustDDL(`ALTER TABLE Singleton ADD COLUMN Other STRING(MAX)`)
+	if diff := cmp.Diff([][]string{{"1", "NULL"}}, d.query(`SELECT "Value", "Other" FROM "Singleton"`)); diff != "" {
+		t.Errorf("after ALTER (-want +got):\n%s", diff)
+	}
+}
+
+func TestAlterTable(t *testing.T) {
+	d := newTestDB(t)
+	d.mustDDL(projectDDL...)
+	d.mustExec(`INSERT INTO "Orders" VALUES ('o1', 'c1', 'NEW', 100), ('o2', 'c2', 'PAID', 50)`)
+	d.mustExec(`INSERT INTO "OrderItems" VALUES ('o1', 1, 'sku1', 2)`)
+	d.mustExec(`INSERT INTO "Inventory" VALUES ('sku1', 10, 2)`)
+
+	steps := []struct {
+		name    string
+		ddl     string
+		wantErr string // substring of the SQLite or status error; "" for success
+		query   string // checked after the step when set
+		want    [][]string
+	}{
+		{name: "add column keeps rows", ddl: `ALTER TABLE Orders ADD COLUMN Note STRING(10)`,
+			query: `SELECT "OrderId", "Note" FROM "Orders" ORDER BY 1`, want: [][]string{{"o1", "NULL"}, {"o2", "NULL"}}},
+		{name: "add column if not exists is a no-op", ddl: `ALTER TABLE Orders ADD COLUMN IF NOT EXISTS Note INT64`},
+		{name: "add not null column with default", ddl: `ALTER TABLE Orders ADD COLUMN Version INT64 NOT NULL DEFAULT (1)`,
+			query: `SELECT "Version" FROM "Orders"`, want: [][]string{{"1"}, {"1"}}},
+		{name: "add not null column without default fails on data", ddl: `ALTER TABLE Orders ADD COLUMN Bad INT64 NOT NULL`,
+			wantErr: "NOT NULL constraint failed"},
+		{name: "shrinking a length below the data fails", ddl: `ALTER TABLE Orders ALTER COLUMN Status STRING(2) NOT NULL`,
+			wantErr: "CHECK constraint failed: spanner_len:Orders.Status"},
+		{name: "growing a length keeps data", ddl: `ALTER TABLE Orders ALTER COLUMN Status STRING(100) NOT NULL`,
+			query: `SELECT "Status" FROM "Orders" ORDER BY 1`, want: [][]string{{"NEW"}, {"PAID"}}},
+		{name: "string to bytes", ddl: `ALTER TABLE Orders ALTER COLUMN Note BYTES(10)`,
+			query: `SELECT typeof("Note") FROM "Orders"`, want: [][]string{{"null"}, {"null"}}},
+		{name: "set not null fails on NULLs", ddl: `ALTER TABLE Orders ALTER COLUMN Note BYTES(10) NOT NULL`,
+			wantErr: "NOT NULL constraint failed"},
+		{name: "set default", ddl: `ALTER TABLE Orders ALTER COLUMN TotalCents SET DEFAULT (7)`},
+		{name: "default applies", ddl: "", query: `SELECT "TotalCents" FROM "Orders" WHERE "OrderId" = 'o3'`},
+		{name: "drop column keeps others", ddl: `ALTER TABLE Orders DROP COLUMN Note`,
+			query: `SELECT * FROM "Orders" ORDER BY 1`, want: [][]string{{"o1", "c1", "NEW", "100", "1"}, {"o2", "c2", "PAID", "50", "1"}}},
+		{name: "children survive parent rebuild", query: `SELECT COUNT(*) FROM "OrderItems"`, want: [][]string{{"1"}}},
+		{name: "check violated by data", ddl: `ALTER TABLE Orders ADD CONSTRAINT Big CHECK (TotalCents > 60)`,
+			wantErr: "CHECK constraint failed: spanner_check:Orders.Big"},
+		{name: "check holding", ddl: `ALTER TABLE Orders ADD CONSTRAINT Positive CHECK (TotalCents > 0)`},
+		{name: "drop check", ddl: `ALTER TABLE Orders DROP CONSTRAINT Positive`},
+		{name: "foreign key violated by data", ddl: `ALTER TABLE OrderItems ADD CONSTRAINT ItemSku FOREIGN KEY (Sku) REFERENCES Inventory (OnHand)`,
+			wantErr: "cannot reference"},
+		{name: "foreign key holding", ddl: `ALTER TABLE OrderItems ADD CONSTRAINT ItemSku FOREIGN KEY (Sku) REFERENCES Inventory (Sku)`},
+		{name: "foreign key not holding", ddl: `ALTER TABLE Orders ADD CONSTRAINT OrderCustomer FOREIGN KEY (CustomerId) REFERENCES Inventory (Sku)`,
+			wantErr: "foreign key violation"},
+		{name: "set on delete no action", ddl: `ALTER TABLE OrderItems SET ON DELETE NO ACTION`},
+		{name: "row deletion policy replace", ddl: `ALTER TABLE OutboxEvents REPLACE ROW DELETION POLICY (OLDER_THAN(CreatedAt, INTERVAL 1 DAY))`},
+		{name: "row deletion policy drop", ddl: `ALTER TABLE OutboxEvents DROP ROW DELETION POLICY`},
+		{name: "allow commit timestamp", ddl: `ALTER TABLE OutboxEvents ALTER COLUMN PublishedAt SET OPTIONS (allow_commit_timestamp = false)`},
+	}
+	for _, st := range steps {
+		if st.ddl != "" {
+			if err := d.ddl(st.ddl); !errContains(err, st.wantErr) {
+				t.Fatalf("%s: got error %v, want %q", st.name, err, st.wantErr)
+			}
+		}
+		if st.query != "" {
+			if diff := cmp.Diff(st.want, d.query(st.query)); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", st.name, diff)
+			}
+		}
+	}
+
+	d.mustExec(`INSERT INTO "Orders" ("OrderId", "CustomerId", "Status") VALUES ('o3', 'c', 'NEW')`)
+	if diff := cmp.Diff([][]string{{"7"}}, d.query(`SELECT "TotalCents" FROM "Orders" WHERE "OrderId" = 'o3'`)); diff != "" {
+		t.Errorf("SET DEFAULT (-want +got):\n%s", diff)
+	}
+	if err := d.exec(`DELETE FROM "Orders" WHERE "OrderId" = 'o1'`); !errContains(err, "FOREIGN KEY constraint failed") {
+		t.Errorf("delete parent with ON DELETE NO ACTION: %v", err)
+	}
+	if err := d.exec(`INSERT INTO "OrderItems" VALUES ('o2', 1, 'nope', 1)`); !errContains(err, "FOREIGN KEY constraint failed") {
+		t.Errorf("foreign key after ALTER: %v", err)
+	}
+	out, _ := d.schema.Table("OutboxEvents")
+	if out.RowDeletionPolicy != nil {
+		t.Errorf("RowDeletionPolicy = %+v, want nil", out.RowDeletionPolicy)
+	}
+	if c, _ := out.Column("PublishedAt"); c.AllowCommitTimestamp {
+		t.Errorf("PublishedAt.AllowCommitTimestamp = true after SET OPTIONS false")
+	}
+}
+
+func TestDropAndIndexes(t *testing.T) {
+	d := newTestDB(t)
+	d.mustDDL(projectDDL...)
+	d.mustDDL(`CREATE INDEX IF NOT EXISTS OutboxPending ON OutboxEvents (AggregateId)`)
+	d.mustDDL(`CREATE INDEX ItemsBySku ON OrderItems (OrderId, Sku) STORING (Quantity), INTERLEAVE IN Orders`)
+	d.mustDDL(`ALTER INDEX ItemsBySku DROP STORED COLUMN Quantity`, `ALTER INDEX ItemsBySku ADD STORED COLUMN Quantity`)
+	ix, _ := d.schema.Index("itemsbysku")
+	if diff := cmp.Diff(&Index{Name: "ItemsBySku", SQLiteName: "ItemsBySku", Table: "OrderItems",
+		Keys: []KeyPart{{Column: "OrderId"}, {Column: "Sku"}}, Storing: []string{"Quantity"}, Interleave: "Orders"}, ix); diff != "" {
+		t.Errorf("index (-want +got):\n%s", diff)
+	}
+	if err := d.ddl(`DROP TABLE OrderItems`); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("DROP TABLE with index: %v", err)
+	}
+	d.mustDDL(`DROP INDEX ItemsBySku`, `DROP TABLE OrderItems`, `DROP TABLE IF EXISTS OrderItems`, `DROP INDEX IF EXISTS ItemsBySku`)
+	d.mustDDL(`DROP TABLE Orders`)
+	if got := d.query(`SELECT name FROM sqlite_schema WHERE name LIKE 'Order%'`); len(got) != 0 {
+		t.Errorf("SQLite objects left after DROP TABLE: %v", got)
+	}
+	// A managed backing index comes and goes with its foreign key.
+	d.mustDDL(`CREATE TABLE Products (ProductId INT64 NOT NULL, Code STRING(10)) PRIMARY KEY (ProductId)`,
+		`CREATE TABLE Refs (Id INT64 NOT NULL, Code STRING(10), CONSTRAINT RefCode FOREIGN KEY (Code) REFERENCES Products (Code)) PRIMARY KEY (Id)`)
+	managed := d.schema.TableIndexes("Products")
+	if len(managed) != 1 || !managed[0].Managed || !managed[0].Unique {
+		t.Fatalf("backing indexes = %+v, want one managed unique index", managed)
+	}
+	for _, st := range d.schema.Statements {
+		if strings.Contains(st, managed[0].Name) {
+			t.Errorf("managed index in Statements: %s", st)
+		}
+	}
+	if err := d.ddl(`DROP INDEX ` + managed[0].Name); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("DROP of a managed index: %v", err)
+	}
+	d.mustDDL(`ALTER TABLE Refs DROP CONSTRAINT RefCode`)
+	if got := d.schema.TableIndexes("Products"); len(got) != 0 {
+		t.Errorf("backing index left after DROP CONSTRAINT: %+v", got)
+	}
+	if got := d.query(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'Products' AND sql IS NOT NULL`); len(got) != 0 {
+		t.Errorf("SQLite backing index left: %v", got)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		ddl      []string
+		wantCode codes.Code
+		wantMsg  string
+	}{
+		{"syntax", []string{`CREATE TABL T (A INT64) PRIMARY KEY (A)`}, codes.InvalidArgument, "Error parsing Spanner DDL statement"},
+		{"duplicate table", []string{`CREATE TABLE Orders (A INT64) PRIMARY KEY (A)`}, codes.InvalidArgument, "Duplicate name in schema: Orders."},
+		{"duplicate table case-insensitive", []string{`CREATE TABLE orders (A INT64) PRIMARY KEY (A)`}, codes.InvalidArgument, "Duplicate name in schema: orders."},
+		{"index named like a table", []string{`CREATE INDEX Orders ON Inventory (OnHand)`}, codes.InvalidArgument, "Duplicate name in schema: Orders."},
+		{"unknown type", []string{`CREATE TABLE T (A INT32) PRIMARY KEY (A)`}, codes.InvalidArgument, ""},
+		{"duplicate column", []string{`CREATE TABLE T (A INT64, a STRING(MAX)) PRIMARY KEY (A)`}, codes.InvalidArgument, "Duplicate column name T.a."},
+		{"missing key column", []string{`CREATE TABLE T (A INT64) PRIMARY KEY (B)`}, codes.InvalidArgument, "Table T references nonexistent key column B."},
+		{"json key", []string{`CREATE TABLE T (A JSON) PRIMARY KEY (A)`}, codes.InvalidArgument, "part of the primary key"},
+		{"missing parent", []string{`CREATE TABLE T (A INT64) PRIMARY KEY (A), INTERLEAVE IN PARENT Nope`}, codes.NotFound, "Table not found: Nope"},
+		{"interleave key not a prefix", []string{`CREATE TABLE T (A INT64, OrderId STRING(36)) PRIMARY KEY (A, OrderId), INTERLEAVE IN PARENT Orders`},
+			codes.InvalidArgument, "Table T does not reference parent key column OrderId."},
+		{"interleave key type mismatch", []string{`CREATE TABLE T (OrderId STRING(10), A INT64) PRIMARY KEY (OrderId, A), INTERLEAVE IN PARENT Orders`},
+			codes.InvalidArgument, "does not match"},
+		{"index on unknown table", []string{`CREATE INDEX I ON Nope (A)`}, codes.NotFound, "Table not found: Nope"},
+		{"index on unknown column", []string{`CREATE INDEX I ON Orders (Nope)`}, codes.InvalidArgument, "Index I specifies key column Nope which does not exist in table Orders."},
+		{"storing a key column", []string{`CREATE INDEX I ON Orders (Status) STORING (OrderId)`}, codes.InvalidArgument, "which is a key of table Orders"},
+		{"index on json", []string{`CREATE INDEX I ON OutboxEvents (Payload)`}, codes.InvalidArgument, "cannot be indexed"},
+		{"drop unknown table", []string{`DROP TABLE Nope`}, codes.NotFound, "Table not found: Nope"},
+		{"drop unknown index", []string{`DROP INDEX Nope`}, codes.NotFound, "Index not found: Nope"},
+		{"drop table with index", []string{`DROP TABLE OutboxEvents`}, codes.FailedPrecondition, "Cannot drop table OutboxEvents with indices: OutboxPending."},
+		{"drop table with children", []string{`DROP TABLE Orders`}, codes.FailedPrecondition, "Cannot drop table Orders with interleaved tables: OrderItems."},
+		{"drop key column", []string{`ALTER TABLE Orders DROP COLUMN OrderId`}, codes.FailedPrecondition, "Cannot drop key column"},
+		{"drop indexed column", []string{`ALTER TABLE OutboxEvents DROP COLUMN PendingShard`}, codes.FailedPrecondition, "used by index OutboxPending"},
+		{"drop checked column", []string{`ALTER TABLE Inventory DROP COLUMN OnHand`}, codes.FailedPrecondition, "check constraint StockNonNegative"},
+		{"drop policy column", []string{`ALTER TABLE OutboxEvents DROP COLUMN PublishedAt`}, codes.FailedPrecondition, "row deletion policy"},
+		{"drop unknown column", []string{`ALTER TABLE Orders DROP COLUMN Nope`}, codes.NotFound, "Column not found in table Orders: Nope"},
+		{"alter unknown table", []string{`ALTER TABLE Nope ADD COLUMN A INT64`}, codes.NotFound, "Table not found: Nope"},
+		{"add duplicate column", []string{`ALTER TABLE Orders ADD COLUMN status INT64`}, codes.InvalidArgument, "Duplicate column name Orders.status."},
+		{"bad type change", []string{`ALTER TABLE Orders ALTER COLUMN TotalCents STRING(MAX)`}, codes.InvalidArgument, "Cannot change the data type of column `TotalCents`"},
+		{"commit timestamp on non-timestamp", []string{`CREATE TABLE T (A INT64 OPTIONS (allow_commit_timestamp = true)) PRIMARY KEY (A)`},
+			codes.InvalidArgument, "allow_commit_timestamp"},
+		{"row deletion policy on non-timestamp", []string{`CREATE TABLE T (A INT64) PRIMARY KEY (A), ROW DELETION POLICY (OLDER_THAN(A, INTERVAL 1 DAY))`},
+			codes.InvalidArgument, "must be a TIMESTAMP column"},
+		{"second row deletion policy", []string{`ALTER TABLE OutboxEvents ADD ROW DELETION POLICY (OLDER_THAN(CreatedAt, INTERVAL 1 DAY))`},
+			codes.FailedPrecondition, "already has a row deletion policy"},
+		{"check not bool", []string{`CREATE TABLE T (A INT64, CHECK (A + 1)) PRIMARY KEY (A)`}, codes.InvalidArgument, "Expected type BOOL"},
+		{"check unknown column", []string{`CREATE TABLE T (A INT64, CHECK (B > 0)) PRIMARY KEY (A)`}, codes.InvalidArgument, "Unrecognized name: B"},
+		{"duplicate constraint name", []string{`ALTER TABLE Orders ADD CONSTRAINT StockNonNegative CHECK (TotalCents > 0)`},
+			codes.InvalidArgument, "Duplicate name in schema: StockNonNegative."},
+		{"foreign key to unknown table", []string{`CREATE TABLE T (A INT64, FOREIGN KEY (A) REFERENCES Nope (A)) PRIMARY KEY (A)`},
+			codes.NotFound, "Table not found: Nope"},
+		{"foreign key type mismatch", []string{`CREATE TABLE T (A INT64, FOREIGN KEY (A) REFERENCES Orders (OrderId)) PRIMARY KEY (A)`},
+			codes.InvalidArgument, "cannot reference"},
+		{"drop unknown constraint", []string{`ALTER TABLE Orders DROP CONSTRAINT Nope`}, codes.NotFound, "Nope"},
+		{"unsupported statement", []string{`CREATE SEARCH INDEX S ON Orders (Status)`}, codes.Unimplemented, ""},
+		{"later statement fails the batch", []string{`CREATE TABLE T1 (A INT64) PRIMARY KEY (A)`, `DROP TABLE Nope`}, codes.NotFound, ""},
+	}
+	base, _, err := Apply(Empty(), projectDDL, fakeCompiler{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, sqls, err := Apply(base, tt.ddl, fakeCompiler{})
+			if status.Code(err) != tt.wantCode || !strings.Contains(status.Convert(err).Message(), tt.wantMsg) {
+				t.Fatalf("got %v, want %v containing %q", err, tt.wantCode, tt.wantMsg)
+			}
+			if got != nil || sqls != nil {
+				t.Errorf("failed Apply returned a schema or statements")
+			}
+		})
+	}
+	if _, ok := base.Table("T1"); ok {
+		t.Errorf("Apply modified its input schema")
+	}
+}
+
+func TestApplyKeepsInput(t *testing.T) {
+	base, _, err := Apply(Empty(), projectDDL, fakeCompiler{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := base.Statements
+	if _, _, err := Apply(base, []string{
+		`ALTER TABLE Orders ADD COLUMN Extra INT64`,
+		`ALTER TABLE Orders ALTER COLUMN Status STRING(20) NOT NULL`,
+		`CREATE INDEX OrdersByStatus ON Orders (Status)`,
+		`DROP INDEX OutboxPending`,
+	}, fakeCompiler{}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, base.Statements); diff != "" {
+		t.Errorf("Statements of the input changed (-want +got):\n%s", diff)
+	}
+	orders, _ := base.Table("Orders")
+	if _, ok := orders.Column("Extra"); ok || len(orders.Columns) != 4 {
+		t.Errorf("input table changed: %d columns", len(orders.Columns))
+	}
+	if c, _ := orders.Column("Status"); c.Type.Length != 16 {
+		t.Errorf("input column changed: length %d", c.Type.Length)
+	}
+	if _, ok := base.Index("OutboxPending"); !ok {
+		t.Errorf("input index dropped")
+	}
+}

@@ -1,0 +1,154 @@
+package catalog
+
+import (
+	"strings"
+
+	"github.com/cloudspannerecosystem/memefish/ast"
+)
+
+func (a *applier) createIndex(d *ast.CreateIndex) error {
+	name, err := pathName(d.Name)
+	if err != nil {
+		return err
+	}
+	t, err := a.table(d.TableName)
+	if err != nil {
+		return err
+	}
+	if _, exists := a.s.Index(name); exists && d.IfNotExists {
+		return nil
+	}
+	if err := a.checkNameFree(name); err != nil {
+		return err
+	}
+	if d.Where != nil {
+		return unimplementedf("Index %s: WHERE is not supported by the emulator", name)
+	}
+	if d.Options != nil {
+		return unimplementedf("Index %s: OPTIONS are not supported by the emulator", name)
+	}
+	ix := &Index{Name: name, SQLiteName: name, Table: t.Name, Unique: d.Unique, NullFiltered: d.NullFiltered}
+	for _, k := range d.Keys {
+		col, ok := t.Column(k.Name.Name)
+		if !ok {
+			return invalidf("Index %s specifies key column %s which does not exist in table %s.", name, k.Name.Name, t.Name)
+		}
+		if containsFold(ix.keyColumns(), col.Name) {
+			return invalidf("Index %s specifies key column %s twice.", name, col.Name)
+		}
+		if !col.Type.Orderable() {
+			return invalidf("Index %s is defined on column %s.%s of type %s, which cannot be indexed.", name, t.Name, col.Name, col.Type)
+		}
+		ix.Keys = append(ix.Keys, KeyPart{Column: col.Name, Desc: k.Dir == ast.DirectionDesc})
+	}
+	if d.Storing != nil {
+		for _, id := range d.Storing.Columns {
+			if err := addStored(t, ix, id.Name); err != nil {
+				return err
+			}
+		}
+	}
+	if d.InterleaveIn != nil {
+		if err := a.indexInterleave(t, ix, d.InterleaveIn.TableName.Name); err != nil {
+			return err
+		}
+	}
+	a.s.Indexes = append(a.s.Indexes, ix)
+	a.s.objects = append(a.s.objects, object{kind: objIndex, name: strings.ToUpper(name)})
+	a.s.reindex()
+	a.emit(a.s.createIndexSQL(ix))
+	return nil
+}
+
+// addStored adds column name to the STORING list of ix on table t.
+func addStored(t *Table, ix *Index, name string) error {
+	col, ok := t.Column(name)
+	switch {
+	case !ok:
+		return invalidf("Index %s specifies stored column %s which does not exist in table %s.", ix.Name, name, t.Name)
+	case t.isKeyColumn(col.Name):
+		return invalidf("Index %s specifies stored column %s which is a key of table %s.", ix.Name, col.Name, t.Name)
+	case containsFold(ix.keyColumns(), col.Name):
+		return invalidf("Index %s specifies stored column %s which is also a key of the index.", ix.Name, col.Name)
+	case containsFold(ix.Storing, col.Name):
+		return invalidf("Index %s specifies stored column %s twice.", ix.Name, col.Name)
+	}
+	ix.Storing = append(ix.Storing, col.Name)
+	return nil
+}
+
+// indexInterleave validates INTERLEAVE IN: the table must be an ancestor of the indexed
+// table whose key prefixes the index key.
+func (a *applier) indexInterleave(t *Table, ix *Index, parentName string) error {
+	parent, ok := a.s.Table(parentName)
+	if !ok || parent.InfoSchema {
+		return notFoundf("Table not found: %s", parentName)
+	}
+	ancestor := false
+	for p := t.Parent; p != ""; {
+		if strings.EqualFold(p, parent.Name) {
+			ancestor = true
+			break
+		}
+		pt, _ := a.s.Table(p)
+		p = pt.Parent
+	}
+	if !ancestor {
+		return invalidf("Cannot interleave index %s of table %s within table %s because %s is not an ancestor of %s.",
+			ix.Name, t.Name, parent.Name, parent.Name, t.Name)
+	}
+	for i, pk := range parent.PrimaryKey {
+		if i >= len(ix.Keys) || !strings.EqualFold(ix.Keys[i].Column, pk.Column) {
+			return invalidf("Index %s is interleaved in table %s but its key does not start with %s's primary key.", ix.Name, parent.Name, parent.Name)
+		}
+	}
+	ix.Interleave = parent.Name
+	return nil
+}
+
+func (a *applier) alterIndex(d *ast.AlterIndex) error {
+	name, err := pathName(d.Name)
+	if err != nil {
+		return err
+	}
+	ix, ok := a.s.Index(name)
+	if !ok {
+		return notFoundf("Index not found: %s", name)
+	}
+	t, _ := a.s.Table(ix.Table)
+	switch alt := d.IndexAlteration.(type) {
+	case *ast.AddStoredColumn:
+		return addStored(t, ix, alt.Name.Name)
+	case *ast.DropStoredColumn:
+		for i, c := range ix.Storing {
+			if strings.EqualFold(c, alt.Name.Name) {
+				ix.Storing = append(ix.Storing[:i:i], ix.Storing[i+1:]...)
+				return nil
+			}
+		}
+		return notFoundf("Index %s does not store column %s.", ix.Name, alt.Name.Name)
+	}
+	return unimplementedf("Unsupported ALTER INDEX action in the emulator: %s", d.IndexAlteration.SQL())
+}
+
+func (a *applier) dropIndex(d *ast.DropIndex) error {
+	name, err := pathName(d.Name)
+	if err != nil {
+		return err
+	}
+	ix, ok := a.s.Index(name)
+	if !ok {
+		if d.IfExists {
+			return nil
+		}
+		return notFoundf("Index not found: %s", name)
+	}
+	if ix.Managed {
+		return preconditionf("Cannot drop index %s: it is managed by Spanner to back a foreign key.", ix.Name)
+	}
+	a.emit("DROP INDEX " + Quote(ix.SQLiteName))
+	a.s.Indexes = deleteItem(a.s.Indexes, ix)
+	a.s.removeObject(objIndex, "", ix.Name)
+	a.s.reindex()
+	return nil
+}

@@ -1,0 +1,139 @@
+package catalog
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
+)
+
+// Names of the SQLite constraints the engine maps back to Spanner errors. A SQLite message
+// reads "CHECK constraint failed: <name>".
+const (
+	// LengthConstraintPrefix + "Table.Column" checks STRING(N)/BYTES(N).
+	LengthConstraintPrefix = "spanner_len:"
+	// CheckConstraintPrefix + "Table.Check" is a CHECK constraint.
+	CheckConstraintPrefix = "spanner_check:"
+	// ForeignKeyConstraintPrefix + "ForeignKeyName" is a FOREIGN KEY. (SQLite does not name
+	// the violated foreign key in its error; the name documents the schema.)
+	ForeignKeyConstraintPrefix = "spanner_fk:"
+	// InterleaveConstraintPrefix + "Table" is the foreign key from a child to its parent.
+	InterleaveConstraintPrefix = "spanner_interleave:"
+)
+
+// createTableSQL renders t as a SQLite CREATE TABLE named sqliteName.
+//
+// Columns have no declared type, so SQLite applies no affinity and keeps values exactly in the
+// storage form the engine binds. The table is WITHOUT ROWID and keyed by the Spanner primary
+// key, so rows are stored in key order. Known difference: SQLite does not allow NULL in the
+// key columns of a WITHOUT ROWID table, while Spanner allows NULL in nullable key columns.
+func (s *Schema) createTableSQL(t *Table, sqliteName string) string {
+	var defs []string
+	for _, c := range t.Columns {
+		def := Quote(c.SQLiteName)
+		if c.NotNull {
+			def += " NOT NULL"
+		}
+		if c.DefaultSQL != "" {
+			def += " DEFAULT (" + c.DefaultSQL + ")"
+		}
+		if c.GeneratedSQL != "" {
+			def += " GENERATED ALWAYS AS (" + c.GeneratedSQL + ")"
+			if c.Stored {
+				def += " STORED"
+			} else {
+				def += " VIRTUAL"
+			}
+		}
+		defs = append(defs, def)
+	}
+	key := make([]string, len(t.PrimaryKey))
+	for i, k := range t.PrimaryKey {
+		key[i] = Quote(k.Column)
+		if k.Desc {
+			key[i] += " DESC"
+		}
+	}
+	if t.SyntheticKey != "" {
+		q := Quote(t.SyntheticKey)
+		defs = append(defs, fmt.Sprintf("%s NOT NULL DEFAULT 0 CHECK (%s = 0)", q, q))
+		key = []string{q}
+	}
+	defs = append(defs, "PRIMARY KEY ("+strings.Join(key, ", ")+")")
+	for _, c := range t.Columns {
+		if (c.Type.Code == spantype.String || c.Type.Code == spantype.Bytes) && c.Type.Length > 0 {
+			// length() counts characters of TEXT and bytes of BLOB, as Spanner counts them.
+			defs = append(defs, fmt.Sprintf("CONSTRAINT %s CHECK (length(%s) <= %d)",
+				Quote(LengthConstraintPrefix+t.Name+"."+c.Name), Quote(c.SQLiteName), c.Type.Length))
+		}
+	}
+	for _, c := range t.Checks {
+		defs = append(defs, fmt.Sprintf("CONSTRAINT %s CHECK (%s)", Quote(CheckConstraintPrefix+t.Name+"."+c.Name), c.SQL))
+	}
+	if parent, ok := s.Table(t.Parent); ok {
+		var cols []string
+		for _, k := range parent.PrimaryKey {
+			cols = append(cols, k.Column)
+		}
+		defs = append(defs, foreignKeySQL(InterleaveConstraintPrefix+t.Name, cols, parent.SQLiteName, cols, t.OnDeleteCascade))
+	}
+	for _, fk := range t.ForeignKeys {
+		refName := fk.ReferencedTable
+		if ref, ok := s.Table(fk.ReferencedTable); ok {
+			refName = ref.SQLiteName
+		}
+		defs = append(defs, foreignKeySQL(ForeignKeyConstraintPrefix+fk.Name, fk.Columns, refName, fk.ReferencedColumns, fk.OnDeleteCascade))
+	}
+	return "CREATE TABLE " + Quote(sqliteName) + " (\n  " + strings.Join(defs, ",\n  ") + "\n) WITHOUT ROWID"
+}
+
+func foreignKeySQL(name string, cols []string, ref string, refCols []string, cascade bool) string {
+	sql := fmt.Sprintf("CONSTRAINT %s FOREIGN KEY (%s) REFERENCES %s (%s)", Quote(name), quoteList(cols), Quote(ref), quoteList(refCols))
+	if cascade {
+		sql += " ON DELETE CASCADE"
+	}
+	return sql
+}
+
+// createIndexSQL renders a secondary index. STORING and INTERLEAVE IN have no SQLite effect.
+//
+// Spanner's unique indexes treat NULL as a value (two rows with NULL in the same nullable key
+// column conflict unless the index is NULL_FILTERED), while SQLite's treat NULLs as distinct.
+// Such key columns are therefore indexed as ifnull(column, sentinel) with a sentinel of a
+// SQLite storage class the column never holds. SQLite then reports a violation as
+// "UNIQUE constraint failed: index '<name>'" instead of "UNIQUE constraint failed: T.c, ...".
+func (s *Schema) createIndexSQL(ix *Index) string {
+	t, _ := s.Table(ix.Table)
+	var keys, filter []string
+	for _, k := range ix.Keys {
+		col, _ := t.Column(k.Column)
+		q := Quote(col.SQLiteName)
+		expr := q
+		if ix.Unique && !ix.NullFiltered && !col.NotNull && !ix.Managed {
+			expr = "ifnull(" + q + ", " + nullSentinel(col.Type) + ")"
+		}
+		if k.Desc {
+			expr += " DESC"
+		}
+		keys = append(keys, expr)
+		filter = append(filter, q+" IS NOT NULL")
+	}
+	sql := "CREATE "
+	if ix.Unique {
+		sql += "UNIQUE "
+	}
+	sql += "INDEX " + Quote(ix.SQLiteName) + " ON " + Quote(t.SQLiteName) + " (" + strings.Join(keys, ", ") + ")"
+	if ix.NullFiltered {
+		sql += " WHERE " + strings.Join(filter, " AND ")
+	}
+	return sql
+}
+
+// nullSentinel returns a SQLite value that no stored value of type t can equal: BYTES are
+// BLOBs, every other indexable type is stored as INTEGER, REAL or TEXT.
+func nullSentinel(t spantype.Type) string {
+	if t.Code == spantype.Bytes {
+		return "'spanner:null'"
+	}
+	return "X'00'"
+}
