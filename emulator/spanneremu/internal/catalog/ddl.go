@@ -9,14 +9,33 @@ import (
 
 // render regenerates Statements from the model, one statement per object in creation order,
 // formatted the way Spanner's GetDatabaseDdl prints them.
+//
+// A foreign key is printed inside its table's CREATE TABLE when the referenced table is created
+// before it, and otherwise as an ALTER TABLE ADD CONSTRAINT right after the referenced table's
+// CREATE TABLE, so that the statements can be applied in order.
 func (s *Schema) render() []string {
+	created := map[string]bool{}
+	deferred := map[string][]string{} // upper-cased referenced table -> ALTER TABLE statements
 	var out []string
 	for _, o := range s.objects {
 		switch o.kind {
 		case objTable:
-			if t, ok := s.tables[o.name]; ok {
-				out = append(out, t.ddl())
+			t, ok := s.tables[o.name]
+			if !ok {
+				continue
 			}
+			created[o.name] = true
+			var inline []*ForeignKey
+			for _, fk := range t.ForeignKeys {
+				ref := strings.ToUpper(fk.ReferencedTable)
+				if created[ref] {
+					inline = append(inline, fk)
+				} else {
+					deferred[ref] = append(deferred[ref], fmt.Sprintf("ALTER TABLE %s ADD %s", ident(t.Name), fk.ddl()))
+				}
+			}
+			out = append(out, t.ddl(inline))
+			out = append(out, deferred[o.name]...)
 		case objIndex:
 			if ix, ok := s.indexes[o.name]; ok {
 				out = append(out, ix.ddl())
@@ -54,8 +73,8 @@ func keyList(keys []KeyPart) string {
 	return strings.Join(q, ", ")
 }
 
-// ddl renders the table's CREATE TABLE.
-func (t *Table) ddl() string {
+// ddl renders the table's CREATE TABLE with the given foreign keys.
+func (t *Table) ddl(fks []*ForeignKey) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CREATE TABLE %s (\n", ident(t.Name))
 	for _, c := range t.Columns {
@@ -80,12 +99,8 @@ func (t *Table) ddl() string {
 		}
 		b.WriteString(",\n")
 	}
-	for _, fk := range t.ForeignKeys {
-		fmt.Fprintf(&b, "  CONSTRAINT %s FOREIGN KEY(%s) REFERENCES %s(%s)", ident(fk.Name), identList(fk.Columns), ident(fk.ReferencedTable), identList(fk.ReferencedColumns))
-		if fk.OnDeleteCascade {
-			b.WriteString(" ON DELETE CASCADE")
-		}
-		b.WriteString(",\n")
+	for _, fk := range fks {
+		fmt.Fprintf(&b, "  %s,\n", fk.ddl())
 	}
 	for _, c := range t.Checks {
 		fmt.Fprintf(&b, "  CONSTRAINT %s CHECK(%s),\n", ident(c.Name), c.Text)
@@ -101,6 +116,14 @@ func (t *Table) ddl() string {
 		fmt.Fprintf(&b, ",\n  ROW DELETION POLICY (%s)", p.expression())
 	}
 	return b.String()
+}
+
+func (fk *ForeignKey) ddl() string {
+	sql := fmt.Sprintf("CONSTRAINT %s FOREIGN KEY(%s) REFERENCES %s(%s)", ident(fk.Name), identList(fk.Columns), ident(fk.ReferencedTable), identList(fk.ReferencedColumns))
+	if fk.OnDeleteCascade {
+		sql += " ON DELETE CASCADE"
+	}
+	return sql
 }
 
 // expression renders the policy as INFORMATION_SCHEMA.TABLES.ROW_DELETION_POLICY_EXPRESSION
