@@ -1,0 +1,170 @@
+package spanneremu
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	databasepb "cloud.google.com/go/spanner/admin/database/apiv1/databasepb"
+	instancepb "cloud.google.com/go/spanner/admin/instance/apiv1/instancepb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+func TestCloseIsIdempotent(t *testing.T) {
+	srv, err := Start(testContext(t), Options{})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	for i := range 2 {
+		if err := srv.Close(); err != nil {
+			t.Errorf("Close #%d: %v", i+1, err)
+		}
+	}
+}
+
+func TestUnknownRPCIsUnimplemented(t *testing.T) {
+	ctx := testContext(t)
+	da := newDatabaseAdmin(t, testServer.Addr())
+	_, err := da.GetBackup(ctx, &databasepb.GetBackupRequest{Name: "projects/p/instances/i/backups/b"})
+	if got, want := status.Code(err), codes.Unimplemented; got != want {
+		t.Errorf("GetBackup code = %v, want %v (err %v)", got, want, err)
+	}
+}
+
+func TestHealth(t *testing.T) {
+	conn, err := grpc.NewClient("passthrough:///"+testServer.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("grpc.NewClient: %v", err)
+	}
+	defer conn.Close()
+	resp, err := healthpb.NewHealthClient(conn).Check(testContext(t), &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if got, want := resp.Status, healthpb.HealthCheckResponse_SERVING; got != want {
+		t.Errorf("health status = %v, want %v", got, want)
+	}
+}
+
+// TestDataDirKeepsInstancesAndDatabases restarts an emulator on the same data directory.
+func TestDataDirKeepsInstancesAndDatabases(t *testing.T) {
+	ctx := testContext(t)
+	dir := t.TempDir()
+	first, err := Start(ctx, Options{DataDir: dir})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	inst := createInstance(t, first.Addr())
+	da := newDatabaseAdmin(t, first.Addr())
+	op, err := da.CreateDatabase(ctx, &databasepb.CreateDatabaseRequest{
+		Parent:          inst,
+		CreateStatement: "CREATE DATABASE kept",
+		ExtraStatements: []string{"CREATE TABLE T (Id INT64 NOT NULL) PRIMARY KEY (Id)"},
+	})
+	if err != nil {
+		t.Fatalf("CreateDatabase: %v", err)
+	}
+	if _, err := op.Wait(ctx); err != nil {
+		t.Fatalf("CreateDatabase op.Wait: %v", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	second, err := Start(ctx, Options{DataDir: dir})
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	defer second.Close()
+	in, err := newInstanceAdmin(t, second.Addr()).GetInstance(ctx, &instancepb.GetInstanceRequest{Name: inst})
+	if err != nil {
+		t.Fatalf("GetInstance after restart: %v", err)
+	}
+	if in.State != instancepb.Instance_READY {
+		t.Errorf("instance state after restart = %v, want READY", in.State)
+	}
+	resp, err := newDatabaseAdmin(t, second.Addr()).GetDatabaseDdl(ctx, &databasepb.GetDatabaseDdlRequest{Database: inst + "/databases/kept"})
+	if err != nil {
+		t.Fatalf("GetDatabaseDdl after restart: %v", err)
+	}
+	if len(resp.Statements) != 1 {
+		t.Errorf("DDL after restart = %q, want the one CREATE TABLE", resp.Statements)
+	}
+	if _, err := os.Stat(filepath.Join(dir, instancesFile)); err != nil {
+		t.Errorf("instances file: %v", err)
+	}
+}
+
+// TestCommandReadyLine builds the binary, waits for its ready line and stops it with SIGTERM.
+func TestCommandReadyLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	ctx := testContext(t)
+	bin := filepath.Join(t.TempDir(), "spanneremu")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/spanneremu")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	cmd := exec.CommandContext(ctx, bin, "-host", "127.0.0.1", "-port", "0", "-data-dir", t.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+
+	var line string
+	select {
+	case line = <-lines:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("no ready line within 30s")
+	}
+	m := regexp.MustCompile(`^spanneremu: ready on (127\.0\.0\.1:\d+)$`).FindStringSubmatch(line)
+	if m == nil {
+		cmd.Process.Kill()
+		t.Fatalf("ready line = %q, want \"spanneremu: ready on 127.0.0.1:PORT\"", line)
+	}
+
+	// The address must serve the admin API.
+	ia := newInstanceAdmin(t, m[1])
+	if _, err := ia.GetInstanceConfig(ctx, &instancepb.GetInstanceConfigRequest{Name: instanceConfigName("p")}); err != nil {
+		t.Errorf("GetInstanceConfig on the binary: %v", err)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	select {
+	case err := <-waitErr:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v, want a clean exit", err)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("binary did not exit within 30s of SIGTERM")
+	}
+}
