@@ -1,6 +1,13 @@
 package sqlfuncs
 
-import "strings"
+import (
+	"database/sql/driver"
+	"encoding/json"
+	"math/big"
+	"strings"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
+)
 
 // IsAggregate reports whether name (case-insensitive) is an aggregate function.
 func IsAggregate(name string) bool {
@@ -8,4 +15,493 @@ func IsAggregate(name string) bool {
 	return ok
 }
 
+// aggregates maps upper-cased names to their translators. Aggregates whose state is a single
+// argument accept DISTINCT through SQLite (agg(DISTINCT x)); that is why type information is
+// folded into the argument (ARRAY_AGG) or the function name (SUM) instead of extra arguments.
 var aggregates = map[string]func(c Call) (Arg, error){}
+
+// Aggregate translates an aggregate call. COUNT(*) arrives as Name "COUNT" with no Args.
+func Aggregate(c Call) (Arg, error) {
+	prepare()
+	name := strings.ToUpper(c.Name)
+	h, ok := aggregates[name]
+	if !ok {
+		return Arg{}, errorf("Aggregate function not found: %s", c.Name)
+	}
+	c.Name = name
+	return h(c)
+}
+
+// aggSQL renders fn([DISTINCT] args...).
+func aggSQL(fn string, c Call, args ...string) string {
+	if c.Distinct {
+		return fn + "(DISTINCT " + strings.Join(args, ", ") + ")"
+	}
+	return sqlCall(fn, args...)
+}
+
+func oneArg(c Call) (Arg, error) {
+	if len(c.Args) != 1 {
+		return Arg{}, arity(c, "1")
+	}
+	return c.Args[0], nil
+}
+
+func aggNoSignature(c Call) error {
+	return errorf("No matching signature for aggregate function %s for argument types: %s", c.Name, typeList(c.Args))
+}
+
+// checkDistinct rejects DISTINCT on types GoogleSQL cannot group.
+func checkDistinct(c Call, t spantype.Type) error {
+	if c.Distinct && (t.Code == spantype.JSON || t.Code == spantype.Array) {
+		return errorf("Aggregate functions with DISTINCT cannot be used with arguments of type %s", t)
+	}
+	return nil
+}
+
+func init() {
+	aggregates["COUNT"] = func(c Call) (Arg, error) {
+		if len(c.Args) == 0 {
+			return Arg{SQL: "COUNT(*)", Type: tI}, nil
+		}
+		x, err := oneArg(c)
+		if err != nil {
+			return Arg{}, err
+		}
+		if err := checkDistinct(c, x.Type); err != nil {
+			return Arg{}, err
+		}
+		arg := x.SQL
+		if c.Distinct && x.Type.Code == spantype.Numeric {
+			arg = sqlCall("spf_numeric_key", arg)
+		}
+		return Arg{SQL: aggSQL("COUNT", c, arg), Type: tI}, nil
+	}
+	aggregates["APPROX_COUNT_DISTINCT"] = func(c Call) (Arg, error) {
+		c.Distinct = true
+		return aggregates["COUNT"](c)
+	}
+	aggregates["COUNTIF"] = func(c Call) (Arg, error) {
+		x, err := oneArg(c)
+		if err != nil {
+			return Arg{}, err
+		}
+		if err := expectBool("COUNTIF", x); err != nil {
+			return Arg{}, aggNoSignature(c)
+		}
+		if c.Distinct {
+			return Arg{SQL: "COUNT(DISTINCT CASE WHEN " + x.SQL + " THEN 1 END)", Type: tI}, nil
+		}
+		return Arg{SQL: "COUNT(CASE WHEN " + x.SQL + " THEN 1 END)", Type: tI}, nil
+	}
+	for _, name := range []string{"SUM", "AVG"} {
+		name := name
+		aggregates[name] = func(c Call) (Arg, error) {
+			x, err := oneArg(c)
+			if err != nil {
+				return Arg{}, err
+			}
+			t := x.Type
+			switch t.Code {
+			case spantype.Unknown:
+				t = tI
+			case spantype.Float32:
+				t = tF
+			case spantype.Int64, spantype.Float64, spantype.Numeric:
+			default:
+				return Arg{}, aggNoSignature(c)
+			}
+			ret := t
+			if name == "AVG" && t.Code == spantype.Int64 {
+				ret = tF
+			}
+			fn := "spf_" + strings.ToLower(name) + "_" + strings.ToLower(t.String())
+			return Arg{SQL: aggSQL(fn, c, x.SQL), Type: ret}, nil
+		}
+	}
+	for _, name := range []string{"MIN", "MAX"} {
+		name := name
+		aggregates[name] = func(c Call) (Arg, error) {
+			x, err := oneArg(c)
+			if err != nil {
+				return Arg{}, err
+			}
+			switch x.Type.Code {
+			case spantype.Float64, spantype.Float32, spantype.Numeric:
+				fn := "spf_" + strings.ToLower(name) + "_" + strings.ToLower(stripLength(x.Type).String())
+				if x.Type.Code == spantype.Float32 {
+					fn = "spf_" + strings.ToLower(name) + "_float64"
+				}
+				return Arg{SQL: aggSQL(fn, c, x.SQL), Type: x.Type}, nil
+			}
+			if !x.Type.Orderable() {
+				return Arg{}, errorf("%s does not support arguments of type %s", name, x.Type)
+			}
+			// SQLite's min/max order INTEGER, TEXT and BLOB values exactly as GoogleSQL orders
+			// INT64, BOOL, STRING, BYTES, DATE and TIMESTAMP in their storage forms.
+			return Arg{SQL: aggSQL(name, c, x.SQL), Type: x.Type}, nil
+		}
+	}
+	for _, name := range []string{"LOGICAL_AND", "LOGICAL_OR"} {
+		sqlName := map[string]string{"LOGICAL_AND": "MIN", "LOGICAL_OR": "MAX"}[name]
+		aggregates[name] = func(c Call) (Arg, error) {
+			x, err := oneArg(c)
+			if err != nil {
+				return Arg{}, err
+			}
+			if err := expectBool(c.Name, x); err != nil {
+				return Arg{}, aggNoSignature(c)
+			}
+			// On 0/1 values, MIN is AND and MAX is OR, both skipping NULLs.
+			return Arg{SQL: aggSQL(sqlName, c, x.SQL), Type: tB}, nil
+		}
+	}
+	aggregates["ANY_VALUE"] = func(c Call) (Arg, error) {
+		x, err := oneArg(c)
+		if err != nil {
+			return Arg{}, err
+		}
+		return Arg{SQL: sqlCall("spf_any_value", x.SQL), Type: x.Type}, nil
+	}
+	for _, name := range []string{"BIT_AND", "BIT_OR", "BIT_XOR"} {
+		fn := "spf_" + strings.ToLower(name)
+		aggregates[name] = func(c Call) (Arg, error) {
+			x, err := oneArg(c)
+			if err != nil {
+				return Arg{}, err
+			}
+			if !isIntLike(x.Type) {
+				return Arg{}, aggNoSignature(c)
+			}
+			return Arg{SQL: aggSQL(fn, c, x.SQL), Type: tI}, nil
+		}
+	}
+	aggregates["ARRAY_AGG"] = func(c Call) (Arg, error) {
+		x, err := oneArg(c)
+		if err != nil {
+			return Arg{}, err
+		}
+		if x.Type.Code == spantype.Array {
+			return Arg{}, errorf("ARRAY_AGG does not support arguments of type %s: arrays of arrays are not allowed", x.Type)
+		}
+		if err := checkDistinct(c, x.Type); err != nil {
+			return Arg{}, err
+		}
+		// The element is turned into its JSON form first, so the aggregate needs no type and
+		// DISTINCT compares JSON forms (one per value).
+		elem := "spf_json_elem"
+		if c.IgnoreNulls {
+			elem = "spf_json_elem_or_null"
+		}
+		t := x.Type
+		if t.Code == spantype.Unknown {
+			t = tI
+		}
+		return Arg{SQL: aggSQL("spf_array_agg", c, sqlCall(elem, x.SQL, tagSQL(t))), Type: spantype.ArrayOf(t)}, nil
+	}
+	aggregates["STRING_AGG"] = func(c Call) (Arg, error) {
+		if len(c.Args) != 1 && len(c.Args) != 2 {
+			return Arg{}, arity(c, "1 or 2")
+		}
+		t := c.Args[0].Type
+		if t.Code == spantype.Unknown {
+			t = tS
+		}
+		if t.Code != spantype.String && t.Code != spantype.Bytes {
+			return Arg{}, aggNoSignature(c)
+		}
+		args := []string{c.Args[0].SQL}
+		if len(c.Args) == 2 {
+			d, err := Coerce(c.Args[1], t)
+			if err != nil {
+				return Arg{}, aggNoSignature(c)
+			}
+			if c.Distinct {
+				return Arg{}, unimplemented("STRING_AGG(DISTINCT x, delimiter) is not supported by the emulator")
+			}
+			args = append(args, d.SQL)
+		}
+		return Arg{SQL: aggSQL("spf_string_agg", c, args...), Type: t}, nil
+	}
+
+	// Go implementations.
+	defAgg("spf_sum_int64", 1, func() aggState { return &sumInt{} })
+	defAgg("spf_sum_float64", 1, func() aggState { return &sumFloat{} })
+	defAgg("spf_sum_numeric", 1, func() aggState { return &sumNumeric{} })
+	defAgg("spf_avg_int64", 1, func() aggState { return &sumFloat{avg: true} })
+	defAgg("spf_avg_float64", 1, func() aggState { return &sumFloat{avg: true} })
+	defAgg("spf_avg_numeric", 1, func() aggState { return &sumNumeric{avg: true} })
+	for _, t := range []spantype.Type{tF, tN} {
+		for _, name := range []string{"min", "max"} {
+			t, want := t, 1
+			if name == "min" {
+				want = -1
+			}
+			defAgg("spf_"+name+"_"+strings.ToLower(t.String()), 1, func() aggState { return &extreme{t: t, want: want} })
+		}
+	}
+	defAgg("spf_any_value", 1, func() aggState { return &anyValue{} })
+	bitOps := map[string]func(a, b int64) int64{
+		"spf_bit_and": func(a, b int64) int64 { return a & b },
+		"spf_bit_or":  func(a, b int64) int64 { return a | b },
+		"spf_bit_xor": func(a, b int64) int64 { return a ^ b },
+	}
+	for name, op := range bitOps {
+		op := op
+		defAgg(name, 1, func() aggState { return &bitAgg{op: op} })
+	}
+	defAgg("spf_array_agg", 1, func() aggState { return &arrayAgg{} })
+	defAgg("spf_string_agg", -1, func() aggState { return &stringAgg{} })
+
+	defLax("spf_json_elem", 2, func(a []driver.Value) (driver.Value, error) { return jsonElemText(a, "null") })
+	defLax("spf_json_elem_or_null", 2, func(a []driver.Value) (driver.Value, error) { return jsonElemText(a, nil) })
+}
+
+// jsonElemText renders a[0] (of type tag a[1]) as its JSON element text; NULL becomes ifNull.
+func jsonElemText(a []driver.Value, ifNull driver.Value) (driver.Value, error) {
+	if a[0] == nil {
+		return ifNull, nil
+	}
+	t, err := parseTag(asString(a[1]))
+	if err != nil {
+		return nil, err
+	}
+	if t.Code == spantype.Array || t.Code == spantype.Struct {
+		return asString(a[0]), nil
+	}
+	return jsonText(spantype.StorageToJSONElem(t, normalizeStorage(t, a[0]))), nil
+}
+
+// normalizeStorage fixes values SQLite may hand back in another class (an INT64 from a REAL
+// expression, BYTES as TEXT).
+func normalizeStorage(t spantype.Type, v driver.Value) driver.Value {
+	switch t.Code {
+	case spantype.Bytes:
+		return asBytes(v)
+	case spantype.Float64, spantype.Float32:
+		if f, err := asFloat(v); err == nil {
+			return storeFloat(f)
+		}
+	}
+	return v
+}
+
+type sumInt struct {
+	sum  int64
+	seen bool
+}
+
+func (s *sumInt) step(a []driver.Value) error {
+	if a[0] == nil {
+		return nil
+	}
+	n, err := asInt(a[0])
+	if err != nil {
+		return err
+	}
+	sum, ok := intOps["add"](s.sum, n)
+	if !ok {
+		return outOfRange("int64 overflow in SUM")
+	}
+	s.sum, s.seen = sum, true
+	return nil
+}
+
+func (s *sumInt) result() (driver.Value, error) {
+	if !s.seen {
+		return nil, nil
+	}
+	return s.sum, nil
+}
+
+type sumFloat struct {
+	sum   float64
+	count int64
+	avg   bool
+}
+
+func (s *sumFloat) step(a []driver.Value) error {
+	if a[0] == nil {
+		return nil
+	}
+	f, err := asFloat(a[0])
+	if err != nil {
+		return err
+	}
+	s.sum += f
+	s.count++
+	return nil
+}
+
+func (s *sumFloat) result() (driver.Value, error) {
+	if s.count == 0 {
+		return nil, nil
+	}
+	if s.avg {
+		return storeFloat(s.sum / float64(s.count)), nil
+	}
+	return storeFloat(s.sum), nil
+}
+
+type sumNumeric struct {
+	sum   big.Rat
+	count int64
+	avg   bool
+}
+
+func (s *sumNumeric) step(a []driver.Value) error {
+	if a[0] == nil {
+		return nil
+	}
+	r, err := asNumeric(a[0])
+	if err != nil {
+		return err
+	}
+	s.sum.Add(&s.sum, r)
+	s.count++
+	return nil
+}
+
+func (s *sumNumeric) result() (driver.Value, error) {
+	if s.count == 0 {
+		return nil, nil
+	}
+	if s.avg {
+		return storeNumeric(new(big.Rat).Quo(&s.sum, big.NewRat(s.count, 1)))
+	}
+	return storeNumeric(&s.sum)
+}
+
+// extreme is MIN/MAX for FLOAT64 (NaN wins, as in GoogleSQL) and NUMERIC (numeric order).
+type extreme struct {
+	t    spantype.Type
+	want int
+	best driver.Value
+	nan  bool
+}
+
+func (e *extreme) step(a []driver.Value) error {
+	v := a[0]
+	switch {
+	case v == nil:
+		return nil
+	case isNaNValue(e.t, v):
+		e.nan = true
+		return nil
+	case e.best == nil:
+		e.best = v
+		return nil
+	}
+	c, err := compareStorage(e.t, v, e.best)
+	if c == e.want {
+		e.best = v
+	}
+	return err
+}
+
+func (e *extreme) result() (driver.Value, error) {
+	if e.nan {
+		return "NaN", nil
+	}
+	return e.best, nil
+}
+
+type anyValue struct{ v driver.Value }
+
+func (s *anyValue) step(a []driver.Value) error {
+	if s.v == nil {
+		s.v = a[0]
+	}
+	return nil
+}
+
+func (s *anyValue) result() (driver.Value, error) { return s.v, nil }
+
+type bitAgg struct {
+	op   func(a, b int64) int64
+	acc  int64
+	seen bool
+}
+
+func (s *bitAgg) step(a []driver.Value) error {
+	if a[0] == nil {
+		return nil
+	}
+	n, err := asInt(a[0])
+	if err != nil {
+		return err
+	}
+	if !s.seen {
+		s.acc, s.seen = n, true
+		return nil
+	}
+	s.acc = s.op(s.acc, n)
+	return nil
+}
+
+func (s *bitAgg) result() (driver.Value, error) {
+	if !s.seen {
+		return nil, nil
+	}
+	return s.acc, nil
+}
+
+// arrayAgg collects JSON element texts; a SQL NULL input (IGNORE NULLS) is skipped.
+type arrayAgg struct {
+	elems []json.RawMessage
+	seen  bool
+}
+
+func (s *arrayAgg) step(a []driver.Value) error {
+	s.seen = true
+	if a[0] == nil {
+		return nil
+	}
+	s.elems = append(s.elems, json.RawMessage(asString(a[0])))
+	return nil
+}
+
+func (s *arrayAgg) result() (driver.Value, error) {
+	if len(s.elems) == 0 {
+		// ARRAY_AGG over no rows (or only ignored NULLs) is NULL.
+		return nil, nil
+	}
+	return rawArray(s.elems), nil
+}
+
+type stringAgg struct {
+	b       strings.Builder
+	n       int
+	isBytes bool
+}
+
+func (s *stringAgg) step(a []driver.Value) error {
+	if a[0] == nil {
+		return nil
+	}
+	if s.n > 0 {
+		delim := ","
+		if len(a) > 1 {
+			if a[1] == nil {
+				return nil
+			}
+			delim = asString(a[1])
+		}
+		s.b.WriteString(delim)
+	}
+	_, s.isBytes = a[0].([]byte)
+	s.b.WriteString(asString(a[0]))
+	s.n++
+	return nil
+}
+
+func (s *stringAgg) result() (driver.Value, error) {
+	if s.n == 0 {
+		return nil, nil
+	}
+	if s.isBytes {
+		return []byte(s.b.String()), nil
+	}
+	return s.b.String(), nil
+}
+
