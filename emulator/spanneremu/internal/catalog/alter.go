@@ -35,6 +35,10 @@ func (a *applier) alterTable(d *ast.AlterTable) error {
 		if err := a.columnExprs(t, col, alt.Column.DefaultSemantics); err != nil {
 			return err
 		}
+		if col.NotNull && col.Default == nil && col.Generated == nil {
+			// Spanner refuses this whatever the table holds: existing rows would have no value.
+			return preconditionf("Cannot add NOT NULL column %s.%s to existing table %s.", t.Name, col.Name, t.Name)
+		}
 	case *ast.DropColumn:
 		col, ok := t.Column(alt.Name.Name)
 		if !ok {
@@ -186,7 +190,8 @@ func (a *applier) alterColumn(t *Table, col *Column, alt ast.ColumnAlteration, c
 		if old.Generated == nil {
 			copies[strings.ToUpper(col.Name)] = conv
 		}
-		return true, nil
+		// The translation of expressions reading the column may depend on its type.
+		return true, a.recompile(t)
 	case *ast.AlterColumnSetOptions:
 		return false, columnOptions(t, col, alt.Options)
 	case *ast.AlterColumnSetDefault:
@@ -199,6 +204,31 @@ func (a *applier) alterColumn(t *Table, col *Column, alt ast.ColumnAlteration, c
 		return true, nil
 	}
 	return false, unimplementedf("Unsupported ALTER COLUMN action in the emulator: %s", alt.SQL())
+}
+
+// recompile translates t's CHECK and generated column expressions again, after a column
+// changed type.
+func (a *applier) recompile(t *Table) error {
+	for i, c := range t.Checks {
+		sql, _, err := a.compile(t, c.Expr, fmt.Sprintf("Check constraint `%s`.`%s`", t.Name, c.Name))
+		if err != nil {
+			return err
+		}
+		nc := *c
+		nc.SQL = sql
+		t.Checks[i] = &nc
+	}
+	for _, col := range t.Columns {
+		if col.Generated == nil {
+			continue
+		}
+		sql, _, err := a.compile(t, col.Generated, fmt.Sprintf("Generated column %s.%s", t.Name, col.Name))
+		if err != nil {
+			return err
+		}
+		col.GeneratedSQL = sql
+	}
+	return nil
 }
 
 // convertColumn returns the SQLite expression converting a stored value of type from to type

@@ -131,8 +131,8 @@ func TestAlterTable(t *testing.T) {
 		{name: "add column if not exists is a no-op", ddl: `ALTER TABLE Orders ADD COLUMN IF NOT EXISTS Note INT64`},
 		{name: "add not null column with default", ddl: `ALTER TABLE Orders ADD COLUMN Version INT64 NOT NULL DEFAULT (1)`,
 			query: `SELECT "Version" FROM "Orders"`, want: [][]string{{"1"}, {"1"}}},
-		{name: "add not null column without default fails on data", ddl: `ALTER TABLE Orders ADD COLUMN Bad INT64 NOT NULL`,
-			wantErr: "NOT NULL constraint failed"},
+		{name: "add not null column without default", ddl: `ALTER TABLE Orders ADD COLUMN Bad INT64 NOT NULL`,
+			wantErr: "Cannot add NOT NULL column Orders.Bad to existing table Orders."},
 		{name: "shrinking a length below the data fails", ddl: `ALTER TABLE Orders ALTER COLUMN Status STRING(2) NOT NULL`,
 			wantErr: "CHECK constraint failed: spanner_len:Orders.Status"},
 		{name: "growing a length keeps data", ddl: `ALTER TABLE Orders ALTER COLUMN Status STRING(100) NOT NULL`,
@@ -336,4 +336,67 @@ func TestApplyKeepsInput(t *testing.T) {
 	if _, ok := base.Index("OutboxPending"); !ok {
 		t.Errorf("input index dropped")
 	}
+}
+
+func TestUniqueIndexViolated(t *testing.T) {
+	d := newTestDB(t)
+	d.mustDDL(`CREATE TABLE Users (UserId INT64 NOT NULL, Email STRING(MAX), Nick STRING(MAX) NOT NULL, Rank INT64 NOT NULL, Team INT64) PRIMARY KEY (UserId)`,
+		`CREATE UNIQUE INDEX UsersByEmail ON Users (Email)`,
+		`CREATE UNIQUE INDEX UsersByNick ON Users (Nick, Rank DESC)`,
+		`CREATE UNIQUE NULL_FILTERED INDEX UsersByTeam ON Users (Team)`)
+	d.mustExec(`INSERT INTO "Users" VALUES (1, 'a', 'n', 1, 1)`)
+	users, _ := d.schema.Table("Users")
+	tests := []struct {
+		name, sql, wantIndex string
+	}{
+		{"expression index", `INSERT INTO "Users" VALUES (2, 'a', 'm', 2, 2)`, "UsersByEmail"},
+		{"column index", `INSERT INTO "Users" VALUES (2, 'b', 'n', 1, 2)`, "UsersByNick"},
+		{"null-filtered index", `INSERT INTO "Users" VALUES (2, 'b', 'm', 2, 1)`, "UsersByTeam"},
+		{"primary key", `INSERT INTO "Users" VALUES (1, 'c', 'o', 3, 3)`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := d.exec(tt.sql)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			ix, ok := d.schema.UniqueIndexViolated(users, err.Error())
+			got := ""
+			if ok {
+				got = ix.Name
+			}
+			if got != tt.wantIndex {
+				t.Errorf("UniqueIndexViolated(%q) = %q, want %q", err, got, tt.wantIndex)
+			}
+		})
+	}
+}
+
+func TestForeignKeyCascadeAndViews(t *testing.T) {
+	d := newTestDB(t)
+	d.mustDDL(`CREATE TABLE Customers (CustomerId INT64 NOT NULL, Email STRING(MAX)) PRIMARY KEY (CustomerId)`,
+		`CREATE TABLE Carts (CartId INT64 NOT NULL, CustomerId INT64,
+			CONSTRAINT CartCustomer FOREIGN KEY (CustomerId) REFERENCES Customers (CustomerId) ON DELETE CASCADE) PRIMARY KEY (CartId)`,
+		`CREATE VIEW CartView SQL SECURITY INVOKER AS SELECT CartId FROM Carts`)
+	d.mustExec(`INSERT INTO "Customers" VALUES (1, 'a'), (2, 'b')`)
+	d.mustExec(`INSERT INTO "Carts" VALUES (10, 1), (11, 2), (12, NULL)`)
+	d.mustExec(`DELETE FROM "Customers" WHERE "CustomerId" = 1`)
+	if diff := cmp.Diff([][]string{{"11"}, {"12"}}, d.query(`SELECT "CartId" FROM "Carts" ORDER BY 1`)); diff != "" {
+		t.Errorf("ON DELETE CASCADE (-want +got):\n%s", diff)
+	}
+	if err := d.ddl(`DROP TABLE Customers`); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("DROP of a referenced table: %v", err)
+	}
+	if err := d.ddl(`DROP TABLE Carts`); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("DROP of a table a view reads: %v", err)
+	}
+	d.mustDDL(`CREATE OR REPLACE VIEW CartView SQL SECURITY INVOKER AS SELECT 1 AS One`)
+	v, _ := d.schema.View("cartview")
+	if v.SQL != "SELECT 1 AS One" || v.Name != "CartView" {
+		t.Errorf("replaced view = %+v", v)
+	}
+	if err := d.ddl(`CREATE VIEW Carts SQL SECURITY INVOKER AS SELECT 1 AS One`); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("view named like a table: %v", err)
+	}
+	d.mustDDL(`DROP TABLE Carts`, `DROP TABLE Customers`, `DROP VIEW CartView`)
 }

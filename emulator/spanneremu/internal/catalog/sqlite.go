@@ -137,3 +137,38 @@ func nullSentinel(t spantype.Type) string {
 	}
 	return "X'00'"
 }
+
+// UniqueIndexViolated returns the unique index of table t that a SQLite "UNIQUE constraint
+// failed" message refers to. SQLite names either the index ("... failed: index 'I'", for the
+// indexes built over ifnull(...) expressions, see createIndexSQL) or the indexed columns
+// ("... failed: T.a, T.b"); the latter is matched against t's unique indexes by key columns.
+// It returns false for a primary key violation or an unknown index.
+func (s *Schema) UniqueIndexViolated(t *Table, msg string) (*Index, bool) {
+	_, detail, ok := strings.Cut(msg, "UNIQUE constraint failed: ")
+	if !ok {
+		return nil, false
+	}
+	if name, ok := strings.CutPrefix(detail, "index '"); ok {
+		name, _, _ = strings.Cut(name, "'")
+		for _, ix := range s.Indexes {
+			if ix.SQLiteName == name {
+				return ix, true
+			}
+		}
+		return nil, false
+	}
+	var cols []string
+	for _, c := range strings.Split(detail, ",") {
+		c = strings.TrimSpace(c)
+		// Drop the "Table." qualifier and anything SQLite appends after the list.
+		c = strings.TrimPrefix(c, t.SQLiteName+".")
+		c, _, _ = strings.Cut(c, " ")
+		cols = append(cols, c)
+	}
+	for _, ix := range s.TableIndexes(t.Name) {
+		if ix.Unique && sameNames(ix.keyColumns(), cols) {
+			return ix, true
+		}
+	}
+	return nil, false
+}
