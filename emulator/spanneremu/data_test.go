@@ -1,0 +1,288 @@
+package spanneremu
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"cloud.google.com/go/spanner"
+	sppb "cloud.google.com/go/spanner/apiv1/spannerpb"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/api/iterator"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+const singersDDL = "CREATE TABLE Singers (SingerId INT64 NOT NULL, Name STRING(MAX)) PRIMARY KEY (SingerId)"
+
+func TestSessions(t *testing.T) {
+	ctx := testContext(t)
+	db := createDatabase(t, singersDDL)
+	sp := newRawSpanner(t, testServer.Addr())
+
+	_, err := sp.CreateSession(ctx, &sppb.CreateSessionRequest{Database: db + "x"})
+	if got, want := status.Code(err), codes.NotFound; got != want {
+		t.Errorf("CreateSession(missing database) code = %v, want %v (err %v)", got, want, err)
+	}
+
+	mux, err := sp.CreateSession(ctx, &sppb.CreateSessionRequest{Database: db, Session: &sppb.Session{Multiplexed: true}})
+	if err != nil {
+		t.Fatalf("CreateSession: %v", err)
+	}
+	if !mux.Multiplexed || !strings.HasPrefix(mux.Name, db+"/sessions/") {
+		t.Errorf("CreateSession = %v, want a multiplexed session under %s", mux, db)
+	}
+	batch, err := sp.BatchCreateSessions(ctx, &sppb.BatchCreateSessionsRequest{Database: db, SessionCount: 3})
+	if err != nil {
+		t.Fatalf("BatchCreateSessions: %v", err)
+	}
+	if got := len(batch.Session); got != 3 {
+		t.Errorf("BatchCreateSessions made %d sessions, want 3", got)
+	}
+	list, err := sp.ListSessions(ctx, &sppb.ListSessionsRequest{Database: db})
+	if err != nil {
+		t.Fatalf("ListSessions: %v", err)
+	}
+	if got := len(list.Sessions); got != 4 {
+		t.Errorf("ListSessions returned %d sessions, want 4", got)
+	}
+
+	got, err := sp.GetSession(ctx, &sppb.GetSessionRequest{Name: mux.Name})
+	if err != nil {
+		t.Fatalf("GetSession: %v", err)
+	}
+	if got.Name != mux.Name {
+		t.Errorf("GetSession name = %q, want %q", got.Name, mux.Name)
+	}
+
+	gone := batch.Session[0].Name
+	if _, err := sp.DeleteSession(ctx, &sppb.DeleteSessionRequest{Name: gone}); err != nil {
+		t.Fatalf("DeleteSession: %v", err)
+	}
+	_, err = sp.GetSession(ctx, &sppb.GetSessionRequest{Name: gone})
+	st := status.Convert(err)
+	if st.Code() != codes.NotFound || st.Message() != "Session not found: "+gone {
+		t.Errorf("GetSession(deleted) = %v, want NOT_FOUND \"Session not found: %s\"", err, gone)
+	}
+	var info *errdetails.ResourceInfo
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.ResourceInfo); ok {
+			info = ri
+		}
+	}
+	if info.GetResourceType() != "type.googleapis.com/google.spanner.v1.Session" {
+		t.Errorf("GetSession(deleted) ResourceInfo = %v, want the session resource type", info)
+	}
+}
+
+// TestClientRoundTrip drives the main paths of the official client: mutations, reads,
+// inline-begun read-write transactions with DML and batch DML, single-use queries, read-only
+// transactions, partitioned DML and errors.
+func TestClientRoundTrip(t *testing.T) {
+	ctx := testContext(t)
+	client := newDataClient(t, createDatabase(t, singersDDL))
+
+	_, err := client.Apply(ctx, []*spanner.Mutation{
+		spanner.Insert("Singers", []string{"SingerId", "Name"}, []any{int64(1), "Marc"}),
+		spanner.Insert("Singers", []string{"SingerId", "Name"}, []any{int64(2), "Catalina"}),
+	})
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	row, err := client.Single().ReadRow(ctx, "Singers", spanner.Key{int64(1)}, []string{"Name"})
+	if err != nil {
+		t.Fatalf("ReadRow: %v", err)
+	}
+	var name string
+	if err := row.Columns(&name); err != nil || name != "Marc" {
+		t.Errorf("ReadRow name = %q, %v; want Marc", name, err)
+	}
+
+	resp, err := client.ReadWriteTransactionWithOptions(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		n, err := tx.Update(ctx, spanner.Statement{
+			SQL:    "UPDATE Singers SET Name = @name WHERE SingerId = 1",
+			Params: map[string]any{"name": "Marcel"},
+		})
+		if err != nil {
+			return err
+		}
+		if n != 1 {
+			t.Errorf("Update count = %d, want 1", n)
+		}
+		// The transaction sees its own write.
+		row, err := tx.ReadRow(ctx, "Singers", spanner.Key{int64(1)}, []string{"Name"})
+		if err != nil {
+			return err
+		}
+		var got string
+		if err := row.Columns(&got); err != nil || got != "Marcel" {
+			t.Errorf("ReadRow in transaction = %q, %v; want Marcel", got, err)
+		}
+		counts, err := tx.BatchUpdate(ctx, []spanner.Statement{
+			{SQL: "INSERT INTO Singers (SingerId, Name) VALUES (3, 'Alice')"},
+			{SQL: "UPDATE Singers SET Name = 'Bob' WHERE SingerId > 1"},
+		})
+		if err != nil {
+			return err
+		}
+		if diff := cmp.Diff([]int64{1, 2}, counts); diff != "" {
+			t.Errorf("BatchUpdate counts (-want +got):\n%s", diff)
+		}
+		tx.BufferWrite([]*spanner.Mutation{spanner.Insert("Singers", []string{"SingerId", "Name"}, []any{int64(4), "Dan"})})
+		return nil
+	}, spanner.TransactionOptions{CommitOptions: spanner.CommitOptions{ReturnCommitStats: true}})
+	if err != nil {
+		t.Fatalf("ReadWriteTransaction: %v", err)
+	}
+	if resp.CommitTs.IsZero() {
+		t.Error("ReadWriteTransaction returned no commit timestamp")
+	}
+	if got, want := resp.CommitStats.GetMutationCount(), int64(2); got != want {
+		t.Errorf("commit stats mutation count = %d, want %d", got, want)
+	}
+
+	want := []string{"1:Marcel", "2:Bob", "3:Bob", "4:Dan"}
+	if diff := cmp.Diff(want, querySingers(t, client.Single())); diff != "" {
+		t.Errorf("singers after transaction (-want +got):\n%s", diff)
+	}
+
+	// An error from the transaction function rolls its DML back.
+	errStop := errors.New("stop")
+	_, err = client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		if _, err := tx.Update(ctx, spanner.NewStatement("DELETE FROM Singers WHERE true")); err != nil {
+			return err
+		}
+		return errStop
+	})
+	if !errors.Is(err, errStop) {
+		t.Errorf("ReadWriteTransaction error = %v, want %v", err, errStop)
+	}
+	if diff := cmp.Diff(want, querySingers(t, client.Single())); diff != "" {
+		t.Errorf("singers after rolled back transaction (-want +got):\n%s", diff)
+	}
+
+	// Engine errors reach the client with their codes.
+	_, err = client.Apply(ctx, []*spanner.Mutation{spanner.Insert("Singers", []string{"SingerId", "Name"}, []any{int64(1), "Again"})})
+	if got, want := spanner.ErrCode(err), codes.AlreadyExists; got != want {
+		t.Errorf("duplicate insert code = %v, want %v (err %v)", got, want, err)
+	}
+	_, err = client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		_, err := tx.Update(ctx, spanner.NewStatement("UPDATE NoSuchTable SET X = 1 WHERE true"))
+		return err
+	})
+	if code := spanner.ErrCode(err); code != codes.InvalidArgument && code != codes.NotFound {
+		t.Errorf("DML on a missing table code = %v, want INVALID_ARGUMENT or NOT_FOUND (err %v)", code, err)
+	}
+
+	ro := client.ReadOnlyTransaction()
+	defer ro.Close()
+	first := querySingers(t, ro)
+	if _, err := client.Apply(ctx, []*spanner.Mutation{spanner.Delete("Singers", spanner.Key{int64(4)})}); err != nil {
+		t.Fatalf("Apply delete: %v", err)
+	}
+	if diff := cmp.Diff(first, querySingers(t, ro)); diff != "" {
+		t.Errorf("read-only transaction saw a later commit (-first +second):\n%s", diff)
+	}
+
+	n, err := client.PartitionedUpdate(ctx, spanner.NewStatement("UPDATE Singers SET Name = 'X' WHERE SingerId >= 2"))
+	if err != nil {
+		t.Fatalf("PartitionedUpdate: %v", err)
+	}
+	if n != 2 {
+		t.Errorf("PartitionedUpdate count = %d, want 2", n)
+	}
+	if diff := cmp.Diff([]string{"1:Marcel", "2:X", "3:X"}, querySingers(t, client.Single())); diff != "" {
+		t.Errorf("singers after partitioned update (-want +got):\n%s", diff)
+	}
+}
+
+func TestBatchReadAndWrite(t *testing.T) {
+	ctx := testContext(t)
+	client := newDataClient(t, createDatabase(t, singersDDL))
+
+	var groups []*spanner.MutationGroup
+	for i := range 3 {
+		groups = append(groups, &spanner.MutationGroup{Mutations: []*spanner.Mutation{
+			spanner.Insert("Singers", []string{"SingerId", "Name"}, []any{int64(i % 2), "S"}),
+		}})
+	}
+	// Groups 0 and 2 insert the same key: the second of them fails, the others commit.
+	var codesByGroup [3]codes.Code
+	err := client.BatchWrite(ctx, groups).Do(func(r *sppb.BatchWriteResponse) error {
+		for _, i := range r.Indexes {
+			codesByGroup[i] = codes.Code(r.GetStatus().GetCode())
+			if r.GetStatus().GetCode() == 0 && r.CommitTimestamp == nil {
+				t.Errorf("group %d committed without a timestamp", i)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("BatchWrite: %v", err)
+	}
+	if diff := cmp.Diff([3]codes.Code{codes.OK, codes.OK, codes.AlreadyExists}, codesByGroup); diff != "" {
+		t.Errorf("BatchWrite statuses (-want +got):\n%s", diff)
+	}
+
+	txn, err := client.BatchReadOnlyTransaction(ctx, spanner.StrongRead())
+	if err != nil {
+		t.Fatalf("BatchReadOnlyTransaction: %v", err)
+	}
+	defer txn.Close()
+	parts, err := txn.PartitionQuery(ctx, spanner.NewStatement("SELECT SingerId FROM Singers"), spanner.PartitionOptions{})
+	if err != nil {
+		t.Fatalf("PartitionQuery: %v", err)
+	}
+	var ids []int64
+	for _, p := range parts {
+		err := txn.Execute(ctx, p).Do(func(r *spanner.Row) error {
+			var id int64
+			if err := r.Columns(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Execute partition: %v", err)
+		}
+	}
+	slices.Sort(ids)
+	if diff := cmp.Diff([]int64{0, 1}, ids); diff != "" {
+		t.Errorf("partitioned query rows (-want +got):\n%s", diff)
+	}
+
+	plan, err := client.Single().AnalyzeQuery(ctx, spanner.NewStatement("SELECT SingerId FROM Singers"))
+	if err != nil {
+		t.Fatalf("AnalyzeQuery: %v", err)
+	}
+	if len(plan.GetPlanNodes()) == 0 {
+		t.Error("AnalyzeQuery returned an empty plan")
+	}
+}
+
+type querier interface {
+	Query(ctx context.Context, st spanner.Statement) *spanner.RowIterator
+}
+
+// querySingers returns the singers as "id:name", by id.
+func querySingers(t *testing.T, q querier) []string {
+	t.Helper()
+	var out []string
+	err := q.Query(testContext(t), spanner.NewStatement("SELECT SingerId, Name FROM Singers ORDER BY SingerId")).Do(func(r *spanner.Row) error {
+		var id int64
+		var name spanner.NullString
+		if err := r.Columns(&id, &name); err != nil {
+			return err
+		}
+		out = append(out, itoa(id)+":"+name.StringVal)
+		return nil
+	})
+	if err != nil && err != iterator.Done {
+		t.Fatalf("query singers: %v", err)
+	}
+	return out
+}
