@@ -1,0 +1,337 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
+)
+
+// DB is one Spanner database stored in one SQLite file (WAL mode).
+//
+// Concurrency: read-write transactions that read or write take the database's write lock (one
+// holder at a time, FIFO waiters, bounded wait then ABORTED) and work on the single writer
+// connection inside a SQLite transaction, so they are serializable and see their own writes.
+// Read-only transactions each hold a reader connection with an open SQLite read transaction:
+// WAL gives them one consistent snapshot for their whole life without blocking the writer.
+type DB struct {
+	e       *Engine
+	name    string
+	path    string
+	created time.Time
+
+	sqldb  *sql.DB
+	writer *sql.Conn
+	schema atomic.Pointer[catalog.Schema]
+
+	// lock is the write lock: a token is held by the transaction in holder.
+	lock chan struct{}
+	// snapMu orders snapshot creation against commits, so that a read-only transaction's read
+	// timestamp is exactly the last commit it can see.
+	snapMu sync.RWMutex
+
+	mu      sync.Mutex
+	txns    map[string]*Txn
+	lastTS  time.Time
+	closed  bool
+	ddlLock sync.Mutex
+}
+
+func openDB(e *Engine, name, path string, create bool) (*DB, error) {
+	sync := "OFF"
+	if !e.ownsDir {
+		sync = "NORMAL"
+	}
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=busy_timeout(20000)" +
+		"&_pragma=synchronous(" + sync + ")&_pragma=recursive_triggers(1)"
+	sqldb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, internalf("open %s: %v", path, err)
+	}
+	sqldb.SetMaxOpenConns(64)
+	sqldb.SetMaxIdleConns(16)
+	ctx := context.Background()
+	writer, err := sqldb.Conn(ctx)
+	if err != nil {
+		sqldb.Close()
+		return nil, internalf("open %s: %v", path, err)
+	}
+	db := &DB{e: e, name: name, path: path, sqldb: sqldb, writer: writer,
+		lock: make(chan struct{}, 1), txns: map[string]*Txn{}}
+	fail := func(err error) (*DB, error) {
+		writer.Close()
+		sqldb.Close()
+		return nil, err
+	}
+	schema := catalog.Empty()
+	if create {
+		db.created = time.Now().UTC()
+		if _, err := writer.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+metaTable+` (k TEXT PRIMARY KEY, v TEXT)`); err != nil {
+			return fail(internalf("initialise %s: %v", path, err))
+		}
+		// Applying no statements creates and fills the INFORMATION_SCHEMA tables.
+		_, initial, err := catalog.Apply(schema, nil, compiler)
+		if err != nil {
+			return fail(err)
+		}
+		q, args := writeMetaStmt(&dbMeta{Name: name, Created: db.created})
+		for _, s := range initial {
+			if _, err := writer.ExecContext(ctx, s); err != nil {
+				return fail(internalf("initialise %s: %v: %s", path, err, s))
+			}
+		}
+		if _, err := writer.ExecContext(ctx, q, args...); err != nil {
+			return fail(internalf("initialise %s: %v", path, err))
+		}
+	} else {
+		m, err := readMeta(ctx, writer)
+		if err != nil {
+			return fail(internalf("read %s: %v", path, err))
+		}
+		db.name, db.created = m.Name, m.Created
+		if len(m.DDL) > 0 {
+			s, _, err := catalog.Apply(schema, m.DDL, compiler)
+			if err != nil {
+				return fail(internalf("reload schema of %s: %v", m.Name, err))
+			}
+			schema = s
+		}
+	}
+	db.schema.Store(schema)
+	return db, nil
+}
+
+// Schema returns the current schema.
+func (db *DB) Schema() *catalog.Schema { return db.schema.Load() }
+
+// Name returns the database's resource name.
+func (db *DB) Name() string { return db.name }
+
+func (db *DB) close() {
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return
+	}
+	db.closed = true
+	txns := make([]*Txn, 0, len(db.txns))
+	for _, t := range db.txns {
+		txns = append(txns, t)
+	}
+	db.mu.Unlock()
+	for _, t := range txns {
+		t.abort("the database was dropped or the emulator is shutting down")
+	}
+	db.writer.Close()
+	db.sqldb.Close()
+}
+
+// applyDDL runs DDL under the write lock, so it never interleaves with a read-write transaction.
+func (db *DB) applyDDL(ctx context.Context, stmts []string) error {
+	db.ddlLock.Lock()
+	defer db.ddlLock.Unlock()
+	select {
+	case db.lock <- struct{}{}:
+	case <-ctx.Done():
+		return contextError(ctx)
+	}
+	defer func() { <-db.lock }()
+
+	old := db.Schema()
+	ns, sqls, err := catalog.Apply(old, stmts, compiler)
+	if err != nil {
+		return err
+	}
+	conn := db.writer
+	exec := func(q string, args ...any) error {
+		_, err := conn.ExecContext(ctx, q, args...)
+		return err
+	}
+	if err := exec("PRAGMA foreign_keys=OFF"); err != nil {
+		return internalf("ddl: %v", err)
+	}
+	defer exec("PRAGMA foreign_keys=ON")
+	exec("PRAGMA legacy_alter_table=ON")
+	defer exec("PRAGMA legacy_alter_table=OFF")
+	if err := exec("BEGIN IMMEDIATE"); err != nil {
+		return internalf("ddl: %v", err)
+	}
+	rollback := func(err error) error {
+		exec("ROLLBACK")
+		return err
+	}
+	for _, q := range sqls {
+		if err := exec(q); err != nil {
+			return rollback(ddlError(err, q))
+		}
+	}
+	if bad, err := foreignKeyViolation(ctx, conn); err != nil {
+		return rollback(internalf("ddl: %v", err))
+	} else if bad != "" {
+		return rollback(errorf(codes.FailedPrecondition, "Foreign key or interleaving constraint violated by existing rows of table %s.", bad))
+	}
+	m := &dbMeta{Name: db.name, Created: db.created, DDL: ns.Statements}
+	q, args := writeMetaStmt(m)
+	if err := exec(q, args...); err != nil {
+		return rollback(internalf("ddl: %v", err))
+	}
+	if err := exec("COMMIT"); err != nil {
+		return rollback(internalf("ddl: %v", err))
+	}
+	db.schema.Store(ns)
+	return nil
+}
+
+func ddlError(err error, q string) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "UNIQUE constraint failed"):
+		return errorf(codes.FailedPrecondition, "Found uniqueness violation on index: existing rows violate the new UNIQUE constraint (%s).", msg)
+	case strings.Contains(msg, "NOT NULL constraint failed"):
+		return errorf(codes.FailedPrecondition, "Cannot add NOT NULL constraint: existing rows hold NULL values (%s).", msg)
+	case strings.Contains(msg, "CHECK constraint failed"):
+		return errorf(codes.FailedPrecondition, "Existing rows violate the new constraint (%s).", msg)
+	}
+	return internalf("ddl statement failed: %v (%s)", err, q)
+}
+
+func foreignKeyViolation(ctx context.Context, conn *sql.Conn) (string, error) {
+	rows, err := conn.QueryContext(ctx, "PRAGMA foreign_key_check")
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	if rows.Next() {
+		var table string
+		var rowid, parent, fkid any
+		if err := rows.Scan(&table, &rowid, &parent, &fkid); err != nil {
+			return "", err
+		}
+		return table, nil
+	}
+	return "", rows.Err()
+}
+
+// nextCommitTimestamp returns a timestamp after every earlier commit of this database, in
+// microseconds like Spanner's commit timestamps. The caller holds the write lock.
+func (db *DB) nextCommitTimestamp() time.Time {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	ts := time.Now().UTC().Truncate(time.Microsecond)
+	if !ts.After(db.lastTS) {
+		ts = db.lastTS.Add(time.Microsecond)
+	}
+	return ts
+}
+
+func (db *DB) setLastCommit(ts time.Time) {
+	db.mu.Lock()
+	db.lastTS = ts
+	db.mu.Unlock()
+}
+
+// readTimestamp is the timestamp of a snapshot taken now: the newest commit, or now.
+func (db *DB) readTimestamp() time.Time {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	now := time.Now().UTC()
+	if db.lastTS.After(now) {
+		return db.lastTS
+	}
+	return now
+}
+
+// abortIdle aborts transactions that have been idle longer than the idle timeout, and forgets
+// finished ones after a while.
+func (db *DB) abortIdle(now time.Time) {
+	db.mu.Lock()
+	var idle []*Txn
+	for k, t := range db.txns {
+		last := time.Unix(0, t.lastUsed.Load())
+		if t.finished() {
+			if now.Sub(last) > 2*db.e.opts.IdleTimeout+time.Minute {
+				delete(db.txns, k)
+			}
+			continue
+		}
+		if now.Sub(last) > db.e.opts.IdleTimeout {
+			idle = append(idle, t)
+		}
+	}
+	db.mu.Unlock()
+	for _, t := range idle {
+		if t.mu.TryLock() {
+			t.abortLocked(fmt.Sprintf("Transaction was aborted because it was idle for more than %s.", db.e.opts.IdleTimeout))
+			t.mu.Unlock()
+		}
+	}
+}
+
+// sweepTTL deletes rows that their table's ROW DELETION POLICY has expired. Rows whose
+// timestamp is NULL (for the outbox: unpublished events) are never deleted.
+func (db *DB) sweepTTL() {
+	schema := db.Schema()
+	for _, t := range schema.Tables {
+		p := t.RowDeletionPolicy
+		if p == nil {
+			continue
+		}
+		col, ok := t.Column(p.Column)
+		if !ok {
+			continue
+		}
+		cutoff := spantype.FormatTimestamp(time.Now().Add(-time.Duration(p.Days) * 24 * time.Hour))
+		q := fmt.Sprintf("DELETE FROM %s WHERE %s IS NOT NULL AND %s < ? AND %s != ?",
+			catalog.Quote(t.SQLiteName), catalog.Quote(col.SQLiteName), catalog.Quote(col.SQLiteName), catalog.Quote(col.SQLiteName))
+		n, err := db.runInternalWrite(q, cutoff, spantype.PendingCommitTimestamp)
+		if err != nil {
+			db.e.opts.Logf("spanneremu: row deletion policy sweep of %s.%s failed: %v", db.name, t.Name, err)
+			continue
+		}
+		if n > 0 {
+			db.e.opts.Logf("spanneremu: row deletion policy removed %d rows from %s.%s", n, db.name, t.Name)
+		}
+	}
+}
+
+// runInternalWrite runs one statement as its own transaction under the write lock, waiting for
+// the lock as long as needed (background work is never aborted).
+func (db *DB) runInternalWrite(q string, args ...any) (int64, error) {
+	select {
+	case db.lock <- struct{}{}:
+	case <-db.e.stop:
+		return 0, fmt.Errorf("shutting down")
+	}
+	defer func() { <-db.lock }()
+	db.mu.Lock()
+	closed := db.closed
+	db.mu.Unlock()
+	if closed {
+		return 0, fmt.Errorf("database closed")
+	}
+	ctx := context.Background()
+	db.snapMu.Lock()
+	defer db.snapMu.Unlock()
+	res, err := db.writer.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	ts := db.nextCommitTimestamp()
+	db.setLastCommit(ts)
+	return res.RowsAffected()
+}
+
+func contextError(ctx context.Context) error {
+	if ctx.Err() == context.DeadlineExceeded {
+		return errorf(codes.DeadlineExceeded, "Deadline exceeded while waiting")
+	}
+	return errorf(codes.Canceled, "Request cancelled")
+}

@@ -1,0 +1,295 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/sqlgen"
+)
+
+// Engine holds the databases of one emulator process.
+type Engine struct {
+	opts    Options
+	dir     string
+	ownsDir bool
+
+	mu     sync.Mutex
+	dbs    map[string]*DB
+	closed bool
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+const dbFileSuffix = ".spandb"
+
+// New starts an engine. With Options.DataDir set it reopens the databases found there.
+func New(opts Options) (*Engine, error) {
+	if opts.LockWait <= 0 {
+		opts.LockWait = 2 * time.Second
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = 10 * time.Second
+	}
+	if opts.TTLSweepInterval == 0 {
+		opts.TTLSweepInterval = time.Minute
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	sqlgen.Register()
+	e := &Engine{opts: opts, dbs: map[string]*DB{}, stop: make(chan struct{})}
+	if opts.DataDir == "" {
+		dir, err := os.MkdirTemp("", "spanneremu-")
+		if err != nil {
+			return nil, internalf("create temporary directory: %v", err)
+		}
+		e.dir, e.ownsDir = dir, true
+	} else {
+		if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+			return nil, internalf("create data directory: %v", err)
+		}
+		e.dir = opts.DataDir
+		if err := e.loadExisting(); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	e.wg.Add(1)
+	go e.janitor()
+	return e, nil
+}
+
+func (e *Engine) loadExisting() error {
+	files, err := filepath.Glob(filepath.Join(e.dir, "*"+dbFileSuffix))
+	if err != nil {
+		return internalf("list data directory: %v", err)
+	}
+	for _, f := range files {
+		db, err := openDB(e, "", f, false)
+		if err != nil {
+			return err
+		}
+		e.dbs[db.name] = db
+		e.opts.Logf("spanneremu: reopened database %s", db.name)
+	}
+	return nil
+}
+
+// Close stops background work and closes every database. Databases kept in a temporary
+// directory are deleted.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	dbs := e.dbs
+	e.dbs = map[string]*DB{}
+	e.mu.Unlock()
+	close(e.stop)
+	e.wg.Wait()
+	for _, db := range dbs {
+		db.close()
+	}
+	if e.ownsDir {
+		os.RemoveAll(e.dir)
+	}
+	return nil
+}
+
+func (e *Engine) fileFor(name string) string {
+	return filepath.Join(e.dir, strings.ReplaceAll(name, "/", "~")+dbFileSuffix)
+}
+
+// CreateDatabase creates a database and applies ddl to it. On a DDL error nothing is left behind.
+func (e *Engine) CreateDatabase(ctx context.Context, name string, ddl []string) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return errorf(codes.Unavailable, "emulator is shutting down")
+	}
+	if _, ok := e.dbs[name]; ok {
+		e.mu.Unlock()
+		return errorf(codes.AlreadyExists, "Database already exists: %s", name)
+	}
+	// Reserve the name while the DDL runs.
+	e.dbs[name] = nil
+	e.mu.Unlock()
+
+	path := e.fileFor(name)
+	os.Remove(path)
+	db, err := openDB(e, name, path, true)
+	if err == nil && len(ddl) > 0 {
+		err = db.applyDDL(ctx, ddl)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err != nil {
+		delete(e.dbs, name)
+		if db != nil {
+			db.close()
+		}
+		removeDBFiles(path)
+		return err
+	}
+	e.dbs[name] = db
+	return nil
+}
+
+func removeDBFiles(path string) {
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		os.Remove(path + suffix)
+	}
+}
+
+// Database returns an open database.
+func (e *Engine) Database(name string) (*DB, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	db := e.dbs[name]
+	if db == nil {
+		return nil, errorf(codes.NotFound, "Database not found: %s", name)
+	}
+	return db, nil
+}
+
+// UpdateDDL applies DDL statements to a database, all or nothing.
+func (e *Engine) UpdateDDL(ctx context.Context, name string, stmts []string) error {
+	db, err := e.Database(name)
+	if err != nil {
+		return err
+	}
+	return db.applyDDL(ctx, stmts)
+}
+
+// DDL returns the database's schema as DDL statements.
+func (e *Engine) DDL(name string) ([]string, error) {
+	db, err := e.Database(name)
+	if err != nil {
+		return nil, err
+	}
+	return append([]string(nil), db.Schema().Statements...), nil
+}
+
+// DropDatabase deletes a database and its data. Open transactions on it fail from then on.
+func (e *Engine) DropDatabase(name string) error {
+	e.mu.Lock()
+	db := e.dbs[name]
+	if db == nil {
+		e.mu.Unlock()
+		return errorf(codes.NotFound, "Database not found: %s", name)
+	}
+	delete(e.dbs, name)
+	e.mu.Unlock()
+	db.close()
+	removeDBFiles(db.path)
+	return nil
+}
+
+// ListDatabases lists the databases of an instance (projects/P/instances/I), by name.
+func (e *Engine) ListDatabases(instance string) []DatabaseInfo {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []DatabaseInfo
+	for name, db := range e.dbs {
+		if db != nil && strings.HasPrefix(name, instance+"/databases/") {
+			out = append(out, DatabaseInfo{Name: name, CreateTime: db.created})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// DropInstanceDatabases drops every database of an instance.
+func (e *Engine) DropInstanceDatabases(instance string) {
+	for _, d := range e.ListDatabases(instance) {
+		e.DropDatabase(d.Name)
+	}
+}
+
+func (e *Engine) snapshotDBs() []*DB {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]*DB, 0, len(e.dbs))
+	for _, db := range e.dbs {
+		if db != nil {
+			out = append(out, db)
+		}
+	}
+	return out
+}
+
+// janitor aborts abandoned transactions and runs the row deletion policy sweeper.
+func (e *Engine) janitor() {
+	defer e.wg.Done()
+	tick := e.opts.IdleTimeout / 4
+	if e.opts.TTLSweepInterval > 0 && e.opts.TTLSweepInterval < tick {
+		tick = e.opts.TTLSweepInterval
+	}
+	if tick > time.Second {
+		tick = time.Second
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	lastSweep := time.Now()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case now := <-t.C:
+			sweep := e.opts.TTLSweepInterval > 0 && now.Sub(lastSweep) >= e.opts.TTLSweepInterval
+			if sweep {
+				lastSweep = now
+			}
+			for _, db := range e.snapshotDBs() {
+				db.abortIdle(now)
+				if sweep {
+					db.sweepTTL()
+				}
+			}
+		}
+	}
+}
+
+// metaTable stores the database's name, creation time and schema inside its SQLite file, so a
+// data directory is self-describing.
+const metaTable = "_spanneremu_meta"
+
+type dbMeta struct {
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+	DDL     []string  `json:"ddl"`
+}
+
+func readMeta(ctx context.Context, conn *sql.Conn) (*dbMeta, error) {
+	var v string
+	if err := conn.QueryRowContext(ctx, `SELECT v FROM `+metaTable+` WHERE k = 'meta'`).Scan(&v); err != nil {
+		return nil, err
+	}
+	var m dbMeta
+	if err := json.Unmarshal([]byte(v), &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+func writeMetaStmt(m *dbMeta) (string, []any) {
+	b, _ := json.Marshal(m)
+	return `INSERT OR REPLACE INTO ` + metaTable + ` (k, v) VALUES ('meta', ?)`, []any{string(b)}
+}
+
+// compiler lets the catalog translate CHECK, DEFAULT and generated column expressions.
+var compiler catalog.ExprCompiler = sqlgen.TableExprCompiler{}

@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"modernc.org/sqlite"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/sqlfuncs"
+)
+
+// SQLite extended result codes the engine maps to Spanner errors.
+const (
+	sqliteConstraintCheck      = 275
+	sqliteConstraintForeignKey = 787
+	sqliteConstraintNotNull    = 1299
+	sqliteConstraintPrimaryKey = 1555
+	sqliteConstraintUnique     = 2067
+	sqliteConstraintTrigger    = 1811
+)
+
+func errorf(c codes.Code, format string, args ...any) error {
+	return status.Errorf(c, format, args...)
+}
+
+// writeContext describes the write that failed, so a SQLite constraint error can be turned into
+// the message Spanner gives.
+type writeContext struct {
+	table  *catalog.Table
+	key    string // rendered key, "" if unknown
+	insert bool   // the write could have created a row
+	schema *catalog.Schema
+}
+
+// mapError converts an error from SQLite (or from a registered function) to a gRPC status error.
+// wc may be nil when the failing statement was a query.
+func mapError(err error, wc *writeContext) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return mapRuntimeMessage(err.Error(), codes.Internal)
+	}
+	msg := se.Error()
+	if i := strings.Index(msg, sqlfuncs.RuntimeErrorPrefix); i >= 0 {
+		return mapRuntimeMessage(msg[i:], codes.InvalidArgument)
+	}
+	tname, key := "", ""
+	if wc != nil && wc.table != nil {
+		tname, key = wc.table.Name, wc.key
+	}
+	keyPart := ""
+	if key != "" {
+		keyPart = " referenced by key: " + key
+	}
+	switch se.Code() {
+	case sqliteConstraintPrimaryKey:
+		return errorf(codes.AlreadyExists, "Table %s: Row %s already exists.", tname, orUnknown(key))
+	case sqliteConstraintUnique:
+		idx := uniqueIndexName(msg, wc)
+		return errorf(codes.AlreadyExists, "Unique index violation on index %s at index key %s. It conflicts with row %s in table %s.", idx, "[...]", orUnknown(key), tname)
+	case sqliteConstraintNotNull:
+		col := msg[strings.LastIndex(msg, ".")+1:]
+		return errorf(codes.FailedPrecondition, "Cannot specify a null value for column: %s.%s in table: %s%s", tname, col, tname, keyPart)
+	case sqliteConstraintCheck:
+		name := strings.TrimSpace(msg[strings.LastIndex(msg, ":")+1:])
+		if i := strings.Index(msg, "spanner_len:"); i >= 0 {
+			tc := strings.TrimSpace(msg[i+len("spanner_len:"):])
+			t, c, _ := strings.Cut(tc, ".")
+			return errorf(codes.FailedPrecondition, "New value exceeds the maximum size limit for this column in table: %s, column: %s%s.", t, c, keyPart)
+		}
+		if i := strings.Index(msg, "spanner_check:"); i >= 0 {
+			tc := strings.TrimSpace(msg[i+len("spanner_check:"):])
+			t, c, _ := strings.Cut(tc, ".")
+			return errorf(codes.OutOfRange, "Check constraint `%s`.`%s` is violated for key %s", t, c, orUnknown(key))
+		}
+		return errorf(codes.OutOfRange, "Check constraint %s is violated for key %s", name, orUnknown(key))
+	case sqliteConstraintForeignKey:
+		if wc != nil && wc.table != nil && wc.table.Parent != "" && wc.insert {
+			return errorf(codes.NotFound, "Insert failed because key was not found in parent table:  Parent Table: %s  Child Table: %s  Key: %s", wc.table.Parent, tname, orUnknown(key))
+		}
+		if wc != nil && wc.table != nil && !wc.insert && hasChildren(wc.schema, wc.table) {
+			return errorf(codes.FailedPrecondition, "Integrity constraint violation during delete/replace. Found child row in table that references a row of %s%s.", tname, keyPart)
+		}
+		return errorf(codes.FailedPrecondition, "Foreign key constraint violated on table %s%s: the referenced row does not exist or is still referenced.", tname, keyPart)
+	}
+	if strings.Contains(msg, "interrupted") {
+		return errorf(codes.DeadlineExceeded, "Operation was cancelled or timed out: %s", msg)
+	}
+	return errorf(codes.Internal, "emulator storage error: %s", msg)
+}
+
+func hasChildren(s *catalog.Schema, t *catalog.Table) bool {
+	if s == nil {
+		return false
+	}
+	for _, c := range s.Tables {
+		if strings.EqualFold(c.Parent, t.Name) {
+			return true
+		}
+		for _, fk := range c.ForeignKeys {
+			if strings.EqualFold(fk.ReferencedTable, t.Name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func uniqueIndexName(msg string, wc *writeContext) string {
+	if wc == nil || wc.schema == nil || wc.table == nil {
+		return "(unknown)"
+	}
+	// SQLite names the columns ("UNIQUE constraint failed: T.a, T.b"); find the unique index
+	// on exactly those columns.
+	_, cols, _ := strings.Cut(msg, "failed: ")
+	var names []string
+	for _, c := range strings.Split(cols, ",") {
+		c = strings.TrimSpace(c)
+		if i := strings.LastIndex(c, "."); i >= 0 {
+			c = c[i+1:]
+		}
+		names = append(names, strings.ToUpper(strings.TrimSpace(strings.SplitN(c, " ", 2)[0])))
+	}
+	for _, idx := range wc.schema.Indexes {
+		if !idx.Unique || !strings.EqualFold(idx.Table, wc.table.Name) || len(idx.Keys) != len(names) {
+			continue
+		}
+		match := true
+		for i, k := range idx.Keys {
+			if strings.ToUpper(k.Column) != names[i] {
+				match = false
+			}
+		}
+		if match {
+			return idx.Name
+		}
+	}
+	return "(unknown)"
+}
+
+func orUnknown(key string) string {
+	if key == "" {
+		return "(unknown)"
+	}
+	return key
+}
+
+// mapRuntimeMessage turns "spanner-error:CODE: message" into a status error.
+func mapRuntimeMessage(msg string, def codes.Code) error {
+	i := strings.Index(msg, sqlfuncs.RuntimeErrorPrefix)
+	if i < 0 {
+		return status.Error(def, msg)
+	}
+	rest := msg[i+len(sqlfuncs.RuntimeErrorPrefix):]
+	codeName, text, ok := strings.Cut(rest, ": ")
+	if !ok {
+		return status.Error(def, rest)
+	}
+	if c, ok := codeByName[codeName]; ok {
+		// SQLite appends the result code, " (1)"; keep the text as the function gave it.
+		return status.Error(c, trailingCode.ReplaceAllString(text, ""))
+	}
+	return status.Error(def, rest)
+}
+
+var trailingCode = regexp.MustCompile(` \(\d+\)$`)
+
+var codeByName = func() map[string]codes.Code {
+	m := map[string]codes.Code{}
+	for c := codes.OK; c <= codes.Unauthenticated; c++ {
+		name := strings.ToUpper(toSnake(c.String()))
+		m[name] = c
+	}
+	return m
+}()
+
+// toSnake turns "InvalidArgument" into "Invalid_Argument".
+func toSnake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func internalf(format string, args ...any) error {
+	return status.Error(codes.Internal, fmt.Sprintf(format, args...))
+}

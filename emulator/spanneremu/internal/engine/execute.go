@@ -1,0 +1,361 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	sppb "cloud.google.com/go/spanner/apiv1/spannerpb"
+	"github.com/cloudspannerecosystem/memefish"
+	"github.com/cloudspannerecosystem/memefish/ast"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/sqlgen"
+)
+
+// ExecuteSQL runs a query or a DML statement in the transaction.
+func (t *Txn) ExecuteSQL(ctx context.Context, st Statement) (*Result, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.checkActive(); err != nil {
+		return nil, err
+	}
+	defer t.touch()
+	return t.executeLocked(ctx, st)
+}
+
+// BatchDML runs DML statements in order and stops at the first failure.
+func (t *Txn) BatchDML(ctx context.Context, sts []Statement) ([]*Result, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.checkActive(); err != nil {
+		return nil, err
+	}
+	defer t.touch()
+	if len(sts) == 0 {
+		return nil, errorf(codes.InvalidArgument, "No statements in batch DML request.")
+	}
+	var out []*Result
+	for i, st := range sts {
+		stmt, err := parseStatement(st.SQL)
+		if err != nil {
+			return out, err
+		}
+		if _, ok := stmt.(ast.DML); !ok {
+			return out, errorf(codes.InvalidArgument, "Statement %d in the batch is not a DML statement: %s", i, firstLine(st.SQL))
+		}
+		r, err := t.executeParsed(ctx, st, stmt)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func parseStatement(sqlText string) (ast.Statement, error) {
+	stmt, err := memefish.ParseStatement("", sqlText)
+	if err != nil {
+		return nil, errorf(codes.InvalidArgument, "Syntax error: %s", strings.TrimSpace(cleanParseError(err)))
+	}
+	return stmt, nil
+}
+
+func cleanParseError(err error) string {
+	msg := err.Error()
+	// memefish prints the offending line with a caret below; keep the first line.
+	if i := strings.Index(msg, "\n"); i > 0 {
+		return msg[:i]
+	}
+	return msg
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.Index(s, "\n"); i > 0 {
+		return s[:i] + "..."
+	}
+	return s
+}
+
+func (t *Txn) executeLocked(ctx context.Context, st Statement) (*Result, error) {
+	stmt, err := parseStatement(st.SQL)
+	if err != nil {
+		return nil, err
+	}
+	return t.executeParsed(ctx, st, stmt)
+}
+
+func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statement) (*Result, error) {
+	declared, err := declaredParamTypes(st)
+	if err != nil {
+		return nil, err
+	}
+	switch stmt.(type) {
+	case *ast.QueryStatement:
+		conn, schema, err := t.readConn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c, err := sqlgen.Compile(schema, stmt, declared)
+		if err != nil {
+			return nil, err
+		}
+		if st.PlanOnly {
+			return planResult(c, declared), nil
+		}
+		args, err := bindArgs(c, st, declared)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := queryRows(ctx, conn, c.SQL, args, c.Columns)
+		if err != nil {
+			return nil, mapError(err, nil)
+		}
+		return &Result{Fields: fields(c.Columns), Rows: rows}, nil
+	case ast.DML:
+		if t.mode == ReadOnly {
+			return nil, errorf(codes.InvalidArgument, "DML statements can only be performed in a read-write or partitioned-dml transaction.")
+		}
+		if err := t.acquireLock(ctx); err != nil {
+			return nil, err
+		}
+		schema := t.db.Schema()
+		c, err := sqlgen.Compile(schema, stmt, declared)
+		if err != nil {
+			return nil, err
+		}
+		if st.PlanOnly {
+			r := planResult(c, declared)
+			r.IsDML = true
+			return r, nil
+		}
+		args, err := bindArgs(c, st, declared)
+		if err != nil {
+			return nil, err
+		}
+		return t.runDML(ctx, c, args, schema)
+	case ast.DDL:
+		return nil, errorf(codes.InvalidArgument, "DDL statements cannot be executed with ExecuteSql; use UpdateDatabaseDdl.")
+	}
+	return nil, errorf(codes.InvalidArgument, "Unsupported statement: %s", firstLine(st.SQL))
+}
+
+// runDML executes a compiled DML statement atomically (a savepoint undoes a failed statement
+// without ending the transaction) and records rows that hold a pending commit timestamp.
+func (t *Txn) runDML(ctx context.Context, c *sqlgen.Compiled, args []any, schema *catalog.Schema) (*Result, error) {
+	w := t.db.writer
+	if _, err := w.ExecContext(ctx, "SAVEPOINT dml"); err != nil {
+		return nil, internalf("savepoint: %v", err)
+	}
+	res := &Result{IsDML: true, Fields: fields(c.Columns)}
+	wc := &writeContext{table: c.Table, insert: c.Insert, schema: schema}
+	fail := func(err error) (*Result, error) {
+		w.ExecContext(context.Background(), "ROLLBACK TO dml")
+		w.ExecContext(context.Background(), "RELEASE dml")
+		return nil, mapError(err, wc)
+	}
+	if c.Returning {
+		all := append(append([]sqlgen.Column(nil), c.Columns...), c.HiddenKeyColumns...)
+		rows, err := w.QueryContext(ctx, c.SQL, args...)
+		if err != nil {
+			return fail(err)
+		}
+		stored, err := scanAll(rows, len(all))
+		if err != nil {
+			return fail(err)
+		}
+		res.RowCount = int64(len(stored))
+		nVisible := len(c.Columns)
+		for _, r := range stored {
+			if len(c.PendingColumns) > 0 {
+				key := r[nVisible:]
+				for _, col := range c.PendingColumns {
+					t.pending = append(t.pending, pendingTimestamp{table: c.Table, column: col, key: key})
+				}
+			}
+			if nVisible > 0 {
+				vals, err := encodeRow(r[:nVisible], c.Columns)
+				if err != nil {
+					return fail(err)
+				}
+				res.Rows = append(res.Rows, vals)
+			}
+		}
+	} else {
+		r, err := w.ExecContext(ctx, c.SQL, args...)
+		if err != nil {
+			return fail(err)
+		}
+		res.RowCount, _ = r.RowsAffected()
+	}
+	if _, err := w.ExecContext(ctx, "RELEASE dml"); err != nil {
+		return fail(err)
+	}
+	return res, nil
+}
+
+// fixPendingTimestamps writes the commit timestamp into the cells DML filled with
+// PENDING_COMMIT_TIMESTAMP().
+func (t *Txn) fixPendingTimestamps(ctx context.Context, ts time.Time) error {
+	if len(t.pending) == 0 {
+		return nil
+	}
+	tsText := spantype.FormatTimestamp(ts)
+	for _, p := range t.pending {
+		keyCols := p.table.KeyColumns()
+		conds := make([]string, len(keyCols))
+		for i, k := range keyCols {
+			conds[i] = catalog.Quote(k.SQLiteName) + " = ?"
+		}
+		q := fmt.Sprintf("UPDATE %s SET %s = ? WHERE %s AND %s = ?", catalog.Quote(p.table.SQLiteName),
+			catalog.Quote(p.column), strings.Join(conds, " AND "), catalog.Quote(p.column))
+		args := append([]any{tsText}, p.key...)
+		args = append(args, spantype.PendingCommitTimestamp)
+		if _, err := t.db.writer.ExecContext(ctx, q, args...); err != nil {
+			return mapError(err, &writeContext{table: p.table})
+		}
+	}
+	return nil
+}
+
+func declaredParamTypes(st Statement) (map[string]spantype.Type, error) {
+	out := map[string]spantype.Type{}
+	for name, pt := range st.ParamTypes {
+		t, err := spantype.FromProto(pt)
+		if err != nil {
+			return nil, errorf(codes.InvalidArgument, "Invalid type for parameter %s: %v", name, err)
+		}
+		out[name] = t
+	}
+	if st.Params != nil {
+		for name, v := range st.Params.Fields {
+			if _, ok := out[name]; ok {
+				continue
+			}
+			// An untyped parameter: infer what we can from the JSON value; the translator
+			// decides the rest from context.
+			switch v.Kind.(type) {
+			case *structpb.Value_BoolValue:
+				out[name] = spantype.TBool
+			case *structpb.Value_NumberValue:
+				out[name] = spantype.TFloat64
+			}
+		}
+	}
+	return out, nil
+}
+
+func bindArgs(c *sqlgen.Compiled, st Statement, declared map[string]spantype.Type) ([]any, error) {
+	args := make([]any, len(c.Params))
+	for i, name := range c.Params {
+		v, ok := lookupParam(st.Params, name)
+		if !ok {
+			return nil, errorf(codes.InvalidArgument, "No parameter found for binding: %s", name)
+		}
+		typ, ok := c.ParamTypes[name]
+		if !ok {
+			typ = declared[name]
+		}
+		s, err := spantype.ToStorage(typ, v)
+		if err != nil {
+			return nil, errorf(codes.InvalidArgument, "Invalid value for bind parameter %s: %v", name, err)
+		}
+		args[i] = s
+	}
+	return args, nil
+}
+
+func lookupParam(params *structpb.Struct, name string) (*structpb.Value, bool) {
+	if params == nil {
+		return nil, false
+	}
+	if v, ok := params.Fields[name]; ok {
+		return v, true
+	}
+	for k, v := range params.Fields {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+func planResult(c *sqlgen.Compiled, declared map[string]spantype.Type) *Result {
+	r := &Result{Fields: fields(c.Columns)}
+	for name, typ := range c.ParamTypes {
+		if _, ok := declared[name]; !ok {
+			r.UndeclaredParams = append(r.UndeclaredParams, &sppb.StructType_Field{Name: name, Type: typ.Proto()})
+		}
+	}
+	return r
+}
+
+func fields(cols []sqlgen.Column) []*sppb.StructType_Field {
+	out := make([]*sppb.StructType_Field, len(cols))
+	for i, c := range cols {
+		out[i] = &sppb.StructType_Field{Name: c.Name, Type: c.Type.Proto()}
+	}
+	return out
+}
+
+func queryRows(ctx context.Context, conn *sql.Conn, q string, args []any, cols []sqlgen.Column) ([][]*structpb.Value, error) {
+	rows, err := conn.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := scanAll(rows, len(cols))
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]*structpb.Value, 0, len(stored))
+	for _, r := range stored {
+		vals, err := encodeRow(r, cols)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vals)
+	}
+	return out, nil
+}
+
+func scanAll(rows *sql.Rows, n int) ([][]any, error) {
+	defer rows.Close()
+	var out [][]any
+	for rows.Next() {
+		r := make([]any, n)
+		ptrs := make([]any, n)
+		for i := range r {
+			ptrs[i] = &r[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func encodeRow(r []any, cols []sqlgen.Column) ([]*structpb.Value, error) {
+	vals := make([]*structpb.Value, len(cols))
+	for i, c := range cols {
+		v, err := spantype.FromStorage(c.Type, r[i])
+		if err != nil {
+			if errors.Is(err, spantype.ErrPendingCommitTimestamp) {
+				return nil, status.Errorf(codes.InvalidArgument, "%s: column %s", err.Error(), c.Name)
+			}
+			return nil, internalf("encode column %s: %v", c.Name, err)
+		}
+		vals[i] = v
+	}
+	return vals, nil
+}
+
+func isAborted(err error) bool { return status.Code(err) == codes.Aborted }

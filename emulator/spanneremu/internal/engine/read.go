@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/sqlgen"
+)
+
+// Read runs a Read/StreamingRead: rows of a table (or through an index) whose key is in the
+// key set, in key order.
+func (t *Txn) Read(ctx context.Context, r ReadRequest) (*Result, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.checkActive(); err != nil {
+		return nil, err
+	}
+	defer t.touch()
+	conn, schema, err := t.readConn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q, args, cols, err := buildRead(schema, r)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := queryRows(ctx, conn, q, args, cols)
+	if err != nil {
+		return nil, mapError(err, nil)
+	}
+	return &Result{Fields: fields(cols), Rows: rows}, nil
+}
+
+func buildRead(schema *catalog.Schema, r ReadRequest) (string, []any, []sqlgen.Column, error) {
+	t, ok := schema.Table(r.Table)
+	if !ok {
+		return "", nil, nil, errorf(codes.NotFound, "Table not found: %s", r.Table)
+	}
+	if len(r.Columns) == 0 {
+		return "", nil, nil, errorf(codes.InvalidArgument, "Read requires at least one column.")
+	}
+	// The key the read is ordered and filtered by: the primary key, or the index key followed
+	// by the primary key columns not already in it.
+	kc := tableKey(t)
+	covered := map[string]bool{}
+	var nullFiltered []string
+	if r.Index != "" {
+		idx, ok := schema.Index(r.Index)
+		if !ok || !strings.EqualFold(idx.Table, t.Name) {
+			return "", nil, nil, errorf(codes.NotFound, "Index not found on table %s: %s", t.Name, r.Index)
+		}
+		var ikc []keyCol
+		inKey := map[string]bool{}
+		for _, k := range idx.Keys {
+			c, _ := t.Column(k.Column)
+			ikc = append(ikc, keyCol{col: c, desc: k.Desc})
+			inKey[strings.ToUpper(c.Name)] = true
+			covered[strings.ToUpper(c.Name)] = true
+			if idx.NullFiltered {
+				nullFiltered = append(nullFiltered, catalog.Quote(c.SQLiteName)+" IS NOT NULL")
+			}
+		}
+		for _, k := range kc {
+			covered[strings.ToUpper(k.col.Name)] = true
+			if !inKey[strings.ToUpper(k.col.Name)] {
+				ikc = append(ikc, k)
+			}
+		}
+		for _, s := range idx.Storing {
+			covered[strings.ToUpper(s)] = true
+		}
+		kc = ikc
+	}
+	cols := make([]sqlgen.Column, len(r.Columns))
+	sel := make([]string, len(r.Columns))
+	for i, name := range r.Columns {
+		c, ok := t.Column(name)
+		if !ok {
+			return "", nil, nil, errorf(codes.NotFound, "Column not found in table %s: %s", t.Name, name)
+		}
+		if r.Index != "" && !covered[strings.ToUpper(c.Name)] {
+			return "", nil, nil, errorf(codes.InvalidArgument, "Index %s does not cover column %s; read it from the table or add it with STORING.", r.Index, c.Name)
+		}
+		cols[i] = sqlgen.Column{Name: c.Name, Type: c.Type}
+		sel[i] = catalog.Quote(c.SQLiteName)
+	}
+	exprs := make([]string, len(kc))
+	order := make([]string, len(kc))
+	for i, k := range kc {
+		exprs[i] = catalog.Quote(k.col.SQLiteName)
+		order[i] = exprs[i]
+		if k.desc {
+			order[i] += " DESC"
+		}
+	}
+	var args []any
+	cond, err := keySetCondition(kc, exprs, r.KeySet, r.Index != "", &args)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	where := append(nullFiltered, "("+cond+")")
+	q := fmt.Sprintf("SELECT %s FROM %s WHERE %s", strings.Join(sel, ", "), catalog.Quote(t.SQLiteName), strings.Join(where, " AND "))
+	if len(order) > 0 {
+		q += " ORDER BY " + strings.Join(order, ", ")
+	}
+	if r.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", r.Limit)
+	}
+	return q, args, cols, nil
+}

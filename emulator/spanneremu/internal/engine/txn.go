@@ -1,0 +1,312 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sppb "cloud.google.com/go/spanner/apiv1/spannerpb"
+	"google.golang.org/grpc/codes"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
+)
+
+type txnState int
+
+const (
+	active txnState = iota
+	committed
+	rolledBack
+	aborted
+)
+
+// Txn is a transaction. Its operations are serialized by mu.
+type Txn struct {
+	db   *DB
+	id   []byte
+	mode Mode
+
+	mu          sync.Mutex
+	state       txnState
+	abortReason string
+	lastUsed    atomic.Int64 // unix nanos of the last request
+	done        atomic.Bool
+
+	// Read-write: hasLock is true from the first read or write until the end.
+	hasLock bool
+	// pending lists the rows written with PENDING_COMMIT_TIMESTAMP() by DML, fixed at commit.
+	pending []pendingTimestamp
+
+	// Read-only: the snapshot.
+	conn   *sql.Conn
+	schema *catalog.Schema
+	readTS time.Time
+}
+
+type pendingTimestamp struct {
+	table  *catalog.Table
+	column string
+	key    []any
+}
+
+// Begin starts a transaction. Read-only transactions take their snapshot now.
+func (db *DB) Begin(opts TxnOptions) (*Txn, error) {
+	id := make([]byte, 16)
+	rand.Read(id)
+	t := &Txn{db: db, id: id, mode: opts.Mode}
+	t.touch()
+	if opts.Mode == ReadOnly {
+		if err := t.openSnapshot(); err != nil {
+			return nil, err
+		}
+	} else {
+		t.readTS = time.Now().UTC()
+	}
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		t.releaseSnapshot()
+		return nil, errorf(codes.NotFound, "Database not found: %s", db.name)
+	}
+	db.txns[string(id)] = t
+	db.mu.Unlock()
+	return t, nil
+}
+
+// Txn finds a transaction by id.
+func (db *DB) Txn(id []byte) (*Txn, error) {
+	db.mu.Lock()
+	t := db.txns[string(id)]
+	db.mu.Unlock()
+	if t == nil {
+		return nil, errorf(codes.NotFound, "Transaction not found")
+	}
+	return t, nil
+}
+
+func (t *Txn) touch() { t.lastUsed.Store(time.Now().UnixNano()) }
+
+func (t *Txn) finished() bool { return t.done.Load() }
+
+// ID returns the transaction id.
+func (t *Txn) ID() []byte { return t.id }
+
+// ReadTimestamp returns the snapshot time of a read-only transaction.
+func (t *Txn) ReadTimestamp() time.Time { return t.readTS }
+
+// openSnapshot pins a reader connection inside a SQLite read transaction.
+func (t *Txn) openSnapshot() error {
+	ctx := context.Background()
+	conn, err := t.db.sqldb.Conn(ctx)
+	if err != nil {
+		return internalf("snapshot: %v", err)
+	}
+	t.db.snapMu.RLock()
+	defer t.db.snapMu.RUnlock()
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+		conn.Close()
+		return internalf("snapshot: %v", err)
+	}
+	// A read starts the SQLite read transaction: from here on the connection sees this
+	// snapshot only.
+	var n int
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM "+metaTable).Scan(&n); err != nil {
+		conn.ExecContext(ctx, "ROLLBACK")
+		conn.Close()
+		return internalf("snapshot: %v", err)
+	}
+	t.conn = conn
+	t.schema = t.db.Schema()
+	t.readTS = t.db.readTimestamp()
+	return nil
+}
+
+func (t *Txn) releaseSnapshot() {
+	if t.conn != nil {
+		t.conn.ExecContext(context.Background(), "ROLLBACK")
+		t.conn.Close()
+		t.conn = nil
+	}
+}
+
+// begin checks the transaction can run another operation. The caller holds t.mu.
+func (t *Txn) checkActive() error {
+	t.touch()
+	switch t.state {
+	case active:
+		return nil
+	case aborted:
+		return abortedError(t.abortReason)
+	case committed:
+		return errorf(codes.FailedPrecondition, "Cannot start a new operation: the transaction has already been committed.")
+	default:
+		return errorf(codes.FailedPrecondition, "Cannot start a new operation: the transaction has already been rolled back.")
+	}
+}
+
+func abortedError(reason string) error {
+	if reason == "" {
+		reason = "Transaction was aborted."
+	}
+	return errorf(codes.Aborted, "%s", reason)
+}
+
+// acquireLock takes the database write lock for a read-write transaction and opens its SQLite
+// transaction. A transaction that cannot get the lock within LockWait is aborted: the client
+// retries it, which is how Spanner resolves lock conflicts too.
+func (t *Txn) acquireLock(ctx context.Context) error {
+	if t.hasLock {
+		return nil
+	}
+	db := t.db
+	timer := time.NewTimer(db.e.opts.LockWait)
+	defer timer.Stop()
+	select {
+	case db.lock <- struct{}{}:
+	case <-timer.C:
+		t.abortLocked("Transaction was aborted because it could not acquire a lock held by a concurrent transaction in time; retry the transaction.")
+		return abortedError(t.abortReason)
+	case <-ctx.Done():
+		return contextError(ctx)
+	}
+	if _, err := db.writer.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		<-db.lock
+		return internalf("begin: %v", err)
+	}
+	t.hasLock = true
+	t.touch()
+	return nil
+}
+
+// releaseLock ends the SQLite transaction (rolling back unless committed) and frees the lock.
+func (t *Txn) releaseLock() {
+	if !t.hasLock {
+		return
+	}
+	t.db.writer.ExecContext(context.Background(), "ROLLBACK")
+	t.hasLock = false
+	<-t.db.lock
+}
+
+// conn returns the connection the transaction reads through. The caller holds t.mu.
+func (t *Txn) readConn(ctx context.Context) (*sql.Conn, *catalog.Schema, error) {
+	if t.mode == ReadOnly {
+		return t.conn, t.schema, nil
+	}
+	if err := t.acquireLock(ctx); err != nil {
+		return nil, nil, err
+	}
+	return t.db.writer, t.db.Schema(), nil
+}
+
+// abort ends the transaction as ABORTED.
+func (t *Txn) abort(reason string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.abortLocked(reason)
+}
+
+func (t *Txn) abortLocked(reason string) {
+	if t.state != active {
+		return
+	}
+	t.state = aborted
+	t.abortReason = reason
+	t.finish()
+}
+
+func (t *Txn) finish() {
+	t.releaseLock()
+	t.releaseSnapshot()
+	t.pending = nil
+	t.done.Store(true)
+}
+
+// Rollback ends the transaction, discarding its writes. Rolling back a finished transaction is
+// a no-op.
+func (t *Txn) Rollback() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state != active {
+		return
+	}
+	t.state = rolledBack
+	t.finish()
+}
+
+// Commit applies the buffered mutations and the DML writes atomically and returns the commit
+// timestamp.
+func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.checkActive(); err != nil {
+		return time.Time{}, err
+	}
+	if t.mode == ReadOnly {
+		return time.Time{}, errorf(codes.FailedPrecondition, "Cannot commit a read-only transaction.")
+	}
+	if err := t.acquireLock(ctx); err != nil {
+		return time.Time{}, err
+	}
+	db := t.db
+	ts := db.nextCommitTimestamp()
+	schema := db.Schema()
+	fail := func(err error) (time.Time, error) {
+		// A failed commit ends the transaction, as in Spanner.
+		t.state = rolledBack
+		t.finish()
+		return time.Time{}, err
+	}
+	if err := applyMutations(ctx, db.writer, schema, muts, ts); err != nil {
+		return fail(err)
+	}
+	if err := t.fixPendingTimestamps(ctx, ts); err != nil {
+		return fail(err)
+	}
+	db.snapMu.Lock()
+	_, err := db.writer.ExecContext(ctx, "COMMIT")
+	if err == nil {
+		db.setLastCommit(ts)
+	}
+	db.snapMu.Unlock()
+	if err != nil {
+		return fail(mapError(err, nil))
+	}
+	t.hasLock = false
+	<-db.lock
+	t.state = committed
+	t.finish()
+	return ts, nil
+}
+
+// ExecutePartitionedDML runs one DML statement in its own transaction.
+func (db *DB) ExecutePartitionedDML(ctx context.Context, st Statement) (int64, error) {
+	for {
+		t, err := db.Begin(TxnOptions{Mode: ReadWrite})
+		if err != nil {
+			return 0, err
+		}
+		res, err := t.ExecuteSQL(ctx, st)
+		if err != nil {
+			t.Rollback()
+			if isAborted(err) && ctx.Err() == nil {
+				continue
+			}
+			return 0, err
+		}
+		if !res.IsDML {
+			t.Rollback()
+			return 0, errorf(codes.InvalidArgument, "Partitioned DML requires a DML statement.")
+		}
+		if _, err := t.Commit(ctx, nil); err != nil {
+			if isAborted(err) && ctx.Err() == nil {
+				continue
+			}
+			return 0, err
+		}
+		return res.RowCount, nil
+	}
+}

@@ -1,0 +1,102 @@
+package sqlgen
+
+import (
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"modernc.org/sqlite"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/sqlfuncs"
+)
+
+var registerOnce sync.Once
+
+// Register registers the SQLite functions generated SQL relies on (spq_*), and the function
+// library's (spf_*). Call it before opening any SQLite connection.
+func Register() {
+	registerOnce.Do(func() {
+		sqlfuncs.Register()
+		sqlite.MustRegisterDeterministicScalarFunction("spq_make", -1, spqMake)
+		sqlite.MustRegisterDeterministicScalarFunction("spq_elem", 2, spqElem)
+		sqlite.MustRegisterDeterministicScalarFunction("spq_json_elem", 2, spqJSONElem)
+	})
+}
+
+var typeCache sync.Map // type string -> spantype.Type
+
+func cachedType(v driver.Value) (spantype.Type, error) {
+	s, _ := v.(string)
+	if t, ok := typeCache.Load(s); ok {
+		return t.(spantype.Type), nil
+	}
+	t, err := spantype.ParseType(s)
+	if err != nil {
+		return spantype.TUnknown, fmt.Errorf("%sINTERNAL: %v", sqlfuncs.RuntimeErrorPrefix, err)
+	}
+	typeCache.Store(s, t)
+	return t, nil
+}
+
+// spqMake(type, v1, ...) builds an ARRAY or STRUCT in storage form from element values.
+func spqMake(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	t, err := cachedType(args[0])
+	if err != nil {
+		return nil, err
+	}
+	elems := make([]any, len(args)-1)
+	for i, a := range args[1:] {
+		elems[i] = a
+	}
+	return spantype.EncodeArray(t, elems), nil
+}
+
+// spqElem(value, type) converts a value json_each produced for an element back to storage form.
+func spqElem(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	if args[0] == nil {
+		return nil, nil
+	}
+	t, err := cachedType(args[1])
+	if err != nil {
+		return nil, err
+	}
+	switch t.Code {
+	case spantype.Array, spantype.Struct:
+		return args[0], nil
+	}
+	v, err := spantype.JSONElemToStorage(t, jsonValue(args[0]))
+	if err != nil {
+		return nil, fmt.Errorf("%sINTERNAL: %v", sqlfuncs.RuntimeErrorPrefix, err)
+	}
+	return v, nil
+}
+
+func jsonValue(v driver.Value) any {
+	switch x := v.(type) {
+	case int64:
+		return json.Number(fmt.Sprint(x))
+	case float64:
+		return x
+	case []byte:
+		return string(x)
+	}
+	return v
+}
+
+// spqJSONElem(value, type) renders a storage value as JSON element text (for json()).
+func spqJSONElem(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	t, err := cachedType(args[1])
+	if err != nil {
+		return nil, err
+	}
+	if args[0] == nil {
+		return "null", nil
+	}
+	b, err := json.Marshal(spantype.StorageToJSONElem(t, args[0]))
+	if err != nil {
+		return nil, fmt.Errorf("%sINTERNAL: %v", sqlfuncs.RuntimeErrorPrefix, err)
+	}
+	return string(b), nil
+}
