@@ -82,7 +82,7 @@ func runMain(m *testing.M) int {
 	}
 	defer databaseAdmin.Close()
 
-	if err := createInstance(ctx); err != nil {
+	if err := createInstance(ctx, instanceAdmin); err != nil {
 		log.Printf("conformance: %v", err)
 		return 1
 	}
@@ -96,7 +96,7 @@ func runMain(m *testing.M) int {
 
 // createInstance creates the suite's instance on the first config the endpoint lists, as the
 // client library's own integration tests do, so the suite needs no knowledge of config names.
-func createInstance(ctx context.Context) error {
+func createInstance(ctx context.Context, instanceAdmin *instance.InstanceAdminClient) error {
 	it := instanceAdmin.ListInstanceConfigs(ctx, &instancepb.ListInstanceConfigsRequest{Parent: "projects/" + projectID})
 	cfg, err := it.Next()
 	if err != nil {

@@ -1,0 +1,145 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/spanner"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestConcurrentTransfers runs workers that mix read-modify-write transfers between a few hot
+// rows with inserts of new rows, through both mutations and DML. Serializable transactions keep
+// the total constant; a lost update or a partially applied transaction breaks it.
+func TestConcurrentTransfers(t *testing.T) {
+	t.Parallel()
+	client := newDB(t,
+		`CREATE TABLE Accounts (Id INT64 NOT NULL, Balance INT64 NOT NULL) PRIMARY KEY (Id)`,
+		`CREATE TABLE Ledger (Id STRING(64) NOT NULL, Account INT64 NOT NULL, Amount INT64 NOT NULL) PRIMARY KEY (Id)`,
+	)
+	const (
+		accounts = 4
+		initial  = 1000
+		workers  = 8
+		txns     = 50
+	)
+	var ms []*spanner.Mutation
+	for i := 0; i < accounts; i++ {
+		ms = append(ms, spanner.Insert("Accounts", []string{"Id", "Balance"}, []any{i, initial}))
+	}
+	mustApply(t, client, ms...)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var ledgerRows atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 42))
+			for i := 0; i < txns; i++ {
+				from, to := rng.IntN(accounts), rng.IntN(accounts-1)
+				if to >= from {
+					to++
+				}
+				amount := int64(rng.IntN(20) + 1)
+				kind := rng.IntN(3)
+				ledgerID := fmt.Sprintf("w%d-t%d", w, i)
+				// The closure may run more than once (aborts are retried): it only decides
+				// from what it reads and reports through its result.
+				wrote := false
+				_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+					wrote = false
+					switch kind {
+					case 0: // transfer with reads and mutations
+						bals, err := balances(ctx, tx, from, to)
+						if err != nil {
+							return err
+						}
+						if bals[0] < amount {
+							return nil
+						}
+						return tx.BufferWrite([]*spanner.Mutation{
+							spanner.Update("Accounts", []string{"Id", "Balance"}, []any{from, bals[0] - amount}),
+							spanner.Update("Accounts", []string{"Id", "Balance"}, []any{to, bals[1] + amount}),
+						})
+					case 1: // transfer with DML
+						n, err := tx.Update(ctx, spanner.Statement{
+							SQL:    `UPDATE Accounts SET Balance = Balance - @amount WHERE Id = @id AND Balance >= @amount`,
+							Params: map[string]any{"id": from, "amount": amount},
+						})
+						if err != nil || n == 0 {
+							return err
+						}
+						_, err = tx.Update(ctx, spanner.Statement{
+							SQL:    `UPDATE Accounts SET Balance = Balance + @amount WHERE Id = @id`,
+							Params: map[string]any{"id": to, "amount": amount},
+						})
+						return err
+					default: // move money out of an account into a new ledger row
+						bals, err := balances(ctx, tx, from)
+						if err != nil {
+							return err
+						}
+						if bals[0] < amount {
+							return nil
+						}
+						if _, err := tx.Update(ctx, spanner.Statement{
+							SQL:    `INSERT INTO Ledger (Id, Account, Amount) VALUES (@id, @account, @amount)`,
+							Params: map[string]any{"id": ledgerID, "account": from, "amount": amount},
+						}); err != nil {
+							return err
+						}
+						wrote = true
+						return tx.BufferWrite([]*spanner.Mutation{
+							spanner.Update("Accounts", []string{"Id", "Balance"}, []any{from, bals[0] - amount}),
+						})
+					}
+				})
+				if err != nil {
+					errs <- fmt.Errorf("worker %d transaction %d: %w", w, i, err)
+					return
+				}
+				if wrote {
+					ledgerRows.Add(1)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	res := query(t, client.Single(), spanner.NewStatement(
+		`SELECT (SELECT SUM(Balance) FROM Accounts) + IFNULL((SELECT SUM(Amount) FROM Ledger), 0),
+		        (SELECT COUNT(*) FROM Ledger),
+		        (SELECT COUNTIF(Balance < 0) FROM Accounts)`))
+	want := rows(row(int64(accounts*initial), ledgerRows.Load(), int64(0)))
+	if diff := cmp.Diff(want, res.Rows); diff != "" {
+		t.Errorf("invariants [total, ledger rows, negative balances] (-want +got):\n%s", diff)
+	}
+}
+
+// balances reads the balances of the given accounts, in order.
+func balances(ctx context.Context, tx *spanner.ReadWriteTransaction, ids ...int) ([]int64, error) {
+	out := make([]int64, len(ids))
+	for i, id := range ids {
+		r, err := tx.ReadRow(ctx, "Accounts", spanner.Key{id}, []string{"Balance"})
+		if err != nil {
+			return nil, err
+		}
+		if err := r.Columns(&out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
