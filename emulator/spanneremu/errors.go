@@ -68,14 +68,27 @@ func hasRetryInfo(st *status.Status) bool {
 	return false
 }
 
-func unaryErrorInterceptor(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// unaryInterceptor and streamInterceptor apply grpcError to every RPC's error, and log the
+// errors that point at a bug in the emulator rather than at the request.
+func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	resp, err := handler(ctx, req)
 	if err != nil {
-		return nil, grpcError(err)
+		return nil, s.rpcError(info.FullMethod, err)
 	}
 	return resp, nil
 }
 
-func streamErrorInterceptor(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	return grpcError(handler(srv, ss))
+func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if err := handler(srv, ss); err != nil {
+		return s.rpcError(info.FullMethod, err)
+	}
+	return nil
+}
+
+func (s *Server) rpcError(method string, err error) error {
+	err = grpcError(err)
+	if code := status.Code(err); code == codes.Internal || code == codes.Unknown {
+		s.logf("spanneremu: %s: %v", method, err)
+	}
+	return err
 }

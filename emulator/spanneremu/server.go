@@ -120,8 +120,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(maxMessageSize),
 		grpc.MaxSendMsgSize(maxMessageSize),
-		grpc.ChainUnaryInterceptor(unaryErrorInterceptor),
-		grpc.ChainStreamInterceptor(streamErrorInterceptor),
+		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
+		grpc.ChainStreamInterceptor(s.streamInterceptor),
 	)
 	sppb.RegisterSpannerServer(s.grpc, &spannerService{s: s})
 	instancepb.RegisterInstanceAdminServer(s.grpc, &instanceAdminService{s: s})

@@ -135,6 +135,10 @@ func (sp *spannerService) runSQL(ctx context.Context, req *sppb.ExecuteSqlReques
 		return nil, err
 	}
 	o := newOutcome(res, run.begun)
+	if st.PlanOnly {
+		// Planned DML changed nothing, so it reports no row count.
+		o.stats = nil
+	}
 	addModeStats(o, req.GetQueryMode(), req.GetSql(), time.Since(start))
 	o.token = sp.token(ss, run)
 	return o, nil
