@@ -21,7 +21,7 @@ func (a *applier) alterTable(d *ast.AlterTable) error {
 			if alt.IfNotExists {
 				return nil
 			}
-			return invalidf("Duplicate column name %s.%s.", t.Name, alt.Column.Name.Name)
+			return preconditionf("Duplicate column name %s.%s.", t.Name, alt.Column.Name.Name)
 		}
 		if alt.Column.PrimaryKey {
 			return invalidf("Cannot add key column %s to existing table %s.", alt.Column.Name.Name, t.Name)
@@ -37,7 +37,7 @@ func (a *applier) alterTable(d *ast.AlterTable) error {
 		}
 		if col.NotNull && col.Default == nil && col.Generated == nil {
 			// Spanner refuses this whatever the table holds: existing rows would have no value.
-			return preconditionf("Cannot add NOT NULL column %s.%s to existing table %s.", t.Name, col.Name, t.Name)
+			return unimplementedf("Cannot add NOT NULL column %s.%s to existing table %s.", t.Name, col.Name, t.Name)
 		}
 	case *ast.DropColumn:
 		col, ok := t.Column(alt.Name.Name)
@@ -77,24 +77,24 @@ func (a *applier) alterTable(d *ast.AlterTable) error {
 		return nil
 	case *ast.SetOnDelete:
 		if t.Parent == "" {
-			return preconditionf("Table %s is not interleaved in a parent table.", t.Name)
+			return invalidf("Cannot SET ON DELETE on table %s that does not have an INTERLEAVE clause.", t.Name)
 		}
 		t.OnDeleteCascade = alt.OnDelete == ast.OnDeleteCascade
 	case *ast.AddRowDeletionPolicy:
 		if t.RowDeletionPolicy != nil {
-			return preconditionf("Table %s already has a row deletion policy.", t.Name)
+			return invalidf("Cannot create ROW DELETION POLICY because there is already one on column named %s in table %s.", t.RowDeletionPolicy.Column, t.Name)
 		}
 		t.RowDeletionPolicy, err = rowDeletionPolicy(t, alt.RowDeletionPolicy)
 		return err
 	case *ast.ReplaceRowDeletionPolicy:
 		if t.RowDeletionPolicy == nil {
-			return preconditionf("Table %s does not have a row deletion policy.", t.Name)
+			return invalidf("ROW DELETION POLICY does not exist on table %s.", t.Name)
 		}
 		t.RowDeletionPolicy, err = rowDeletionPolicy(t, alt.RowDeletionPolicy)
 		return err
 	case *ast.DropRowDeletionPolicy:
 		if t.RowDeletionPolicy == nil {
-			return preconditionf("Table %s does not have a row deletion policy.", t.Name)
+			return invalidf("ROW DELETION POLICY does not exist on table %s.", t.Name)
 		}
 		t.RowDeletionPolicy = nil
 		return nil
@@ -152,24 +152,30 @@ func (a *applier) rebuild(t *Table, copies map[string]string) {
 func (a *applier) alterColumn(t *Table, col *Column, alt ast.ColumnAlteration, copies map[string]string) (bool, error) {
 	switch alt := alt.(type) {
 	case *ast.AlterColumnType:
-		typ, err := columnType(alt.Type)
+		typ, err := columnType(col.Name, alt.Type)
 		if err != nil {
 			return false, err
 		}
-		conv, ok := convertColumn(col.Type, typ, Quote(col.SQLiteName))
-		if !ok {
-			return false, invalidf("Cannot change the data type of column `%s`, which has type %s, to %s.", col.Name, col.Type.ColumnString(), typ.ColumnString())
+		if err := a.checkColumnChange(t, col, typ, alt.NotNull); err != nil {
+			return false, err
 		}
-		if t.isKeyColumn(col.Name) && (col.Type.Code != typ.Code || len(a.s.Children(t.Name)) > 0 || t.Parent != "") {
-			return false, preconditionf("Cannot change the type of key column %s.%s.", t.Name, col.Name)
+		conv, _ := convertColumn(col.Type, typ, Quote(col.SQLiteName))
+		switch {
+		case col.Generated != nil && alt.GeneratedExpr == nil:
+			return false, invalidf("Cannot convert generated column `%s.%s` to a regular column.", t.Name, col.Name)
+		case col.Generated == nil && alt.GeneratedExpr != nil:
+			return false, invalidf("Cannot convert column `%s.%s` to a generated column.", t.Name, col.Name)
+		case col.Generated != nil && col.Stored && !col.Type.Equal(typ):
+			return false, invalidf("Cannot change the data type of a stored generated column `%s.%s`.", t.Name, col.Name)
+		case col.Generated != nil && col.Stored && a.text(alt.GeneratedExpr.Expr) != col.GeneratedText:
+			return false, invalidf("Cannot change the expression of a generated column `%s.%s` because it is stored or has other dependencies.", t.Name, col.Name)
 		}
-		if !alt.NotNull && t.isKeyColumn(col.Name) && col.NotNull {
-			// Nullable key columns are a known gap (SQLite keys cannot hold NULL); refuse
-			// rather than pretend.
-			return false, unimplementedf("Making key column %s.%s nullable is not supported by the emulator", t.Name, col.Name)
+		if col.AllowCommitTimestamp && typ.Code != spantype.Timestamp {
+			return false, unallowedCommitTimestamp(col)
 		}
-		old := *col
+		wasGenerated := col.Generated != nil
 		col.Type, col.NotNull = typ, alt.NotNull
+		// Spanner's ALTER COLUMN restates the whole column: a DEFAULT not repeated is dropped.
 		col.Default, col.DefaultSQL, col.DefaultText = nil, "", ""
 		if alt.DefaultExpr != nil {
 			if err := a.setDefault(t, col, alt.DefaultExpr); err != nil {
@@ -177,17 +183,11 @@ func (a *applier) alterColumn(t *Table, col *Column, alt ast.ColumnAlteration, c
 			}
 		}
 		if alt.GeneratedExpr != nil {
-			if old.Generated == nil {
-				return false, invalidf("Cannot convert column %s.%s to a generated column.", t.Name, col.Name)
-			}
 			if err := a.setGenerated(t, col, alt.GeneratedExpr); err != nil {
 				return false, err
 			}
 		}
-		if col.AllowCommitTimestamp && typ.Code != spantype.Timestamp {
-			return false, invalidf("Column %s.%s has invalid allow_commit_timestamp option: the option is only allowed on TIMESTAMP columns.", t.Name, col.Name)
-		}
-		if old.Generated == nil {
+		if !wasGenerated {
 			copies[strings.ToUpper(col.Name)] = conv
 		}
 		// The translation of expressions reading the column may depend on its type.
@@ -204,6 +204,65 @@ func (a *applier) alterColumn(t *Table, col *Column, alt ast.ColumnAlteration, c
 		return true, nil
 	}
 	return false, unimplementedf("Unsupported ALTER COLUMN action in the emulator: %s", alt.SQL())
+}
+
+// checkColumnChange validates ALTER COLUMN's new type and nullability for col against what
+// depends on it: keys, interleaving, foreign keys, checks and stored generated columns.
+func (a *applier) checkColumnChange(t *Table, col *Column, typ spantype.Type, notNull bool) error {
+	if _, ok := convertColumn(col.Type, typ, ""); !ok {
+		return invalidf("Cannot change type of column `%s` from `%s` to `%s`", col.Name, col.Type.ColumnString(), typ.ColumnString())
+	}
+	sameType := col.Type.Equal(typ)
+	changed := !sameType || col.Type.Length != typ.Length
+	nullChanged := col.NotNull != notNull
+	if parent, ok := a.s.Table(t.Parent); ok && parent.isKeyColumn(col.Name) && (changed || nullChanged) {
+		return invalidf("Cannot alter parent key column %s.", col.Name)
+	}
+	if t.isKeyColumn(col.Name) {
+		// Nullable key columns would also need SQLite keys that hold NULL, which they cannot.
+		if !sameType || nullChanged {
+			return invalidf("Cannot change key column %s.", col.Name)
+		}
+		if changed && len(a.s.Children(t.Name)) > 0 {
+			return invalidf("Requested change to key column %s could not be made.", col.Name)
+		}
+	}
+	if fks := a.foreignKeysUsing(t, col); len(fks) > 0 {
+		if changed {
+			return preconditionf("Cannot change the type for column `%s` of table `%s`. It is used by one or more foreign keys: %s.", col.Name, t.Name, strings.Join(fks, ", "))
+		}
+		if nullChanged {
+			return preconditionf("Cannot change the nullability for column `%s` of table `%s`. It is used by one or more foreign keys: %s.", col.Name, t.Name, strings.Join(fks, ", "))
+		}
+	}
+	if !sameType {
+		for _, c := range t.Checks {
+			if refersTo(c.Expr, col.Name) {
+				return invalidf("Cannot change the data type of column `%s`, which is used by check constraint `%s`.", col.Name, c.Name)
+			}
+		}
+		for _, g := range t.Columns {
+			if g != col && g.Generated != nil && g.Stored && refersTo(g.Generated, col.Name) {
+				return preconditionf("Cannot change the data type of column `%s`, which has a dependent stored generated column.", col.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// foreignKeysUsing returns the names of the foreign keys that reference col of t or that t
+// declares on col.
+func (a *applier) foreignKeysUsing(t *Table, col *Column) []string {
+	var names []string
+	for _, other := range a.s.Tables {
+		for _, fk := range other.ForeignKeys {
+			if (other == t && containsFold(fk.Columns, col.Name)) ||
+				(strings.EqualFold(fk.ReferencedTable, t.Name) && containsFold(fk.ReferencedColumns, col.Name)) {
+				names = append(names, fk.Name)
+			}
+		}
+	}
+	return names
 }
 
 // recompile translates t's CHECK and generated column expressions again, after a column
@@ -249,33 +308,29 @@ func convertColumn(from, to spantype.Type, q string) (string, bool) {
 // checkColumnUnused fails when col cannot be dropped because something depends on it.
 func (a *applier) checkColumnUnused(t *Table, col *Column) error {
 	if t.isKeyColumn(col.Name) {
-		return preconditionf("Cannot drop key column %s from table %s.", col.Name, t.Name)
+		return invalidf("Cannot drop key column %s from table %s.", col.Name, t.Name)
 	}
 	for _, ix := range a.s.TableIndexes(t.Name) {
 		if containsFold(ix.keyColumns(), col.Name) || containsFold(ix.Storing, col.Name) {
 			return preconditionf("Cannot drop column %s from table %s because it is used by index %s.", col.Name, t.Name, ix.Name)
 		}
 	}
-	for _, other := range a.s.Tables {
-		for _, fk := range other.ForeignKeys {
-			if (other == t && containsFold(fk.Columns, col.Name)) ||
-				(strings.EqualFold(fk.ReferencedTable, t.Name) && containsFold(fk.ReferencedColumns, col.Name)) {
-				return preconditionf("Cannot drop column %s from table %s because it is used by foreign key %s.", col.Name, t.Name, fk.Name)
-			}
-		}
+	if fks := a.foreignKeysUsing(t, col); len(fks) > 0 {
+		return preconditionf("Cannot drop column `%s` from table `%s`. It is used by one or more foreign keys: %s. You must drop the foreign keys before dropping the column.",
+			col.Name, t.Name, strings.Join(fks, ", "))
 	}
 	for _, c := range t.Checks {
 		if refersTo(c.Expr, col.Name) {
-			return preconditionf("Cannot drop column %s from table %s because it is referenced by check constraint %s.", col.Name, t.Name, c.Name)
+			return invalidf("Cannot drop column `%s` from table `%s` because it is referenced by check constraint `%s`.", col.Name, t.Name, c.Name)
 		}
 	}
 	for _, g := range t.Columns {
 		if g.Generated != nil && g != col && refersTo(g.Generated, col.Name) {
-			return preconditionf("Cannot drop column %s from table %s because it is referenced by generated column %s.", col.Name, t.Name, g.Name)
+			return preconditionf("Cannot drop column `%s` from table `%s` because it is referenced by generated column `%s`.", col.Name, t.Name, g.Name)
 		}
 	}
 	if p := t.RowDeletionPolicy; p != nil && strings.EqualFold(p.Column, col.Name) {
-		return preconditionf("Cannot drop column %s from table %s because it is used by the table's row deletion policy.", col.Name, t.Name)
+		return invalidf("ROW DELETION POLICY will break if drop/alter column named %s in table %s. Row Deletion Policy must be set on column of type TIMESTAMP.", col.Name, t.Name)
 	}
 	return nil
 }
@@ -342,19 +397,21 @@ func (a *applier) dropTable(d *ast.DropTable) error {
 	if len(indexes) > 0 {
 		return preconditionf("Cannot drop table %s with indices: %s.", t.Name, strings.Join(indexes, ", "))
 	}
+	var fks []string
 	for _, other := range a.s.Tables {
-		if other == t {
-			continue
-		}
 		for _, fk := range other.ForeignKeys {
-			if strings.EqualFold(fk.ReferencedTable, t.Name) {
-				return preconditionf("Cannot drop table %s: it is referenced by foreign key %s of table %s.", t.Name, fk.Name, other.Name)
+			if other != t && strings.EqualFold(fk.ReferencedTable, t.Name) {
+				fks = append(fks, fk.Name)
 			}
 		}
 	}
+	if len(fks) > 0 {
+		return preconditionf("Cannot drop table `%s`. It is referenced by one or more foreign keys: %s. You must drop the foreign keys before dropping the table.",
+			t.Name, strings.Join(fks, ", "))
+	}
 	for _, v := range a.s.Views {
 		if viewUsesTable(v, t.Name) {
-			return preconditionf("Cannot drop table %s on which there are dependent views: %s.", t.Name, v.Name)
+			return preconditionf("Cannot drop table `%s` on which there are dependent views: %s.", t.Name, v.Name)
 		}
 	}
 	a.emit("DROP TABLE " + Quote(t.SQLiteName))

@@ -163,7 +163,7 @@ func pathName(p *ast.Path) (string, error) {
 // indexes, constraints and sequences in one namespace.
 func (a *applier) checkNameFree(name string) error {
 	if a.nameTaken(name) {
-		return invalidf("Duplicate name in schema: %s.", name)
+		return preconditionf("Duplicate name in schema: %s.", name)
 	}
 	return nil
 }
@@ -273,7 +273,7 @@ func (a *applier) createSequence(d *ast.CreateSequence) error {
 		if d.IfNotExists {
 			return nil
 		}
-		return invalidf("Duplicate name in schema: %s.", name)
+		return preconditionf("Duplicate name in schema: %s.", name)
 	}
 	if err := a.checkNameFree(name); err != nil {
 		return err
@@ -323,7 +323,7 @@ func (a *applier) dropSequence(d *ast.DropSequence) error {
 // createOther records a named object the emulator does not model (change stream, role).
 func (a *applier) createOther(group, name, text string) error {
 	if a.s.hasObject(objOther, group, name) {
-		return invalidf("Duplicate name in schema: %s.", name)
+		return preconditionf("Duplicate name in schema: %s.", name)
 	}
 	a.s.objects = append(a.s.objects, object{kind: objOther, group: group, name: strings.ToUpper(name), text: text})
 	return nil

@@ -27,17 +27,20 @@ func (a *applier) createIndex(d *ast.CreateIndex) error {
 	if d.Options != nil {
 		return unimplementedf("Index %s: OPTIONS are not supported by the emulator", name)
 	}
+	if strings.EqualFold(name, "PRIMARY_KEY") {
+		return invalidf("Cannot use reserved name PRIMARY_KEY for a secondary index")
+	}
 	ix := &Index{Name: name, SQLiteName: name, Table: t.Name, Unique: d.Unique, NullFiltered: d.NullFiltered}
 	for _, k := range d.Keys {
 		col, ok := t.Column(k.Name.Name)
 		if !ok {
-			return invalidf("Index %s specifies key column %s which does not exist in table %s.", name, k.Name.Name, t.Name)
+			return invalidf("Index %s specifies key column %s which does not exist in the index's base table.", name, k.Name.Name)
 		}
 		if containsFold(ix.keyColumns(), col.Name) {
 			return invalidf("Index %s specifies key column %s twice.", name, col.Name)
 		}
 		if !col.Type.Orderable() {
-			return invalidf("Index %s is defined on column %s.%s of type %s, which cannot be indexed.", name, t.Name, col.Name, col.Type)
+			return invalidf("Index %s is defined on a column of unsupported type %s.", name, col.Type.ColumnString())
 		}
 		ix.Keys = append(ix.Keys, KeyPart{Column: col.Name, Desc: k.Dir == ast.DirectionDesc})
 	}
@@ -65,11 +68,11 @@ func addStored(t *Table, ix *Index, name string) error {
 	col, ok := t.Column(name)
 	switch {
 	case !ok:
-		return invalidf("Index %s specifies stored column %s which does not exist in table %s.", ix.Name, name, t.Name)
+		return preconditionf("Index %s specifies nonexistent stored column %s.", ix.Name, name)
 	case t.isKeyColumn(col.Name):
-		return invalidf("Index %s specifies stored column %s which is a key of table %s.", ix.Name, col.Name, t.Name)
+		return preconditionf("Index %s specifies stored column %s which is a key of table %s.", ix.Name, col.Name, t.Name)
 	case containsFold(ix.keyColumns(), col.Name):
-		return invalidf("Index %s specifies stored column %s which is also a key of the index.", ix.Name, col.Name)
+		return invalidf("Index %s specifies stored column %s already specified as primary key.", ix.Name, col.Name)
 	case containsFold(ix.Storing, col.Name):
 		return invalidf("Index %s specifies stored column %s twice.", ix.Name, col.Name)
 	}
@@ -82,7 +85,7 @@ func addStored(t *Table, ix *Index, name string) error {
 func (a *applier) indexInterleave(t *Table, ix *Index, parentName string) error {
 	parent, ok := a.s.Table(parentName)
 	if !ok || parent.InfoSchema {
-		return notFoundf("Table not found: %s", parentName)
+		return preconditionf("Cannot interleave index %s within nonexistent table %s.", ix.Name, parentName)
 	}
 	ancestor := false
 	for p := t.Parent; p != ""; {
@@ -94,13 +97,11 @@ func (a *applier) indexInterleave(t *Table, ix *Index, parentName string) error 
 		p = pt.Parent
 	}
 	if !ancestor {
-		return invalidf("Cannot interleave index %s of table %s within table %s because %s is not an ancestor of %s.",
+		return preconditionf("Cannot interleave index %s of table %s within table %s because %s is not an ancestor of %s.",
 			ix.Name, t.Name, parent.Name, parent.Name, t.Name)
 	}
-	for i, pk := range parent.PrimaryKey {
-		if i >= len(ix.Keys) || !strings.EqualFold(ix.Keys[i].Column, pk.Column) {
-			return invalidf("Index %s is interleaved in table %s but its key does not start with %s's primary key.", ix.Name, parent.Name, parent.Name)
-		}
+	if err := checkParentKey("Index", ix.Name, parent, ix.Keys, t); err != nil {
+		return err
 	}
 	ix.Interleave = parent.Name
 	return nil
@@ -126,7 +127,7 @@ func (a *applier) alterIndex(d *ast.AlterIndex) error {
 				return nil
 			}
 		}
-		return notFoundf("Index %s does not store column %s.", ix.Name, alt.Name.Name)
+		return invalidf("Column %s in index %s is not a stored column. Only stored columns may be dropped from indices.", alt.Name.Name, ix.Name)
 	}
 	return unimplementedf("Unsupported ALTER INDEX action in the emulator: %s", d.IndexAlteration.SQL())
 }
@@ -144,11 +145,24 @@ func (a *applier) dropIndex(d *ast.DropIndex) error {
 		return notFoundf("Index not found: %s", name)
 	}
 	if ix.Managed {
-		return preconditionf("Cannot drop index %s: it is managed by Spanner to back a foreign key.", ix.Name)
+		return preconditionf("Cannot drop index `%s`. It is in use by foreign keys: %s.", ix.Name, strings.Join(a.foreignKeysBackedBy(ix), ", "))
 	}
 	a.emit("DROP INDEX " + Quote(ix.SQLiteName))
 	a.s.Indexes = deleteItem(a.s.Indexes, ix)
 	a.s.removeObject(objIndex, "", ix.Name)
 	a.s.reindex()
 	return nil
+}
+
+// foreignKeysBackedBy returns the names of the foreign keys a managed index backs.
+func (a *applier) foreignKeysBackedBy(ix *Index) []string {
+	var names []string
+	for _, t := range a.s.Tables {
+		for _, fk := range t.ForeignKeys {
+			if strings.EqualFold(fk.ReferencedTable, ix.Table) && sameNames(fk.ReferencedColumns, ix.keyColumns()) {
+				names = append(names, fk.Name)
+			}
+		}
+	}
+	return names
 }

@@ -45,7 +45,7 @@ func (a *applier) createTable(d *ast.CreateTable) error {
 			return err
 		}
 		if _, dup := t.Column(col.Name); dup {
-			return invalidf("Duplicate column name %s.%s.", t.Name, col.Name)
+			return preconditionf("Duplicate column name %s.%s.", t.Name, col.Name)
 		}
 		t.Columns = append(t.Columns, col)
 		t.reindex()
@@ -89,8 +89,8 @@ func (a *applier) createTable(d *ast.CreateTable) error {
 	return nil
 }
 
-// columnType converts a column's declared type.
-func columnType(st ast.SchemaType) (spantype.Type, error) {
+// columnType converts the declared type of column name.
+func columnType(name string, st ast.SchemaType) (spantype.Type, error) {
 	switch st := st.(type) {
 	case *ast.ScalarSchemaType:
 		t, ok := spantype.ParseScalarName(string(st.Name))
@@ -116,7 +116,7 @@ func columnType(st ast.SchemaType) (spantype.Type, error) {
 			limit = maxBytesLength
 		}
 		if err != nil || n < 1 || n > limit {
-			return t, invalidf("Bad length for column of type %s: %s. Must be between 1 and %d (or MAX).", st.Name, lit.Value, limit)
+			return t, invalidf("Bad length for column %s: %s : Allowed length range: [1, %d].", name, lit.Value, limit)
 		}
 		t.Length = n
 		return t, nil
@@ -127,7 +127,7 @@ func columnType(st ast.SchemaType) (spantype.Type, error) {
 		if _, nested := st.Item.(*ast.ArraySchemaType); nested {
 			return spantype.Type{}, invalidf("Arrays of arrays are not supported: %s", st.SQL())
 		}
-		elem, err := columnType(st.Item)
+		elem, err := columnType(name, st.Item)
 		if err != nil {
 			return elem, err
 		}
@@ -143,7 +143,7 @@ func columnType(st ast.SchemaType) (spantype.Type, error) {
 // newColumn builds a column from its definition, without its DEFAULT or generation
 // expression (see columnExprs).
 func (a *applier) newColumn(t *Table, cd *ast.ColumnDef) (*Column, error) {
-	typ, err := columnType(cd.Type)
+	typ, err := columnType(cd.Name.Name, cd.Type)
 	if err != nil {
 		return nil, err
 	}
@@ -181,10 +181,14 @@ func columnOptions(t *Table, col *Column, o *ast.Options) error {
 			return invalidf("Option allow_commit_timestamp of column %s.%s must be true, false or null", t.Name, col.Name)
 		}
 		if col.AllowCommitTimestamp && col.Type.Code != spantype.Timestamp {
-			return invalidf("Column %s.%s has invalid allow_commit_timestamp option: the option is only allowed on TIMESTAMP columns.", t.Name, col.Name)
+			return unallowedCommitTimestamp(col)
 		}
 	}
 	return nil
+}
+
+func unallowedCommitTimestamp(col *Column) error {
+	return preconditionf("Column %s has invalid allow_commit_timestamp option.  Option only allowed on TIMESTAMP columns.", col.Name)
 }
 
 // columnExprs compiles a column's DEFAULT or generation expression.
@@ -264,18 +268,18 @@ func (a *applier) primaryKey(t *Table, d *ast.CreateTable) error {
 		}
 	}
 	if !declared {
-		return invalidf("Table %s has no PRIMARY KEY.", t.Name)
+		return invalidf("Table %s does not specify a PRIMARY KEY.", t.Name)
 	}
 	for _, k := range keys {
 		col, ok := t.Column(k.Name.Name)
 		if !ok {
-			return invalidf("Table %s references nonexistent key column %s.", t.Name, k.Name.Name)
+			return preconditionf("Table %s references nonexistent key column %s.", t.Name, k.Name.Name)
 		}
 		if t.isKeyColumn(col.Name) {
 			return invalidf("Table %s references key column %s more than once.", t.Name, col.Name)
 		}
 		if !col.Type.Orderable() {
-			return invalidf("Column %s.%s has type %s, but is part of the primary key.", t.Name, col.Name, col.Type)
+			return invalidf("Column %s has type %s, but is part of the primary key.", col.Name, col.Type.ColumnString())
 		}
 		if col.Generated != nil {
 			// SQLite cannot key a table by a generated column.
@@ -302,29 +306,73 @@ func (a *applier) interleave(t *Table, c *ast.Cluster) error {
 	if !ok || parent.InfoSchema {
 		return notFoundf("Table not found: %s", pname)
 	}
-	for i, pk := range parent.PrimaryKey {
-		if i >= len(t.PrimaryKey) || !strings.EqualFold(t.PrimaryKey[i].Column, pk.Column) {
-			return invalidf("Table %s does not reference parent key column %s.", t.Name, pk.Column)
-		}
-		pc, _ := parent.Column(pk.Column)
-		cc, _ := t.Column(pk.Column)
-		if !pc.Type.Equal(cc.Type) || pc.Type.Length != cc.Type.Length {
-			return invalidf("Type of column %s.%s (%s) does not match the type of its parent key column %s.%s (%s).",
-				t.Name, cc.Name, cc.Type.ColumnString(), parent.Name, pc.Name, pc.Type.ColumnString())
-		}
+	if err := checkParentKey("Table", t.Name, parent, t.PrimaryKey, t); err != nil {
+		return err
 	}
 	t.Parent = parent.Name
 	t.OnDeleteCascade = c.OnDelete == ast.OnDeleteCascade
 	return nil
 }
 
+// checkParentKey checks that key (of a table or index on table t, named kind name) starts
+// with parent's primary key: same columns, positions, order, type, length and nullability.
+func checkParentKey(kind, name string, parent *Table, key []KeyPart, t *Table) error {
+	for i, pk := range parent.PrimaryKey {
+		pos := slices.IndexFunc(key, func(k KeyPart) bool { return strings.EqualFold(k.Column, pk.Column) })
+		switch {
+		case pos < 0:
+			indexWord := ""
+			if kind == "Index" {
+				indexWord = "index "
+			}
+			return preconditionf("%s %s does not reference %sparent key column %s.", kind, name, indexWord, pk.Column)
+		case pos != i:
+			return preconditionf("%s %s references parent key column %s at incorrect position %d.", kind, name, pk.Column, pos+1)
+		case key[i].Desc != pk.Desc:
+			order := "ASC"
+			if key[i].Desc {
+				order = "DESC"
+			}
+			return preconditionf("%s %s references parent key column %s with incorrect order %s.", kind, name, pk.Column, order)
+		}
+		pc, _ := parent.Column(pk.Column)
+		cc, _ := t.Column(pk.Column)
+		switch {
+		case !pc.Type.Equal(cc.Type):
+			return preconditionf("%s %s references parent key column %s with incorrect type %s (should be %s).",
+				kind, name, pk.Column, cc.Type.ColumnString(), pc.Type.ColumnString())
+		case pc.Type.Length != cc.Type.Length:
+			return preconditionf("%s %s references parent key column %s with incorrect length %s (should be %s).",
+				kind, name, pk.Column, lengthString(cc.Type), lengthString(pc.Type))
+		case kind == "Table" && pc.NotNull != cc.NotNull:
+			return preconditionf("%s %s references parent key column %s that is %s, but child key is %s.",
+				kind, name, pk.Column, nullability(pc), nullability(cc))
+		}
+	}
+	return nil
+}
+
+func lengthString(t spantype.Type) string {
+	if t.Length == 0 {
+		return "MAX"
+	}
+	return strconv.FormatInt(t.Length, 10)
+}
+
+func nullability(c *Column) string {
+	if c.NotNull {
+		return "NOT NULL"
+	}
+	return "nullable"
+}
+
 func rowDeletionPolicy(t *Table, p *ast.RowDeletionPolicy) (*RowDeletionPolicy, error) {
 	col, ok := t.Column(p.ColumnName.Name)
 	if !ok {
-		return nil, invalidf("Cannot create a row deletion policy on table %s: column %s does not exist.", t.Name, p.ColumnName.Name)
+		return nil, invalidf("Cannot create ROW DELETION POLICY because there is no column named %s in table %s.", p.ColumnName.Name, t.Name)
 	}
 	if col.Type.Code != spantype.Timestamp {
-		return nil, invalidf("Row deletion policy of table %s refers to column %s of type %s; it must be a TIMESTAMP column.", t.Name, col.Name, col.Type.ColumnString())
+		return nil, invalidf("Cannot create ROW DELETION POLICY because column %s in table %s is not of type TIMESTAMP.", col.Name, t.Name)
 	}
 	days, err := strconv.ParseInt(p.NumDays.Value, 0, 64)
 	if err != nil || days < 0 {
@@ -360,7 +408,7 @@ func (a *applier) constraintNameFree(t *Table, name string) error {
 		return err
 	}
 	if t.constraintNamed(name) {
-		return invalidf("Duplicate name in schema: %s.", name)
+		return preconditionf("Duplicate name in schema: %s.", name)
 	}
 	return nil
 }
@@ -388,6 +436,11 @@ func (a *applier) addCheck(t *Table, name string, c *ast.Check) error {
 	text := a.text(c.Expr)
 	if name == "" {
 		name = a.generatedName(t, "CK_"+t.Name, t.Name+"\x00"+text)
+	}
+	for _, col := range t.Columns {
+		if col.AllowCommitTimestamp && refersTo(c.Expr, col.Name) {
+			return invalidf("Column `%s` has option commit_timestamp, which is not supported in check constraint.", col.Name)
+		}
 	}
 	sql, typ, err := a.compile(t, c.Expr, fmt.Sprintf("Check constraint `%s`.`%s`", t.Name, name))
 	if err != nil {
@@ -420,8 +473,7 @@ func (a *applier) addForeignKey(t *Table, name string, fk *ast.ForeignKey) (*Ind
 		label = "FK_" + t.Name + "_" + ref.Name
 	}
 	if len(fk.Columns) != len(fk.ReferenceColumns) {
-		return nil, invalidf("Foreign key %s: the number of referencing columns (%d) does not match the number of referenced columns (%d).",
-			label, len(fk.Columns), len(fk.ReferenceColumns))
+		return nil, preconditionf("The number of columns are different for table `%s` and table `%s` in foreign key `%s`.", t.Name, ref.Name, label)
 	}
 	cols, err := fkColumns(label, t, fk.Columns)
 	if err != nil {
@@ -433,8 +485,8 @@ func (a *applier) addForeignKey(t *Table, name string, fk *ast.ForeignKey) (*Ind
 	}
 	for i := range cols {
 		if !cols[i].Type.Equal(refCols[i].Type) {
-			return nil, invalidf("Foreign key %s: column %s.%s of type %s cannot reference column %s.%s of type %s.",
-				label, t.Name, cols[i].Name, cols[i].Type, ref.Name, refCols[i].Name, refCols[i].Type)
+			return nil, preconditionf("The column types are different for column `%s` of table `%s` and column `%s` of table `%s` in foreign key `%s`.",
+				cols[i].Name, t.Name, refCols[i].Name, ref.Name, label)
 		}
 	}
 	if name == "" {
@@ -456,13 +508,13 @@ func fkColumns(label string, t *Table, idents []*ast.Ident) ([]*Column, error) {
 	for _, id := range idents {
 		col, ok := t.Column(id.Name)
 		if !ok {
-			return nil, invalidf("Foreign key %s references nonexistent column %s in table %s.", label, id.Name, t.Name)
+			return nil, preconditionf("Column `%s` not found for table `%s` in foreign key `%s`.", id.Name, t.Name, label)
 		}
 		if slices.Contains(cols, col) {
-			return nil, invalidf("Foreign key %s references column %s.%s more than once.", label, t.Name, col.Name)
+			return nil, preconditionf("Column `%s` used more than once for table `%s` in foreign key `%s`.", col.Name, t.Name, label)
 		}
 		if !col.Type.Orderable() {
-			return nil, invalidf("Foreign key %s: column %s.%s has type %s, which foreign keys do not support.", label, t.Name, col.Name, col.Type)
+			return nil, preconditionf("Column `%s` for foreign key `%s` on table `%s` has an unsupported type.", col.Name, label, t.Name)
 		}
 		cols = append(cols, col)
 	}
