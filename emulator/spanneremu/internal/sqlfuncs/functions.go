@@ -116,11 +116,9 @@ func Function(c Call) (Arg, error) {
 		return out, err
 	}
 	// SAFE.F(...) returns NULL where F would raise an error. Every Go function has a twin with
-	// the suffix _safe that does exactly that; only the outermost call is F itself.
-	if i := strings.IndexByte(out.SQL, '('); i > 0 && strings.HasPrefix(out.SQL, "spf_") && safeTwins[out.SQL[:i]] {
-		out.SQL = out.SQL[:i] + "_safe" + out.SQL[i:]
-	}
-	return out, nil
+	// the suffix _safe that does exactly that; only the outermost call is F itself (errors in
+	// F's arguments still fail, as in GoogleSQL). Functions rendered as plain SQLite cannot fail.
+	return safeOuter(out), nil
 }
 
 // safeTwins holds the names of Go functions that have a _safe twin (filled by Register's

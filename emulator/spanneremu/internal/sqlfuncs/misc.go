@@ -1,7 +1,6 @@
 package sqlfuncs
 
 import (
-	"crypto/md5"
 	"crypto/rand"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -31,8 +30,8 @@ func init() {
 		return int64(farmFingerprint64(asBytes(a[0]))), nil
 	})
 
+	// Spanner has no MD5, unlike BigQuery.
 	hashes := map[string]func([]byte) []byte{
-		"MD5":    func(b []byte) []byte { s := md5.Sum(b); return s[:] },
 		"SHA1":   func(b []byte) []byte { s := sha1.Sum(b); return s[:] },
 		"SHA256": func(b []byte) []byte { s := sha256.Sum256(b); return s[:] },
 		"SHA512": func(b []byte) []byte { s := sha512.Sum512(b); return s[:] },

@@ -257,7 +257,13 @@ func coerce(x Arg, to spantype.Type) (Arg, bool, error) {
 		return out, true, nil
 	case x.StringLiteral != nil:
 		switch to.Code {
-		case spantype.Date, spantype.Timestamp, spantype.Numeric, spantype.JSON:
+		case spantype.JSON:
+			j, err := spantype.NormalizeJSON(*x.StringLiteral)
+			if err != nil {
+				return Arg{}, false, errorf("Could not cast literal %q to type JSON", *x.StringLiteral)
+			}
+			return retyped(sqlString(j))
+		case spantype.Date, spantype.Timestamp, spantype.Numeric:
 			v, err := castValue(*x.StringLiteral, spantype.TString, to)
 			if err != nil {
 				return Arg{}, false, errorf("Could not cast literal %q to type %s", *x.StringLiteral, to)
