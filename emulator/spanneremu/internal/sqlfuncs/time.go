@@ -819,7 +819,7 @@ func parseTime(format, s string, loc *time.Location) (time.Time, error) {
 		var ok bool
 		switch c {
 		case 'Y':
-			year, ok = num(5)
+			year, ok = num(4)
 		case 'y':
 			var y int
 			if y, ok = num(2); ok {
