@@ -50,7 +50,7 @@ func mapError(err error, wc *writeContext) error {
 	if !errors.As(err, &se) {
 		return mapRuntimeMessage(err.Error(), codes.Internal)
 	}
-	msg := se.Error()
+	msg := trailingCode.ReplaceAllString(se.Error(), "")
 	if i := strings.Index(msg, sqlfuncs.RuntimeErrorPrefix); i >= 0 {
 		return mapRuntimeMessage(msg[i:], codes.InvalidArgument)
 	}
@@ -88,10 +88,20 @@ func mapError(err error, wc *writeContext) error {
 		if wc != nil && wc.table != nil && wc.table.Parent != "" && wc.insert {
 			return errorf(codes.NotFound, "Insert failed because key was not found in parent table:  Parent Table: %s  Child Table: %s  Key: %s", wc.table.Parent, tname, orUnknown(key))
 		}
-		if wc != nil && wc.table != nil && !wc.insert && hasChildren(wc.schema, wc.table) {
-			return errorf(codes.FailedPrecondition, "Integrity constraint violation during delete/replace. Found child row in table that references a row of %s%s.", tname, keyPart)
+		if wc != nil && wc.table != nil && wc.insert {
+			if fk := firstForeignKey(wc.table); fk != nil {
+				return errorf(codes.FailedPrecondition, "Foreign key constraint `%s` is violated on table `%s`. Cannot find referenced values in %s(%s).", fk.Name, tname, fk.ReferencedTable, strings.Join(fk.ReferencedColumns, ", "))
+			}
 		}
-		return errorf(codes.FailedPrecondition, "Foreign key constraint violated on table %s%s: the referenced row does not exist or is still referenced.", tname, keyPart)
+		if wc != nil && wc.table != nil {
+			if child, fk := referencingForeignKey(wc.schema, wc.table); fk != nil {
+				return errorf(codes.FailedPrecondition, "Foreign key constraint `%s` is violated on table `%s`. Cannot delete or update a row of %s that is still referenced by table %s.", fk.Name, child, tname, child)
+			}
+			if hasChildren(wc.schema, wc.table) {
+				return errorf(codes.FailedPrecondition, "Integrity constraint violation during delete/replace. Found child row in an interleaved table of %s%s.", tname, keyPart)
+			}
+		}
+		return errorf(codes.FailedPrecondition, "Foreign key constraint violated on table %s%s.", tname, keyPart)
 	}
 	if strings.Contains(msg, "interrupted") {
 		return errorf(codes.DeadlineExceeded, "Operation was cancelled or timed out: %s", msg)
@@ -114,6 +124,28 @@ func hasChildren(s *catalog.Schema, t *catalog.Table) bool {
 		}
 	}
 	return false
+}
+
+func firstForeignKey(t *catalog.Table) *catalog.ForeignKey {
+	if len(t.ForeignKeys) > 0 {
+		return t.ForeignKeys[0]
+	}
+	return nil
+}
+
+// referencingForeignKey finds a foreign key of another table that references t.
+func referencingForeignKey(s *catalog.Schema, t *catalog.Table) (string, *catalog.ForeignKey) {
+	if s == nil {
+		return "", nil
+	}
+	for _, c := range s.Tables {
+		for _, fk := range c.ForeignKeys {
+			if strings.EqualFold(fk.ReferencedTable, t.Name) {
+				return c.Name, fk
+			}
+		}
+	}
+	return "", nil
 }
 
 func uniqueIndexName(msg string, wc *writeContext) string {

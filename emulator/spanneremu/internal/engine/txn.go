@@ -9,6 +9,7 @@ import (
 	"time"
 
 	sppb "cloud.google.com/go/spanner/apiv1/spannerpb"
+	"github.com/cloudspannerecosystem/memefish/ast"
 	"google.golang.org/grpc/codes"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
@@ -284,6 +285,15 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 
 // ExecutePartitionedDML runs one DML statement in its own transaction.
 func (db *DB) ExecutePartitionedDML(ctx context.Context, st Statement) (int64, error) {
+	stmt, err := parseStatement(st.SQL)
+	if err != nil {
+		return 0, err
+	}
+	switch stmt.(type) {
+	case *ast.Update, *ast.Delete:
+	default:
+		return 0, errorf(codes.InvalidArgument, "Only UPDATE and DELETE statements can be executed as partitioned DML.")
+	}
 	for {
 		t, err := db.Begin(TxnOptions{Mode: ReadWrite})
 		if err != nil {

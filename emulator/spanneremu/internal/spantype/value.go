@@ -11,9 +11,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	_ "time/tzdata" // the default time zone must resolve on machines without zoneinfo
 
 	"google.golang.org/protobuf/types/known/structpb"
 )
+
+// DefaultTimeZone is GoogleSQL's default time zone in Spanner: timestamps written without a
+// zone, DATE(timestamp) and EXTRACT use it.
+var DefaultTimeZone = func() *time.Location {
+	loc, err := time.LoadLocation("America/Los_Angeles")
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}()
 
 // TimestampLayout is the storage layout of a TIMESTAMP: fixed width so that text order is time
 // order.
@@ -44,38 +55,55 @@ func FormatWireTimestamp(t time.Time) string { return t.UTC().Format(time.RFC333
 
 // ParseTimestampString parses the string forms GoogleSQL accepts for a TIMESTAMP literal or a
 // STRING → TIMESTAMP cast: "2020-01-02 03:04:05.123456+07:00", "2020-01-02T03:04:05Z",
-// "2020-01-02" (midnight), with an optional zone; no zone means UTC.
+// "2020-01-02 03:04:05 UTC", "2020-01-02" (midnight). Without a zone the time is in
+// DefaultTimeZone (America/Los_Angeles), as in Spanner.
 func ParseTimestampString(s string) (time.Time, error) {
+	return ParseTimestampIn(s, DefaultTimeZone)
+}
+
+// ParseTimestampIn is ParseTimestampString with an explicit default zone.
+func ParseTimestampIn(s string, loc *time.Location) (time.Time, error) {
 	s = strings.TrimSpace(s)
-	layouts := []string{
+	zoned := []string{
 		time.RFC3339Nano,
 		"2006-01-02 15:04:05.999999999Z07:00",
 		"2006-01-02 15:04:05.999999999Z07",
 		"2006-01-02 15:04:05.999999999-07",
 		"2006-01-02T15:04:05.999999999-07",
+		"2006-01-02 15:04Z07:00",
+	}
+	plain := []string{
 		"2006-01-02 15:04:05.999999999",
 		"2006-01-02T15:04:05.999999999",
-		"2006-01-02 15:04:05.999999999 MST",
-		"2006-01-02 15:04Z07:00",
 		"2006-01-02 15:04",
 		"2006-01-02T15:04",
-		"2006-01-02",
+		"2006-1-2",
 	}
 	up := strings.Replace(s, "t", "T", 1)
 	up = strings.Replace(up, "z", "Z", 1)
-	if strings.HasSuffix(up, " UTC") {
-		up = strings.TrimSuffix(up, " UTC") + "Z"
-		if !strings.Contains(up, " ") && !strings.Contains(up, "T") {
-			up = strings.TrimSuffix(up, "Z")
+	// A trailing zone name: "... UTC", "... America/New_York".
+	if i := strings.LastIndex(up, " "); i > 0 && i > strings.Index(up, ":") && strings.IndexAny(up[i+1:], "0123456789") < 0 {
+		l, err := time.LoadLocation(up[i+1:])
+		if err != nil {
+			return time.Time{}, fmt.Errorf("invalid time zone in timestamp %q", s)
+		}
+		loc, up = l, up[:i]
+	}
+	check := func(t time.Time) (time.Time, error) {
+		t = t.UTC()
+		if t.Before(MinTimestamp) || t.After(MaxTimestamp) {
+			return time.Time{}, fmt.Errorf("timestamp %q is out of range", s)
+		}
+		return t, nil
+	}
+	for _, l := range zoned {
+		if t, err := time.Parse(l, up); err == nil {
+			return check(t)
 		}
 	}
-	for _, l := range layouts {
-		if t, err := time.Parse(l, up); err == nil {
-			t = t.UTC()
-			if t.Before(MinTimestamp) || t.After(MaxTimestamp) {
-				return time.Time{}, fmt.Errorf("timestamp %q is out of range", s)
-			}
-			return t, nil
+	for _, l := range plain {
+		if t, err := time.ParseInLocation(l, up, loc); err == nil {
+			return check(t)
 		}
 	}
 	return time.Time{}, fmt.Errorf("invalid timestamp: %q", s)

@@ -660,6 +660,15 @@ func (c *compiler) compileCall(x *ast.CallExpr, sc *scope) (Arg, error) {
 		}
 		return Arg{SQL: pendingCommitTimestampSQL, Type: spantype.TTimestamp}, nil
 	}
+	if c.now != nil && len(x.Args) == 0 {
+		// CURRENT_TIMESTAMP is one value for the whole statement.
+		switch name {
+		case "CURRENT_TIMESTAMP":
+			return Arg{SQL: quoteString(spantype.FormatTimestamp(*c.now)), Type: spantype.TTimestamp}, nil
+		case "CURRENT_DATE":
+			return Arg{SQL: quoteString(spantype.FormatDate(c.now.In(spantype.DefaultTimeZone))), Type: spantype.TDate}, nil
+		}
+	}
 	call := sqlfuncs.Call{Name: name, Distinct: x.Distinct}
 	if _, ok := x.NullHandling.(*ast.IgnoreNulls); ok {
 		call.IgnoreNulls = true

@@ -526,6 +526,9 @@ func impliedName(e ast.Expr) string {
 func (c *compiler) compileTableExpr(te ast.TableExpr, sc *scope) (string, error) {
 	switch x := te.(type) {
 	case *ast.TableName:
+		if err := c.checkTableHint(x.Table.Name, x.Hint); err != nil {
+			return "", err
+		}
 		return c.bindTable(x.Table.Name, aliasName(x.As), sc)
 	case *ast.PathTableExpr:
 		names := make([]string, len(x.Path.Idents))
@@ -570,6 +573,28 @@ func (c *compiler) compileTableExpr(te ast.TableExpr, sc *scope) (string, error)
 		return c.compileJoin(x, sc)
 	}
 	return "", unimplementedf("Unsupported FROM item %T", te)
+}
+
+// checkTableHint validates @{FORCE_INDEX=...}: the index must exist on the table. SQLite picks
+// its own plan, so the hint has no other effect.
+func (c *compiler) checkTableHint(table string, h *ast.Hint) error {
+	if h == nil {
+		return nil
+	}
+	for _, r := range h.Records {
+		if !strings.EqualFold(r.Key.SQL(), "FORCE_INDEX") {
+			continue
+		}
+		idx := strings.Trim(r.Value.SQL(), "`")
+		if strings.EqualFold(idx, "_BASE_TABLE") {
+			continue
+		}
+		i, ok := c.schema.Index(idx)
+		if !ok || !strings.EqualFold(i.Table, table) {
+			return invalidf("The table %s does not have a secondary index called %s", table, idx)
+		}
+	}
+	return nil
 }
 
 func aliasName(a *ast.AsAlias) string {

@@ -11,6 +11,7 @@ package sqlgen
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cloudspannerecosystem/memefish/ast"
 	"google.golang.org/grpc/codes"
@@ -52,7 +53,8 @@ type Compiled struct {
 
 // Compile translates a query or DML statement. params holds the declared parameter types.
 func Compile(schema *catalog.Schema, stmt ast.Statement, params map[string]spantype.Type) (*Compiled, error) {
-	c := &compiler{schema: schema, declared: params, out: &Compiled{ParamTypes: map[string]spantype.Type{}}}
+	now := time.Now().UTC()
+	c := &compiler{schema: schema, declared: params, now: &now, out: &Compiled{ParamTypes: map[string]spantype.Type{}}}
 	var err error
 	switch s := stmt.(type) {
 	case *ast.QueryStatement:
@@ -107,6 +109,9 @@ type compiler struct {
 	params  []string
 	pending []string // columns set to PENDING_COMMIT_TIMESTAMP(), collected by DML
 	ctes    []map[string]*cte
+	// now is the statement's time, which CURRENT_TIMESTAMP() returns; nil in schema
+	// expressions (a DEFAULT is evaluated per row).
+	now *time.Time
 	returning []string // THEN RETURN expressions, in order
 }
 
