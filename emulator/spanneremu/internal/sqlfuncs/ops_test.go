@@ -1,6 +1,7 @@
 package sqlfuncs
 
 import (
+	"errors"
 	"math"
 	"testing"
 
@@ -110,5 +111,20 @@ func TestOrderKey(t *testing.T) {
 		if err != nil || got != int64(1) {
 			t.Errorf("key(%v) < key(%v) = %v, %v", nums[i], nums[i+1], got, err)
 		}
+	}
+}
+
+func TestParseRuntimeError(t *testing.T) {
+	x, err := Binary("+", intLit(math.MaxInt64), intLit(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Eval(t, x)
+	code, msg, ok := ParseRuntimeError(err)
+	if !ok || code != "OUT_OF_RANGE" || msg != "int64 overflow: 9223372036854775807 + 1" {
+		t.Errorf("ParseRuntimeError(%v) = %q, %q, %v", err, code, msg, ok)
+	}
+	if _, _, ok := ParseRuntimeError(errors.New("no such table: t")); ok {
+		t.Error("a plain SQLite error must not parse")
 	}
 }

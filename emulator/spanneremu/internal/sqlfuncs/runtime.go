@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -297,4 +298,30 @@ func describe(v driver.Value) string {
 		return fmt.Sprintf("b%q", x)
 	}
 	return fmt.Sprint(v)
+}
+
+// ParseRuntimeError finds a runtime error raised by a registered function inside a SQLite
+// error (whose text wraps ours, e.g. "SQL logic error: spanner-error:OUT_OF_RANGE: ... (1)")
+// and returns its gRPC code name and message. ok is false for any other error.
+func ParseRuntimeError(err error) (code, msg string, ok bool) {
+	if err == nil {
+		return "", "", false
+	}
+	text := err.Error()
+	i := strings.Index(text, RuntimeErrorPrefix)
+	if i < 0 {
+		return "", "", false
+	}
+	rest := text[i+len(RuntimeErrorPrefix):]
+	code, msg, found := strings.Cut(rest, ": ")
+	if !found {
+		return "", "", false
+	}
+	// modernc.org/sqlite appends the result code, " (1)".
+	if j := strings.LastIndex(msg, " ("); j >= 0 && strings.HasSuffix(msg, ")") {
+		if _, err := strconv.Atoi(msg[j+2 : len(msg)-1]); err == nil {
+			msg = msg[:j]
+		}
+	}
+	return code, msg, true
 }
