@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cloudspannerecosystem/memefish"
@@ -269,17 +271,21 @@ func (a *applier) createSequence(d *ast.CreateSequence) error {
 	if err != nil {
 		return err
 	}
-	if a.seqIndex(name) >= 0 {
-		if d.IfNotExists {
-			return nil
-		}
-		return preconditionf("Duplicate name in schema: %s.", name)
+	if a.seqIndex(name) >= 0 && d.IfNotExists {
+		return nil
 	}
 	if err := a.checkNameFree(name); err != nil {
 		return err
 	}
-	a.s.Sequences = append(a.s.Sequences, &Sequence{Name: name})
-	a.s.objects = append(a.s.objects, object{kind: objSequence, name: strings.ToUpper(name), text: a.src})
+	seq := &Sequence{Name: name}
+	for _, p := range d.Params {
+		seq.applyParam(p)
+	}
+	if err := seq.setOptions(d.Options); err != nil {
+		return err
+	}
+	a.s.Sequences = append(a.s.Sequences, seq)
+	a.s.objects = append(a.s.objects, object{kind: objSequence, name: strings.ToUpper(name)})
 	return nil
 }
 
@@ -297,10 +303,73 @@ func (a *applier) alterSequence(d *ast.AlterSequence) error {
 	if err != nil {
 		return err
 	}
-	if a.seqIndex(name) < 0 {
+	i := a.seqIndex(name)
+	if i < 0 {
 		return notFoundf("Sequence not found: %s", name)
 	}
+	// Sequences are shared with the schema s was cloned from: change a copy.
+	seq := &Sequence{Name: a.s.Sequences[i].Name, Options: slices.Clone(a.s.Sequences[i].Options)}
+	a.s.Sequences[i] = seq
+	if d.RestartCounterWith != nil {
+		seq.applyParam(d.RestartCounterWith)
+	}
+	if d.SkipRange != nil {
+		seq.applyParam(d.SkipRange)
+	}
+	if d.NoSkipRange != nil {
+		seq.applyParam(d.NoSkipRange)
+	}
+	return seq.setOptions(d.Options)
+}
+
+// applyParam folds a sequence clause (BIT_REVERSED_POSITIVE, SKIP RANGE, START or RESTART
+// COUNTER WITH, NO SKIP RANGE) into the equivalent options, the form Spanner reports.
+func (seq *Sequence) applyParam(p ast.Node) {
+	switch p := p.(type) {
+	case *ast.BitReversedPositive:
+		seq.set("sequence_kind", "STRING", "bit_reversed_positive")
+	case *ast.SkipRange:
+		seq.set("skip_range_min", "INT64", p.Min.Value)
+		seq.set("skip_range_max", "INT64", p.Max.Value)
+	case *ast.NoSkipRange:
+		seq.set("skip_range_min", "", "")
+		seq.set("skip_range_max", "", "")
+	case *ast.StartCounterWith:
+		seq.set("start_with_counter", "INT64", p.Counter.Value)
+	case *ast.RestartCounterWith:
+		seq.set("start_with_counter", "INT64", p.Counter.Value)
+	}
+}
+
+// setOptions merges OPTIONS (...) into the sequence; a NULL value removes the option.
+func (seq *Sequence) setOptions(o *ast.Options) error {
+	if o == nil {
+		return nil
+	}
+	for _, r := range o.Records {
+		name := strings.ToLower(r.Name.Name)
+		switch v := r.Value.(type) {
+		case *ast.StringLiteral:
+			seq.set(name, "STRING", v.Value)
+		case *ast.IntLiteral:
+			seq.set(name, "INT64", v.Value)
+		case *ast.BoolLiteral:
+			seq.set(name, "BOOL", strings.ToUpper(strconv.FormatBool(v.Value)))
+		case *ast.NullLiteral:
+			seq.set(name, "", "")
+		default:
+			return invalidf("Unsupported value for option %s of sequence %s: %s", r.Name.Name, seq.Name, r.Value.SQL())
+		}
+	}
 	return nil
+}
+
+// set replaces option name (typ "" removes it).
+func (seq *Sequence) set(name, typ, value string) {
+	seq.Options = slices.DeleteFunc(seq.Options, func(o SequenceOption) bool { return o.Name == name })
+	if typ != "" {
+		seq.Options = append(seq.Options, SequenceOption{Name: name, Type: typ, Value: value})
+	}
 }
 
 func (a *applier) dropSequence(d *ast.DropSequence) error {

@@ -44,6 +44,12 @@ func (s *Schema) render() []string {
 			if v, ok := s.views[o.name]; ok {
 				out = append(out, fmt.Sprintf("CREATE VIEW %s SQL SECURITY %s AS %s", ident(v.Name), v.SecurityType, v.SQL))
 			}
+		case objSequence:
+			for _, seq := range s.Sequences {
+				if strings.EqualFold(seq.Name, o.name) {
+					out = append(out, seq.ddl())
+				}
+			}
 		default:
 			out = append(out, o.text)
 		}
@@ -130,6 +136,25 @@ func (fk *ForeignKey) ddl() string {
 // shows it.
 func (p *RowDeletionPolicy) expression() string {
 	return fmt.Sprintf("OLDER_THAN(%s, INTERVAL %d DAY)", ident(p.Column), p.Days)
+}
+
+// ddl renders the sequence's CREATE SEQUENCE, with its clauses folded into OPTIONS.
+func (seq *Sequence) ddl() string {
+	if len(seq.Options) == 0 {
+		return "CREATE SEQUENCE " + ident(seq.Name)
+	}
+	opts := make([]string, len(seq.Options))
+	for i, o := range seq.Options {
+		v := o.Value
+		switch o.Type {
+		case "STRING":
+			v = token.QuoteSQLString(v)
+		case "BOOL":
+			v = strings.ToLower(v)
+		}
+		opts[i] = "  " + o.Name + " = " + v
+	}
+	return "CREATE SEQUENCE " + ident(seq.Name) + " OPTIONS (\n" + strings.Join(opts, ",\n") + "\n)"
 }
 
 // ddl renders the index's CREATE INDEX.

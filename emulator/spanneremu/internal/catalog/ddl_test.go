@@ -66,6 +66,9 @@ func TestStatementsRoundTrip(t *testing.T) {
 		`CREATE VIEW ActiveOrders SQL SECURITY INVOKER AS SELECT OrderId FROM Orders WHERE Status = 'NEW'`,
 		`CREATE TABLE Singleton (V INT64) PRIMARY KEY ()`,
 		`CREATE SEQUENCE Seq OPTIONS (sequence_kind = 'bit_reversed_positive')`,
+		`CREATE SEQUENCE Seq2 OPTIONS (sequence_kind = 'bit_reversed_positive', start_with_counter = 10)`,
+		`ALTER SEQUENCE Seq2 SET OPTIONS (skip_range_min = 1, skip_range_max = 9)`,
+		`ALTER SEQUENCE Seq2 NO SKIP RANGE`,
 		`CREATE CHANGE STREAM Everything FOR ALL`,
 		`CREATE ROLE Reader`,
 		`GRANT SELECT ON TABLE Orders TO ROLE Reader`,
@@ -97,6 +100,9 @@ func TestStatementsRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff(s.Indexes, again.Indexes, opts); diff != "" {
 		t.Errorf("Indexes after a round trip (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(s.Sequences, again.Sequences); diff != "" {
+		t.Errorf("Sequences after a round trip (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(s.Views, again.Views, opts); diff != "" {
 		t.Errorf("Views after a round trip (-want +got):\n%s", diff)

@@ -12,68 +12,196 @@ import (
 // InfoSchemaName + "." + the table's name.
 const InfoSchemaName = "INFORMATION_SCHEMA"
 
-// infoTable defines one INFORMATION_SCHEMA table: its columns (Spanner's names and types)
-// and its rows for a schema, in storage form.
+// infoTable defines one INFORMATION_SCHEMA table: its columns and its rows for a schema, in
+// storage form and column order.
 type infoTable struct {
 	name string
-	cols []infoColumn
 	rows func(s *Schema) [][]any
 }
 
-type infoColumn struct {
-	name string
-	typ  spantype.Type
-}
-
-func cols(typ spantype.Type, names ...string) []infoColumn {
-	out := make([]infoColumn, len(names))
-	for i, n := range names {
-		out[i] = infoColumn{n, typ}
-	}
-	return out
-}
-
-func concat(parts ...[]infoColumn) []infoColumn {
-	var out []infoColumn
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
-
-var (
-	str = spantype.TString
-	i64 = spantype.TInt64
-	bl  = spantype.TBool
-)
-
-// infoTables lists the INFORMATION_SCHEMA tables the emulator serves (SPANNER_SYS is omitted).
+// infoTables lists the INFORMATION_SCHEMA tables the emulator serves (SPANNER_SYS, and the
+// views about roles, privileges, change streams, models and routines, are omitted).
 var infoTables = []infoTable{
-	{"SCHEMATA", concat(cols(str, "CATALOG_NAME", "SCHEMA_NAME"), cols(i64, "EFFECTIVE_TIMESTAMP")), schemataRows},
-	{"TABLES", cols(str, "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "TABLE_TYPE", "PARENT_TABLE_NAME",
-		"ON_DELETE_ACTION", "SPANNER_STATE", "INTERLEAVE_TYPE", "ROW_DELETION_POLICY_EXPRESSION"), tablesRows},
-	{"COLUMNS", concat(cols(str, "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "COLUMN_NAME"), cols(i64, "ORDINAL_POSITION"),
-		cols(str, "COLUMN_DEFAULT", "DATA_TYPE", "IS_NULLABLE", "SPANNER_TYPE", "IS_GENERATED", "GENERATION_EXPRESSION",
-			"IS_STORED", "SPANNER_STATE")), columnsRows},
-	{"INDEXES", concat(cols(str, "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "INDEX_NAME", "INDEX_TYPE", "PARENT_TABLE_NAME"),
-		cols(bl, "IS_UNIQUE", "IS_NULL_FILTERED"), cols(str, "INDEX_STATE"), cols(bl, "SPANNER_IS_MANAGED")), indexesRows},
-	{"INDEX_COLUMNS", concat(cols(str, "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "INDEX_NAME", "INDEX_TYPE", "COLUMN_NAME"),
-		cols(i64, "ORDINAL_POSITION"), cols(str, "COLUMN_ORDERING", "IS_NULLABLE", "SPANNER_TYPE")), indexColumnsRows},
-	{"COLUMN_OPTIONS", cols(str, "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "COLUMN_NAME", "OPTION_NAME", "OPTION_TYPE",
-		"OPTION_VALUE"), columnOptionsRows},
-	{"TABLE_CONSTRAINTS", cols(str, "CONSTRAINT_CATALOG", "CONSTRAINT_SCHEMA", "CONSTRAINT_NAME", "TABLE_CATALOG", "TABLE_SCHEMA",
-		"TABLE_NAME", "CONSTRAINT_TYPE", "IS_DEFERRABLE", "INITIALLY_DEFERRED", "ENFORCED"), tableConstraintsRows},
-	{"CHECK_CONSTRAINTS", cols(str, "CONSTRAINT_CATALOG", "CONSTRAINT_SCHEMA", "CONSTRAINT_NAME", "CHECK_CLAUSE", "SPANNER_STATE"),
-		checkConstraintsRows},
-	{"REFERENTIAL_CONSTRAINTS", cols(str, "CONSTRAINT_CATALOG", "CONSTRAINT_SCHEMA", "CONSTRAINT_NAME", "UNIQUE_CONSTRAINT_CATALOG",
-		"UNIQUE_CONSTRAINT_SCHEMA", "UNIQUE_CONSTRAINT_NAME", "MATCH_OPTION", "UPDATE_RULE", "DELETE_RULE", "SPANNER_STATE"),
-		referentialConstraintsRows},
-	{"KEY_COLUMN_USAGE", concat(cols(str, "CONSTRAINT_CATALOG", "CONSTRAINT_SCHEMA", "CONSTRAINT_NAME", "TABLE_CATALOG",
-		"TABLE_SCHEMA", "TABLE_NAME", "COLUMN_NAME"), cols(i64, "ORDINAL_POSITION", "POSITION_IN_UNIQUE_CONSTRAINT")),
-		keyColumnUsageRows},
-	{"CONSTRAINT_COLUMN_USAGE", cols(str, "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "COLUMN_NAME", "CONSTRAINT_CATALOG",
-		"CONSTRAINT_SCHEMA", "CONSTRAINT_NAME"), constraintColumnUsageRows},
-	{"VIEWS", cols(str, "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "VIEW_DEFINITION", "SECURITY_TYPE"), viewsRows},
+	{"SCHEMATA", schemataRows},
+	{"DATABASE_OPTIONS", databaseOptionsRows},
+	{"TABLES", tablesRows},
+	{"COLUMNS", columnsRows},
+	{"COLUMN_COLUMN_USAGE", columnColumnUsageRows},
+	{"COLUMN_OPTIONS", columnOptionsRows},
+	{"INDEXES", indexesRows},
+	{"INDEX_COLUMNS", indexColumnsRows},
+	{"TABLE_CONSTRAINTS", tableConstraintsRows},
+	{"CHECK_CONSTRAINTS", checkConstraintsRows},
+	{"REFERENTIAL_CONSTRAINTS", referentialConstraintsRows},
+	{"KEY_COLUMN_USAGE", keyColumnUsageRows},
+	{"CONSTRAINT_COLUMN_USAGE", constraintColumnUsageRows},
+	{"CONSTRAINT_TABLE_USAGE", constraintTableUsageRows},
+	{"VIEWS", viewsRows},
+	{"SEQUENCES", sequencesRows},
+	{"SEQUENCE_OPTIONS", sequenceOptionsRows},
+}
+
+// infoColumns holds the columns of the INFORMATION_SCHEMA tables as Spanner defines them:
+// table, column, IS_NULLABLE and SPANNER_TYPE, in column order.
+const infoColumns = `
+SCHEMATA CATALOG_NAME NO STRING(MAX)
+SCHEMATA SCHEMA_NAME NO STRING(MAX)
+SCHEMATA EFFECTIVE_TIMESTAMP YES INT64
+SCHEMATA SCHEMA_OWNER YES STRING(MAX)
+DATABASE_OPTIONS CATALOG_NAME NO STRING(MAX)
+DATABASE_OPTIONS SCHEMA_NAME NO STRING(MAX)
+DATABASE_OPTIONS OPTION_NAME NO STRING(MAX)
+DATABASE_OPTIONS OPTION_TYPE NO STRING(MAX)
+DATABASE_OPTIONS OPTION_VALUE NO STRING(MAX)
+TABLES TABLE_CATALOG NO STRING(MAX)
+TABLES TABLE_SCHEMA NO STRING(MAX)
+TABLES TABLE_NAME NO STRING(MAX)
+TABLES PARENT_TABLE_NAME YES STRING(MAX)
+TABLES ON_DELETE_ACTION YES STRING(MAX)
+TABLES TABLE_TYPE NO STRING(32)
+TABLES SPANNER_STATE YES STRING(MAX)
+TABLES INTERLEAVE_TYPE YES STRING(MAX)
+TABLES ROW_DELETION_POLICY_EXPRESSION YES STRING(MAX)
+COLUMNS TABLE_CATALOG NO STRING(MAX)
+COLUMNS TABLE_SCHEMA NO STRING(MAX)
+COLUMNS TABLE_NAME NO STRING(MAX)
+COLUMNS COLUMN_NAME NO STRING(MAX)
+COLUMNS ORDINAL_POSITION NO INT64
+COLUMNS COLUMN_DEFAULT YES STRING(MAX)
+COLUMNS DATA_TYPE YES STRING(MAX)
+COLUMNS IS_NULLABLE YES STRING(MAX)
+COLUMNS SPANNER_TYPE YES STRING(MAX)
+COLUMNS IS_GENERATED NO STRING(MAX)
+COLUMNS IS_HIDDEN NO BOOL
+COLUMNS GENERATION_EXPRESSION YES STRING(MAX)
+COLUMNS ON_UPDATE_EXPRESSION YES STRING(MAX)
+COLUMNS IS_STORED YES STRING(MAX)
+COLUMNS SPANNER_STATE YES STRING(MAX)
+COLUMNS IS_IDENTITY YES STRING(MAX)
+COLUMNS IDENTITY_GENERATION YES STRING(MAX)
+COLUMNS IDENTITY_KIND YES STRING(MAX)
+COLUMNS IDENTITY_START_WITH_COUNTER YES STRING(MAX)
+COLUMNS IDENTITY_SKIP_RANGE_MIN YES STRING(MAX)
+COLUMNS IDENTITY_SKIP_RANGE_MAX YES STRING(MAX)
+COLUMN_COLUMN_USAGE TABLE_CATALOG NO STRING(MAX)
+COLUMN_COLUMN_USAGE TABLE_SCHEMA NO STRING(MAX)
+COLUMN_COLUMN_USAGE TABLE_NAME NO STRING(MAX)
+COLUMN_COLUMN_USAGE COLUMN_NAME NO STRING(MAX)
+COLUMN_COLUMN_USAGE DEPENDENT_COLUMN NO STRING(MAX)
+COLUMN_OPTIONS TABLE_CATALOG NO STRING(MAX)
+COLUMN_OPTIONS TABLE_SCHEMA NO STRING(MAX)
+COLUMN_OPTIONS TABLE_NAME NO STRING(MAX)
+COLUMN_OPTIONS COLUMN_NAME NO STRING(MAX)
+COLUMN_OPTIONS OPTION_NAME NO STRING(MAX)
+COLUMN_OPTIONS OPTION_TYPE NO STRING(MAX)
+COLUMN_OPTIONS OPTION_VALUE NO STRING(MAX)
+INDEXES TABLE_CATALOG NO STRING(MAX)
+INDEXES TABLE_SCHEMA NO STRING(MAX)
+INDEXES TABLE_NAME NO STRING(MAX)
+INDEXES INDEX_NAME NO STRING(MAX)
+INDEXES INDEX_TYPE NO STRING(MAX)
+INDEXES PARENT_TABLE_NAME NO STRING(MAX)
+INDEXES IS_UNIQUE NO BOOL
+INDEXES IS_NULL_FILTERED NO BOOL
+INDEXES INDEX_STATE NO STRING(100)
+INDEXES FILTER YES STRING(MAX)
+INDEXES SPANNER_IS_MANAGED NO BOOL
+INDEX_COLUMNS TABLE_CATALOG NO STRING(MAX)
+INDEX_COLUMNS TABLE_SCHEMA NO STRING(MAX)
+INDEX_COLUMNS TABLE_NAME NO STRING(MAX)
+INDEX_COLUMNS INDEX_NAME NO STRING(MAX)
+INDEX_COLUMNS INDEX_TYPE NO STRING(MAX)
+INDEX_COLUMNS COLUMN_NAME NO STRING(MAX)
+INDEX_COLUMNS ORDINAL_POSITION YES INT64
+INDEX_COLUMNS COLUMN_ORDERING YES STRING(MAX)
+INDEX_COLUMNS IS_NULLABLE YES STRING(MAX)
+INDEX_COLUMNS SPANNER_TYPE YES STRING(MAX)
+TABLE_CONSTRAINTS CONSTRAINT_CATALOG NO STRING(MAX)
+TABLE_CONSTRAINTS CONSTRAINT_SCHEMA NO STRING(MAX)
+TABLE_CONSTRAINTS CONSTRAINT_NAME NO STRING(MAX)
+TABLE_CONSTRAINTS TABLE_CATALOG NO STRING(MAX)
+TABLE_CONSTRAINTS TABLE_SCHEMA NO STRING(MAX)
+TABLE_CONSTRAINTS TABLE_NAME NO STRING(MAX)
+TABLE_CONSTRAINTS CONSTRAINT_TYPE NO STRING(MAX)
+TABLE_CONSTRAINTS IS_DEFERRABLE NO STRING(MAX)
+TABLE_CONSTRAINTS INITIALLY_DEFERRED NO STRING(MAX)
+TABLE_CONSTRAINTS ENFORCED NO STRING(MAX)
+CHECK_CONSTRAINTS CONSTRAINT_CATALOG NO STRING(MAX)
+CHECK_CONSTRAINTS CONSTRAINT_SCHEMA NO STRING(MAX)
+CHECK_CONSTRAINTS CONSTRAINT_NAME NO STRING(MAX)
+CHECK_CONSTRAINTS CHECK_CLAUSE NO STRING(MAX)
+CHECK_CONSTRAINTS SPANNER_STATE NO STRING(MAX)
+REFERENTIAL_CONSTRAINTS CONSTRAINT_CATALOG NO STRING(MAX)
+REFERENTIAL_CONSTRAINTS CONSTRAINT_SCHEMA NO STRING(MAX)
+REFERENTIAL_CONSTRAINTS CONSTRAINT_NAME NO STRING(MAX)
+REFERENTIAL_CONSTRAINTS UNIQUE_CONSTRAINT_CATALOG YES STRING(MAX)
+REFERENTIAL_CONSTRAINTS UNIQUE_CONSTRAINT_SCHEMA YES STRING(MAX)
+REFERENTIAL_CONSTRAINTS UNIQUE_CONSTRAINT_NAME YES STRING(MAX)
+REFERENTIAL_CONSTRAINTS MATCH_OPTION NO STRING(MAX)
+REFERENTIAL_CONSTRAINTS UPDATE_RULE NO STRING(MAX)
+REFERENTIAL_CONSTRAINTS DELETE_RULE NO STRING(MAX)
+REFERENTIAL_CONSTRAINTS SPANNER_STATE NO STRING(MAX)
+KEY_COLUMN_USAGE CONSTRAINT_CATALOG NO STRING(MAX)
+KEY_COLUMN_USAGE CONSTRAINT_SCHEMA NO STRING(MAX)
+KEY_COLUMN_USAGE CONSTRAINT_NAME NO STRING(MAX)
+KEY_COLUMN_USAGE TABLE_CATALOG NO STRING(MAX)
+KEY_COLUMN_USAGE TABLE_SCHEMA NO STRING(MAX)
+KEY_COLUMN_USAGE TABLE_NAME NO STRING(MAX)
+KEY_COLUMN_USAGE COLUMN_NAME NO STRING(MAX)
+KEY_COLUMN_USAGE ORDINAL_POSITION NO INT64
+KEY_COLUMN_USAGE POSITION_IN_UNIQUE_CONSTRAINT YES INT64
+CONSTRAINT_COLUMN_USAGE TABLE_CATALOG NO STRING(MAX)
+CONSTRAINT_COLUMN_USAGE TABLE_SCHEMA NO STRING(MAX)
+CONSTRAINT_COLUMN_USAGE TABLE_NAME NO STRING(MAX)
+CONSTRAINT_COLUMN_USAGE COLUMN_NAME NO STRING(MAX)
+CONSTRAINT_COLUMN_USAGE CONSTRAINT_CATALOG NO STRING(MAX)
+CONSTRAINT_COLUMN_USAGE CONSTRAINT_SCHEMA NO STRING(MAX)
+CONSTRAINT_COLUMN_USAGE CONSTRAINT_NAME NO STRING(MAX)
+CONSTRAINT_TABLE_USAGE TABLE_CATALOG NO STRING(MAX)
+CONSTRAINT_TABLE_USAGE TABLE_SCHEMA NO STRING(MAX)
+CONSTRAINT_TABLE_USAGE TABLE_NAME NO STRING(MAX)
+CONSTRAINT_TABLE_USAGE CONSTRAINT_CATALOG NO STRING(MAX)
+CONSTRAINT_TABLE_USAGE CONSTRAINT_SCHEMA NO STRING(MAX)
+CONSTRAINT_TABLE_USAGE CONSTRAINT_NAME NO STRING(MAX)
+VIEWS TABLE_CATALOG NO STRING(MAX)
+VIEWS TABLE_SCHEMA NO STRING(MAX)
+VIEWS TABLE_NAME NO STRING(MAX)
+VIEWS VIEW_DEFINITION YES STRING(MAX)
+VIEWS SECURITY_TYPE NO STRING(MAX)
+SEQUENCES CATALOG NO STRING(MAX)
+SEQUENCES SCHEMA NO STRING(MAX)
+SEQUENCES NAME NO STRING(MAX)
+SEQUENCES DATA_TYPE NO STRING(MAX)
+SEQUENCE_OPTIONS CATALOG NO STRING(MAX)
+SEQUENCE_OPTIONS SCHEMA NO STRING(MAX)
+SEQUENCE_OPTIONS NAME NO STRING(MAX)
+SEQUENCE_OPTIONS OPTION_NAME NO STRING(MAX)
+SEQUENCE_OPTIONS OPTION_TYPE NO STRING(MAX)
+SEQUENCE_OPTIONS OPTION_VALUE NO STRING(MAX)
+`
+
+// infoColumnsOf returns the columns of INFORMATION_SCHEMA table name, parsed from infoColumns.
+func infoColumnsOf(name string) []*Column {
+	var out []*Column
+	for _, line := range strings.Split(strings.TrimSpace(infoColumns), "\n") {
+		f := strings.Fields(line)
+		if f[0] != name {
+			continue
+		}
+		typ := spantype.TString
+		switch {
+		case f[3] == "INT64":
+			typ = spantype.TInt64
+		case f[3] == "BOOL":
+			typ = spantype.TBool
+		case f[3] == "STRING(32)":
+			typ.Length = 32
+		case f[3] == "STRING(100)":
+			typ.Length = 100
+		}
+		out = append(out, &Column{Name: f[1], SQLiteName: f[1], Type: typ, NotNull: f[2] == "NO"})
+	}
+	return out
 }
 
 // infoSchemaTables returns the model of the INFORMATION_SCHEMA tables. They have no primary
@@ -84,10 +212,8 @@ func infoSchemaTables() []*Table {
 		t := &Table{
 			Name:       InfoSchemaName + "." + it.name,
 			SQLiteName: strings.ToLower(InfoSchemaName + "." + it.name),
+			Columns:    infoColumnsOf(it.name),
 			InfoSchema: true,
-		}
-		for _, c := range it.cols {
-			t.Columns = append(t.Columns, &Column{Name: c.name, SQLiteName: c.name, Type: c.typ})
 		}
 		t.reindex()
 		out = append(out, t)
@@ -101,9 +227,9 @@ func infoSchemaSQL(s *Schema) []string {
 	var out []string
 	for _, it := range infoTables {
 		q := Quote(strings.ToLower(InfoSchemaName + "." + it.name))
-		names := make([]string, len(it.cols))
-		for i, c := range it.cols {
-			names[i] = c.name
+		var names []string
+		for _, c := range infoColumnsOf(it.name) {
+			names = append(names, c.Name)
 		}
 		out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (%s)", q, quoteList(names)), "DELETE FROM "+q)
 		rows := it.rows(s)
@@ -181,7 +307,11 @@ func orNull(s string) any {
 const committed = "COMMITTED"
 
 func schemataRows(*Schema) [][]any {
-	return [][]any{{"", "", nil}, {"", InfoSchemaName, nil}}
+	return [][]any{{"", "", nil, nil}, {"", InfoSchemaName, nil, nil}}
+}
+
+func databaseOptionsRows(*Schema) [][]any {
+	return [][]any{{"", "", "database_dialect", "STRING", "GOOGLE_STANDARD_SQL"}}
 }
 
 func tablesRows(s *Schema) [][]any {
@@ -189,24 +319,23 @@ func tablesRows(s *Schema) [][]any {
 	for _, t := range s.Tables {
 		schema, name := schemaAndName(t)
 		if t.InfoSchema {
-			rows = append(rows, []any{"", schema, name, "VIEW", nil, nil, nil, nil, nil})
+			rows = append(rows, []any{"", schema, name, nil, nil, "VIEW", nil, nil, nil})
 			continue
 		}
-		var onDelete, interleave any
+		var parent, onDelete, interleave, rdp any
 		if t.Parent != "" {
-			onDelete, interleave = "NO ACTION", "IN PARENT"
+			parent, onDelete, interleave = t.Parent, "NO ACTION", "IN PARENT"
 			if t.OnDeleteCascade {
 				onDelete = "CASCADE"
 			}
 		}
-		var rdp any
 		if t.RowDeletionPolicy != nil {
 			rdp = t.RowDeletionPolicy.expression()
 		}
-		rows = append(rows, []any{"", "", name, "BASE TABLE", t.Parent, onDelete, committed, interleave, rdp})
+		rows = append(rows, []any{"", "", name, parent, onDelete, "BASE TABLE", committed, interleave, rdp})
 	}
 	for _, v := range s.Views {
-		rows = append(rows, []any{"", "", v.Name, "VIEW", nil, nil, committed, nil, nil})
+		rows = append(rows, []any{"", "", v.Name, nil, nil, "VIEW", nil, nil, nil})
 	}
 	return rows
 }
@@ -225,45 +354,26 @@ func columnsRows(s *Schema) [][]any {
 				state = nil
 			}
 			rows = append(rows, []any{"", schema, name, c.Name, i + 1, orNull(c.DefaultText), nil,
-				yesNo(!c.NotNull), c.Type.ColumnString(), generated, orNull(c.GeneratedText), stored, state})
+				yesNo(!c.NotNull), c.Type.ColumnString(), generated, c.Hidden, orNull(c.GeneratedText), nil, stored, state,
+				"NO", nil, nil, nil, nil, nil})
 		}
 	}
 	return rows
 }
 
-func indexesRows(s *Schema) [][]any {
+func columnColumnUsageRows(s *Schema) [][]any {
 	var rows [][]any
 	for _, t := range s.userTables() {
-		rows = append(rows, []any{"", "", t.Name, "PRIMARY_KEY", "PRIMARY_KEY", t.Parent, true, false, nil, false})
-	}
-	for _, ix := range s.Indexes {
-		rows = append(rows, []any{"", "", ix.Table, ix.Name, "INDEX", ix.Interleave, ix.Unique, ix.NullFiltered, "READ_WRITE", ix.Managed})
-	}
-	return rows
-}
-
-func indexColumnsRows(s *Schema) [][]any {
-	var rows [][]any
-	add := func(t *Table, index, typ string, keys []KeyPart, storing []string) {
-		for i, k := range keys {
-			c, _ := t.Column(k.Column)
-			order := "ASC"
-			if k.Desc {
-				order = "DESC"
+		for _, g := range t.Columns {
+			if g.Generated == nil {
+				continue
 			}
-			rows = append(rows, []any{"", "", t.Name, index, typ, c.Name, i + 1, order, yesNo(!c.NotNull), c.Type.ColumnString()})
+			for _, c := range t.Columns {
+				if c != g && refersTo(g.Generated, c.Name) {
+					rows = append(rows, []any{"", "", t.Name, c.Name, g.Name})
+				}
+			}
 		}
-		for _, name := range storing {
-			c, _ := t.Column(name)
-			rows = append(rows, []any{"", "", t.Name, index, typ, c.Name, nil, nil, yesNo(!c.NotNull), c.Type.ColumnString()})
-		}
-	}
-	for _, t := range s.userTables() {
-		add(t, "PRIMARY_KEY", "PRIMARY_KEY", t.PrimaryKey, nil)
-	}
-	for _, ix := range s.Indexes {
-		t, _ := s.Table(ix.Table)
-		add(t, ix.Name, "INDEX", ix.Keys, ix.Storing)
 	}
 	return rows
 }
@@ -280,15 +390,59 @@ func columnOptionsRows(s *Schema) [][]any {
 	return rows
 }
 
-// constraint is one row of TABLE_CONSTRAINTS with the columns it constrains.
+// indexesRows lists each table's PRIMARY_KEY pseudo-index and the secondary indexes.
+// PARENT_TABLE_NAME is the INTERLEAVE IN table of a secondary index, "" otherwise.
+func indexesRows(s *Schema) [][]any {
+	var rows [][]any
+	for _, t := range s.userTables() {
+		rows = append(rows, []any{"", "", t.Name, "PRIMARY_KEY", "PRIMARY_KEY", "", true, false, nil, nil, false})
+	}
+	for _, ix := range s.Indexes {
+		rows = append(rows, []any{"", "", ix.Table, ix.Name, "INDEX", ix.Interleave, ix.Unique, ix.NullFiltered, "READ_WRITE", nil, ix.Managed})
+	}
+	return rows
+}
+
+func indexColumnsRows(s *Schema) [][]any {
+	var rows [][]any
+	add := func(t *Table, index, typ string, nullFiltered bool, keys []KeyPart, storing []string) {
+		for i, k := range keys {
+			c, _ := t.Column(k.Column)
+			order := "ASC"
+			if k.Desc {
+				order = "DESC"
+			}
+			// A NULL_FILTERED index holds no NULL in its key columns.
+			nullable := !c.NotNull && !nullFiltered
+			rows = append(rows, []any{"", "", t.Name, index, typ, c.Name, i + 1, order, yesNo(nullable), c.Type.ColumnString()})
+		}
+		for _, name := range storing {
+			c, _ := t.Column(name)
+			rows = append(rows, []any{"", "", t.Name, index, typ, c.Name, nil, nil, yesNo(!c.NotNull), c.Type.ColumnString()})
+		}
+	}
+	for _, t := range s.userTables() {
+		add(t, "PRIMARY_KEY", "PRIMARY_KEY", false, t.PrimaryKey, nil)
+	}
+	for _, ix := range s.Indexes {
+		t, _ := s.Table(ix.Table)
+		add(t, ix.Name, "INDEX", ix.NullFiltered, ix.Keys, ix.Storing)
+	}
+	return rows
+}
+
+// constraint is one row of TABLE_CONSTRAINTS with the columns it constrains. For a foreign
+// key, refTable and columns are the referenced table and columns, as CONSTRAINT_TABLE_USAGE
+// and CONSTRAINT_COLUMN_USAGE report them.
 type constraint struct {
 	name, table, typ string
+	refTable         string
 	columns          []string
 }
 
 // constraints lists the table constraints Spanner reports: the primary key (PK_<table>), one
 // CHECK per NOT NULL column (CK_IS_NOT_NULL_<table>_<column>), CHECK constraints, foreign keys
-// and the unique constraints of managed backing indexes.
+// and the unique constraints of their managed backing indexes.
 func (s *Schema) constraints() []constraint {
 	var out []constraint
 	for _, t := range s.userTables() {
@@ -296,10 +450,10 @@ func (s *Schema) constraints() []constraint {
 		for _, k := range t.PrimaryKey {
 			key = append(key, k.Column)
 		}
-		out = append(out, constraint{"PK_" + t.Name, t.Name, "PRIMARY KEY", key})
+		out = append(out, constraint{"PK_" + t.Name, t.Name, "PRIMARY KEY", t.Name, key})
 		for _, c := range t.Columns {
 			if c.NotNull {
-				out = append(out, constraint{notNullName(t, c), t.Name, "CHECK", []string{c.Name}})
+				out = append(out, constraint{notNullName(t, c), t.Name, "CHECK", t.Name, []string{c.Name}})
 			}
 		}
 		for _, c := range t.Checks {
@@ -309,15 +463,15 @@ func (s *Schema) constraints() []constraint {
 					used = append(used, col.Name)
 				}
 			}
-			out = append(out, constraint{c.Name, t.Name, "CHECK", used})
+			out = append(out, constraint{c.Name, t.Name, "CHECK", t.Name, used})
 		}
 		for _, fk := range t.ForeignKeys {
-			out = append(out, constraint{fk.Name, t.Name, "FOREIGN KEY", fk.Columns})
+			out = append(out, constraint{fk.Name, t.Name, "FOREIGN KEY", fk.ReferencedTable, fk.ReferencedColumns})
 		}
 	}
 	for _, ix := range s.Indexes {
 		if ix.Managed {
-			out = append(out, constraint{ix.Name, ix.Table, "UNIQUE", ix.keyColumns()})
+			out = append(out, constraint{ix.Name, ix.Table, "UNIQUE", ix.Table, ix.keyColumns()})
 		}
 	}
 	return out
@@ -385,45 +539,28 @@ func keyColumnUsageRows(s *Schema) [][]any {
 	}
 	for _, t := range s.userTables() {
 		for _, fk := range t.ForeignKeys {
-			ref, _ := s.Table(fk.ReferencedTable)
 			for i, col := range fk.Columns {
-				rows = append(rows, []any{"", "", fk.Name, "", "", t.Name, col, i + 1, positionInUnique(ref, s.uniqueConstraint(fk), fk.ReferencedColumns[i], i)})
+				rows = append(rows, []any{"", "", fk.Name, "", "", t.Name, col, i + 1, i + 1})
 			}
 		}
 	}
 	return rows
 }
 
-// positionInUnique returns the 1-based position of a referenced column in the referenced
-// unique constraint.
-func positionInUnique(ref *Table, unique, col string, i int) int {
-	if unique == "PK_"+ref.Name {
-		for j, k := range ref.PrimaryKey {
-			if strings.EqualFold(k.Column, col) {
-				return j + 1
-			}
-		}
-	}
-	return i + 1
-}
-
 func constraintColumnUsageRows(s *Schema) [][]any {
 	var rows [][]any
 	for _, c := range s.constraints() {
-		if c.typ == "FOREIGN KEY" {
-			continue
-		}
 		for _, col := range c.columns {
-			rows = append(rows, []any{"", "", c.table, col, "", "", c.name})
+			rows = append(rows, []any{"", "", c.refTable, col, "", "", c.name})
 		}
 	}
-	// A foreign key is listed against the referenced columns, as Spanner does.
-	for _, t := range s.userTables() {
-		for _, fk := range t.ForeignKeys {
-			for _, col := range fk.ReferencedColumns {
-				rows = append(rows, []any{"", "", fk.ReferencedTable, col, "", "", fk.Name})
-			}
-		}
+	return rows
+}
+
+func constraintTableUsageRows(s *Schema) [][]any {
+	var rows [][]any
+	for _, c := range s.constraints() {
+		rows = append(rows, []any{"", "", c.refTable, "", "", c.name})
 	}
 	return rows
 }
@@ -432,6 +569,24 @@ func viewsRows(s *Schema) [][]any {
 	var rows [][]any
 	for _, v := range s.Views {
 		rows = append(rows, []any{"", "", v.Name, v.SQL, v.SecurityType})
+	}
+	return rows
+}
+
+func sequencesRows(s *Schema) [][]any {
+	var rows [][]any
+	for _, seq := range s.Sequences {
+		rows = append(rows, []any{"", "", seq.Name, "INT64"})
+	}
+	return rows
+}
+
+func sequenceOptionsRows(s *Schema) [][]any {
+	var rows [][]any
+	for _, seq := range s.Sequences {
+		for _, o := range seq.Options {
+			rows = append(rows, []any{"", "", seq.Name, o.Name, o.Type, o.Value})
+		}
 	}
 	return rows
 }

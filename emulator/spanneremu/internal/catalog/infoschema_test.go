@@ -17,6 +17,9 @@ func TestInformationSchema(t *testing.T) {
 			CONSTRAINT RefSku FOREIGN KEY (Sku) REFERENCES Inventory (Sku)) PRIMARY KEY (Id DESC)`,
 		`CREATE UNIQUE INDEX ItemsBySku ON OrderItems (Sku DESC) STORING (Quantity)`,
 		`CREATE VIEW V SQL SECURITY INVOKER AS SELECT Sku FROM Inventory`,
+		`CREATE SEQUENCE Seq OPTIONS (sequence_kind = 'bit_reversed_positive', start_with_counter = 3)`,
+		`ALTER SEQUENCE Seq SKIP RANGE 1, 1000`,
+		`ALTER SEQUENCE Seq RESTART COUNTER WITH 7`,
 	)
 
 	tests := []struct {
@@ -28,12 +31,12 @@ func TestInformationSchema(t *testing.T) {
 		{"tables", `SELECT TABLE_NAME, TABLE_TYPE, PARENT_TABLE_NAME, ON_DELETE_ACTION, SPANNER_STATE, INTERLEAVE_TYPE, ROW_DELETION_POLICY_EXPRESSION
 			FROM "information_schema.tables" WHERE TABLE_SCHEMA = '' ORDER BY 1`,
 			[][]string{
-				{"Inventory", "BASE TABLE", "", "NULL", "COMMITTED", "NULL", "NULL"},
+				{"Inventory", "BASE TABLE", "NULL", "NULL", "COMMITTED", "NULL", "NULL"},
 				{"OrderItems", "BASE TABLE", "Orders", "CASCADE", "COMMITTED", "IN PARENT", "NULL"},
-				{"Orders", "BASE TABLE", "", "NULL", "COMMITTED", "NULL", "NULL"},
-				{"OutboxEvents", "BASE TABLE", "", "NULL", "COMMITTED", "NULL", "OLDER_THAN(PublishedAt, INTERVAL 7 DAY)"},
-				{"Refs", "BASE TABLE", "", "NULL", "COMMITTED", "NULL", "NULL"},
-				{"V", "VIEW", "NULL", "NULL", "COMMITTED", "NULL", "NULL"},
+				{"Orders", "BASE TABLE", "NULL", "NULL", "COMMITTED", "NULL", "NULL"},
+				{"OutboxEvents", "BASE TABLE", "NULL", "NULL", "COMMITTED", "NULL", "OLDER_THAN(PublishedAt, INTERVAL 7 DAY)"},
+				{"Refs", "BASE TABLE", "NULL", "NULL", "COMMITTED", "NULL", "NULL"},
+				{"V", "VIEW", "NULL", "NULL", "NULL", "NULL", "NULL"},
 			}},
 		{"information schema lists itself", `SELECT TABLE_TYPE FROM "information_schema.tables" WHERE TABLE_SCHEMA = 'INFORMATION_SCHEMA' AND TABLE_NAME = 'COLUMNS'`,
 			[][]string{{"VIEW"}}},
@@ -55,7 +58,7 @@ func TestInformationSchema(t *testing.T) {
 			FROM "information_schema.indexes" WHERE TABLE_NAME IN ('OrderItems', 'OutboxEvents') ORDER BY 1, 2`,
 			[][]string{
 				{"OrderItems", "ItemsBySku", "INDEX", "", "1", "0", "READ_WRITE", "0"},
-				{"OrderItems", "PRIMARY_KEY", "PRIMARY_KEY", "Orders", "1", "0", "NULL", "0"},
+				{"OrderItems", "PRIMARY_KEY", "PRIMARY_KEY", "", "1", "0", "NULL", "0"},
 				{"OutboxEvents", "OutboxPending", "INDEX", "", "0", "1", "READ_WRITE", "0"},
 				{"OutboxEvents", "PRIMARY_KEY", "PRIMARY_KEY", "", "1", "0", "NULL", "0"},
 			}},
@@ -97,6 +100,21 @@ func TestInformationSchema(t *testing.T) {
 			[][]string{{"Inventory", "Sku", "RefSku"}, {"Inventory", "OnHand", "StockNonNegative"}, {"Inventory", "Reserved", "StockNonNegative"}}},
 		{"views", `SELECT TABLE_NAME, VIEW_DEFINITION, SECURITY_TYPE FROM "information_schema.views"`,
 			[][]string{{"V", "SELECT Sku FROM Inventory", "INVOKER"}}},
+		{"constraint table usage", `SELECT TABLE_NAME, CONSTRAINT_NAME FROM "information_schema.constraint_table_usage" WHERE CONSTRAINT_NAME IN ('RefSku', 'PK_Refs')`,
+			[][]string{{"Refs", "PK_Refs"}, {"Inventory", "RefSku"}}},
+		{"column column usage", `SELECT TABLE_NAME, COLUMN_NAME, DEPENDENT_COLUMN FROM "information_schema.column_column_usage"`,
+			[][]string{{"Refs", "Id", "Total"}}},
+		{"database options", `SELECT OPTION_NAME, OPTION_VALUE FROM "information_schema.database_options"`,
+			[][]string{{"database_dialect", "GOOGLE_STANDARD_SQL"}}},
+		{"sequences", `SELECT NAME, DATA_TYPE FROM "information_schema.sequences"`, [][]string{{"Seq", "INT64"}}},
+		{"sequence options", `SELECT OPTION_NAME, OPTION_TYPE, OPTION_VALUE FROM "information_schema.sequence_options" ORDER BY 1`,
+			[][]string{{"sequence_kind", "STRING", "bit_reversed_positive"}, {"skip_range_max", "INT64", "1000"},
+				{"skip_range_min", "INT64", "1"}, {"start_with_counter", "INT64", "7"}}},
+		{"information schema columns", `SELECT COLUMN_NAME, IS_NULLABLE, SPANNER_TYPE, SPANNER_STATE FROM "information_schema.columns"
+			WHERE TABLE_SCHEMA = 'INFORMATION_SCHEMA' AND TABLE_NAME = 'TABLES' ORDER BY ORDINAL_POSITION LIMIT 6`,
+			[][]string{{"TABLE_CATALOG", "NO", "STRING(MAX)", "NULL"}, {"TABLE_SCHEMA", "NO", "STRING(MAX)", "NULL"},
+				{"TABLE_NAME", "NO", "STRING(MAX)", "NULL"}, {"PARENT_TABLE_NAME", "YES", "STRING(MAX)", "NULL"},
+				{"ON_DELETE_ACTION", "YES", "STRING(MAX)", "NULL"}, {"TABLE_TYPE", "NO", "STRING(32)", "NULL"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -197,9 +197,17 @@ type View struct {
 	SecurityType string
 }
 
-// Sequence is a CREATE SEQUENCE, recorded so that its name is taken and GetDatabaseDdl lists it.
+// Sequence is a CREATE SEQUENCE, recorded so that its name is taken and GetDatabaseDdl and
+// INFORMATION_SCHEMA list it. Nothing draws values from it yet.
 type Sequence struct {
-	Name string
+	Name    string
+	Options []SequenceOption // in declaration order
+}
+
+// SequenceOption is one option of a sequence (sequence_kind, skip_range_min, ...), with its
+// INFORMATION_SCHEMA.SEQUENCE_OPTIONS type (STRING, INT64 or BOOL) and value text.
+type SequenceOption struct {
+	Name, Type, Value string
 }
 
 // EmptyKeyColumn is the name of the hidden key column of a table with PRIMARY KEY ().
