@@ -131,7 +131,7 @@ func TestReads(t *testing.T) {
 			{"storing column", spanner.Key{int64(30)}, []string{"Note"}, rows(row("a3"))},
 			{"desc range", spanner.KeyRange{Start: spanner.Key{int64(40)}, End: spanner.Key{int64(20)}, Kind: spanner.ClosedClosed}, []string{"Price", "Note"}, rows(
 				row(int64(40), "b1"), row(int64(30), "a3"), row(int64(20), "a2"))},
-			{"null key", spanner.Key{nil}, []string{"A", "B"}, rows(row("c", int64(1)))},
+			{"null key", spanner.Key{spanner.NullInt64{}}, []string{"A", "B"}, rows(row("c", int64(1)))},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

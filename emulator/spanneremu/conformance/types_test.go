@@ -29,7 +29,7 @@ func TestTypeRoundTrip(t *testing.T) {
 		Id INT64 NOT NULL,
 		B BOOL, I INT64, F FLOAT64, N NUMERIC, S STRING(MAX), Y BYTES(MAX), D DATE, T TIMESTAMP, J JSON,
 		AB ARRAY<BOOL>, AI ARRAY<INT64>, AF ARRAY<FLOAT64>, AN ARRAY<NUMERIC>, ASx ARRAY<STRING(MAX)>,
-		AY ARRAY<BYTES(MAX)>, AD ARRAY<DATE>, AT ARRAY<TIMESTAMP>, AJ ARRAY<JSON>,
+		AY ARRAY<BYTES(MAX)>, AD ARRAY<DATE>, ATs ARRAY<TIMESTAMP>, AJ ARRAY<JSON>,
 	) PRIMARY KEY (Id)`)
 
 	nanoTs := time.Date(2024, 2, 29, 23, 59, 58, 123456789, time.UTC)
@@ -78,7 +78,7 @@ func TestTypeRoundTrip(t *testing.T) {
 		{"array string", "ASx", []string{"b", "", "a"}, "ARRAY<STRING>", func() any { return new([]string) }, []string{"b", "", "a"}},
 		{"array bytes", "AY", [][]byte{{1}, {}, nil}, "ARRAY<BYTES>", func() any { return new([][]byte) }, [][]byte{{1}, {}, nil}},
 		{"array date", "AD", []civil.Date{{Year: 2000, Month: 1, Day: 1}}, "ARRAY<DATE>", func() any { return new([]civil.Date) }, []civil.Date{{Year: 2000, Month: 1, Day: 1}}},
-		{"array timestamp", "AT", []time.Time{nanoTs}, "ARRAY<TIMESTAMP>", func() any { return new([]time.Time) }, []time.Time{nanoTs}},
+		{"array timestamp", "ATs", []time.Time{nanoTs}, "ARRAY<TIMESTAMP>", func() any { return new([]time.Time) }, []time.Time{nanoTs}},
 		{"array json", "AJ", []spanner.NullJSON{{Value: map[string]any{"k": "v"}, Valid: true}}, "ARRAY<JSON>",
 			func() any { return new([]spanner.NullJSON) }, []spanner.NullJSON{{Value: map[string]any{"k": "v"}, Valid: true}}},
 	}
