@@ -504,4 +504,3 @@ func (s *stringAgg) result() (driver.Value, error) {
 	}
 	return s.b.String(), nil
 }
-

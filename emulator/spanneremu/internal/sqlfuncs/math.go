@@ -219,9 +219,9 @@ func init() {
 			}
 			return math.Log10(x), nil
 		},
-		"SIN": func(x float64) (float64, error) { return math.Sin(x), nil },
-		"COS": func(x float64) (float64, error) { return math.Cos(x), nil },
-		"TAN": func(x float64) (float64, error) { return math.Tan(x), nil },
+		"SIN":  func(x float64) (float64, error) { return math.Sin(x), nil },
+		"COS":  func(x float64) (float64, error) { return math.Cos(x), nil },
+		"TAN":  func(x float64) (float64, error) { return math.Tan(x), nil },
 		"ASIN": func(x float64) (float64, error) { return math.Asin(x), nil },
 		"ACOS": func(x float64) (float64, error) { return math.Acos(x), nil },
 		"ATAN": func(x float64) (float64, error) { return math.Atan(x), nil },
