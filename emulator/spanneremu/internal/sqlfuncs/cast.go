@@ -16,16 +16,6 @@ import (
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
 )
 
-// defaultZone is Spanner's default time zone: functions that need a zone and get none
-// (CAST(ts AS STRING), DATE(ts), EXTRACT, FORMAT_TIMESTAMP, a zone-less timestamp string) use it.
-var defaultZone = func() *time.Location {
-	loc, err := time.LoadLocation("America/Los_Angeles")
-	if err != nil {
-		panic(err)
-	}
-	return loc
-}()
-
 func init() {
 	defLax("spf_cast", 3, func(args []driver.Value) (driver.Value, error) { return runCast(args, false) })
 	defLax("spf_safe_cast", 3, func(args []driver.Value) (driver.Value, error) { return runCast(args, true) })
@@ -239,12 +229,12 @@ func castValue(v driver.Value, from, to spantype.Type) (driver.Value, error) {
 			if err != nil {
 				return nil, err
 			}
-			return spantype.FormatDate(t.In(defaultZone)), nil
+			return spantype.FormatDate(t.In(spantype.DefaultTimeZone)), nil
 		}
 	case spantype.Timestamp:
 		switch from.Code {
 		case spantype.String:
-			t, err := parseTimestamp(asString(v), defaultZone)
+			t, err := parseTimestamp(asString(v), spantype.DefaultTimeZone)
 			if err != nil {
 				return nil, err
 			}
@@ -254,7 +244,7 @@ func castValue(v driver.Value, from, to spantype.Type) (driver.Value, error) {
 			if err != nil {
 				return nil, err
 			}
-			return storeTime(time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, defaultZone))
+			return storeTime(time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, spantype.DefaultTimeZone))
 		}
 	case spantype.Array:
 		if from.Code != spantype.Array {
@@ -327,7 +317,7 @@ func castToString(v driver.Value, from spantype.Type) (driver.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return formatTimestampString(t, defaultZone), nil
+		return formatTimestampString(t, spantype.DefaultTimeZone), nil
 	}
 	return nil, invalidArg("Invalid cast from %s to STRING", from)
 }

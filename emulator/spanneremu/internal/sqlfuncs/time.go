@@ -49,7 +49,7 @@ var (
 
 func zoneValue(v driver.Value) (*time.Location, error) {
 	if v == nil {
-		return defaultZone, nil
+		return spantype.DefaultTimeZone, nil
 	}
 	return parseZone(asString(v))
 }
@@ -90,7 +90,7 @@ func init() {
 		sig(tT, goCall("spf_timestamp_from_date"), tD, tS).opt(1),
 		sig(tT, func(a []Arg) string { return a[0].SQL }, tT))
 	defStrict("spf_timestamp_from_string", -1, func(a []driver.Value) (driver.Value, error) {
-		loc := defaultZone
+		loc := spantype.DefaultTimeZone
 		if len(a) > 1 {
 			var err error
 			if loc, err = zoneValue(a[1]); err != nil {
@@ -104,7 +104,7 @@ func init() {
 		return spantype.FormatTimestamp(t), nil
 	})
 	defStrict("spf_timestamp_from_date", -1, func(a []driver.Value) (driver.Value, error) {
-		loc := defaultZone
+		loc := spantype.DefaultTimeZone
 		if len(a) > 1 {
 			var err error
 			if loc, err = zoneValue(a[1]); err != nil {
@@ -401,7 +401,7 @@ func init() {
 	})
 	defFunc("PARSE_TIMESTAMP", sig(tT, goCall("spf_parse_timestamp"), tS, tS, tS).opt(1))
 	defStrict("spf_parse_timestamp", -1, func(a []driver.Value) (driver.Value, error) {
-		loc := defaultZone
+		loc := spantype.DefaultTimeZone
 		if len(a) > 2 {
 			var err error
 			if loc, err = zoneValue(a[2]); err != nil {
@@ -615,7 +615,7 @@ func Extract(part string, x Arg, tz *Arg) (Arg, error) {
 	}
 	kind, zone := "DATE", "NULL"
 	if x.Type.Code == spantype.Timestamp || x.Type.Code == spantype.Unknown {
-		kind, zone = "TIMESTAMP", sqlString(defaultZone.String())
+		kind, zone = "TIMESTAMP", sqlString(spantype.DefaultTimeZone.String())
 	}
 	if tz != nil {
 		if tz.Type.Code != spantype.String && tz.Type.Code != spantype.Unknown {
