@@ -281,7 +281,7 @@ func (a *applier) recompile(t *Table) error {
 		if col.Generated == nil {
 			continue
 		}
-		sql, _, err := a.compile(t, col.Generated, fmt.Sprintf("Generated column %s.%s", t.Name, col.Name))
+		sql, err := a.compileColumnExpr(t, col, col.Generated, "Generated value")
 		if err != nil {
 			return err
 		}

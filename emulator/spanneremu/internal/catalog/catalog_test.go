@@ -459,3 +459,26 @@ func TestForeignKeyCascadeAndViews(t *testing.T) {
 	}
 	d.mustDDL(`DROP TABLE Carts`, `DROP TABLE Customers`, `DROP VIEW CartView`)
 }
+
+func TestDefaultsAreCoerced(t *testing.T) {
+	d := newTestDB(t)
+	d.mustDDL(`CREATE TABLE T (Id INT64 NOT NULL,
+		Stamp TIMESTAMP DEFAULT ('2020-01-02T03:04:05Z'),
+		Day DATE DEFAULT ('2020-1-2'),
+		Ratio FLOAT64 DEFAULT (1),
+		Doc JSON DEFAULT ('{"b": 1, "a": 2}')) PRIMARY KEY (Id)`)
+	d.mustExec(`INSERT INTO "T" ("Id") VALUES (1)`)
+	want := [][]string{{"2020-01-02T03:04:05.000000000Z", "2020-01-02", "real", `{"a":2,"b":1}`}}
+	if diff := cmp.Diff(want, d.query(`SELECT "Stamp", "Day", typeof("Ratio"), "Doc" FROM "T"`)); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	for _, ddl := range []string{
+		`ALTER TABLE T ADD COLUMN Bad INT64 DEFAULT ('x')`,
+		`ALTER TABLE T ADD COLUMN Bad DATE DEFAULT ('not a date')`,
+		`ALTER TABLE T ADD COLUMN Bad INT64 AS (Stamp) STORED`,
+	} {
+		if err := d.ddl(ddl); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%s: got %v, want INVALID_ARGUMENT", ddl, err)
+		}
+	}
+}

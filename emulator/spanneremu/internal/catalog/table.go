@@ -10,6 +10,7 @@ import (
 	"github.com/cloudspannerecosystem/memefish/ast"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/sqlfuncs"
 )
 
 // Maximum declared lengths of STRING(N) and BYTES(N) columns in Spanner.
@@ -208,47 +209,56 @@ func (a *applier) setDefault(t *Table, col *Column, d *ast.ColumnDefaultExpr) er
 	if d.OnUpdate != nil {
 		return unimplementedf("ON UPDATE is not supported by the emulator")
 	}
-	sql, typ, err := a.compile(t, d.Expr, fmt.Sprintf("Default value of column %s.%s", t.Name, col.Name))
+	sql, err := a.compileColumnExpr(t, col, d.Expr, "Default value")
 	if err != nil {
 		return err
-	}
-	if !assignable(d.Expr, typ, col.Type) {
-		return invalidf("Default value of column %s.%s has type %s, which cannot be assigned to the column's type %s.", t.Name, col.Name, typ, col.Type)
 	}
 	col.Default, col.DefaultSQL, col.DefaultText = d.Expr, sql, a.text(d.Expr)
 	return nil
 }
 
 func (a *applier) setGenerated(t *Table, col *Column, g *ast.GeneratedColumnExpr) error {
-	sql, typ, err := a.compile(t, g.Expr, fmt.Sprintf("Generated column %s.%s", t.Name, col.Name))
+	sql, err := a.compileColumnExpr(t, col, g.Expr, "Generated value")
 	if err != nil {
 		return err
-	}
-	if !assignable(g.Expr, typ, col.Type) {
-		return invalidf("Generated column %s.%s has type %s, but its expression has type %s.", t.Name, col.Name, col.Type, typ)
 	}
 	col.Generated, col.GeneratedSQL, col.GeneratedText = g.Expr, sql, a.text(g.Expr)
 	col.Stored = !g.Stored.Invalid()
 	return nil
 }
 
-// assignable reports whether a value of type from (produced by e) may be stored in a column of
-// type to: the same type, an INT64 widened to a floating or NUMERIC column, or a STRING
-// literal coerced to DATE, TIMESTAMP, NUMERIC or JSON.
-func assignable(e ast.Expr, from, to spantype.Type) bool {
-	if from.Code == spantype.Unknown || from.Equal(to) {
-		return true
+// compileColumnExpr translates the DEFAULT or generation expression e of col (what names
+// which, for messages) and converts its value to the column's type.
+func (a *applier) compileColumnExpr(t *Table, col *Column, e ast.Expr, what string) (string, error) {
+	sql, typ, err := a.compile(t, e, fmt.Sprintf("%s of column %s.%s", what, t.Name, col.Name))
+	if err != nil {
+		return "", err
 	}
-	if from.Code == spantype.Int64 && to.IsNumeric() {
-		return true
+	sql, ok := coerceTo(e, sql, typ, col)
+	if !ok {
+		return "", invalidf("%s of column %s.%s has type %s, which cannot be assigned to the column's type %s.", what, t.Name, col.Name, typ, col.Type.ColumnString())
 	}
-	if _, lit := e.(*ast.StringLiteral); lit {
-		switch to.Code {
-		case spantype.Date, spantype.Timestamp, spantype.Numeric, spantype.JSON:
-			return true
-		}
+	return sql, nil
+}
+
+// coerceTo converts a compiled DEFAULT or generation expression to the column's type as
+// GoogleSQL assigns values (INT64 widened to FLOAT64 or NUMERIC, a STRING literal read as a
+// DATE, TIMESTAMP, NUMERIC or JSON), so that SQLite stores the column's storage form. ok is
+// false when the types are not assignable.
+func coerceTo(e ast.Expr, sql string, typ spantype.Type, col *Column) (string, bool) {
+	arg := sqlfuncs.Arg{SQL: sql, Type: typ}
+	switch lit := e.(type) {
+	case *ast.StringLiteral:
+		v := lit.Value
+		arg.StringLiteral = &v
+	case *ast.NullLiteral:
+		arg.IsNullLiteral = true
 	}
-	return false
+	out, err := sqlfuncs.Coerce(arg, col.Type)
+	if err != nil {
+		return "", false
+	}
+	return out.SQL, true
 }
 
 // primaryKey fills t.PrimaryKey from PRIMARY KEY (...), a PRIMARY KEY table constraint or
