@@ -18,7 +18,7 @@ const maxGeneratedArray = 16_000_000
 func rawElems(v driver.Value) ([]json.RawMessage, error) {
 	var raw []json.RawMessage
 	if err := json.Unmarshal([]byte(asString(v)), &raw); err != nil {
-		return nil, invalidArg("corrupt ARRAY value: %v", err)
+		return nil, internalErr("corrupt ARRAY value: %v", err)
 	}
 	return raw, nil
 }
@@ -35,11 +35,11 @@ func elemFromRaw(t spantype.Type, raw json.RawMessage) (driver.Value, error) {
 	dec.UseNumber()
 	var j any
 	if err := dec.Decode(&j); err != nil {
-		return nil, invalidArg("corrupt element: %v", err)
+		return nil, internalErr("corrupt element: %v", err)
 	}
 	v, err := spantype.JSONElemToStorage(t, j)
 	if err != nil {
-		return nil, invalidArg("%v", err)
+		return nil, internalErr("%v", err)
 	}
 	return v, nil
 }

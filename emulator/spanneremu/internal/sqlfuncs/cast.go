@@ -145,7 +145,7 @@ func castValue(v driver.Value, from, to spantype.Type) (driver.Value, error) {
 			case "false":
 				return int64(0), nil
 			}
-			return nil, invalidArg("Bad bool value: %s", asString(v))
+			return nil, outOfRange("Bad bool value: %s", asString(v))
 		}
 	case spantype.Int64:
 		switch from.Code {
@@ -184,11 +184,11 @@ func castValue(v driver.Value, from, to spantype.Type) (driver.Value, error) {
 		case spantype.String:
 			x, err := strconv.ParseFloat(strings.TrimSpace(asString(v)), 64)
 			if err != nil && !isRangeErr(err) {
-				return nil, invalidArg("Bad double value: %s", asString(v))
+				return nil, outOfRange("Bad double value: %s", asString(v))
 			}
 			f = x
 		default:
-			return nil, invalidArg("Invalid cast from %s to %s", from, to)
+			return nil, internalErr("Invalid cast from %s to %s", from, to)
 		}
 		if to.Code == spantype.Float32 {
 			f = float64(float32(f))
@@ -196,8 +196,18 @@ func castValue(v driver.Value, from, to spantype.Type) (driver.Value, error) {
 		return storeFloat(f), nil
 	case spantype.Numeric:
 		switch from.Code {
-		case spantype.Int64, spantype.Float64, spantype.Float32:
+		case spantype.Int64:
 			r, err := asNumeric(v)
+			if err != nil {
+				return nil, err
+			}
+			return storeNumeric(r)
+		case spantype.Float64, spantype.Float32:
+			f, err := asFloat(v)
+			if err != nil {
+				return nil, err
+			}
+			r, err := asNumeric(f)
 			if err != nil {
 				return nil, err
 			}
@@ -205,7 +215,7 @@ func castValue(v driver.Value, from, to spantype.Type) (driver.Value, error) {
 		case spantype.String:
 			s := strings.TrimSpace(asString(v))
 			if !decimalRE.MatchString(s) {
-				return nil, invalidArg("Invalid NUMERIC value: %s", asString(v))
+				return nil, outOfRange("Invalid NUMERIC value: %s", asString(v))
 			}
 			r, _ := new(big.Rat).SetString(s)
 			return storeNumeric(r)
@@ -221,7 +231,7 @@ func castValue(v driver.Value, from, to spantype.Type) (driver.Value, error) {
 		case spantype.String:
 			d, err := spantype.ParseDateString(asString(v))
 			if err != nil || d.Year() < 1 || d.Year() > 9999 {
-				return nil, invalidArg("Could not cast literal %q to type DATE", asString(v))
+				return nil, outOfRange("Could not cast literal %q to type DATE", asString(v))
 			}
 			return spantype.FormatDate(d), nil
 		case spantype.Timestamp:
@@ -252,7 +262,7 @@ func castValue(v driver.Value, from, to spantype.Type) (driver.Value, error) {
 		}
 		elems, err := spantype.DecodeArray(from, asString(v))
 		if err != nil {
-			return nil, invalidArg("%v", err)
+			return nil, internalErr("%v", err)
 		}
 		for i, e := range elems {
 			if elems[i], err = castValue(e, *from.Elem, *to.Elem); err != nil {
@@ -266,7 +276,7 @@ func castValue(v driver.Value, from, to spantype.Type) (driver.Value, error) {
 		}
 		elems, err := spantype.DecodeArray(from, asString(v))
 		if err != nil {
-			return nil, invalidArg("%v", err)
+			return nil, internalErr("%v", err)
 		}
 		for i, e := range elems {
 			if elems[i], err = castValue(e, from.Fields[i].Type, to.Fields[i].Type); err != nil {
@@ -275,7 +285,7 @@ func castValue(v driver.Value, from, to spantype.Type) (driver.Value, error) {
 		}
 		return spantype.EncodeArray(to, elems), nil
 	}
-	return nil, invalidArg("Invalid cast from %s to %s", from, to)
+	return nil, internalErr("Invalid cast from %s to %s", from, to)
 }
 
 func isRangeErr(err error) bool {
@@ -319,7 +329,7 @@ func castToString(v driver.Value, from spantype.Type) (driver.Value, error) {
 		}
 		return formatTimestampString(t, spantype.DefaultTimeZone), nil
 	}
-	return nil, invalidArg("Invalid cast from %s to STRING", from)
+	return nil, internalErr("Invalid cast from %s to STRING", from)
 }
 
 // formatTimestampString renders t as CAST(t AS STRING) does: in zone loc, with the fraction
@@ -366,7 +376,7 @@ var timestampRE = regexp.MustCompile(`^(\d{1,4}-\d{1,2}-\d{1,2})(?:[ Tt](\d{1,2}
 // parseTimestamp parses a timestamp string as GoogleSQL does: "YYYY-[M]M-[D]D[( |T)HH:MM[:SS[.F]]]"
 // followed by an optional zone (Z, +HH[:MM], or a zone name after a space); no zone means loc.
 func parseTimestamp(s string, loc *time.Location) (time.Time, error) {
-	bad := invalidArg("Invalid timestamp: '%s'", s)
+	bad := outOfRange("Invalid timestamp: '%s'", s)
 	m := timestampRE.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return time.Time{}, bad
@@ -425,7 +435,7 @@ func parseZone(z string) (*time.Location, error) {
 			err = fmt.Errorf("bad offset")
 		}
 		if err != nil || h > 14 || m > 59 {
-			return nil, invalidArg("Invalid time zone: %s", z)
+			return nil, outOfRange("Invalid time zone: %s", z)
 		}
 		off := h*3600 + m*60
 		if z[0] == '-' {
@@ -435,7 +445,7 @@ func parseZone(z string) (*time.Location, error) {
 	}
 	loc, err := time.LoadLocation(z)
 	if err != nil || z == "" || z == "Local" {
-		return nil, invalidArg("Invalid time zone: %s", z)
+		return nil, outOfRange("Invalid time zone: %s", z)
 	}
 	return loc, nil
 }
@@ -462,7 +472,7 @@ func parseInt64(s string) (driver.Value, error) {
 		if isRangeErr(err) {
 			return nil, outOfRange("Bad int64 value: %s", s)
 		}
-		return nil, invalidArg("Bad int64 value: %s", s)
+		return nil, outOfRange("Bad int64 value: %s", s)
 	}
 	if neg {
 		if u > 1<<63 {

@@ -455,7 +455,7 @@ func parseFullTag(s string) (spantype.Type, error) {
 	}
 	var t spantype.Type
 	if err := json.Unmarshal([]byte(s), &t); err != nil {
-		return t, invalidArg("bad type tag %q", s)
+		return t, internalErr("bad type tag %q", s)
 	}
 	fullTagCache.Store(s, t)
 	return t, nil
@@ -497,7 +497,7 @@ func storageToJSONValue(t spantype.Type, v driver.Value) (any, error) {
 	case spantype.Array, spantype.Struct:
 		elems, err := spantype.DecodeArray(t, asString(v))
 		if err != nil {
-			return nil, invalidArg("%v", err)
+			return nil, internalErr("%v", err)
 		}
 		if t.Code == spantype.Array {
 			out := make([]any, len(elems))

@@ -25,6 +25,25 @@ func init() {
 	scalarFuncs = append(scalarFuncs, goFunc{name: "spf_generate_uuid", nargs: 0, volatile: true,
 		fn: func([]driver.Value) (driver.Value, error) { return newUUID(), nil }})
 
+	// ERROR(message) fails the statement with OUT_OF_RANGE; its type adapts to the context.
+	scalars["ERROR"] = func(c Call) (Arg, error) {
+		if len(c.Args) != 1 {
+			return Arg{}, arity(c, "1")
+		}
+		msg, err := Coerce(c.Args[0], tS)
+		if err != nil {
+			return Arg{}, errorf("ERROR requires a STRING argument, got %s", c.Args[0].Type)
+		}
+		return Arg{SQL: sqlCall("spf_error", msg.SQL)}, nil
+	}
+	scalarFuncs = append(scalarFuncs, goFunc{name: "spf_error", nargs: 1, volatile: true,
+		fn: func(a []driver.Value) (driver.Value, error) {
+			if a[0] == nil {
+				return nil, outOfRange("NULL")
+			}
+			return nil, outOfRange("%s", asString(a[0]))
+		}})
+
 	defFunc("FARM_FINGERPRINT", stringOrBytes("spf_farm_fingerprint", tI, tX)...)
 	defStrict("spf_farm_fingerprint", 1, func(a []driver.Value) (driver.Value, error) {
 		return int64(farmFingerprint64(asBytes(a[0]))), nil

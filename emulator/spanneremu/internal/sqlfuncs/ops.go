@@ -500,7 +500,7 @@ func like(negate bool, l, r Arg) (Arg, error) {
 	if r.StringLiteral != nil {
 		// Report a bad pattern now rather than on the first row.
 		if _, err := likeMatcher(*r.StringLiteral, false); err != nil {
-			return Arg{}, errorf("%s", strings.TrimPrefix(err.Error(), RuntimeErrorPrefix+"INVALID_ARGUMENT: "))
+			return Arg{}, errorf("%s", strings.TrimPrefix(err.Error(), RuntimeErrorPrefix+"OUT_OF_RANGE: "))
 		}
 	}
 	sql := sqlCall("spf_like", l.SQL, r.SQL)
@@ -592,7 +592,7 @@ func likeMatcher(pattern string, isBytes bool) (*likePattern, error) {
 			p.tokens = append(p.tokens, likeToken{kind: '_'})
 		case '\\':
 			if i+1 == len(units) {
-				return nil, invalidArg("LIKE pattern ends with a backslash")
+				return nil, outOfRange("LIKE pattern ends with a backslash")
 			}
 			i++
 			p.tokens = append(p.tokens, likeToken{kind: 'l', unit: units[i]})

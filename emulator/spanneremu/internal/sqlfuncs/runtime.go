@@ -28,8 +28,15 @@ func outOfRange(format string, args ...any) error {
 	return &runtimeError{code: "OUT_OF_RANGE", msg: fmt.Sprintf(format, args...)}
 }
 
+// invalidArg is for the rare runtime errors Spanner reports as INVALID_ARGUMENT (reading a
+// pending commit timestamp); failed conversions and function errors are OUT_OF_RANGE.
 func invalidArg(format string, args ...any) error {
 	return &runtimeError{code: "INVALID_ARGUMENT", msg: fmt.Sprintf(format, args...)}
+}
+
+// internalErr reports a value that is not in the storage form its type promises.
+func internalErr(format string, args ...any) error {
+	return &runtimeError{code: "INTERNAL", msg: fmt.Sprintf(format, args...)}
 }
 
 // goFunc is a scalar function implemented in Go and registered with SQLite under name.
@@ -181,7 +188,7 @@ func asInt(v driver.Value) (int64, error) {
 			return n, nil
 		}
 	}
-	return 0, invalidArg("expected an INT64 value, got %v", describe(v))
+	return 0, internalErr("expected an INT64 value, got %v", describe(v))
 }
 
 func asFloat(v driver.Value) (float64, error) {
@@ -203,7 +210,7 @@ func asFloat(v driver.Value) (float64, error) {
 			return f, nil
 		}
 	}
-	return 0, invalidArg("expected a FLOAT64 value, got %v", describe(v))
+	return 0, internalErr("expected a FLOAT64 value, got %v", describe(v))
 }
 
 func asString(v driver.Value) string {
@@ -236,7 +243,7 @@ func asNumeric(v driver.Value) (*big.Rat, error) {
 		return new(big.Rat).SetInt64(x), nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, invalidArg("Illegal conversion of non-finite floating point number to numeric: %v", x)
+			return nil, outOfRange("Illegal conversion of non-finite floating point number to numeric: %v", x)
 		}
 		return new(big.Rat).SetFloat64(x), nil
 	case string:
@@ -244,7 +251,7 @@ func asNumeric(v driver.Value) (*big.Rat, error) {
 			return r, nil
 		}
 	}
-	return nil, invalidArg("expected a NUMERIC value, got %v", describe(v))
+	return nil, internalErr("expected a NUMERIC value, got %v", describe(v))
 }
 
 func asTime(v driver.Value) (time.Time, error) {
@@ -254,7 +261,7 @@ func asTime(v driver.Value) (time.Time, error) {
 	}
 	t, err := spantype.ParseStoredTimestamp(s)
 	if err != nil {
-		return time.Time{}, invalidArg("corrupt TIMESTAMP value %q", s)
+		return time.Time{}, internalErr("corrupt TIMESTAMP value %q", s)
 	}
 	return t, nil
 }
@@ -263,7 +270,7 @@ func asDate(v driver.Value) (time.Time, error) {
 	s := asString(v)
 	t, err := time.Parse("2006-01-02", s)
 	if err != nil {
-		return time.Time{}, invalidArg("corrupt DATE value %q", s)
+		return time.Time{}, internalErr("corrupt DATE value %q", s)
 	}
 	return t, nil
 }

@@ -586,7 +586,7 @@ func extractPart(t time.Time, part string) (driver.Value, error) {
 	case "DATE":
 		return spantype.FormatDate(t), nil
 	}
-	return nil, invalidArg("unsupported date part %s", part)
+	return nil, internalErr("unsupported date part %s", part)
 }
 
 // Extract translates EXTRACT(part FROM x [AT TIME ZONE tz]); tz may be nil.

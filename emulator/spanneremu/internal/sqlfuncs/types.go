@@ -61,7 +61,7 @@ func parseTag(s string) (spantype.Type, error) {
 	}
 	t, rest, err := parseTagPrefix(s)
 	if err != nil || rest != "" {
-		return spantype.TUnknown, invalidArg("bad type tag %q", s)
+		return spantype.TUnknown, internalErr("bad type tag %q", s)
 	}
 	tagCache.Store(s, t)
 	return t, nil

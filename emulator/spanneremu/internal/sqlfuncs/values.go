@@ -13,7 +13,7 @@ import (
 func decodeArray(t spantype.Type, v driver.Value) ([]any, error) {
 	elems, err := spantype.DecodeArray(t, asString(v))
 	if err != nil {
-		return nil, invalidArg("%v", err)
+		return nil, internalErr("%v", err)
 	}
 	return elems, nil
 }
