@@ -53,7 +53,7 @@ func TestRowDeletionPolicy(t *testing.T) {
 		ExtraStatements: []string{
 			`CREATE TABLE Events (Id INT64 NOT NULL, Ts TIMESTAMP) PRIMARY KEY (Id), ROW DELETION POLICY (OLDER_THAN(Ts, INTERVAL 7 DAY))`,
 			`CREATE TABLE EventNotes (Id INT64 NOT NULL, N INT64 NOT NULL) PRIMARY KEY (Id, N), INTERLEAVE IN PARENT Events ON DELETE CASCADE`,
-			`CREATE TABLE Logs (Id INT64 NOT NULL, At TIMESTAMP) PRIMARY KEY (Id)`,
+			`CREATE TABLE Logs (Id INT64 NOT NULL, LoggedAt TIMESTAMP) PRIMARY KEY (Id)`,
 		},
 	})
 	if err != nil {
@@ -89,8 +89,8 @@ func TestRowDeletionPolicy(t *testing.T) {
 		spanner.Insert("Events", cols, []any{5, now.Add(day)}),
 		spanner.Insert("EventNotes", []string{"Id", "N"}, []any{1, 1}),
 		spanner.Insert("EventNotes", []string{"Id", "N"}, []any{2, 1}),
-		spanner.Insert("Logs", []string{"Id", "At"}, []any{1, now.Add(-2 * day)}),
-		spanner.Insert("Logs", []string{"Id", "At"}, []any{2, now}),
+		spanner.Insert("Logs", []string{"Id", "LoggedAt"}, []any{1, now.Add(-2 * day)}),
+		spanner.Insert("Logs", []string{"Id", "LoggedAt"}, []any{2, now}),
 	}); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
@@ -127,7 +127,7 @@ func TestRowDeletionPolicy(t *testing.T) {
 	// A policy added later applies to rows already there.
 	uop, err := da.UpdateDatabaseDdl(ctx, &databasepb.UpdateDatabaseDdlRequest{
 		Database:   name,
-		Statements: []string{`ALTER TABLE Logs ADD ROW DELETION POLICY (OLDER_THAN(At, INTERVAL 1 DAY))`},
+		Statements: []string{`ALTER TABLE Logs ADD ROW DELETION POLICY (OLDER_THAN(LoggedAt, INTERVAL 1 DAY))`},
 	})
 	if err != nil {
 		t.Fatalf("UpdateDatabaseDdl: %v", err)
@@ -153,7 +153,7 @@ func TestRowDeletionPolicy(t *testing.T) {
 	}
 	// Wait for a sweep of Logs to have happened after the insert (a fresh expired Logs row
 	// disappearing proves the sweeper ran), then Events must still hold the old row.
-	if _, err := client.Apply(ctx, []*spanner.Mutation{spanner.Insert("Logs", []string{"Id", "At"}, []any{3, now.Add(-5 * day)})}); err != nil {
+	if _, err := client.Apply(ctx, []*spanner.Mutation{spanner.Insert("Logs", []string{"Id", "LoggedAt"}, []any{3, now.Add(-5 * day)})}); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
 	waitFor("Logs", []int64{2})

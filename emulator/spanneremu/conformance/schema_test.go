@@ -1,0 +1,173 @@
+package conformance
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"cloud.google.com/go/spanner"
+	"cloud.google.com/go/spanner/admin/database/apiv1/databasepb"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+)
+
+// updateDDL applies schema statements and waits for them.
+func updateDDL(t *testing.T, name string, stmts ...string) error {
+	t.Helper()
+	ctx := testCtx(t)
+	op, err := databaseAdmin.UpdateDatabaseDdl(ctx, &databasepb.UpdateDatabaseDdlRequest{Database: name, Statements: stmts})
+	if err != nil {
+		return err
+	}
+	return op.Wait(ctx)
+}
+
+// TestSchemaFeatures covers the DDL features services rely on beyond plain tables: generated
+// columns, defaults, NULL_FILTERED indexes and schema changes on tables that hold data.
+func TestSchemaFeatures(t *testing.T) {
+	t.Parallel()
+
+	t.Run("generated column", func(t *testing.T) {
+		t.Parallel()
+		client := newDB(t, `CREATE TABLE Lines (
+			Id INT64 NOT NULL, Qty INT64 NOT NULL, Price INT64 NOT NULL,
+			Total INT64 AS (Qty * Price) STORED,
+		) PRIMARY KEY (Id)`)
+		mustApply(t, client, spanner.Insert("Lines", []string{"Id", "Qty", "Price"}, []any{1, 3, 5}))
+		mustUpdate(t, client, `INSERT INTO Lines (Id, Qty, Price) VALUES (2, 2, 7)`, `UPDATE Lines SET Qty = 4 WHERE Id = 1`)
+		want := rows(row(int64(1), int64(20)), row(int64(2), int64(14)))
+		if diff := cmp.Diff(want, readAll(t, client, "Lines", "Id", "Total")); diff != "" {
+			t.Errorf("Total (-want +got):\n%s", diff)
+		}
+		_, err := client.Apply(testCtx(t), []*spanner.Mutation{spanner.Insert("Lines", []string{"Id", "Qty", "Price", "Total"}, []any{3, 1, 1, 99})})
+		checkErr(t, err, codes.FailedPrecondition, "Total")
+	})
+
+	t.Run("default values", func(t *testing.T) {
+		t.Parallel()
+		client := newDB(t, `CREATE TABLE Orders (
+			Id INT64 NOT NULL,
+			Status STRING(MAX) NOT NULL DEFAULT ('new'),
+			Attempts INT64 DEFAULT (0),
+		) PRIMARY KEY (Id)`)
+		mustApply(t, client, spanner.Insert("Orders", []string{"Id"}, []any{1}))
+		mustUpdate(t, client, `INSERT INTO Orders (Id, Status) VALUES (2, 'paid')`, `INSERT INTO Orders (Id, Attempts) VALUES (3, DEFAULT)`)
+		want := rows(row(int64(1), "new", int64(0)), row(int64(2), "paid", int64(0)), row(int64(3), "new", int64(0)))
+		if diff := cmp.Diff(want, readAll(t, client, "Orders", "Id", "Status", "Attempts")); diff != "" {
+			t.Errorf("Orders (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("null filtered index", func(t *testing.T) {
+		t.Parallel()
+		client := newDB(t,
+			`CREATE TABLE Users (Id INT64 NOT NULL, Email STRING(MAX)) PRIMARY KEY (Id)`,
+			`CREATE UNIQUE NULL_FILTERED INDEX UsersByEmail ON Users(Email)`,
+		)
+		// NULLs are not indexed, so several rows may have no email despite UNIQUE.
+		mustApply(t, client,
+			spanner.Insert("Users", []string{"Id", "Email"}, []any{1, "a@x"}),
+			spanner.Insert("Users", []string{"Id", "Email"}, []any{2, nil}),
+			spanner.Insert("Users", []string{"Id", "Email"}, []any{3, nil}),
+		)
+		res, err := collect(client.Single().ReadUsingIndex(testCtx(t), "Users", "UsersByEmail", spanner.AllKeys(), []string{"Id", "Email"}))
+		if err != nil {
+			t.Fatalf("ReadUsingIndex: %v", err)
+		}
+		if diff := cmp.Diff(rows(row(int64(1), "a@x")), res.Rows); diff != "" {
+			t.Errorf("index content (-want +got):\n%s", diff)
+		}
+		_, err = client.Apply(testCtx(t), []*spanner.Mutation{spanner.Insert("Users", []string{"Id", "Email"}, []any{4, "a@x"})})
+		checkErr(t, err, codes.AlreadyExists, "UsersByEmail")
+	})
+
+	t.Run("commit timestamp needs the column option", func(t *testing.T) {
+		t.Parallel()
+		client := newDB(t, `CREATE TABLE T (Id INT64 NOT NULL, Ts TIMESTAMP) PRIMARY KEY (Id)`)
+		_, err := client.Apply(testCtx(t), []*spanner.Mutation{spanner.Insert("T", []string{"Id", "Ts"}, []any{1, spanner.CommitTimestamp})})
+		checkErr(t, err, codes.FailedPrecondition, "allow_commit_timestamp")
+	})
+
+	t.Run("schema changes with data", func(t *testing.T) {
+		t.Parallel()
+		name, client := newDBNamed(t,
+			`CREATE TABLE T (Id INT64 NOT NULL, Name STRING(5), Old INT64) PRIMARY KEY (Id)`,
+			`CREATE INDEX TByName ON T(Name)`,
+			`CREATE TABLE Gone (Id INT64 NOT NULL) PRIMARY KEY (Id)`,
+		)
+		mustApply(t, client,
+			spanner.Insert("T", []string{"Id", "Name", "Old"}, []any{1, "abc", 7}),
+			spanner.Insert("T", []string{"Id", "Name", "Old"}, []any{2, "de", 8}),
+		)
+		steps := []struct {
+			name string
+			ddl  []string
+			// check runs after the change succeeded.
+			check func(t *testing.T)
+		}{
+			{"add column with default backfills", []string{`ALTER TABLE T ADD COLUMN Flag BOOL NOT NULL DEFAULT (TRUE)`}, func(t *testing.T) {
+				want := rows(row(int64(1), true), row(int64(2), true))
+				if diff := cmp.Diff(want, readAll(t, client, "T", "Id", "Flag")); diff != "" {
+					t.Errorf("Flag (-want +got):\n%s", diff)
+				}
+			}},
+			{"widen string column", []string{`ALTER TABLE T ALTER COLUMN Name STRING(20)`}, func(t *testing.T) {
+				mustApply(t, client, spanner.Update("T", []string{"Id", "Name"}, []any{2, strings.Repeat("x", 20)}))
+			}},
+			{"drop index", []string{`DROP INDEX TByName`}, func(t *testing.T) {
+				_, err := tryQuery(testCtx(t), client.Single(), spanner.NewStatement(`SELECT Id FROM T@{FORCE_INDEX=TByName}`))
+				checkErr(t, err, codes.InvalidArgument, "TByName")
+			}},
+			{"drop column", []string{`ALTER TABLE T DROP COLUMN Old`}, func(t *testing.T) {
+				_, err := tryQuery(testCtx(t), client.Single(), spanner.NewStatement(`SELECT Old FROM T`))
+				checkErr(t, err, codes.InvalidArgument, "Unrecognized name: Old")
+				res := query(t, client.Single(), spanner.NewStatement(`SELECT * FROM T ORDER BY Id`))
+				if diff := cmp.Diff([]string{"INT64", "STRING", "BOOL"}, res.Types); diff != "" {
+					t.Errorf("SELECT * types after drop (-want +got):\n%s", diff)
+				}
+			}},
+			{"drop table", []string{`DROP TABLE Gone`}, func(t *testing.T) {
+				_, err := tryQuery(testCtx(t), client.Single(), spanner.NewStatement(`SELECT * FROM Gone`))
+				checkErr(t, err, codes.InvalidArgument, "Table not found: Gone")
+			}},
+		}
+		for _, st := range steps {
+			if err := updateDDL(t, name, st.ddl...); err != nil {
+				t.Fatalf("%s: %v", st.name, err)
+			}
+			t.Run(st.name, st.check)
+		}
+
+		// Shrinking a column below the length of stored data is refused and changes nothing.
+		err := updateDDL(t, name, `ALTER TABLE T ALTER COLUMN Name STRING(3)`)
+		checkErr(t, err, codes.FailedPrecondition)
+		// Dropping a table that still has an index is refused.
+		if err := updateDDL(t, name, `CREATE INDEX TByFlag ON T(Flag)`); err != nil {
+			t.Fatalf("create index: %v", err)
+		}
+		err = updateDDL(t, name, `DROP TABLE T`)
+		checkErr(t, err, codes.FailedPrecondition)
+	})
+
+	t.Run("dml into interleaved child without parent", func(t *testing.T) {
+		t.Parallel()
+		client := newDB(t,
+			`CREATE TABLE P (PId INT64 NOT NULL) PRIMARY KEY (PId)`,
+			`CREATE TABLE C (PId INT64 NOT NULL, CId INT64 NOT NULL) PRIMARY KEY (PId, CId), INTERLEAVE IN PARENT P ON DELETE CASCADE`,
+		)
+		_, err := client.ReadWriteTransaction(testCtx(t), func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+			_, err := tx.Update(ctx, spanner.NewStatement(`INSERT INTO C (PId, CId) VALUES (1, 1)`))
+			return err
+		})
+		checkErr(t, err, codes.NotFound)
+	})
+
+	t.Run("unknown table in mutation", func(t *testing.T) {
+		t.Parallel()
+		client := newDB(t, `CREATE TABLE T (Id INT64 NOT NULL) PRIMARY KEY (Id)`)
+		_, err := client.Apply(testCtx(t), []*spanner.Mutation{spanner.Insert("Nope", []string{"Id"}, []any{1})})
+		checkErr(t, err, codes.NotFound, "Nope")
+		_, err = client.Apply(testCtx(t), []*spanner.Mutation{spanner.Insert("T", []string{"Id", "Nope"}, []any{1, 2})})
+		checkErr(t, err, codes.NotFound, "Nope")
+	})
+}
