@@ -416,7 +416,6 @@ func (a *applier) dropTable(d *ast.DropTable) error {
 	}
 	a.emit("DROP TABLE " + Quote(t.SQLiteName))
 	a.s.Tables = deleteItem(a.s.Tables, t)
-	a.s.removeObject(objTable, "", t.Name)
 	a.s.reindex()
 	a.dropUnusedBackingIndexes()
 	return nil

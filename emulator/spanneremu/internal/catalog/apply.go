@@ -129,7 +129,7 @@ func (a *applier) apply(text string) error {
 	case *ast.DropRole:
 		return a.dropOther("ROLE", d.Name.Name)
 	case *ast.Grant:
-		a.s.objects = append(a.s.objects, object{kind: objOther, group: "GRANT", text: text})
+		a.s.others = append(a.s.others, other{group: "GRANT", text: text})
 		return nil
 	case *ast.Revoke, *ast.Analyze, *ast.AlterStatistics:
 		// Accepted for compatibility; they change nothing the emulator models.
@@ -137,8 +137,8 @@ func (a *applier) apply(text string) error {
 	case *ast.AlterDatabase:
 		// Database options (version_retention_period, default_leader, ...) have no effect
 		// here; the latest statement is kept for GetDatabaseDdl.
-		a.s.removeObject(objOther, "DATABASE", "")
-		a.s.objects = append(a.s.objects, object{kind: objOther, group: "DATABASE", text: text})
+		a.s.removeOther("DATABASE", "")
+		a.s.others = append(a.s.others, other{group: "DATABASE", text: text})
 		return nil
 	}
 	return unimplementedf("Unsupported DDL statement in the emulator: %s", firstWords(text))
@@ -243,7 +243,6 @@ func (a *applier) createView(d *ast.CreateView) error {
 		return err
 	}
 	a.s.Views = append(a.s.Views, v)
-	a.s.objects = append(a.s.objects, object{kind: objView, name: strings.ToUpper(name)})
 	a.s.reindex()
 	return nil
 }
@@ -261,7 +260,6 @@ func (a *applier) dropView(d *ast.DropView) error {
 		return notFoundf("View not found: %s", name)
 	}
 	a.s.Views = deleteItem(a.s.Views, v)
-	a.s.removeObject(objView, "", name)
 	a.s.reindex()
 	return nil
 }
@@ -285,7 +283,6 @@ func (a *applier) createSequence(d *ast.CreateSequence) error {
 		return err
 	}
 	a.s.Sequences = append(a.s.Sequences, seq)
-	a.s.objects = append(a.s.objects, object{kind: objSequence, name: strings.ToUpper(name)})
 	return nil
 }
 
@@ -385,31 +382,30 @@ func (a *applier) dropSequence(d *ast.DropSequence) error {
 		return notFoundf("Sequence not found: %s", name)
 	}
 	a.s.Sequences = append(a.s.Sequences[:i:i], a.s.Sequences[i+1:]...)
-	a.s.removeObject(objSequence, "", name)
 	return nil
 }
 
 // createOther records a named object the emulator does not model (change stream, role).
 func (a *applier) createOther(group, name, text string) error {
-	if a.s.hasObject(objOther, group, name) {
+	if a.s.hasOther(group, name) {
 		return preconditionf("Duplicate name in schema: %s.", name)
 	}
-	a.s.objects = append(a.s.objects, object{kind: objOther, group: group, name: strings.ToUpper(name), text: text})
+	a.s.others = append(a.s.others, other{group: group, name: strings.ToUpper(name), text: text})
 	return nil
 }
 
 func (a *applier) alterOther(group, name string) error {
-	if !a.s.hasObject(objOther, group, name) {
+	if !a.s.hasOther(group, name) {
 		return notFoundf("%s not found: %s", titleCase(group), name)
 	}
 	return nil
 }
 
 func (a *applier) dropOther(group, name string) error {
-	if !a.s.hasObject(objOther, group, name) {
+	if !a.s.hasOther(group, name) {
 		return notFoundf("%s not found: %s", titleCase(group), name)
 	}
-	a.s.removeObject(objOther, group, name)
+	a.s.removeOther(group, name)
 	return nil
 }
 

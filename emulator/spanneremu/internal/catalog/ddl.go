@@ -2,58 +2,60 @@ package catalog
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cloudspannerecosystem/memefish/token"
 )
 
-// render regenerates Statements from the model, one statement per object in creation order,
-// formatted the way Spanner's GetDatabaseDdl prints them.
+// render regenerates Statements from the model, formatted and ordered as the official
+// emulator's GetDatabaseDdl prints them: database options, sequences, each table followed by
+// its indexes (by name; managed ones omitted), change streams, views, then roles and grants.
 //
-// A foreign key is printed inside its table's CREATE TABLE when the referenced table is created
-// before it, and otherwise as an ALTER TABLE ADD CONSTRAINT right after the referenced table's
-// CREATE TABLE, so that the statements can be applied in order.
+// A foreign key is printed inside its table's CREATE TABLE when the referenced table comes
+// before it, and otherwise as an ALTER TABLE ADD CONSTRAINT right after the referenced table,
+// so that the statements can be applied in order.
 func (s *Schema) render() []string {
-	created := map[string]bool{}
-	deferred := map[string][]string{} // upper-cased referenced table -> ALTER TABLE statements
 	var out []string
-	for _, o := range s.objects {
-		switch o.kind {
-		case objTable:
-			t, ok := s.tables[o.name]
-			if !ok {
-				continue
+	others := func(group string) {
+		for _, o := range s.others {
+			if o.group == group {
+				out = append(out, o.text)
 			}
-			created[o.name] = true
-			var inline []*ForeignKey
-			for _, fk := range t.ForeignKeys {
-				ref := strings.ToUpper(fk.ReferencedTable)
-				if created[ref] {
-					inline = append(inline, fk)
-				} else {
-					deferred[ref] = append(deferred[ref], fmt.Sprintf("ALTER TABLE %s ADD %s", ident(t.Name), fk.ddl()))
-				}
-			}
-			out = append(out, t.ddl(inline))
-			out = append(out, deferred[o.name]...)
-		case objIndex:
-			if ix, ok := s.indexes[o.name]; ok {
-				out = append(out, ix.ddl())
-			}
-		case objView:
-			if v, ok := s.views[o.name]; ok {
-				out = append(out, fmt.Sprintf("CREATE VIEW %s SQL SECURITY %s AS %s", ident(v.Name), v.SecurityType, v.SQL))
-			}
-		case objSequence:
-			for _, seq := range s.Sequences {
-				if strings.EqualFold(seq.Name, o.name) {
-					out = append(out, seq.ddl())
-				}
-			}
-		default:
-			out = append(out, o.text)
 		}
 	}
+	others("DATABASE")
+	for _, seq := range s.Sequences {
+		out = append(out, seq.ddl())
+	}
+	created := map[string]bool{}
+	deferred := map[string][]string{} // upper-cased referenced table -> ALTER TABLE statements
+	for _, t := range s.userTables() {
+		key := strings.ToUpper(t.Name)
+		created[key] = true
+		var inline []*ForeignKey
+		for _, fk := range t.ForeignKeys {
+			ref := strings.ToUpper(fk.ReferencedTable)
+			if created[ref] {
+				inline = append(inline, fk)
+			} else {
+				deferred[ref] = append(deferred[ref], fmt.Sprintf("ALTER TABLE %s ADD %s", ident(t.Name), fk.ddl()))
+			}
+		}
+		out = append(out, t.ddl(inline))
+		out = append(out, deferred[key]...)
+		indexes := slices.DeleteFunc(s.TableIndexes(t.Name), func(ix *Index) bool { return ix.Managed })
+		slices.SortFunc(indexes, func(a, b *Index) int { return strings.Compare(a.Name, b.Name) })
+		for _, ix := range indexes {
+			out = append(out, ix.ddl())
+		}
+	}
+	others("CHANGE STREAM")
+	for _, v := range s.Views {
+		out = append(out, fmt.Sprintf("CREATE VIEW %s SQL SECURITY %s AS %s", ident(v.Name), v.SecurityType, v.SQL))
+	}
+	others("ROLE")
+	others("GRANT")
 	return out
 }
 
@@ -109,23 +111,33 @@ func (t *Table) ddl(fks []*ForeignKey) string {
 		fmt.Fprintf(&b, "  %s,\n", fk.ddl())
 	}
 	for _, c := range t.Checks {
-		fmt.Fprintf(&b, "  CONSTRAINT %s CHECK(%s),\n", ident(c.Name), c.Text)
+		b.WriteString("  ")
+		if !c.NameGenerated {
+			fmt.Fprintf(&b, "CONSTRAINT %s ", ident(c.Name))
+		}
+		fmt.Fprintf(&b, "CHECK(%s),\n", c.Text)
 	}
 	fmt.Fprintf(&b, ") PRIMARY KEY(%s)", keyList(t.PrimaryKey))
 	if t.Parent != "" {
-		fmt.Fprintf(&b, ",\n  INTERLEAVE IN PARENT %s", ident(t.Parent))
+		onDelete := "NO ACTION"
 		if t.OnDeleteCascade {
-			b.WriteString(" ON DELETE CASCADE")
+			onDelete = "CASCADE"
 		}
+		fmt.Fprintf(&b, ",\n  INTERLEAVE IN PARENT %s ON DELETE %s", ident(t.Parent), onDelete)
 	}
 	if p := t.RowDeletionPolicy; p != nil {
-		fmt.Fprintf(&b, ",\n  ROW DELETION POLICY (%s)", p.expression())
+		fmt.Fprintf(&b, ", ROW DELETION POLICY (%s)", p.expression())
 	}
 	return b.String()
 }
 
+// ddl renders the foreign key as a table element; a generated name is not printed.
 func (fk *ForeignKey) ddl() string {
-	sql := fmt.Sprintf("CONSTRAINT %s FOREIGN KEY(%s) REFERENCES %s(%s)", ident(fk.Name), identList(fk.Columns), ident(fk.ReferencedTable), identList(fk.ReferencedColumns))
+	sql := ""
+	if !fk.NameGenerated {
+		sql = "CONSTRAINT " + ident(fk.Name) + " "
+	}
+	sql += fmt.Sprintf("FOREIGN KEY(%s) REFERENCES %s(%s)", identList(fk.Columns), ident(fk.ReferencedTable), identList(fk.ReferencedColumns))
 	if fk.OnDeleteCascade {
 		sql += " ON DELETE CASCADE"
 	}
@@ -148,13 +160,19 @@ func (seq *Sequence) ddl() string {
 		v := o.Value
 		switch o.Type {
 		case "STRING":
-			v = token.QuoteSQLString(v)
+			v = singleQuoted(v)
 		case "BOOL":
 			v = strings.ToLower(v)
 		}
 		opts[i] = "  " + o.Name + " = " + v
 	}
 	return "CREATE SEQUENCE " + ident(seq.Name) + " OPTIONS (\n" + strings.Join(opts, ",\n") + "\n)"
+}
+
+// singleQuoted renders s as a single-quoted GoogleSQL string literal.
+func singleQuoted(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\n", `\n`)
+	return "'" + r.Replace(s) + "'"
 }
 
 // ddl renders the index's CREATE INDEX.

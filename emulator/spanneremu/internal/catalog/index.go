@@ -57,7 +57,6 @@ func (a *applier) createIndex(d *ast.CreateIndex) error {
 		}
 	}
 	a.s.Indexes = append(a.s.Indexes, ix)
-	a.s.objects = append(a.s.objects, object{kind: objIndex, name: strings.ToUpper(name)})
 	a.s.reindex()
 	a.emit(a.s.createIndexSQL(ix))
 	return nil
@@ -149,7 +148,6 @@ func (a *applier) dropIndex(d *ast.DropIndex) error {
 	}
 	a.emit("DROP INDEX " + Quote(ix.SQLiteName))
 	a.s.Indexes = deleteItem(a.s.Indexes, ix)
-	a.s.removeObject(objIndex, "", ix.Name)
 	a.s.reindex()
 	return nil
 }

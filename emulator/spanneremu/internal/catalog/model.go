@@ -21,8 +21,10 @@ type Schema struct {
 	Tables []*Table
 	// Indexes in creation order.
 	Indexes []*Index
-	// Statements is the DDL that GetDatabaseDdl returns: one canonical statement per table and
-	// index (and other object), in creation order, without trailing semicolons.
+	// Statements is the DDL that GetDatabaseDdl returns: one canonical statement per object,
+	// without trailing semicolons, regenerated from the model after every change and ordered
+	// as the official emulator prints them (see render). Applying them to Empty() rebuilds an
+	// equal schema.
 	Statements []string
 	// Views in creation order. They have no SQLite counterpart: the translator expands them.
 	Views []*View
@@ -32,9 +34,9 @@ type Schema struct {
 	tables  map[string]*Table // by upper-cased name (Spanner names are case-insensitive)
 	indexes map[string]*Index // by upper-cased name
 	views   map[string]*View  // by upper-cased name
-	// objects lists every schema object in creation order, so Statements can be regenerated
-	// from the model after ALTERs while keeping the order GetDatabaseDdl promises.
-	objects []object
+	// others keeps, in order, the statements the emulator accepts without modelling them
+	// (database options, change streams, roles, grants), for Statements.
+	others []other
 }
 
 // Table looks a table up by name, case-insensitively. INFORMATION_SCHEMA tables are named
@@ -150,14 +152,18 @@ type KeyPart struct {
 // (CK_<table>_<hash>, as Spanner names unnamed checks).
 type Check struct {
 	Name string
-	Expr ast.Expr
-	SQL  string // SQLite translation
-	Text string // the expression as written (CHECK_CONSTRAINTS.CHECK_CLAUSE)
+	// NameGenerated is set when the DDL did not name the constraint (Name was generated).
+	NameGenerated bool
+	Expr          ast.Expr
+	SQL           string // SQLite translation
+	Text          string // the expression as written (CHECK_CONSTRAINTS.CHECK_CLAUSE)
 }
 
 // ForeignKey is a FOREIGN KEY constraint.
 type ForeignKey struct {
-	Name              string
+	Name string
+	// NameGenerated is set when the DDL did not name the constraint (Name was generated).
+	NameGenerated     bool
 	Columns           []string
 	ReferencedTable   string
 	ReferencedColumns []string

@@ -5,27 +5,12 @@ import (
 	"strings"
 )
 
-// objectKind says which model list an object entry refers to.
-type objectKind int
-
-const (
-	objTable objectKind = iota
-	objIndex
-	objView
-	objSequence
-	// objOther is a statement the emulator records but does not model (change streams,
-	// roles, grants, database options): its text is kept as is.
-	objOther
-)
-
-// object is one entry of the creation-ordered list behind Schema.Statements.
-type object struct {
-	kind objectKind
-	name string // upper-cased look-up name; "" for unnamed statements (GRANT)
-	// group tells objOther entries apart when names could collide across kinds
-	// ("CHANGE STREAM", "ROLE", "GRANT", "DATABASE").
-	group string
-	text  string // objOther only
+// other is a statement the emulator records but does not model (ALTER DATABASE, change
+// streams, roles, grants): its text is kept as is for Statements.
+type other struct {
+	group string // "DATABASE", "CHANGE STREAM", "ROLE" or "GRANT"
+	name  string // upper-cased look-up name; "" for unnamed statements
+	text  string
 }
 
 // clone returns a copy of s whose tables, columns and indexes can be modified without
@@ -34,7 +19,7 @@ func (s *Schema) clone() *Schema {
 	c := &Schema{
 		Statements: slices.Clone(s.Statements),
 		Sequences:  slices.Clone(s.Sequences),
-		objects:    slices.Clone(s.objects),
+		others:     slices.Clone(s.others),
 	}
 	for _, t := range s.Tables {
 		c.Tables = append(c.Tables, t.clone())
@@ -95,17 +80,13 @@ func (t *Table) isKeyColumn(name string) bool {
 	return slices.ContainsFunc(t.PrimaryKey, func(k KeyPart) bool { return strings.EqualFold(k.Column, name) })
 }
 
-// removeObject drops the object entry of the given kind and name.
-func (s *Schema) removeObject(kind objectKind, group, name string) {
+// removeOther drops the recorded statement of the given group and name.
+func (s *Schema) removeOther(group, name string) {
 	key := strings.ToUpper(name)
-	s.objects = slices.DeleteFunc(s.objects, func(o object) bool {
-		return o.kind == kind && o.group == group && o.name == key
-	})
+	s.others = slices.DeleteFunc(s.others, func(o other) bool { return o.group == group && o.name == key })
 }
 
-func (s *Schema) hasObject(kind objectKind, group, name string) bool {
+func (s *Schema) hasOther(group, name string) bool {
 	key := strings.ToUpper(name)
-	return slices.ContainsFunc(s.objects, func(o object) bool {
-		return o.kind == kind && o.group == group && o.name == key
-	})
+	return slices.ContainsFunc(s.others, func(o other) bool { return o.group == group && o.name == key })
 }

@@ -81,7 +81,6 @@ func (a *applier) createTable(d *ast.CreateTable) error {
 		}
 	}
 	a.s.Tables = append(a.s.Tables, t)
-	a.s.objects = append(a.s.objects, object{kind: objTable, name: strings.ToUpper(name)})
 	a.s.reindex()
 	a.emit(a.s.createTableSQL(t, t.SQLiteName))
 	for _, ix := range newIndexes {
@@ -444,7 +443,8 @@ func (a *applier) generatedName(t *Table, prefix, seed string) string {
 
 func (a *applier) addCheck(t *Table, name string, c *ast.Check) error {
 	text := a.text(c.Expr)
-	if name == "" {
+	generated := name == ""
+	if generated {
 		name = a.generatedName(t, "CK_"+t.Name, t.Name+"\x00"+text)
 	}
 	for _, col := range t.Columns {
@@ -459,7 +459,7 @@ func (a *applier) addCheck(t *Table, name string, c *ast.Check) error {
 	if typ.Code != spantype.Unknown && typ.Code != spantype.Bool {
 		return invalidf("Expected type BOOL; found %s in check constraint `%s`.`%s`", typ, t.Name, name)
 	}
-	t.Checks = append(t.Checks, &Check{Name: name, Expr: c.Expr, SQL: sql, Text: text})
+	t.Checks = append(t.Checks, &Check{Name: name, NameGenerated: generated, Expr: c.Expr, SQL: sql, Text: text})
 	return nil
 }
 
@@ -499,11 +499,13 @@ func (a *applier) addForeignKey(t *Table, name string, fk *ast.ForeignKey) (*Ind
 				cols[i].Name, t.Name, refCols[i].Name, ref.Name, label)
 		}
 	}
-	if name == "" {
+	generated := name == ""
+	if generated {
 		name = a.generatedName(t, label, strings.Join(columnNames(cols), ",")+"\x00"+strings.Join(columnNames(refCols), ","))
 	}
 	f := &ForeignKey{
 		Name:              name,
+		NameGenerated:     generated,
 		Columns:           columnNames(cols),
 		ReferencedTable:   ref.Name,
 		ReferencedColumns: columnNames(refCols),
