@@ -40,6 +40,7 @@ type DB struct {
 
 	mu      sync.Mutex
 	txns    map[string]*Txn
+	occ     occState
 	lastTS  time.Time
 	closed  bool
 	ddlLock sync.Mutex
@@ -65,7 +66,7 @@ func openDB(e *Engine, name, path string, create bool) (*DB, error) {
 		return nil, internalf("open %s: %v", path, err)
 	}
 	db := &DB{e: e, name: name, path: path, sqldb: sqldb, writer: writer,
-		lock: make(chan struct{}, 1), txns: map[string]*Txn{}}
+		lock: make(chan struct{}, 1), txns: map[string]*Txn{}, occ: newOCCState()}
 	fail := func(err error) (*DB, error) {
 		writer.Close()
 		sqldb.Close()
@@ -187,6 +188,10 @@ func (db *DB) applyDDL(ctx context.Context, stmts []string) error {
 		return rollback(internalf("ddl: %v", err))
 	}
 	db.schema.Store(ns)
+	db.mu.Lock()
+	db.occ.seq++
+	db.occ.allSeq = db.occ.seq
+	db.mu.Unlock()
 	return nil
 }
 
@@ -232,9 +237,11 @@ func (db *DB) nextCommitTimestamp() time.Time {
 	return ts
 }
 
-func (db *DB) setLastCommit(ts time.Time) {
+// recordCommit publishes a commit: its timestamp and what it wrote (for optimistic reads).
+func (db *DB) recordCommit(ts time.Time, ws *writeSet) {
 	db.mu.Lock()
 	db.lastTS = ts
+	db.occ.record(ws)
 	db.mu.Unlock()
 }
 
@@ -254,7 +261,13 @@ func (db *DB) readTimestamp() time.Time {
 func (db *DB) abortIdle(now time.Time) {
 	db.mu.Lock()
 	var idle []*Txn
+	oldest := db.occ.seq
 	for k, t := range db.txns {
+		if !t.finished() {
+			if s, ok := t.oldestRead(); ok && s < oldest {
+				oldest = s
+			}
+		}
 		last := time.Unix(0, t.lastUsed.Load())
 		if t.finished() {
 			if now.Sub(last) > 2*db.e.opts.IdleTimeout+time.Minute {
@@ -266,9 +279,11 @@ func (db *DB) abortIdle(now time.Time) {
 			idle = append(idle, t)
 		}
 	}
+	db.occ.prune(oldest)
 	db.mu.Unlock()
 	for _, t := range idle {
 		if t.mu.TryLock() {
+			db.e.stats.idleAborts.Add(1)
 			t.abortLocked(fmt.Sprintf("Transaction was aborted because it was idle for more than %s.", db.e.opts.IdleTimeout))
 			t.mu.Unlock()
 		}
@@ -291,7 +306,7 @@ func (db *DB) sweepTTL() {
 		cutoff := spantype.FormatTimestamp(time.Now().Add(-time.Duration(p.Days) * 24 * time.Hour))
 		q := fmt.Sprintf("DELETE FROM %s WHERE %s IS NOT NULL AND %s < ? AND %s != ?",
 			catalog.Quote(t.SQLiteName), catalog.Quote(col.SQLiteName), catalog.Quote(col.SQLiteName), catalog.Quote(col.SQLiteName))
-		n, err := db.runInternalWrite(q, cutoff, spantype.PendingCommitTimestamp)
+		n, err := db.runInternalWrite(t, q, cutoff, spantype.PendingCommitTimestamp)
 		if err != nil {
 			db.e.opts.Logf("spanneremu: row deletion policy sweep of %s.%s failed: %v", db.name, t.Name, err)
 			continue
@@ -304,7 +319,7 @@ func (db *DB) sweepTTL() {
 
 // runInternalWrite runs one statement as its own transaction under the write lock, waiting for
 // the lock as long as needed (background work is never aborted).
-func (db *DB) runInternalWrite(q string, args ...any) (int64, error) {
+func (db *DB) runInternalWrite(t *catalog.Table, q string, args ...any) (int64, error) {
 	select {
 	case db.lock <- struct{}{}:
 	case <-db.e.stop:
@@ -324,9 +339,13 @@ func (db *DB) runInternalWrite(q string, args ...any) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	ts := db.nextCommitTimestamp()
-	db.setLastCommit(ts)
-	return res.RowsAffected()
+	n, err := res.RowsAffected()
+	if n > 0 {
+		ws := newWriteSet()
+		ws.addTable(db.Schema(), t)
+		db.recordCommit(db.nextCommitTimestamp(), ws)
+	}
+	return n, err
 }
 
 func contextError(ctx context.Context) error {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -30,6 +31,24 @@ type Engine struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	stats struct {
+		commits, lockTimeouts, conflicts, idleAborts atomic.Int64
+	}
+}
+
+// Stats are counters of the engine's transaction outcomes since it started.
+type Stats struct {
+	Commits int64
+	// Aborts by cause: a lock wait that timed out, an optimistic read invalidated by a
+	// concurrent commit, a transaction abandoned past the idle timeout.
+	LockTimeouts, Conflicts, IdleAborts int64
+}
+
+// Stats returns the engine's counters.
+func (e *Engine) Stats() Stats {
+	return Stats{Commits: e.stats.commits.Load(), LockTimeouts: e.stats.lockTimeouts.Load(),
+		Conflicts: e.stats.conflicts.Load(), IdleAborts: e.stats.idleAborts.Load()}
 }
 
 const dbFileSuffix = ".spandb"

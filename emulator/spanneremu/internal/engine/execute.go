@@ -152,6 +152,10 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 // without ending the transaction) and records rows that hold a pending commit timestamp.
 func (t *Txn) runDML(ctx context.Context, c *sqlgen.Compiled, args []any, schema *catalog.Schema) (*Result, error) {
 	w := t.db.writer
+	if t.writes == nil {
+		t.writes = newWriteSet()
+	}
+	t.writes.addTable(schema, c.Table)
 	if _, err := w.ExecContext(ctx, "SAVEPOINT dml"); err != nil {
 		return nil, internalf("savepoint: %v", err)
 	}
@@ -306,7 +310,12 @@ func fields(cols []sqlgen.Column) []*sppb.StructType_Field {
 	return out
 }
 
-func queryRows(ctx context.Context, conn *sql.Conn, q string, args []any, cols []sqlgen.Column) ([][]*structpb.Value, error) {
+// querier is a *sql.Conn or a *sql.DB.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func queryRows(ctx context.Context, conn querier, q string, args []any, cols []sqlgen.Column) ([][]*structpb.Value, error) {
 	rows, err := conn.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err

@@ -20,6 +20,9 @@ func (t *Txn) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 		return nil, err
 	}
 	defer t.touch()
+	if t.mode == ReadWrite && !t.hasLock {
+		return t.optimisticRead(ctx, r)
+	}
 	conn, schema, err := t.readConn(ctx)
 	if err != nil {
 		return nil, err
@@ -31,6 +34,29 @@ func (t *Txn) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 	rows, err := queryRows(ctx, conn, q, args, cols)
 	if err != nil {
 		return nil, mapError(err, nil)
+	}
+	return &Result{Fields: fields(cols), Rows: rows}, nil
+}
+
+// optimisticRead reads committed data without the write lock and records what it read (see
+// occ.go).
+func (t *Txn) optimisticRead(ctx context.Context, r ReadRequest) (*Result, error) {
+	db := t.db
+	schema := db.Schema()
+	q, args, cols, err := buildRead(schema, r)
+	if err != nil {
+		return nil, err
+	}
+	db.mu.Lock()
+	seq := db.occ.seq
+	db.mu.Unlock()
+	rows, err := queryRows(ctx, db.sqldb, q, args, cols)
+	if err != nil {
+		return nil, mapError(err, nil)
+	}
+	for _, f := range readFootprint(schema, r) {
+		f.seq = seq
+		t.footprints = append(t.footprints, f)
 	}
 	return &Result{Fields: fields(cols), Rows: rows}, nil
 }

@@ -40,6 +40,10 @@ type Txn struct {
 	hasLock bool
 	// pending lists the rows written with PENDING_COMMIT_TIMESTAMP() by DML, fixed at commit.
 	pending []pendingTimestamp
+	// footprints are the optimistic reads made before the lock was taken (see occ.go);
+	// writes collects what DML wrote.
+	footprints []footprint
+	writes     *writeSet
 
 	// Read-only: the snapshot.
 	conn   *sql.Conn
@@ -168,11 +172,22 @@ func (t *Txn) acquireLock(ctx context.Context) error {
 	select {
 	case db.lock <- struct{}{}:
 	case <-timer.C:
+		db.e.stats.lockTimeouts.Add(1)
 		t.abortLocked("Transaction was aborted because it could not acquire a lock held by a concurrent transaction in time; retry the transaction.")
 		return abortedError(t.abortReason)
 	case <-ctx.Done():
 		return contextError(ctx)
 	}
+	db.mu.Lock()
+	conflict := db.occ.conflicts(t.footprints)
+	db.mu.Unlock()
+	if conflict {
+		db.e.stats.conflicts.Add(1)
+		<-db.lock
+		t.abortLocked("Transaction was aborted because data it read was changed by a concurrent transaction; retry the transaction.")
+		return abortedError(t.abortReason)
+	}
+	t.footprints = nil
 	if _, err := db.writer.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
 		<-db.lock
 		return internalf("begin: %v", err)
@@ -180,6 +195,25 @@ func (t *Txn) acquireLock(ctx context.Context) error {
 	t.hasLock = true
 	t.touch()
 	return nil
+}
+
+// oldestRead is the sequence number of the transaction's oldest optimistic read. Caller holds
+// DB.mu.
+func (t *Txn) oldestRead() (uint64, bool) {
+	if !t.mu.TryLock() {
+		return 0, true // busy: keep everything
+	}
+	defer t.mu.Unlock()
+	if len(t.footprints) == 0 {
+		return 0, false
+	}
+	min := t.footprints[0].seq
+	for _, f := range t.footprints {
+		if f.seq < min {
+			min = f.seq
+		}
+	}
+	return min, true
 }
 
 // releaseLock ends the SQLite transaction (rolling back unless committed) and frees the lock.
@@ -223,6 +257,7 @@ func (t *Txn) finish() {
 	t.releaseLock()
 	t.releaseSnapshot()
 	t.pending = nil
+	t.footprints = nil
 	t.done.Store(true)
 }
 
@@ -267,10 +302,16 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 	if err := t.fixPendingTimestamps(ctx, ts); err != nil {
 		return fail(err)
 	}
+	ws := t.writes
+	if ws == nil {
+		ws = newWriteSet()
+	}
+	ws.addMutations(schema, muts)
 	db.snapMu.Lock()
 	_, err := db.writer.ExecContext(ctx, "COMMIT")
 	if err == nil {
-		db.setLastCommit(ts)
+		db.recordCommit(ts, ws)
+		db.e.stats.commits.Add(1)
 	}
 	db.snapMu.Unlock()
 	if err != nil {
