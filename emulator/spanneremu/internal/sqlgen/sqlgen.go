@@ -111,7 +111,7 @@ type compiler struct {
 	ctes    []map[string]*cte
 	// now is the statement's time, which CURRENT_TIMESTAMP() returns; nil in schema
 	// expressions (a DEFAULT is evaluated per row).
-	now *time.Time
+	now       *time.Time
 	returning []string // THEN RETURN expressions, in order
 }
 
