@@ -429,7 +429,8 @@ func tableNames(ts []*Table) []string {
 	return out
 }
 
-// viewUsesTable reports whether the view's query reads table (by a one-part table name).
+// viewUsesTable reports whether the view's query reads table (a table or view, by a one-part
+// name).
 func viewUsesTable(v *View, table string) bool {
 	found := false
 	ast.Inspect(v.Query, func(n ast.Node) bool {

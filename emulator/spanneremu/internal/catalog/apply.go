@@ -259,6 +259,11 @@ func (a *applier) dropView(d *ast.DropView) error {
 		}
 		return notFoundf("View not found: %s", name)
 	}
+	for _, other := range a.s.Views {
+		if other != v && viewUsesTable(other, v.Name) {
+			return preconditionf("Cannot drop view `%s` on which there are dependent views: %s.", v.Name, other.Name)
+		}
+	}
 	a.s.Views = deleteItem(a.s.Views, v)
 	a.s.reindex()
 	return nil

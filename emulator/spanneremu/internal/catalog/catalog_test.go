@@ -482,3 +482,26 @@ func TestDefaultsAreCoerced(t *testing.T) {
 		}
 	}
 }
+
+func TestSelfReferencingForeignKey(t *testing.T) {
+	d := newTestDB(t)
+	d.mustDDL(`CREATE TABLE Emp (Id INT64 NOT NULL, Code STRING(8), Boss STRING(8),
+		CONSTRAINT EmpBoss FOREIGN KEY (Boss) REFERENCES Emp (Code)) PRIMARY KEY (Id)`)
+	d.mustExec(`INSERT INTO "Emp" VALUES (1, 'a', NULL)`)
+	d.mustExec(`INSERT INTO "Emp" VALUES (2, 'b', 'a')`)
+	if err := d.exec(`INSERT INTO "Emp" VALUES (3, 'c', 'zz')`); !errContains(err, "FOREIGN KEY constraint failed") {
+		t.Errorf("dangling self reference: %v", err)
+	}
+	// A rebuild of the table keeps the foreign key working.
+	d.mustDDL(`ALTER TABLE Emp ADD COLUMN Name STRING(MAX)`)
+	if err := d.exec(`INSERT INTO "Emp" ("Id", "Code", "Boss") VALUES (3, 'c', 'zz')`); !errContains(err, "FOREIGN KEY constraint failed") {
+		t.Errorf("dangling self reference after ALTER: %v", err)
+	}
+	again, _, err := Apply(Empty(), d.schema.Statements, fakeCompiler{})
+	if err != nil {
+		t.Fatalf("re-applying %q: %v", d.schema.Statements, err)
+	}
+	if diff := cmp.Diff(d.schema.Statements, again.Statements); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}

@@ -4,6 +4,21 @@
 // The model is read by the SQL translator (name resolution, types, keys) and by the engine
 // (mutations, key order, constraint error messages). A Schema is immutable once built: DDL
 // produces a new Schema (see Apply), so readers can hold one without locks.
+//
+// SQLite conventions of the generated DDL, which the engine and translator rely on:
+//   - a table is a WITHOUT ROWID table named Table.SQLiteName, keyed by the Spanner primary key
+//     (a table with PRIMARY KEY () gets the hidden key column Table.SyntheticKey); columns are
+//     named Column.SQLiteName and declared without a type, so values keep their storage form;
+//   - NOT NULL is a SQLite NOT NULL; STRING(N)/BYTES(N) is CHECK constraint
+//     LengthConstraintPrefix+"T.C"; a CHECK is CheckConstraintPrefix+"T.Name";
+//   - interleaving and foreign keys are SQLite foreign keys (ON DELETE CASCADE when declared);
+//     referenced columns that are not the primary key get a managed unique index (Index.Managed);
+//   - DEFAULT and generated columns are SQLite DEFAULT and GENERATED ALWAYS AS, with the
+//     ExprCompiler's translation coerced to the column type;
+//   - secondary indexes are SQLite indexes (NULL_FILTERED as partial indexes; see
+//     createIndexSQL for UNIQUE indexes over nullable columns); STORING, INTERLEAVE IN, views,
+//     sequences and ROW DELETION POLICY exist only in the model;
+//   - the INFORMATION_SCHEMA tables are ordinary tables refilled by every Apply.
 package catalog
 
 import (
