@@ -1,6 +1,7 @@
 package sqlfuncs
 
 import (
+	"bytes"
 	"database/sql/driver"
 	"encoding/json"
 	"math/big"
@@ -29,11 +30,34 @@ func Aggregate(c Call) (Arg, error) {
 		return Arg{}, errorf("Aggregate function not found: %s", c.Name)
 	}
 	c.Name = name
+	if c.Having != nil {
+		if c.Distinct {
+			return Arg{}, unimplemented("DISTINCT with HAVING %s is not supported by the emulator", havingDir(c.Having))
+		}
+		key, err := OrderKey(c.Having.Expr)
+		if err != nil {
+			return Arg{}, errorf("HAVING %s does not support expressions of type %s", havingDir(c.Having), c.Having.Expr.Type)
+		}
+		// From here on Having.Expr.SQL is the ordering key that aggSQL hands to spf_having.
+		c.Having = &Having{Max: c.Having.Max, Expr: Arg{SQL: key, Type: c.Having.Expr.Type}}
+	}
 	return h(c)
 }
 
-// aggSQL renders fn([DISTINCT] args...).
+func havingDir(h *Having) string {
+	if h.Max {
+		return "MAX"
+	}
+	return "MIN"
+}
+
+// aggSQL renders fn([DISTINCT] args...). Under HAVING MAX/MIN it renders
+// spf_having(dir, key, 'fn', args...), which keeps the rows with the extreme key and runs the
+// Go version of fn over them.
 func aggSQL(fn string, c Call, args ...string) string {
+	if c.Having != nil {
+		return sqlCall("spf_having", append([]string{sqlString(havingDir(c.Having)), c.Having.Expr.SQL, sqlString(fn)}, args...)...)
+	}
 	if c.Distinct {
 		return fn + "(DISTINCT " + strings.Join(args, ", ") + ")"
 	}
@@ -62,6 +86,9 @@ func checkDistinct(c Call, t spantype.Type) error {
 func init() {
 	aggregates["COUNT"] = func(c Call) (Arg, error) {
 		if len(c.Args) == 0 {
+			if c.Having != nil {
+				return Arg{SQL: aggSQL("COUNT", c), Type: tI}, nil
+			}
 			return Arg{SQL: "COUNT(*)", Type: tI}, nil
 		}
 		x, err := oneArg(c)
@@ -92,7 +119,7 @@ func init() {
 		if c.Distinct {
 			return Arg{SQL: "COUNT(DISTINCT CASE WHEN " + x.SQL + " THEN 1 END)", Type: tI}, nil
 		}
-		return Arg{SQL: "COUNT(CASE WHEN " + x.SQL + " THEN 1 END)", Type: tI}, nil
+		return Arg{SQL: aggSQL("COUNT", c, "CASE WHEN "+x.SQL+" THEN 1 END"), Type: tI}, nil
 	}
 	for _, name := range []string{"SUM", "AVG"} {
 		name := name
@@ -161,7 +188,7 @@ func init() {
 		if err != nil {
 			return Arg{}, err
 		}
-		return Arg{SQL: sqlCall("spf_any_value", x.SQL), Type: x.Type}, nil
+		return Arg{SQL: aggSQL("spf_any_value", c, x.SQL), Type: x.Type}, nil
 	}
 	for _, name := range []string{"BIT_AND", "BIT_OR", "BIT_XOR"} {
 		fn := "spf_" + strings.ToLower(name)
@@ -252,6 +279,8 @@ func init() {
 	}
 	defAgg("spf_array_agg", 1, func() aggState { return &arrayAgg{} })
 	defAgg("spf_string_agg", -1, func() aggState { return &stringAgg{} })
+
+	defAgg("spf_having", -1, func() aggState { return &havingAgg{} })
 
 	defLax("spf_json_elem", 2, func(a []driver.Value) (driver.Value, error) { return jsonElemText(a, "null") })
 	defLax("spf_json_elem_or_null", 2, func(a []driver.Value) (driver.Value, error) { return jsonElemText(a, nil) })
@@ -503,4 +532,136 @@ func (s *stringAgg) result() (driver.Value, error) {
 		return []byte(s.b.String()), nil
 	}
 	return s.b.String(), nil
+}
+
+// goAggregate returns a fresh Go state for the aggregate SQL function fn, including Go
+// equivalents of the SQLite builtins COUNT, MIN and MAX.
+func goAggregate(fn string) (aggState, error) {
+	switch fn {
+	case "COUNT":
+		return &countAgg{}, nil
+	case "MIN":
+		return &plainExtreme{want: -1}, nil
+	case "MAX":
+		return &plainExtreme{want: 1}, nil
+	}
+	for _, a := range aggregateFns {
+		if a.name == fn {
+			return a.make(), nil
+		}
+	}
+	return nil, internalErr("no Go implementation of aggregate %s", fn)
+}
+
+// havingAgg implements HAVING MAX/MIN: spf_having(dir, key, fn, args...). It keeps the
+// arguments of the rows whose key is the extreme so far (NULL keys never qualify) and
+// aggregates them with fn at the end.
+type havingAgg struct {
+	fn   string
+	max  bool
+	best driver.Value
+	rows [][]driver.Value
+}
+
+func (h *havingAgg) step(a []driver.Value) error {
+	h.fn, h.max = asString(a[2]), asString(a[0]) == "MAX"
+	key := a[1]
+	if key == nil {
+		return nil
+	}
+	c := 0
+	if h.best != nil {
+		c = sqliteCompare(key, h.best)
+		if !h.max {
+			c = -c
+		}
+	}
+	if h.best == nil || c > 0 {
+		h.best, h.rows = key, nil
+	} else if c < 0 {
+		return nil
+	}
+	h.rows = append(h.rows, append([]driver.Value(nil), a[3:]...))
+	return nil
+}
+
+func (h *havingAgg) result() (driver.Value, error) {
+	if h.fn == "" {
+		// No rows reached step, so the inner function is unknown; every aggregate except
+		// COUNT is NULL over no rows (COUNT(...) HAVING ... over an empty group is a known gap).
+		return nil, nil
+	}
+	inner, err := goAggregate(h.fn)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range h.rows {
+		if err := inner.step(r); err != nil {
+			return nil, err
+		}
+	}
+	return inner.result()
+}
+
+// countAgg is COUNT(x) (non-NULL x) or, with no arguments, COUNT(*).
+type countAgg struct{ n int64 }
+
+func (s *countAgg) step(a []driver.Value) error {
+	if len(a) == 0 || a[0] != nil {
+		s.n++
+	}
+	return nil
+}
+
+func (s *countAgg) result() (driver.Value, error) { return s.n, nil }
+
+// plainExtreme is SQLite's MIN/MAX over values of one storage class.
+type plainExtreme struct {
+	want int
+	best driver.Value
+}
+
+func (s *plainExtreme) step(a []driver.Value) error {
+	if a[0] != nil && (s.best == nil || sqliteCompare(a[0], s.best) == s.want) {
+		s.best = a[0]
+	}
+	return nil
+}
+
+func (s *plainExtreme) result() (driver.Value, error) { return s.best, nil }
+
+// sqliteCompare orders values as SQLite does: NULL, then numbers (numerically), then TEXT,
+// then BLOB (bytewise).
+func sqliteCompare(a, b driver.Value) int {
+	class := func(v driver.Value) int {
+		switch v.(type) {
+		case nil:
+			return 0
+		case int64, float64:
+			return 1
+		case string:
+			return 2
+		}
+		return 3
+	}
+	ca, cb := class(a), class(b)
+	if ca != cb {
+		return cmp3(ca < cb, ca > cb)
+	}
+	switch ca {
+	case 1:
+		if x, ok := a.(int64); ok {
+			if y, ok := b.(int64); ok {
+				return cmp3(x < y, x > y)
+			}
+		}
+		x, _ := asFloat(a)
+		y, _ := asFloat(b)
+		return cmp3(x < y, x > y)
+	case 2:
+		return strings.Compare(a.(string), b.(string))
+	case 3:
+		return bytes.Compare(asBytes(a), asBytes(b))
+	}
+	return 0
 }

@@ -115,3 +115,40 @@ func TestAggregateErrors(t *testing.T) {
 		t.Error("IsAggregate is wrong")
 	}
 }
+
+func TestAggregateHaving(t *testing.T) {
+	// Rows (x, y): the HAVING MAX y rows are x=b and x=c (y=3), HAVING MIN is x=a (y=1).
+	const from = `(SELECT 'a' AS x, 1 AS y UNION ALL SELECT 'b', 3 UNION ALL SELECT 'c', 3 UNION ALL SELECT 'd', NULL)`
+	y := col(tI)
+	y.SQL = "y"
+	for _, c := range []struct {
+		name string
+		call Call
+		want any
+	}{
+		{"array_agg having max", Call{Name: "ARRAY_AGG", Args: []Arg{col(tS)}, Having: &Having{Max: true, Expr: y}}, `["b","c"]`},
+		{"string_agg having min", Call{Name: "STRING_AGG", Args: []Arg{col(tS)}, Having: &Having{Expr: y}}, "a"},
+		{"count having max", Call{Name: "COUNT", Args: []Arg{col(tS)}, Having: &Having{Max: true, Expr: y}}, int64(2)},
+		{"count star having max", Call{Name: "COUNT", Having: &Having{Max: true, Expr: y}}, int64(2)},
+		{"max having min", Call{Name: "MAX", Args: []Arg{col(tS)}, Having: &Having{Expr: y}}, "a"},
+		{"min having max", Call{Name: "MIN", Args: []Arg{col(tS)}, Having: &Having{Max: true, Expr: y}}, "b"},
+		{"sum having max", Call{Name: "SUM", Args: []Arg{y}, Having: &Having{Max: true, Expr: y}}, int64(6)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			x, err := Aggregate(c.call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got any
+			if err := db(t).QueryRow("SELECT " + x.SQL + " FROM " + from).Scan(&got); err != nil {
+				t.Fatalf("SQL %s: %v", x.SQL, err)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("SQL %s (-want +got):\n%s", x.SQL, diff)
+			}
+		})
+	}
+	if _, err := Aggregate(Call{Name: "SUM", Distinct: true, Args: []Arg{y}, Having: &Having{Expr: y}}); err == nil {
+		t.Error("DISTINCT with HAVING: want an error")
+	}
+}

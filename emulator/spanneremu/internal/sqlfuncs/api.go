@@ -40,6 +40,16 @@ type Call struct {
 	IgnoreNulls bool
 	// NamedArgs holds named arguments (e.g. JSON functions' stringify_wide_numbers).
 	NamedArgs map[string]Arg
+	// Having is an aggregate's HAVING MAX/HAVING MIN modifier (ARRAY_AGG(x HAVING MAX y));
+	// nil when absent.
+	Having *Having
+}
+
+// Having is the HAVING MAX expr / HAVING MIN expr modifier of an aggregate call: only the rows
+// whose expr equals the group's maximum (minimum) are aggregated.
+type Having struct {
+	Max  bool // HAVING MAX; false means HAVING MIN
+	Expr Arg
 }
 
 // Error is a translation-time error.
