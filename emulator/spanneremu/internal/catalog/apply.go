@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,6 +120,9 @@ func (a *applier) apply(text string) error {
 	case *ast.DropSequence:
 		return a.dropSequence(d)
 	case *ast.CreateChangeStream:
+		if err := a.checkNameFree(d.Name.Name); err != nil {
+			return err
+		}
 		return a.createOther("CHANGE STREAM", d.Name.Name, text)
 	case *ast.AlterChangeStream:
 		return a.alterOther("CHANGE STREAM", d.Name.Name)
@@ -135,13 +139,24 @@ func (a *applier) apply(text string) error {
 		// Accepted for compatibility; they change nothing the emulator models.
 		return nil
 	case *ast.AlterDatabase:
-		// Database options (version_retention_period, default_leader, ...) have no effect
-		// here; the latest statement is kept for GetDatabaseDdl.
-		a.s.removeOther("DATABASE", "")
-		a.s.others = append(a.s.others, other{group: "DATABASE", text: text})
+		a.alterDatabase(d)
 		return nil
 	}
 	return unimplementedf("Unsupported DDL statement in the emulator: %s", firstWords(text))
+}
+
+// alterDatabase records database options (version_retention_period, default_leader, ...),
+// which have no effect here, one statement per option as GetDatabaseDdl prints them; a NULL
+// value removes the option.
+func (a *applier) alterDatabase(d *ast.AlterDatabase) {
+	for _, r := range d.Options.Records {
+		a.s.removeOther("DATABASE", r.Name.Name)
+		if _, null := r.Value.(*ast.NullLiteral); null {
+			continue
+		}
+		text := fmt.Sprintf("ALTER DATABASE %s SET OPTIONS (%s = %s)", ident(d.Name.Name), r.Name.Name, a.text(r.Value))
+		a.s.others = append(a.s.others, other{group: "DATABASE", name: strings.ToUpper(r.Name.Name), text: text})
+	}
 }
 
 // firstWords returns the statement's leading keywords, for error messages.
@@ -180,10 +195,8 @@ func (a *applier) nameTaken(name string) bool {
 	if _, ok := a.s.View(name); ok {
 		return true
 	}
-	for _, seq := range a.s.Sequences {
-		if strings.EqualFold(seq.Name, name) {
-			return true
-		}
+	if a.seqIndex(name) >= 0 || a.s.hasOther("CHANGE STREAM", name) {
+		return true
 	}
 	for _, t := range a.s.Tables {
 		for _, c := range t.Checks {

@@ -109,3 +109,41 @@ func TestStatementsRoundTrip(t *testing.T) {
 		t.Errorf("Views after a round trip (-want +got):\n%s", diff)
 	}
 }
+
+func TestUnmodelledStatements(t *testing.T) {
+	s, _, err := Apply(Empty(), []string{
+		`ALTER DATABASE db SET OPTIONS (version_retention_period = '2d', optimizer_version = 5)`,
+		`ALTER DATABASE db SET OPTIONS (version_retention_period = '3d')`,
+		`ALTER DATABASE db SET OPTIONS (optimizer_version = NULL)`,
+		`CREATE TABLE T (A INT64) PRIMARY KEY (A)`,
+		`CREATE CHANGE STREAM Everything FOR ALL`,
+		`CREATE ROLE Reader`,
+		`GRANT SELECT ON TABLE T TO ROLE Reader`,
+		`CREATE VIEW V SQL SECURITY INVOKER AS SELECT A FROM T`,
+		`ANALYZE`,
+	}, fakeCompiler{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`ALTER DATABASE db SET OPTIONS (version_retention_period = '3d')`,
+		"CREATE TABLE T (\n  A INT64,\n) PRIMARY KEY(A)",
+		`CREATE CHANGE STREAM Everything FOR ALL`,
+		`CREATE VIEW V SQL SECURITY INVOKER AS SELECT A FROM T`,
+		`CREATE ROLE Reader`,
+		`GRANT SELECT ON TABLE T TO ROLE Reader`,
+	}
+	if diff := cmp.Diff(want, s.Statements); diff != "" {
+		t.Errorf("Statements (-want +got):\n%s", diff)
+	}
+	if _, _, err := Apply(s, []string{`CREATE TABLE Everything (A INT64) PRIMARY KEY (A)`}, fakeCompiler{}); err == nil {
+		t.Errorf("a table named like a change stream was created")
+	}
+	s, _, err = Apply(s, []string{`DROP CHANGE STREAM Everything`, `DROP ROLE Reader`}, fakeCompiler{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Statements) != 4 {
+		t.Errorf("Statements after DROPs = %q", s.Statements)
+	}
+}
