@@ -180,6 +180,18 @@ func (c *compiler) compileInsert(x *ast.Insert) (string, error) {
 	for i, col := range cols {
 		names[i] = catalog.Quote(col.SQLiteName)
 	}
+	// INSERT OR UPDATE of an existing row may omit NOT NULL columns, but SQLite checks NOT NULL
+	// before it notices the conflict. Each omitted NOT NULL column is therefore given the
+	// row's current value (NULL when the row does not exist, which then fails as it should).
+	var carried []*catalog.Column
+	if x.InsertOrType == ast.InsertOrTypeUpdate {
+		for _, col := range t.Columns {
+			if col.NotNull && !seen[strings.ToUpper(col.Name)] && col.Generated == nil && col.Default == nil && !isKey(t, col) {
+				carried = append(carried, col)
+				names = append(names, catalog.Quote(col.SQLiteName))
+			}
+		}
+	}
 	var body string
 	switch in := x.Input.(type) {
 	case *ast.ValuesInput:
@@ -204,6 +216,17 @@ func (c *compiler) compileInsert(x *ast.Insert) (string, error) {
 				}
 				vals[i] = v.SQL
 			}
+			for _, col := range carried {
+				var conds []string
+				for _, k := range keyCols {
+					for i, lc := range cols {
+						if lc == k {
+							conds = append(conds, catalog.Quote(k.SQLiteName)+" = "+vals[i])
+						}
+					}
+				}
+				vals = append(vals, fmt.Sprintf("(SELECT %s FROM %s WHERE %s)", catalog.Quote(col.SQLiteName), catalog.Quote(t.SQLiteName), strings.Join(conds, " AND ")))
+			}
 			rows = append(rows, "("+strings.Join(vals, ", ")+")")
 		}
 		body = "VALUES " + strings.Join(rows, ", ")
@@ -214,6 +237,9 @@ func (c *compiler) compileInsert(x *ast.Insert) (string, error) {
 		}
 		if len(r.cols) != len(cols) {
 			return "", invalidf("Inserted row has wrong column count; Has %d, expected %d", len(r.cols), len(cols))
+		}
+		if len(carried) > 0 {
+			return "", unimplementedf("INSERT OR UPDATE ... SELECT must list every NOT NULL column in the emulator")
 		}
 		sel := make([]string, len(cols))
 		for i := range cols {

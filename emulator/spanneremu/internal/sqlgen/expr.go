@@ -217,7 +217,11 @@ func (c *compiler) compileExpr(e ast.Expr, sc *scope) (Arg, error) {
 			// SELECT a, b in a scalar subquery is an implicit struct.
 			return Arg{}, invalidf("Scalar subquery cannot have more than one column unless using SELECT AS STRUCT to build STRUCT values")
 		}
-		return Arg{SQL: "(" + r.sql + ")", Type: r.cols[0].Type}, nil
+		// GoogleSQL fails when a scalar subquery returns more than one row; SQLite would take
+		// the first.
+		col := r.sqlNames[0]
+		return Arg{SQL: fmt.Sprintf("(SELECT CASE WHEN count(*) > 1 THEN spq_raise('OUT_OF_RANGE', 'A scalar subquery returned more than one row.') ELSE min(%s) END FROM (SELECT %s FROM (%s) LIMIT 2))",
+			col, col, r.sql), Type: r.cols[0].Type}, nil
 	case *ast.ExistsSubQuery:
 		r, err := c.compileQueryExpr(x.Query, sc)
 		if err != nil {

@@ -22,6 +22,7 @@ func Register() {
 		sqlite.MustRegisterDeterministicScalarFunction("spq_make", -1, spqMake)
 		sqlite.MustRegisterDeterministicScalarFunction("spq_elem", 2, spqElem)
 		sqlite.MustRegisterDeterministicScalarFunction("spq_json_elem", 2, spqJSONElem)
+		sqlite.MustRegisterDeterministicScalarFunction("spq_raise", 2, spqRaise)
 	})
 }
 
@@ -99,4 +100,9 @@ func spqJSONElem(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, 
 		return nil, fmt.Errorf("%sINTERNAL: %v", sqlfuncs.RuntimeErrorPrefix, err)
 	}
 	return string(b), nil
+}
+
+// spqRaise(code, message) fails the statement with a Spanner error.
+func spqRaise(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	return nil, fmt.Errorf("%s%v: %v", sqlfuncs.RuntimeErrorPrefix, args[0], args[1])
 }
