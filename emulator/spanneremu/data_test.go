@@ -286,3 +286,119 @@ func querySingers(t *testing.T, q querier) []string {
 	}
 	return out
 }
+
+// TestConcurrentIncrements runs conflicting read-modify-write transactions on the client's
+// multiplexed session: the ones that lose the lock are aborted and retried, and no increment
+// is lost.
+func TestConcurrentIncrements(t *testing.T) {
+	ctx := testContext(t)
+	client := newDataClient(t, createDatabase(t, "CREATE TABLE Counters (Id INT64 NOT NULL, N INT64 NOT NULL) PRIMARY KEY (Id)"))
+	if _, err := client.Apply(ctx, []*spanner.Mutation{spanner.Insert("Counters", []string{"Id", "N"}, []any{int64(1), int64(0)})}); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	const workers, perWorker = 4, 5
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			for range perWorker {
+				_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+					row, err := tx.ReadRow(ctx, "Counters", spanner.Key{int64(1)}, []string{"N"})
+					if err != nil {
+						return err
+					}
+					var n int64
+					if err := row.Columns(&n); err != nil {
+						return err
+					}
+					_, err = tx.Update(ctx, spanner.Statement{
+						SQL:    "UPDATE Counters SET N = @n WHERE Id = 1",
+						Params: map[string]any{"n": n + 1},
+					})
+					return err
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatalf("increment: %v", err)
+		}
+	}
+	row, err := client.Single().ReadRow(ctx, "Counters", spanner.Key{int64(1)}, []string{"N"})
+	if err != nil {
+		t.Fatalf("ReadRow: %v", err)
+	}
+	var n int64
+	if err := row.Columns(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != workers*perWorker {
+		t.Errorf("counter = %d, want %d", n, workers*perWorker)
+	}
+}
+
+// TestFailedFirstStatement checks that a transaction whose inline-begun first statement fails
+// reports the statement's error and leaves nothing locked.
+func TestFailedFirstStatement(t *testing.T) {
+	ctx := testContext(t)
+	client := newDataClient(t, createDatabase(t, singersDDL))
+	_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		_, err := tx.Update(ctx, spanner.NewStatement("UPDATE Singers SET Name = 'x' WHERE Nope = 1"))
+		return err
+	})
+	if code := spanner.ErrCode(err); code != codes.InvalidArgument && code != codes.NotFound {
+		t.Errorf("bad first statement code = %v, want INVALID_ARGUMENT or NOT_FOUND (err %v)", code, err)
+	}
+	_, err = client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		counts, err := tx.BatchUpdate(ctx, []spanner.Statement{
+			spanner.NewStatement("INSERT INTO Singers (SingerId) VALUES (1)"),
+			spanner.NewStatement("INSERT INTO Singers (SingerId) VALUES (1)"),
+		})
+		if len(counts) != 1 {
+			t.Errorf("BatchUpdate counts = %v, want one count before the failure", counts)
+		}
+		return err
+	})
+	if got, want := spanner.ErrCode(err), codes.AlreadyExists; got != want {
+		t.Errorf("BatchUpdate duplicate code = %v, want %v (err %v)", got, want, err)
+	}
+	// The database is not left locked: a new write commits at once.
+	if _, err := client.Apply(ctx, []*spanner.Mutation{spanner.Insert("Singers", []string{"SingerId"}, []any{int64(7)})}); err != nil {
+		t.Errorf("Apply after failed transactions: %v", err)
+	}
+}
+
+// TestStreamedResults reads more values than fit in one PartialResultSet, and no rows at all.
+func TestStreamedResults(t *testing.T) {
+	ctx := testContext(t)
+	client := newDataClient(t, createDatabase(t, singersDDL))
+	const rows = 1200
+	var muts []*spanner.Mutation
+	for i := range rows {
+		muts = append(muts, spanner.Insert("Singers", []string{"SingerId", "Name"}, []any{int64(i), strings.Repeat("n", i%50)}))
+	}
+	if _, err := client.Apply(ctx, muts); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if got := len(querySingers(t, client.Single())); got != rows {
+		t.Errorf("query returned %d rows, want %d", got, rows)
+	}
+	n := 0
+	err := client.Single().Read(ctx, "Singers", spanner.AllKeys(), []string{"SingerId", "Name"}).Do(func(*spanner.Row) error {
+		n++
+		return nil
+	})
+	if err != nil || n != rows {
+		t.Errorf("read returned %d rows, %v; want %d", n, err, rows)
+	}
+	it := client.Single().Query(ctx, spanner.NewStatement("SELECT SingerId FROM Singers WHERE SingerId < 0"))
+	if _, err := it.Next(); err != iterator.Done {
+		t.Errorf("empty query Next = %v, want iterator.Done", err)
+	}
+	it.Stop()
+}
