@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"database/sql/driver"
 	"encoding/json"
+	"math"
 	"math/big"
 	"strings"
 
@@ -183,6 +184,22 @@ func init() {
 			return Arg{SQL: aggSQL(sqlName, c, x.SQL), Type: tB}, nil
 		}
 	}
+	for _, name := range []string{"STDDEV", "STDDEV_SAMP", "VARIANCE", "VAR_SAMP"} {
+		fn := "spf_var_samp"
+		if strings.HasPrefix(name, "STDDEV") {
+			fn = "spf_stddev_samp"
+		}
+		aggregates[name] = func(c Call) (Arg, error) {
+			x, err := oneArg(c)
+			if err != nil {
+				return Arg{}, err
+			}
+			if !isNumOrNull(x.Type) {
+				return Arg{}, aggNoSignature(c)
+			}
+			return Arg{SQL: aggSQL(fn, c, x.SQL), Type: tF}, nil
+		}
+	}
 	aggregates["ANY_VALUE"] = func(c Call) (Arg, error) {
 		x, err := oneArg(c)
 		if err != nil {
@@ -280,6 +297,8 @@ func init() {
 	defAgg("spf_array_agg", 1, func() aggState { return &arrayAgg{} })
 	defAgg("spf_string_agg", -1, func() aggState { return &stringAgg{} })
 
+	defAgg("spf_var_samp", 1, func() aggState { return &variance{} })
+	defAgg("spf_stddev_samp", 1, func() aggState { return &variance{sqrt: true} })
 	defAgg("spf_having", -1, func() aggState { return &havingAgg{} })
 
 	defLax("spf_json_elem", 2, func(a []driver.Value) (driver.Value, error) { return jsonElemText(a, "null") })
@@ -664,4 +683,44 @@ func sqliteCompare(a, b driver.Value) int {
 		return bytes.Compare(asBytes(a), asBytes(b))
 	}
 	return 0
+}
+
+// variance is the sample variance (or standard deviation) by Welford's method, which stays
+// accurate when the values are large and close together.
+type variance struct {
+	n        int64
+	mean, m2 float64
+	sqrt     bool
+}
+
+func (s *variance) step(a []driver.Value) error {
+	if a[0] == nil {
+		return nil
+	}
+	x, err := asFloat(a[0])
+	if err != nil {
+		if r, nerr := asNumeric(a[0]); nerr == nil {
+			x, _ = r.Float64()
+			err = nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	s.n++
+	d := x - s.mean
+	s.mean += d / float64(s.n)
+	s.m2 += d * (x - s.mean)
+	return nil
+}
+
+func (s *variance) result() (driver.Value, error) {
+	if s.n < 2 {
+		return nil, nil
+	}
+	v := s.m2 / float64(s.n-1)
+	if s.sqrt {
+		v = math.Sqrt(v)
+	}
+	return storeFloat(v), nil
 }

@@ -152,3 +152,20 @@ func TestAggregateHaving(t *testing.T) {
 		t.Error("DISTINCT with HAVING: want an error")
 	}
 }
+
+func TestVarianceAggregates(t *testing.T) {
+	rows := []any{int64(2), int64(4), int64(4), int64(4), int64(5), int64(5), int64(7), int64(9), nil}
+	for name, want := range map[string]any{"VARIANCE": 32.0 / 7, "STDDEV": math.Sqrt(32.0 / 7)} {
+		got, x, err := evalAgg(t, Call{Name: name, Args: []Arg{col(tI)}}, rows)
+		if err != nil {
+			t.Fatalf("%s: %v", x.SQL, err)
+		}
+		if f, ok := got.(float64); !ok || math.Abs(f-want.(float64)) > 1e-12 {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	got, _, err := evalAgg(t, Call{Name: "STDDEV_SAMP", Args: []Arg{col(tF)}}, []any{1.0})
+	if err != nil || got != nil {
+		t.Errorf("STDDEV_SAMP of one row = %v, %v; want NULL", got, err)
+	}
+}

@@ -30,24 +30,32 @@ package sqlfuncs
 // INT64, FLOAT64, STRING (of JSON); ARRAY_LENGTH, ARRAY_CONCAT, ARRAY_TO_STRING,
 // ARRAY_REVERSE, ARRAY_INCLUDES, ARRAY_MIN, ARRAY_MAX, ARRAY_IS_DISTINCT, ARRAY_FIRST,
 // ARRAY_LAST, ARRAY_SLICE, GENERATE_ARRAY, GENERATE_DATE_ARRAY, plus ArrayElement and
-// StructField for subscripts and field access; GENERATE_UUID, FARM_FINGERPRINT, SHA1, SHA256,
-// SHA512, BIT_COUNT. Any function may be called as SAFE.F(...).
+// StructField for subscripts and field access; LAX_BOOL, LAX_INT64, LAX_FLOAT64, LAX_STRING,
+// STRING(timestamp[, zone]); GENERATE_UUID, FARM_FINGERPRINT, SHA1, SHA256, SHA512, BIT_COUNT,
+// BIT_REVERSE, ERROR. Any function may be called as SAFE.F(...).
 //
 // Aggregates: COUNT(*), COUNT, COUNTIF, SUM, AVG, MIN, MAX, ARRAY_AGG (RESPECT/IGNORE NULLS),
-// STRING_AGG, LOGICAL_AND, LOGICAL_OR, ANY_VALUE, BIT_AND, BIT_OR, BIT_XOR,
-// APPROX_COUNT_DISTINCT (exact), each with DISTINCT.
+// STRING_AGG, LOGICAL_AND, LOGICAL_OR, ANY_VALUE, BIT_AND, BIT_OR, BIT_XOR, STDDEV,
+// STDDEV_SAMP, VARIANCE, VAR_SAMP, APPROX_COUNT_DISTINCT (exact), each with DISTINCT or with
+// HAVING MAX/HAVING MIN (Call.Having).
+//
+// Errors raised while a statement runs (overflow, bad casts, division by zero, ERROR()) carry
+// OUT_OF_RANGE, as Spanner reports them; ParseRuntimeError extracts code and message from a
+// SQLite error.
 //
 // Known gaps:
-//   - CURRENT_TIMESTAMP() is evaluated per call, not once per statement (SQLite gives a Go
-//     function no statement context); the translator can substitute a literal if it needs
-//     statement-constant time.
+//   - CURRENT_TIMESTAMP() rendered here is evaluated per call (SQLite gives a Go function no
+//     statement context); the translator substitutes a statement-constant literal instead.
+//   - BIT_REVERSE(x, TRUE) of a negative x keeps the sign bit and reverses the 63 others
+//     (two's complement); not checked against Spanner.
+//   - COUNT(...) HAVING MAX/MIN over an empty group is NULL instead of 0.
 //   - The default time zone is fixed to America/Los_Angeles (no ALTER DATABASE default_time_zone).
 //   - UPPER/LOWER use Go's simple case mapping (ß stays ß).
 //   - FORMAT supports the common verbs and flags; %'d grouping is ignored.
 //   - PARSE_TIMESTAMP/PARSE_DATE support the common elements (%Y %m %d %H %M %S %E*S %Ez %z %F
 //     %T %y %j %b %B %a %A %p %I %e %s %Z), not all of them.
 //   - NUMERIC overloads of SQRT, POW, EXP, LN, LOG coerce to FLOAT64 instead.
-//   - STRING_AGG(DISTINCT x, delimiter), ARRAY_AGG/STRING_AGG with ORDER BY or LIMIT, and
-//     window functions are not supported.
+//   - STRING_AGG(DISTINCT x, delimiter), ARRAY_AGG/STRING_AGG with ORDER BY or LIMIT,
+//     DISTINCT together with HAVING, and window functions are not supported.
 //   - STRUCT equality compares storage forms, so 1 and 1.0 in a FLOAT64 field may differ.
 //   - JSON number precision options (wide_number_mode, stringify_wide_numbers) are ignored.

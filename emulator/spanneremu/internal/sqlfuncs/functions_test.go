@@ -292,6 +292,8 @@ func repeatString(s string, n int) string {
 func TestMiscFunctions(t *testing.T) {
 	runEvalCases(t, []evalCase{
 		{name: "sha256", expr: fn("TO_HEX", fnArgNoT("SHA256", lit("abc"))), want: "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+		{name: "bit_reverse", expr: fn("BIT_REVERSE", intLit(1), p(1, tB)), params: []any{int64(0)}, want: int64(math.MinInt64)},
+		{name: "bit_reverse preserve sign", expr: fn("BIT_REVERSE", intLit(1), p(1, tB)), params: []any{int64(1)}, want: int64(1 << 62)},
 		{name: "bit_count", expr: fn("BIT_COUNT", intLit(-1)), want: int64(64)},
 		{name: "uuid length", expr: fn("LENGTH", fnArgNoT("GENERATE_UUID")), want: int64(36)},
 		{name: "error", expr: fn("ERROR", lit("boom")), wantCode: "OUT_OF_RANGE"},

@@ -290,7 +290,21 @@ func init() {
 	for name, t := range converters {
 		name, t := name, t
 		goName := "spf_json_to_" + strings.ToLower(name)
-		defFunc(name, sig(t, goCall(goName), tJ))
+		ovs := []overload{sig(t, goCall(goName), tJ)}
+		if name == "STRING" {
+			// STRING(timestamp[, zone]) renders a TIMESTAMP like CAST AS STRING, in a zone.
+			ovs = append(ovs, sig(tS, goCall("spf_timestamp_to_string"), tT, tS).opt(1))
+		}
+		defFunc(name, ovs...)
+		laxName := "spf_json_lax_" + strings.ToLower(name)
+		defFunc("LAX_"+name, sig(t, goCall(laxName), tJ))
+		defStrict(laxName, 1, func(a []driver.Value) (driver.Value, error) {
+			doc, err := docArg(a[0])
+			if err != nil {
+				return nil, err
+			}
+			return jsonLax(name, doc), nil
+		})
 		defStrict(goName, 1, func(a []driver.Value) (driver.Value, error) {
 			doc, err := docArg(a[0])
 			if err != nil {
@@ -399,6 +413,72 @@ func init() {
 		}
 		return jsonText(out), nil
 	})
+}
+
+// jsonLax converts a JSON value as the LAX_ functions do: across JSON types where a sensible
+// conversion exists, NULL otherwise.
+func jsonLax(name string, doc any) driver.Value {
+	switch name {
+	case "BOOL":
+		switch x := doc.(type) {
+		case bool:
+			return boolValue(x)
+		case string:
+			switch strings.ToLower(x) {
+			case "true":
+				return int64(1)
+			case "false":
+				return int64(0)
+			}
+		case json.Number:
+			if f, err := x.Float64(); err == nil {
+				return boolValue(f != 0)
+			}
+		}
+	case "INT64":
+		var f float64
+		switch x := doc.(type) {
+		case bool:
+			return boolValue(x)
+		case json.Number:
+			if i, err := x.Int64(); err == nil {
+				return i
+			}
+			f, _ = x.Float64()
+		case string:
+			p, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+			if err != nil {
+				return nil
+			}
+			f = p
+		default:
+			return nil
+		}
+		if n, err := floatToInt(f); err == nil {
+			return n
+		}
+	case "FLOAT64":
+		switch x := doc.(type) {
+		case json.Number:
+			if f, err := x.Float64(); err == nil {
+				return storeFloat(f)
+			}
+		case string:
+			if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
+				return storeFloat(f)
+			}
+		}
+	case "STRING":
+		switch x := doc.(type) {
+		case string:
+			return x
+		case json.Number:
+			return string(x)
+		case bool:
+			return strconv.FormatBool(x)
+		}
+	}
+	return nil
 }
 
 func toBool(v driver.Value) bool {

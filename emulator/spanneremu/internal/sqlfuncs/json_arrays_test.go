@@ -39,6 +39,11 @@ func TestJSONFunctions(t *testing.T) {
 		{name: "to_json_string bytes", expr: fn("TO_JSON_STRING", p(1, tY)), params: []any{[]byte("hi")}, want: `"aGk="`},
 		{name: "to_json_string null", expr: fn("TO_JSON_STRING", null()), want: "null"},
 		{name: "to_json timestamp", expr: fn("TO_JSON", p(1, tT)), params: []any{"2020-01-01T00:00:00.500000000Z"}, want: `"2020-01-01T00:00:00.5Z"`, wantType: tJ},
+		{name: "lax_int64 of string", expr: fn("LAX_INT64", j), params: []any{`"2.5"`}, want: int64(3)},
+		{name: "lax_bool of number", expr: fn("LAX_BOOL", j), params: []any{`0`}, want: int64(0)},
+		{name: "lax_string of number", expr: fn("LAX_STRING", j), params: []any{`1.5`}, want: "1.5"},
+		{name: "lax_float64 of object", expr: fn("LAX_FLOAT64", j), params: []any{`{}`}, want: nil},
+		{name: "string of timestamp", expr: fn("STRING", p(1, tT), lit("UTC")), params: []any{"2020-01-02T03:04:05.000000000Z"}, want: "2020-01-02 03:04:05+00"},
 		{name: "json_object", expr: fn("JSON_OBJECT", lit("k"), intLit(1), lit("s"), lit("v")), want: `{"k":1,"s":"v"}`},
 		{name: "json_array", expr: fn("JSON_ARRAY", intLit(1), lit("a"), null()), want: `[1,"a",null]`},
 	})

@@ -62,6 +62,19 @@ func init() {
 		defStrict(goName, 1, func(a []driver.Value) (driver.Value, error) { return h(asBytes(a[0])), nil })
 	}
 
+	defFunc("BIT_REVERSE", sig(tI, goCall("spf_bit_reverse"), tI, tB))
+	defStrict("spf_bit_reverse", 2, func(a []driver.Value) (driver.Value, error) {
+		n, err := asInt(a[0])
+		if err != nil {
+			return nil, err
+		}
+		if !toBool(a[1]) {
+			return int64(bits.Reverse64(uint64(n))), nil
+		}
+		// preserve_sign: reverse the 63 value bits and keep the sign bit where it was.
+		sign := uint64(n) & (1 << 63)
+		return int64(sign | bits.Reverse64(uint64(n)<<1)), nil
+	})
 	defFunc("BIT_COUNT",
 		sig(tI, goCall("spf_bit_count"), tI),
 		sig(tI, goCall("spf_bit_count"), tY))

@@ -383,6 +383,13 @@ func init() {
 		return storeDate(time.Unix(n*86400, 0).UTC())
 	})
 
+	defStrict("spf_timestamp_to_string", -1, func(a []driver.Value) (driver.Value, error) {
+		t, loc, err := timeAndZone(a)
+		if err != nil {
+			return nil, err
+		}
+		return formatTimestampString(t, loc), nil
+	})
 	defFunc("FORMAT_TIMESTAMP", sig(tS, goCall("spf_format_timestamp"), tS, tT, tS).opt(1))
 	defStrict("spf_format_timestamp", -1, func(a []driver.Value) (driver.Value, error) {
 		t, loc, err := timeAndZone(a[1:])
