@@ -17,7 +17,8 @@ func TestAdmin(t *testing.T) {
 		t.Parallel()
 		// GetDatabaseDdl returns Spanner's canonical rendering of the schema: two-space
 		// indented columns with trailing commas, PRIMARY KEY and INTERLEAVE on the closing line.
-		// Code generators read this output, so its exact shape matters.
+		// Code generators read this output, so its exact shape matters. Each table is followed
+		// by its indexes (sorted by name), as Google's emulator prints it.
 		name, _ := newDBNamed(t,
 			`CREATE TABLE Singers (SingerId INT64 NOT NULL, Name STRING(100)) PRIMARY KEY (SingerId)`,
 			`CREATE TABLE Albums (SingerId INT64 NOT NULL, AlbumId INT64 NOT NULL, Title STRING(MAX)) PRIMARY KEY (SingerId, AlbumId), INTERLEAVE IN PARENT Singers ON DELETE CASCADE`,
@@ -30,6 +31,43 @@ func TestAdmin(t *testing.T) {
 			"CREATE INDEX AlbumsByTitle ON Albums(Title)",
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("GetDatabaseDdl mismatch (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("GetDatabaseDdlColumnFeatures", func(t *testing.T) {
+		t.Parallel()
+		// Column options, defaults, generated columns, foreign keys and checks, in the order
+		// and layout Google's emulator prints them (expressions as written).
+		name, _ := newDBNamed(t,
+			`CREATE TABLE P (Id INT64 NOT NULL) PRIMARY KEY (Id)`,
+			`CREATE TABLE T (
+				Id INT64 NOT NULL,
+				PId INT64,
+				Qty INT64 NOT NULL DEFAULT (1),
+				Price INT64,
+				Total INT64 AS (Qty * Price) STORED,
+				Ts TIMESTAMP OPTIONS (allow_commit_timestamp = true),
+				Tags ARRAY<STRING(10)>,
+				CONSTRAINT FK_TP FOREIGN KEY (PId) REFERENCES P (Id),
+				CONSTRAINT QtyPositive CHECK (Qty > 0),
+			) PRIMARY KEY (Id DESC)`,
+		)
+		want := []string{
+			"CREATE TABLE P (\n  Id INT64 NOT NULL,\n) PRIMARY KEY(Id)",
+			"CREATE TABLE T (\n" +
+				"  Id INT64 NOT NULL,\n" +
+				"  PId INT64,\n" +
+				"  Qty INT64 NOT NULL DEFAULT (1),\n" +
+				"  Price INT64,\n" +
+				"  Total INT64 AS (Qty * Price) STORED,\n" +
+				"  Ts TIMESTAMP OPTIONS (\n    allow_commit_timestamp = true\n  ),\n" +
+				"  Tags ARRAY<STRING(10)>,\n" +
+				"  CONSTRAINT FK_TP FOREIGN KEY(PId) REFERENCES P(Id),\n" +
+				"  CONSTRAINT QtyPositive CHECK(Qty > 0),\n" +
+				") PRIMARY KEY(Id DESC)",
+		}
+		if diff := cmp.Diff(want, getDDL(t, name)); diff != "" {
 			t.Errorf("GetDatabaseDdl mismatch (-want +got):\n%s", diff)
 		}
 	})
@@ -55,8 +93,8 @@ func TestAdmin(t *testing.T) {
 		got := getDDL(t, name)
 		want := []string{
 			"CREATE TABLE T (\n  Id INT64 NOT NULL,\n  A STRING(MAX),\n  B INT64,\n) PRIMARY KEY(Id)",
-			"CREATE TABLE U (\n  Id INT64 NOT NULL,\n  V BOOL,\n) PRIMARY KEY(Id)",
 			"CREATE UNIQUE NULL_FILTERED INDEX TByB ON T(B DESC) STORING (A)",
+			"CREATE TABLE U (\n  Id INT64 NOT NULL,\n  V BOOL,\n) PRIMARY KEY(Id)",
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("GetDatabaseDdl mismatch (-want +got):\n%s", diff)

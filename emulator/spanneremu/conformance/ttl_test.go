@@ -73,7 +73,7 @@ func TestRowDeletionPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GetDatabaseDdl: %v", err)
 	}
-	wantDDL := "CREATE TABLE Events (\n  Id INT64 NOT NULL,\n  Ts TIMESTAMP,\n) PRIMARY KEY(Id),\n  ROW DELETION POLICY (OLDER_THAN(Ts, INTERVAL 7 DAY))"
+	wantDDL := "CREATE TABLE Events (\n  Id INT64 NOT NULL,\n  Ts TIMESTAMP,\n) PRIMARY KEY(Id), ROW DELETION POLICY (OLDER_THAN(Ts, INTERVAL 7 DAY))"
 	if got := ddl.GetStatements(); len(got) == 0 || got[0] != wantDDL {
 		t.Errorf("GetDatabaseDdl()[0] = %q, want %q", got, wantDDL)
 	}
