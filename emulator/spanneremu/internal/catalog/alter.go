@@ -344,16 +344,45 @@ func containsFold(list []string, s string) bool {
 	return false
 }
 
-// refersTo reports whether e names column col (as a bare identifier or the last part of a
-// path).
-func refersTo(e ast.Expr, col string) bool {
+// refersTo reports whether expression e reads column col. Identifiers that name something
+// else (function names, named arguments, struct fields, EXTRACT parts) are not column
+// references.
+func refersTo(e ast.Node, col string) bool {
 	found := false
-	ast.Inspect(e, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok && strings.EqualFold(id.Name, col) {
-			found = true
+	var visit func(n ast.Node) bool
+	visit = func(n ast.Node) bool {
+		if found {
+			return false
+		}
+		switch n := n.(type) {
+		case *ast.Ident:
+			found = strings.EqualFold(n.Name, col)
+		case *ast.CallExpr:
+			for _, arg := range n.Args {
+				ast.Inspect(arg, visit)
+			}
+			for _, na := range n.NamedArgs {
+				ast.Inspect(na.Value, visit)
+			}
+			return false
+		case *ast.Path:
+			// In a table's own expressions a.b is field b of column a (table-qualified
+			// names are not handled).
+			found = strings.EqualFold(n.Idents[0].Name, col)
+			return false
+		case *ast.SelectorExpr:
+			ast.Inspect(n.Expr, visit)
+			return false
+		case *ast.ExtractExpr:
+			ast.Inspect(n.Expr, visit)
+			if n.AtTimeZone != nil {
+				ast.Inspect(n.AtTimeZone.Expr, visit)
+			}
+			return false
 		}
 		return !found
-	})
+	}
+	ast.Inspect(e, visit)
 	return found
 }
 

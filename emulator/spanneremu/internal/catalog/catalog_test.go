@@ -330,6 +330,8 @@ func TestErrors(t *testing.T) {
 		{"missing row deletion policy", []string{`ALTER TABLE Orders DROP ROW DELETION POLICY`}, codes.InvalidArgument, "ROW DELETION POLICY does not exist on table Orders."},
 		{"set on delete of a top-level table", []string{`ALTER TABLE Orders SET ON DELETE CASCADE`}, codes.InvalidArgument,
 			"Cannot SET ON DELETE on table Orders that does not have an INTERLEAVE clause."},
+		{"default reading a column", []string{`ALTER TABLE Orders ADD COLUMN Copy INT64 DEFAULT (TotalCents)`}, codes.InvalidArgument,
+			"Default value of column Orders.Copy cannot reference column TotalCents."},
 		{"check not bool", []string{`CREATE TABLE T (A INT64, CHECK (A + 1)) PRIMARY KEY (A)`}, codes.InvalidArgument, "Expected type BOOL"},
 		{"check unknown column", []string{`CREATE TABLE T (A INT64, CHECK (B > 0)) PRIMARY KEY (A)`}, codes.InvalidArgument, "Unrecognized name: B"},
 		{"check on a commit timestamp", []string{`ALTER TABLE OutboxEvents ADD CONSTRAINT C CHECK (CreatedAt > PublishedAt)`}, codes.InvalidArgument,

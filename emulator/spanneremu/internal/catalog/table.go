@@ -208,6 +208,12 @@ func (a *applier) setDefault(t *Table, col *Column, d *ast.ColumnDefaultExpr) er
 	if d.OnUpdate != nil {
 		return unimplementedf("ON UPDATE is not supported by the emulator")
 	}
+	for _, other := range t.Columns {
+		if refersTo(d.Expr, other.Name) {
+			// SQLite would refuse the table too: a DEFAULT must be constant.
+			return invalidf("Default value of column %s.%s cannot reference column %s.", t.Name, col.Name, other.Name)
+		}
+	}
 	sql, err := a.compileColumnExpr(t, col, d.Expr, "Default value")
 	if err != nil {
 		return err
