@@ -313,7 +313,7 @@ func castToString(v driver.Value, from spantype.Type) (driver.Value, error) {
 		if from.Code == spantype.Float32 {
 			bits = 32
 		}
-		return spantype.FormatFloat(f, bits), err
+		return formatFloatString(f, bits), err
 	case spantype.Numeric, spantype.Date:
 		return asString(v), nil
 	case spantype.Bytes:
@@ -544,4 +544,27 @@ func jsonText(v any) string {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// formatFloatString renders a float as CAST(x AS STRING) does: %g with 15 significant digits
+// (6 for FLOAT32) when that round-trips, else 17 (9), so 1e6 is "1000000", 1e15 is "1e+15"
+// and 0.1 is "0.1".
+func formatFloatString(f float64, bits int) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	short, long := 15, 17
+	if bits == 32 {
+		short, long = 6, 9
+	}
+	s := strconv.FormatFloat(f, 'g', short, bits)
+	if back, err := strconv.ParseFloat(s, bits); err != nil || back != f {
+		s = strconv.FormatFloat(f, 'g', long, bits)
+	}
+	return s
 }
