@@ -32,8 +32,8 @@ func Empty() *Schema {
 // Apply applies DDL statements (each element one statement's text without a trailing ';', as
 // UpdateDatabaseDdl and CreateDatabase's extra_statements carry them) to s. It returns a new
 // schema (s is not modified) and the SQLite statements that take a SQLite database from s to
-// the new schema, in order, ending with the refresh of the INFORMATION_SCHEMA tables (created
-// if missing, so Apply(Empty(), ...) also initialises a fresh database).
+// the new schema, in order, ending with the re-creation of the INFORMATION_SCHEMA tables (so
+// Apply(Empty(), nil) also initialises a fresh database).
 //
 // The statements must run in one SQLite transaction with PRAGMA foreign_keys=OFF and
 // PRAGMA legacy_alter_table=ON: tables that SQLite cannot alter in place are rebuilt (create a

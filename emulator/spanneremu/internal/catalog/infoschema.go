@@ -221,8 +221,8 @@ func infoSchemaTables() []*Table {
 	return out
 }
 
-// infoSchemaSQL returns the statements that (create if needed and) refill the
-// INFORMATION_SCHEMA tables for s.
+// infoSchemaSQL returns the statements that re-create and fill the INFORMATION_SCHEMA tables
+// for s.
 func infoSchemaSQL(s *Schema) []string {
 	var out []string
 	for _, it := range infoTables {
@@ -231,7 +231,9 @@ func infoSchemaSQL(s *Schema) []string {
 		for _, c := range infoColumnsOf(it.name) {
 			names = append(names, c.Name)
 		}
-		out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (%s)", q, quoteList(names)), "DELETE FROM "+q)
+		// Re-created rather than emptied, so a database kept by an older emulator version
+		// gets the current columns.
+		out = append(out, "DROP TABLE IF EXISTS "+q, fmt.Sprintf("CREATE TABLE %s (%s)", q, quoteList(names)))
 		rows := it.rows(s)
 		if len(rows) == 0 {
 			continue
