@@ -401,3 +401,65 @@ func TestOperationsService(t *testing.T) {
 		t.Errorf("GetOperation after delete code = %v, want %v (err %v)", got, want, err)
 	}
 }
+
+func TestDropProtection(t *testing.T) {
+	ctx := testContext(t)
+	db := createDatabase(t)
+	da := newDatabaseAdmin(t, testServer.Addr())
+	protect := func(on bool) {
+		t.Helper()
+		op, err := da.UpdateDatabase(ctx, &databasepb.UpdateDatabaseRequest{
+			Database:   &databasepb.Database{Name: db, EnableDropProtection: on},
+			UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"enable_drop_protection"}},
+		})
+		if err != nil {
+			t.Fatalf("UpdateDatabase: %v", err)
+		}
+		got, err := op.Wait(ctx)
+		if err != nil {
+			t.Fatalf("UpdateDatabase op.Wait: %v", err)
+		}
+		if got.EnableDropProtection != on {
+			t.Errorf("UpdateDatabase result drop protection = %v, want %v", got.EnableDropProtection, on)
+		}
+	}
+	protect(true)
+	err := da.DropDatabase(ctx, &databasepb.DropDatabaseRequest{Database: db})
+	if got, want := status.Code(err), codes.FailedPrecondition; got != want {
+		t.Errorf("DropDatabase of a protected database code = %v, want %v (err %v)", got, want, err)
+	}
+	protect(false)
+	if err := da.DropDatabase(ctx, &databasepb.DropDatabaseRequest{Database: db}); err != nil {
+		t.Errorf("DropDatabase after removing protection: %v", err)
+	}
+}
+
+func TestListDatabasesPages(t *testing.T) {
+	ctx := testContext(t)
+	inst := createInstance(t, testServer.Addr())
+	var want []string
+	for _, id := range []string{"d1", "d2", "d3"} {
+		want = append(want, createDatabaseIn(t, inst, id))
+	}
+	da := newDatabaseAdmin(t, testServer.Addr())
+	pager := iterator.NewPager(da.ListDatabases(ctx, &databasepb.ListDatabasesRequest{Parent: inst}), 2, "")
+	var pages [][]string
+	for {
+		var dbs []*databasepb.Database
+		next, err := pager.NextPage(&dbs)
+		if err != nil {
+			t.Fatalf("ListDatabases page: %v", err)
+		}
+		var names []string
+		for _, d := range dbs {
+			names = append(names, d.Name)
+		}
+		pages = append(pages, names)
+		if next == "" {
+			break
+		}
+	}
+	if diff := cmp.Diff([][]string{want[:2], want[2:]}, pages); diff != "" {
+		t.Errorf("ListDatabases pages (-want +got):\n%s", diff)
+	}
+}
