@@ -800,12 +800,7 @@ func parseTime(format, s string, loc *time.Location) (time.Time, error) {
 	months := []string{"January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"}
 	shortMonths := []string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
 	days := []string{"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}
-	var expand func(f string) string
-	expand = func(f string) string {
-		r := strings.NewReplacer("%F", "%Y-%m-%d", "%T", "%H:%M:%S", "%D", "%m/%d/%y", "%R", "%H:%M")
-		return r.Replace(f)
-	}
-	format = expand(format)
+	format = compositeFormats.Replace(format)
 	for i := 0; i < len(format); i++ {
 		c := format[i]
 		if c == ' ' {
@@ -949,6 +944,9 @@ func parseTime(format, s string, loc *time.Location) (time.Time, error) {
 	}
 	return t.UTC(), nil
 }
+
+// compositeFormats expands the format elements that stand for several others.
+var compositeFormats = strings.NewReplacer("%F", "%Y-%m-%d", "%T", "%H:%M:%S", "%D", "%m/%d/%y", "%R", "%H:%M")
 
 func parseOffsetAt(s string, pos *int, loc **time.Location) bool {
 	start := *pos

@@ -156,15 +156,17 @@ func supertype2(a, b spantype.Type) (spantype.Type, bool) {
 	case isNumericCode(a.Code) && isNumericCode(b.Code):
 		return numericSupertype(a, b), true
 	case a.Code == spantype.Array && b.Code == spantype.Array:
-		e, ok := supertype2(*a.Elem, *b.Elem)
-		if !ok || (e.Code != spantype.Unknown && !e.Equal(stripLength(*a.Elem)) && a.Elem.Code != spantype.Unknown) ||
-			(e.Code != spantype.Unknown && !e.Equal(stripLength(*b.Elem)) && b.Elem.Code != spantype.Unknown) {
-			// Arrays only unify when their element types are equal (or one is still unknown,
-			// as for the empty array literal []); GoogleSQL does not coerce ARRAY<INT64> to
-			// ARRAY<FLOAT64>.
-			return spantype.TUnknown, false
+		// Arrays only unify when their element types are equal (or one is still unknown, as
+		// for the empty array literal []); GoogleSQL does not coerce ARRAY<INT64> to
+		// ARRAY<FLOAT64>.
+		ae, be := stripLength(*a.Elem), stripLength(*b.Elem)
+		switch {
+		case ae.Code == spantype.Unknown:
+			return spantype.ArrayOf(be), true
+		case be.Code == spantype.Unknown, ae.Equal(be):
+			return spantype.ArrayOf(ae), true
 		}
-		return spantype.ArrayOf(e), true
+		return spantype.TUnknown, false
 	case a.Code == spantype.Struct && b.Code == spantype.Struct:
 		if len(a.Fields) != len(b.Fields) {
 			return spantype.TUnknown, false
