@@ -108,7 +108,7 @@ func init() {
 	defFunc("BYTE_LENGTH", stringOrBytes("spf_byte_length", tI, tX)...)
 	defStrict("spf_byte_length", 1, func(a []driver.Value) (driver.Value, error) { return int64(len(asBytes(a[0]))), nil })
 
-	defFunc("CONCAT", withOpt(1, repAll(stringOrBytes("spf_concat", tX, tX)))...)
+	defFunc("CONCAT", repAll(stringOrBytes("spf_concat", tX, tX))...)
 	defStrict("spf_concat", -1, func(a []driver.Value) (driver.Value, error) {
 		var b strings.Builder
 		for _, v := range a {
