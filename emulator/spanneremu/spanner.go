@@ -216,7 +216,9 @@ func (sp *spannerService) ExecuteBatchDml(ctx context.Context, req *sppb.Execute
 	if len(req.GetStatements()) == 0 {
 		return nil, errorf(codes.InvalidArgument, "No statements in batch DML request")
 	}
-	if _, ok := req.GetTransaction().GetSelector().(*sppb.TransactionSelector_SingleUse); ok || req.GetTransaction() == nil {
+	switch req.GetTransaction().GetSelector().(type) {
+	case *sppb.TransactionSelector_Id, *sppb.TransactionSelector_Begin:
+	default:
 		return nil, errorf(codes.InvalidArgument, "ExecuteBatchDml requires a read-write transaction")
 	}
 	run, err := sp.openTxn(db, ss.database, req.GetTransaction())
