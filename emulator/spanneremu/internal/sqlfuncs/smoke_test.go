@@ -53,3 +53,49 @@ func TestEveryFunctionWithNulls(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryFunctionWithValues is the smoke test with sample values: any failure must be a
+// runtime error of this library (prefix and code), never a panic or a SQLite error.
+func TestEveryFunctionWithValues(t *testing.T) {
+	samples := []struct {
+		arg Arg
+		val any
+	}{
+		{p(1, tS), "a,b"}, {p(1, tS), ""}, {p(1, tI), int64(3)}, {p(1, tI), int64(-1)}, {p(1, tI), int64(0)},
+		{p(1, tF), 1.5}, {p(1, tF), "NaN"}, {p(1, tN), "2.5"}, {p(1, tY), []byte{0xff, 'a'}}, {p(1, tD), "2020-02-29"},
+		{p(1, tT), "2020-02-29T12:00:00.000000001Z"}, {p(1, tJ), `{"a":[1,2]}`}, {p(1, tAI), "[1,null,3]"},
+		{p(1, tAS), `["x","y"]`}, {p(1, tB), int64(1)}, {lit("$.a"), nil}, {lit("DAY"), nil},
+	}
+	var names []string
+	for n := range scalars {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	evaluated := 0
+	defer func() {
+		if evaluated < 200 {
+			t.Errorf("only %d calls translated; the smoke test is not exercising much", evaluated)
+		}
+	}()
+	for _, name := range names {
+		for _, s := range samples {
+			for n := 1; n <= 3; n++ {
+				args := make([]Arg, n)
+				for i := range args {
+					args[i] = s.arg
+				}
+				x, err := Function(Call{Name: name, Args: args})
+				if err != nil {
+					continue
+				}
+				evaluated++
+				_, err = Eval(t, x, s.val)
+				if err != nil {
+					if _, _, ok := ParseRuntimeError(err); !ok {
+						t.Errorf("%s(%d x %v) = %s: %v", name, n, s.val, x.SQL, err)
+					}
+				}
+			}
+		}
+	}
+}
