@@ -80,12 +80,17 @@ func (a *applier) alterTable(d *ast.AlterTable) error {
 			return invalidf("Cannot SET ON DELETE on table %s that does not have an INTERLEAVE clause.", t.Name)
 		}
 		t.OnDeleteCascade = alt.OnDelete == ast.OnDeleteCascade
+		if err := a.checkRowDeletion(t); err != nil {
+			return err
+		}
 	case *ast.AddRowDeletionPolicy:
 		if t.RowDeletionPolicy != nil {
 			return invalidf("Cannot create ROW DELETION POLICY because there is already one on column named %s in table %s.", t.RowDeletionPolicy.Column, t.Name)
 		}
-		t.RowDeletionPolicy, err = rowDeletionPolicy(t, alt.RowDeletionPolicy)
-		return err
+		if t.RowDeletionPolicy, err = rowDeletionPolicy(t, alt.RowDeletionPolicy); err != nil {
+			return err
+		}
+		return a.checkRowDeletion(t)
 	case *ast.ReplaceRowDeletionPolicy:
 		if t.RowDeletionPolicy == nil {
 			return invalidf("ROW DELETION POLICY does not exist on table %s.", t.Name)

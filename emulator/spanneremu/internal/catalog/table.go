@@ -80,6 +80,9 @@ func (a *applier) createTable(d *ast.CreateTable) error {
 			return err
 		}
 	}
+	if err := a.checkRowDeletion(t); err != nil {
+		return err
+	}
 	a.s.Tables = append(a.s.Tables, t)
 	a.s.reindex()
 	a.emit(a.s.createTableSQL(t, t.SQLiteName))
@@ -379,6 +382,40 @@ func nullability(c *Column) string {
 		return "NOT NULL"
 	}
 	return "nullable"
+}
+
+// checkRowDeletion checks that rows a ROW DELETION POLICY deletes can take their interleaved
+// descendants with them (ON DELETE CASCADE all the way down) and are not referenced by foreign
+// keys, for t as a table with a policy and as a descendant of tables with one.
+func (a *applier) checkRowDeletion(t *Table) error {
+	if t.RowDeletionPolicy != nil {
+		for children := a.s.Children(t.Name); len(children) > 0; {
+			c := children[0]
+			children = append(children[1:], a.s.Children(c.Name)...)
+			if !c.OnDeleteCascade {
+				return invalidf("Cannot create row deletion policy on %s because there is a descendant Table %s with ON DELETE NO ACTION.", t.Name, c.Name)
+			}
+		}
+		var fks []string
+		for _, other := range a.s.Tables {
+			for _, fk := range other.ForeignKeys {
+				if other != t && strings.EqualFold(fk.ReferencedTable, t.Name) {
+					fks = append(fks, fk.Name)
+				}
+			}
+		}
+		if len(fks) > 0 {
+			return invalidf("Cannot add a row deletion policy to table `%s`. It is referenced by one or more foreign keys: `%s`.", t.Name, strings.Join(fks, ", "))
+		}
+	}
+	if t.Parent != "" && !t.OnDeleteCascade {
+		for p, ok := a.s.Table(t.Parent); ok; p, ok = a.s.Table(p.Parent) {
+			if p.RowDeletionPolicy != nil {
+				return invalidf("Cannot create or alter table %s with ON DELETE NO ACTION because there is a row deletion policy on ancestor table %s.", t.Name, p.Name)
+			}
+		}
+	}
+	return nil
 }
 
 func rowDeletionPolicy(t *Table, p *ast.RowDeletionPolicy) (*RowDeletionPolicy, error) {
