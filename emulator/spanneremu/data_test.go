@@ -14,6 +14,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/testing/protocmp"
 )
 
 const singersDDL = "CREATE TABLE Singers (SingerId INT64 NOT NULL, Name STRING(MAX)) PRIMARY KEY (SingerId)"
@@ -401,4 +402,47 @@ func TestStreamedResults(t *testing.T) {
 		t.Errorf("empty query Next = %v, want iterator.Done", err)
 	}
 	it.Stop()
+}
+
+// TestQueryModes runs a query in PLAN mode, which returns the row type, the inferred types of
+// untyped parameters and a plan but no rows, and in PROFILE mode, which also returns stats.
+func TestQueryModes(t *testing.T) {
+	ctx := testContext(t)
+	db := createDatabase(t, singersDDL)
+	sp := newRawSpanner(t, testServer.Addr())
+	ss, err := sp.CreateSession(ctx, &sppb.CreateSessionRequest{Database: db, Session: &sppb.Session{Multiplexed: true}})
+	if err != nil {
+		t.Fatalf("CreateSession: %v", err)
+	}
+
+	plan, err := sp.ExecuteSql(ctx, &sppb.ExecuteSqlRequest{
+		Session:   ss.Name,
+		Sql:       "SELECT Name FROM Singers WHERE SingerId = @id",
+		QueryMode: sppb.ExecuteSqlRequest_PLAN,
+	})
+	if err != nil {
+		t.Fatalf("ExecuteSql(PLAN): %v", err)
+	}
+	want := &sppb.ResultSetMetadata{
+		RowType:              &sppb.StructType{Fields: []*sppb.StructType_Field{{Name: "Name", Type: &sppb.Type{Code: sppb.TypeCode_STRING}}}},
+		UndeclaredParameters: &sppb.StructType{Fields: []*sppb.StructType_Field{{Name: "id", Type: &sppb.Type{Code: sppb.TypeCode_INT64}}}},
+	}
+	if diff := cmp.Diff(want, plan.Metadata, protocmp.Transform()); diff != "" {
+		t.Errorf("PLAN metadata (-want +got):\n%s", diff)
+	}
+	if len(plan.Rows) != 0 || plan.GetStats().GetQueryPlan() == nil {
+		t.Errorf("PLAN result = %v, want no rows and a query plan", plan)
+	}
+
+	profile, err := sp.ExecuteSql(ctx, &sppb.ExecuteSqlRequest{
+		Session:   ss.Name,
+		Sql:       "SELECT 1",
+		QueryMode: sppb.ExecuteSqlRequest_PROFILE,
+	})
+	if err != nil {
+		t.Fatalf("ExecuteSql(PROFILE): %v", err)
+	}
+	if len(profile.Rows) != 1 || profile.GetStats().GetQueryStats() == nil {
+		t.Errorf("PROFILE result = %v, want one row and query stats", profile)
+	}
 }

@@ -45,7 +45,8 @@ func openInstanceStore(dataDir string) (*instanceStore, error) {
 		return nil, fmt.Errorf("read instances: %w", err)
 	}
 	var saved instancepb.ListInstancesResponse
-	if err := protojson.Unmarshal(b, &saved); err != nil {
+	// Unknown fields are dropped so that a file written by a newer emulator still loads.
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, &saved); err != nil {
 		return nil, fmt.Errorf("read instances from %s: %w", st.path, err)
 	}
 	for _, in := range saved.Instances {
