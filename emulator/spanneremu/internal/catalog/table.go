@@ -13,10 +13,12 @@ import (
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/sqlfuncs"
 )
 
-// Maximum declared lengths of STRING(N) and BYTES(N) columns in Spanner.
+// Spanner's limits: declared lengths of STRING(N) and BYTES(N) columns, and the depth of a
+// table hierarchy (a top-level table and six levels of interleaved children).
 const (
-	maxStringLength = 2621440
-	maxBytesLength  = 10485760
+	maxStringLength    = 2621440
+	maxBytesLength     = 10485760
+	maxInterleaveDepth = 7
 )
 
 func (a *applier) createTable(d *ast.CreateTable) error {
@@ -326,6 +328,16 @@ func (a *applier) interleave(t *Table, c *ast.Cluster) error {
 	}
 	if err := checkParentKey("Table", t.Name, parent, t.PrimaryKey, t); err != nil {
 		return err
+	}
+	if len(t.Columns) == len(parent.PrimaryKey) {
+		return preconditionf("Table %s adds no columns and is not a top level table.", t.Name)
+	}
+	depth := 1
+	for p, ok := parent, true; ok; p, ok = a.s.Table(p.Parent) {
+		depth++
+	}
+	if depth > maxInterleaveDepth {
+		return preconditionf("Table %s is too deeply nested; the limit is %d.", t.Name, maxInterleaveDepth)
 	}
 	t.Parent = parent.Name
 	t.OnDeleteCascade = c.OnDelete == ast.OnDeleteCascade
