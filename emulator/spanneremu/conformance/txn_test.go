@@ -48,6 +48,10 @@ func TestTransactions(t *testing.T) {
 				return err
 			}
 			seenDML = res.Rows
+			// The Read API sees DML writes as well.
+			if v, err := readCounter(ctx, tx, 1); err != nil || v != 10 {
+				return fmt.Errorf("ReadRow after DML insert = %d, %v; want 10", v, err)
+			}
 			res, err = collect(tx.Read(ctx, "Counters", spanner.Key{2}, []string{"K"}))
 			seenMutation = res.Rows
 			return err
@@ -110,6 +114,60 @@ func TestTransactions(t *testing.T) {
 		}
 		if got != workers*increments {
 			t.Errorf("counter = %d, want %d", got, workers*increments)
+		}
+	})
+
+	t.Run("no write skew", func(t *testing.T) {
+		t.Parallel()
+		// Two doctors are on call; each transaction lets one go off call if the other is still
+		// on. Under snapshot isolation both could commit (write skew); Spanner's transactions
+		// are serializable, so exactly one does.
+		client := newDB(t, counterSchema...)
+		mustApply(t, client,
+			spanner.Insert("Counters", []string{"K", "V"}, []any{1, 1}),
+			spanner.Insert("Counters", []string{"K", "V"}, []any{2, 1}),
+		)
+		ctx := testCtx(t)
+		var readBoth sync.WaitGroup
+		readBoth.Add(2)
+		var wg sync.WaitGroup
+		errs := make(chan error, 2)
+		for _, me := range []int64{1, 2} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				first := true
+				_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+					res, err := tryQuery(ctx, tx, spanner.NewStatement(`SELECT SUM(V) FROM Counters`))
+					if err != nil {
+						return err
+					}
+					if first {
+						// Let both transactions read before either writes; a server that makes
+						// the second reader wait is given a bounded time, not a deadlock.
+						first = false
+						readBoth.Done()
+						waitTimeout(&readBoth, 2*time.Second)
+					}
+					if res.Rows[0][0] != int64(2) {
+						return nil
+					}
+					_, err = tx.Update(ctx, spanner.Statement{SQL: `UPDATE Counters SET V = 0 WHERE K = @k`, Params: map[string]any{"k": me}})
+					return err
+				})
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Errorf("transaction: %v", err)
+			}
+		}
+		res := query(t, client.Single(), spanner.NewStatement(`SELECT SUM(V) FROM Counters`))
+		if diff := cmp.Diff(rows(row(int64(1))), res.Rows); diff != "" {
+			t.Errorf("doctors on call (-want +got):\n%s", diff)
 		}
 	})
 
@@ -346,4 +404,17 @@ func TestTransactions(t *testing.T) {
 			return err == nil && v == 2, fmt.Errorf("ExactStaleness read %d (%v), want 2", v, err)
 		})
 	})
+}
+
+// waitTimeout waits for wg, or gives up after d.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }
