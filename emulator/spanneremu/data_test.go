@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"cloud.google.com/go/spanner"
+	databasepb "cloud.google.com/go/spanner/admin/database/apiv1/databasepb"
 	sppb "cloud.google.com/go/spanner/apiv1/spannerpb"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/iterator"
@@ -444,5 +445,35 @@ func TestQueryModes(t *testing.T) {
 	}
 	if len(profile.Rows) != 1 || profile.GetStats().GetQueryStats() == nil {
 		t.Errorf("PROFILE result = %v, want one row and query stats", profile)
+	}
+}
+
+func TestSingleUseReadTimestamp(t *testing.T) {
+	ctx := testContext(t)
+	client := newDataClient(t, createDatabase(t, singersDDL))
+	ro := client.Single()
+	if err := ro.Query(ctx, spanner.NewStatement("SELECT 1")).Do(func(*spanner.Row) error { return nil }); err != nil {
+		t.Fatalf("Query: %v", err)
+	}
+	ts, err := ro.Timestamp()
+	if err != nil || ts.IsZero() {
+		t.Errorf("single-use read timestamp = %v, %v; want a timestamp", ts, err)
+	}
+}
+
+func TestSessionsOfDroppedDatabase(t *testing.T) {
+	ctx := testContext(t)
+	db := createDatabase(t, singersDDL)
+	sp := newRawSpanner(t, testServer.Addr())
+	ss, err := sp.CreateSession(ctx, &sppb.CreateSessionRequest{Database: db})
+	if err != nil {
+		t.Fatalf("CreateSession: %v", err)
+	}
+	if err := newDatabaseAdmin(t, testServer.Addr()).DropDatabase(ctx, &databasepb.DropDatabaseRequest{Database: db}); err != nil {
+		t.Fatalf("DropDatabase: %v", err)
+	}
+	_, err = sp.ExecuteSql(ctx, &sppb.ExecuteSqlRequest{Session: ss.Name, Sql: "SELECT 1"})
+	if got, want := status.Code(err), codes.NotFound; got != want {
+		t.Errorf("ExecuteSql on a dropped database's session code = %v, want %v (err %v)", got, want, err)
 	}
 }
