@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"database/sql/driver"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/big"
+	"sort"
 	"strings"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
@@ -31,18 +33,41 @@ func Aggregate(c Call) (Arg, error) {
 		return Arg{}, errorf("Aggregate function not found: %s", c.Name)
 	}
 	c.Name = name
-	if c.Having != nil {
-		if c.Distinct {
-			return Arg{}, unimplemented("DISTINCT with HAVING %s is not supported by the emulator", havingDir(c.Having))
-		}
-		key, err := OrderKey(c.Having.Expr)
-		if err != nil {
-			return Arg{}, errorf("HAVING %s does not support expressions of type %s", havingDir(c.Having), c.Having.Expr.Type)
-		}
-		// From here on Having.Expr.SQL is the ordering key that aggSQL hands to spf_having.
-		c.Having = &Having{Max: c.Having.Max, Expr: Arg{SQL: key, Type: c.Having.Expr.Type}}
+	if err := prepareModifiers(&c); err != nil {
+		return Arg{}, err
 	}
 	return h(c)
+}
+
+// prepareModifiers checks HAVING, ORDER BY and LIMIT and replaces their expressions' SQL with
+// what spf_agg_mod needs: ordering keys and an INT64 limit.
+func prepareModifiers(c *Call) error {
+	if c.Having != nil {
+		key, err := OrderKey(c.Having.Expr)
+		if err != nil {
+			return errorf("HAVING %s does not support expressions of type %s", havingDir(c.Having), c.Having.Expr.Type)
+		}
+		c.Having = &Having{Max: c.Having.Max, Expr: Arg{SQL: key, Type: c.Having.Expr.Type}}
+	}
+	if len(c.OrderBy) > 0 {
+		items := make([]OrderItem, len(c.OrderBy))
+		for i, o := range c.OrderBy {
+			key, err := OrderKey(o.Expr)
+			if err != nil {
+				return errorf("ORDER BY in %s does not support expressions of type %s", c.Name, o.Expr.Type)
+			}
+			items[i] = OrderItem{Expr: Arg{SQL: key, Type: o.Expr.Type}, Desc: o.Desc}
+		}
+		c.OrderBy = items
+	}
+	if c.Limit != nil {
+		l, err := Coerce(*c.Limit, tI)
+		if err != nil {
+			return errorf("LIMIT in %s must be an INT64, got %s", c.Name, c.Limit.Type)
+		}
+		c.Limit = &l
+	}
+	return nil
 }
 
 func havingDir(h *Having) string {
@@ -52,12 +77,36 @@ func havingDir(h *Having) string {
 	return "MIN"
 }
 
-// aggSQL renders fn([DISTINCT] args...). Under HAVING MAX/MIN it renders
-// spf_having(dir, key, 'fn', args...), which keeps the rows with the extreme key and runs the
-// Go version of fn over them.
+// aggSQL renders fn([DISTINCT] args...). With HAVING, ORDER BY or LIMIT it renders
+// spf_agg_mod(spec, 'fn', keys..., args...), which buffers the group's rows, applies the
+// modifiers and runs the Go version of fn over what is left.
 func aggSQL(fn string, c Call, args ...string) string {
-	if c.Having != nil {
-		return sqlCall("spf_having", append([]string{sqlString(havingDir(c.Having)), c.Having.Expr.SQL, sqlString(fn)}, args...)...)
+	// SQLite's own DISTINCT takes a single argument, so STRING_AGG(DISTINCT s, delim) goes
+	// through spf_agg_mod too.
+	if c.Having != nil || len(c.OrderBy) > 0 || c.Limit != nil || (c.Distinct && len(args) > 1) {
+		var spec []string
+		var lead []string
+		if c.Distinct {
+			spec = append(spec, "D")
+		}
+		if c.Having != nil {
+			spec = append(spec, "H"+havingDir(c.Having))
+			lead = append(lead, c.Having.Expr.SQL)
+		}
+		for _, o := range c.OrderBy {
+			if o.Desc {
+				spec = append(spec, "ODESC")
+			} else {
+				spec = append(spec, "OASC")
+			}
+			lead = append(lead, o.Expr.SQL)
+		}
+		if c.Limit != nil {
+			spec = append(spec, "L")
+			lead = append(lead, c.Limit.SQL)
+		}
+		all := append([]string{sqlString(strings.Join(spec, " ")), sqlString(fn)}, lead...)
+		return sqlCall("spf_agg_mod", append(all, args...)...)
 	}
 	if c.Distinct {
 		return fn + "(DISTINCT " + strings.Join(args, ", ") + ")"
@@ -260,9 +309,6 @@ func init() {
 			if err != nil {
 				return Arg{}, aggNoSignature(c)
 			}
-			if c.Distinct {
-				return Arg{}, unimplemented("STRING_AGG(DISTINCT x, delimiter) is not supported by the emulator")
-			}
 			args = append(args, d.SQL)
 		}
 		return Arg{SQL: aggSQL("spf_string_agg", c, args...), Type: t}, nil
@@ -299,7 +345,7 @@ func init() {
 
 	defAgg("spf_var_samp", 1, func() aggState { return &variance{} })
 	defAgg("spf_stddev_samp", 1, func() aggState { return &variance{sqrt: true} })
-	defAgg("spf_having", -1, func() aggState { return &havingAgg{} })
+	defAgg("spf_agg_mod", -1, func() aggState { return &modAgg{} })
 
 	defLax("spf_json_elem", 2, func(a []driver.Value) (driver.Value, error) { return jsonElemText(a, "null") })
 	defLax("spf_json_elem_or_null", 2, func(a []driver.Value) (driver.Value, error) { return jsonElemText(a, nil) })
@@ -572,50 +618,119 @@ func goAggregate(fn string) (aggState, error) {
 	return nil, internalErr("no Go implementation of aggregate %s", fn)
 }
 
-// havingAgg implements HAVING MAX/MIN: spf_having(dir, key, fn, args...). It keeps the
-// arguments of the rows whose key is the extreme so far (NULL keys never qualify) and
-// aggregates them with fn at the end.
-type havingAgg struct {
-	fn   string
-	max  bool
-	best driver.Value
-	rows [][]driver.Value
+// modAgg implements the HAVING, ORDER BY, LIMIT (and, with them, DISTINCT) modifiers of an
+// aggregate: spf_agg_mod(spec, fn, [having key], [order keys...], [limit], args...). spec lists
+// the modifiers in that order: "D", "HMAX"/"HMIN", "OASC"/"ODESC" per key, "L".
+type modAgg struct {
+	fn       string
+	distinct bool
+	having   string // "", "MAX" or "MIN"
+	desc     []bool // one per ORDER BY key
+	hasLimit bool
+	limit    *int64
+	best     driver.Value // the extreme HAVING key so far
+	rows     []modRow
 }
 
-func (h *havingAgg) step(a []driver.Value) error {
-	h.fn, h.max = asString(a[2]), asString(a[0]) == "MAX"
-	key := a[1]
-	if key == nil {
-		return nil
-	}
-	c := 0
-	if h.best != nil {
-		c = sqliteCompare(key, h.best)
-		if !h.max {
-			c = -c
+type modRow struct {
+	keys []driver.Value
+	args []driver.Value
+}
+
+func (m *modAgg) step(a []driver.Value) error {
+	if m.fn == "" {
+		m.fn = asString(a[1])
+		for _, f := range strings.Fields(asString(a[0])) {
+			switch {
+			case f == "D":
+				m.distinct = true
+			case strings.HasPrefix(f, "H"):
+				m.having = f[1:]
+			case strings.HasPrefix(f, "O"):
+				m.desc = append(m.desc, f == "ODESC")
+			case f == "L":
+				m.hasLimit = true
+			}
 		}
 	}
-	if h.best == nil || c > 0 {
-		h.best, h.rows = key, nil
-	} else if c < 0 {
-		return nil
+	rest := a[2:]
+	if m.having != "" {
+		key := rest[0]
+		rest = rest[1:]
+		if key == nil {
+			return nil // a NULL key is never the maximum or minimum
+		}
+		c := 0
+		if m.best != nil {
+			c = sqliteCompare(key, m.best)
+			if m.having == "MIN" {
+				c = -c
+			}
+		}
+		switch {
+		case c < 0:
+			return nil
+		case m.best == nil || c > 0:
+			m.best, m.rows = key, nil
+		}
 	}
-	h.rows = append(h.rows, append([]driver.Value(nil), a[3:]...))
+	keys := append([]driver.Value(nil), rest[:len(m.desc)]...)
+	rest = rest[len(m.desc):]
+	if m.hasLimit {
+		n, err := asInt(rest[0])
+		if err != nil || n < 0 {
+			return outOfRange("LIMIT in an aggregate must be a non-negative INT64")
+		}
+		m.limit = &n
+		rest = rest[1:]
+	}
+	m.rows = append(m.rows, modRow{keys: keys, args: append([]driver.Value(nil), rest...)})
 	return nil
 }
 
-func (h *havingAgg) result() (driver.Value, error) {
-	if h.fn == "" {
+func (m *modAgg) result() (driver.Value, error) {
+	if m.fn == "" {
 		// No rows reached step, so the inner function is unknown; every aggregate except
-		// COUNT is NULL over no rows (COUNT(...) HAVING ... over an empty group is a known gap).
+		// COUNT is NULL over no rows (COUNT with these modifiers over an empty group is a
+		// known gap).
 		return nil, nil
 	}
-	inner, err := goAggregate(h.fn)
+	rows := m.rows
+	if m.distinct {
+		seen := map[string]bool{}
+		kept := rows[:0:0]
+		for _, r := range rows {
+			k := fmt.Sprintf("%#v", r.args)
+			if !seen[k] {
+				seen[k] = true
+				kept = append(kept, r)
+			}
+		}
+		rows = kept
+	}
+	if len(m.desc) > 0 {
+		sort.SliceStable(rows, func(i, j int) bool {
+			for k, desc := range m.desc {
+				c := sqliteCompare(rows[i].keys[k], rows[j].keys[k])
+				if desc {
+					c = -c
+				}
+				if c != 0 {
+					return c < 0
+				}
+			}
+			return false
+		})
+	}
+	if m.limit != nil && int64(len(rows)) > *m.limit {
+		rows = rows[:*m.limit]
+	}
+	inner, err := goAggregate(m.fn)
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range h.rows {
-		if err := inner.step(r); err != nil {
+	for _, r := range rows {
+		if err := inner.step(r.args); err != nil {
 			return nil, err
 		}
 	}

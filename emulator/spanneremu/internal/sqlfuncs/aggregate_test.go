@@ -148,8 +148,43 @@ func TestAggregateHaving(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Aggregate(Call{Name: "SUM", Distinct: true, Args: []Arg{y}, Having: &Having{Expr: y}}); err == nil {
-		t.Error("DISTINCT with HAVING: want an error")
+}
+
+func TestAggregateOrderByLimit(t *testing.T) {
+	const from = `(SELECT 'a' AS x, 2 AS y UNION ALL SELECT 'b', 1 UNION ALL SELECT 'c', NULL UNION ALL SELECT 'a', 3 UNION ALL SELECT NULL, 0)`
+	y := col(tI)
+	y.SQL = "y"
+	x := col(tS)
+	two := intLit(2)
+	for _, c := range []struct {
+		name string
+		call Call
+		want any
+	}{
+		{"array_agg order by", Call{Name: "ARRAY_AGG", Args: []Arg{x}, OrderBy: []OrderItem{{Expr: y}}}, `["c",null,"b","a","a"]`},
+		{"array_agg order by desc", Call{Name: "ARRAY_AGG", Args: []Arg{x}, OrderBy: []OrderItem{{Expr: y, Desc: true}}}, `["a","a","b",null,"c"]`},
+		{"array_agg order by limit", Call{Name: "ARRAY_AGG", Args: []Arg{x}, OrderBy: []OrderItem{{Expr: y, Desc: true}}, Limit: &two}, `["a","a"]`},
+		{"array_agg distinct order by x", Call{Name: "ARRAY_AGG", Distinct: true, IgnoreNulls: true, Args: []Arg{x}, OrderBy: []OrderItem{{Expr: x, Desc: true}}}, `["c","b","a"]`},
+		{"string_agg order by", Call{Name: "STRING_AGG", Args: []Arg{x, lit("-")}, OrderBy: []OrderItem{{Expr: x}}}, "a-a-b-c"},
+		{"string_agg distinct delimiter", Call{Name: "STRING_AGG", Distinct: true, Args: []Arg{x, lit("+")}}, "a+b+c"},
+		{"sum distinct having max", Call{Name: "SUM", Distinct: true, Args: []Arg{y}, Having: &Having{Max: true, Expr: y}}, int64(3)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			agg, err := Aggregate(c.call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got any
+			if err := db(t).QueryRow("SELECT " + agg.SQL + " FROM " + from).Scan(&got); err != nil {
+				t.Fatalf("SQL %s: %v", agg.SQL, err)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("SQL %s (-want +got):\n%s", agg.SQL, diff)
+			}
+		})
+	}
+	if _, err := Aggregate(Call{Name: "ARRAY_AGG", Args: []Arg{x}, OrderBy: []OrderItem{{Expr: col(tJ)}}}); err == nil {
+		t.Error("ORDER BY a JSON value: want an error")
 	}
 }
 

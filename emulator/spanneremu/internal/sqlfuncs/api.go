@@ -43,6 +43,17 @@ type Call struct {
 	// Having is an aggregate's HAVING MAX/HAVING MIN modifier (ARRAY_AGG(x HAVING MAX y));
 	// nil when absent.
 	Having *Having
+	// OrderBy and Limit are an aggregate's ORDER BY and LIMIT (ARRAY_AGG(x ORDER BY y DESC
+	// LIMIT 3), STRING_AGG(s, ',' ORDER BY s)); Limit is nil when absent.
+	OrderBy []OrderItem
+	Limit   *Arg
+}
+
+// OrderItem is one ORDER BY key of an aggregate call. NULLs sort first ascending and last
+// descending, as GoogleSQL does by default.
+type OrderItem struct {
+	Expr Arg
+	Desc bool
 }
 
 // Having is the HAVING MAX expr / HAVING MIN expr modifier of an aggregate call: only the rows

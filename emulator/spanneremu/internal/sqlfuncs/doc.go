@@ -36,8 +36,8 @@ package sqlfuncs
 //
 // Aggregates: COUNT(*), COUNT, COUNTIF, SUM, AVG, MIN, MAX, ARRAY_AGG (RESPECT/IGNORE NULLS),
 // STRING_AGG, LOGICAL_AND, LOGICAL_OR, ANY_VALUE, BIT_AND, BIT_OR, BIT_XOR, STDDEV,
-// STDDEV_SAMP, VARIANCE, VAR_SAMP, APPROX_COUNT_DISTINCT (exact), each with DISTINCT or with
-// HAVING MAX/HAVING MIN (Call.Having).
+// STDDEV_SAMP, VARIANCE, VAR_SAMP, APPROX_COUNT_DISTINCT (exact), each with DISTINCT, HAVING
+// MAX/HAVING MIN (Call.Having), ORDER BY (Call.OrderBy) and LIMIT (Call.Limit).
 //
 // Errors raised while a statement runs (overflow, bad casts, division by zero, ERROR()) carry
 // OUT_OF_RANGE, as Spanner reports them; ParseRuntimeError extracts code and message from a
@@ -48,14 +48,13 @@ package sqlfuncs
 //     statement context); the translator substitutes a statement-constant literal instead.
 //   - BIT_REVERSE(x, TRUE) of a negative x keeps the sign bit and reverses the 63 others
 //     (two's complement); not checked against Spanner.
-//   - COUNT(...) HAVING MAX/MIN over an empty group is NULL instead of 0.
+//   - COUNT(...) with HAVING, ORDER BY or LIMIT over an empty group is NULL instead of 0.
 //   - The default time zone is fixed to America/Los_Angeles (no ALTER DATABASE default_time_zone).
 //   - UPPER/LOWER use Go's simple case mapping (ß stays ß).
 //   - FORMAT supports the common verbs and flags; %'d grouping is ignored.
 //   - PARSE_TIMESTAMP/PARSE_DATE support the common elements (%Y %m %d %H %M %S %E*S %Ez %z %F
 //     %T %y %j %b %B %a %A %p %I %e %s %Z), not all of them.
 //   - NUMERIC overloads of SQRT, POW, EXP, LN, LOG coerce to FLOAT64 instead.
-//   - STRING_AGG(DISTINCT x, delimiter), ARRAY_AGG/STRING_AGG with ORDER BY or LIMIT,
-//     DISTINCT together with HAVING, and window functions are not supported.
+//   - COUNTIF(DISTINCT ...) ignores HAVING/ORDER BY/LIMIT; window functions are not supported.
 //   - STRUCT equality compares storage forms, so 1 and 1.0 in a FLOAT64 field may differ.
 //   - JSON number precision options (wide_number_mode, stringify_wide_numbers) are ignored.
