@@ -228,6 +228,14 @@ func (a *applier) setDefault(t *Table, col *Column, d *ast.ColumnDefaultExpr) er
 }
 
 func (a *applier) setGenerated(t *Table, col *Column, g *ast.GeneratedColumnExpr) error {
+	if !g.Stored.Invalid() {
+		// A stored value computed from a commit timestamp would hold the placeholder.
+		for _, dep := range t.Columns {
+			if dep.AllowCommitTimestamp && refersTo(g.Expr, dep.Name) {
+				return preconditionf("Cannot use commit timestamp column `%s` as a dependency of a materialized generated column.", dep.Name)
+			}
+		}
+	}
 	sql, err := a.compileColumnExpr(t, col, g.Expr, "Generated value")
 	if err != nil {
 		return err
@@ -582,6 +590,9 @@ func fkColumns(label string, t *Table, idents []*ast.Ident) ([]*Column, error) {
 		}
 		if !col.Type.Orderable() {
 			return nil, preconditionf("Column `%s` for foreign key `%s` on table `%s` has an unsupported type.", col.Name, label, t.Name)
+		}
+		if col.AllowCommitTimestamp {
+			return nil, preconditionf("Commit timestamp column is not supported for column `%s` of table `%s` in foreign key `%s`.", col.Name, t.Name, label)
 		}
 		cols = append(cols, col)
 	}
