@@ -281,15 +281,14 @@ func (sp *spannerService) BeginTransaction(_ context.Context, req *sppb.BeginTra
 }
 
 func (sp *spannerService) Commit(ctx context.Context, req *sppb.CommitRequest) (*sppb.CommitResponse, error) {
-	_, db, err := sp.session(req.GetSession())
+	ss, db, err := sp.session(req.GetSession())
 	if err != nil {
 		return nil, err
 	}
 	var txn *engine.Txn
 	switch t := req.GetTransaction().(type) {
 	case *sppb.CommitRequest_TransactionId:
-		if isPDMLID(t.TransactionId) {
-			sp.s.txns.forgetPDML(t.TransactionId)
+		if sp.s.txns.takePDML(ss.database, t.TransactionId) {
 			return nil, errorf(codes.FailedPrecondition, "Cannot commit a partitioned DML transaction")
 		}
 		txn, err = db.Txn(t.TransactionId)
@@ -351,12 +350,11 @@ func writeCount(w *sppb.Mutation_Write) int64 {
 // Rollback releases a transaction. Rolling back one that was already aborted succeeds: the
 // client rolls back after errors and expects no second error.
 func (sp *spannerService) Rollback(_ context.Context, req *sppb.RollbackRequest) (*emptypb.Empty, error) {
-	_, db, err := sp.session(req.GetSession())
+	ss, db, err := sp.session(req.GetSession())
 	if err != nil {
 		return nil, err
 	}
-	if isPDMLID(req.GetTransactionId()) {
-		sp.s.txns.forgetPDML(req.GetTransactionId())
+	if sp.s.txns.takePDML(ss.database, req.GetTransactionId()) {
 		return &emptypb.Empty{}, nil
 	}
 	txn, err := db.Txn(req.GetTransactionId())

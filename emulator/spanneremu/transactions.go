@@ -2,7 +2,6 @@ package spanneremu
 
 import (
 	"crypto/rand"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,10 +28,6 @@ type pdmlTxn struct {
 	begun    time.Time
 }
 
-// pdmlIDPrefix marks partitioned DML transaction ids, so they are told apart from the engine's
-// ids without asking the engine.
-const pdmlIDPrefix = "pdml:"
-
 // pdmlLifetime is how long an unused partitioned DML transaction id stays valid. The client
 // uses it right after BeginTransaction; the limit only reclaims abandoned ones.
 const pdmlLifetime = time.Hour
@@ -42,9 +37,8 @@ func newTxnTracker() *txnTracker {
 }
 
 func (tt *txnTracker) beginPDML(database string) []byte {
-	var b [16]byte
-	rand.Read(b[:])
-	id := append([]byte(pdmlIDPrefix), b[:]...)
+	id := make([]byte, 16)
+	rand.Read(id)
 	now := time.Now()
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
@@ -57,24 +51,17 @@ func (tt *txnTracker) beginPDML(database string) []byte {
 	return id
 }
 
-func isPDMLID(id []byte) bool { return strings.HasPrefix(string(id), pdmlIDPrefix) }
-
-// takePDML consumes a partitioned DML transaction: each runs exactly one statement.
-func (tt *txnTracker) takePDML(database string, id []byte) error {
+// takePDML consumes a partitioned DML transaction of the database, reporting whether id is
+// one: each runs exactly one statement. Ids it does not know are the engine's.
+func (tt *txnTracker) takePDML(database string, id []byte) bool {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	t, ok := tt.pdml[string(id)]
 	if !ok || t.database != database {
-		return errorf(codes.NotFound, "Transaction not found: the partitioned DML transaction was already used or has expired")
+		return false
 	}
 	delete(tt.pdml, string(id))
-	return nil
-}
-
-func (tt *txnTracker) forgetPDML(id []byte) {
-	tt.mu.Lock()
-	defer tt.mu.Unlock()
-	delete(tt.pdml, string(id))
+	return true
 }
 
 // precommitToken returns a token for a read-write transaction on a multiplexed session. The
@@ -128,10 +115,7 @@ func (sp *spannerService) openTxn(db *engine.DB, database string, sel *sppb.Tran
 	case *sppb.TransactionSelector_SingleUse:
 		return sp.beginSingleUse(db, s.SingleUse)
 	case *sppb.TransactionSelector_Id:
-		if isPDMLID(s.Id) {
-			if err := sp.s.txns.takePDML(database, s.Id); err != nil {
-				return nil, err
-			}
+		if sp.s.txns.takePDML(database, s.Id) {
 			return &txnRun{pdml: true}, nil
 		}
 		txn, err := db.Txn(s.Id)
@@ -167,7 +151,7 @@ func (sp *spannerService) beginSingleUse(db *engine.DB, o *sppb.TransactionOptio
 	if ro == nil {
 		return nil, errorf(codes.InvalidArgument, "DML statements may not be performed in single-use transactions, to avoid replay; single-use transactions must be read-only")
 	}
-	txn, err := db.Begin(engine.TxnOptions{Mode: engine.ReadOnly, ReadOnly: ro})
+	txn, err := db.Begin(engine.TxnOptions{Mode: engine.ReadOnly, ReadOnly: ro, SingleUse: true})
 	if err != nil {
 		return nil, err
 	}
