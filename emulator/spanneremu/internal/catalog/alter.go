@@ -274,7 +274,7 @@ func (a *applier) foreignKeysUsing(t *Table, col *Column) []string {
 // changed type.
 func (a *applier) recompile(t *Table) error {
 	for i, c := range t.Checks {
-		sql, _, err := a.compile(t, c.Expr, fmt.Sprintf("Check constraint `%s`.`%s`", t.Name, c.Name))
+		sql, _, err := a.compile(t, c.Expr, checkErrorPrefix(t, c.Name, c.Text))
 		if err != nil {
 			return err
 		}
@@ -286,7 +286,7 @@ func (a *applier) recompile(t *Table) error {
 		if col.Generated == nil {
 			continue
 		}
-		sql, err := a.compileColumnExpr(t, col, col.Generated, "Generated value")
+		sql, err := a.compileColumnExpr(t, col, col.Generated, true)
 		if err != nil {
 			return err
 		}

@@ -226,17 +226,18 @@ func (a *applier) table(p *ast.Path) (*Table, error) {
 	return t, nil
 }
 
-// compile translates e in the scope of t, keeping the status code of a translator error.
-func (a *applier) compile(t *Table, e ast.Expr, what string) (string, spantype.Type, error) {
+// compile translates e in the scope of t. A translator error keeps its status code and gets
+// prefix, which says which expression failed.
+func (a *applier) compile(t *Table, e ast.Expr, prefix string) (string, spantype.Type, error) {
 	if a.exprs == nil {
-		return "", spantype.Type{}, unimplementedf("%s: expressions are not supported without an expression compiler", what)
+		return "", spantype.Type{}, unimplementedf("%s: expressions are not supported without an expression compiler", prefix)
 	}
 	sql, typ, err := a.exprs.CompileTableExpr(t, e)
 	if err != nil {
 		if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown {
-			return "", typ, status.Errorf(st.Code(), "%s: %s", what, st.Message())
+			return "", typ, status.Errorf(st.Code(), "%s: %s", prefix, st.Message())
 		}
-		return "", typ, invalidf("%s: %v", what, err)
+		return "", typ, invalidf("%s: %v", prefix, err)
 	}
 	return sql, typ, nil
 }

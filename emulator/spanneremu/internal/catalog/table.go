@@ -219,7 +219,7 @@ func (a *applier) setDefault(t *Table, col *Column, d *ast.ColumnDefaultExpr) er
 			return invalidf("Default value of column %s.%s cannot reference column %s.", t.Name, col.Name, other.Name)
 		}
 	}
-	sql, err := a.compileColumnExpr(t, col, d.Expr, "Default value")
+	sql, err := a.compileColumnExpr(t, col, d.Expr, false)
 	if err != nil {
 		return err
 	}
@@ -236,7 +236,7 @@ func (a *applier) setGenerated(t *Table, col *Column, g *ast.GeneratedColumnExpr
 			}
 		}
 	}
-	sql, err := a.compileColumnExpr(t, col, g.Expr, "Generated value")
+	sql, err := a.compileColumnExpr(t, col, g.Expr, true)
 	if err != nil {
 		return err
 	}
@@ -245,10 +245,14 @@ func (a *applier) setGenerated(t *Table, col *Column, g *ast.GeneratedColumnExpr
 	return nil
 }
 
-// compileColumnExpr translates the DEFAULT or generation expression e of col (what names
-// which, for messages) and converts its value to the column's type.
-func (a *applier) compileColumnExpr(t *Table, col *Column, e ast.Expr, what string) (string, error) {
-	sql, typ, err := a.compile(t, e, fmt.Sprintf("%s of column %s.%s", what, t.Name, col.Name))
+// compileColumnExpr translates the DEFAULT (generated false) or generation expression e of col
+// and converts its value to the column's type.
+func (a *applier) compileColumnExpr(t *Table, col *Column, e ast.Expr, generated bool) (string, error) {
+	what, prefix := "Default value", fmt.Sprintf("Error parsing the default value of column `%s`.`%s`", t.Name, col.Name)
+	if generated {
+		what, prefix = "Generated value", fmt.Sprintf("Error parsing the definition of generated column `%s`.`%s`", t.Name, col.Name)
+	}
+	sql, typ, err := a.compile(t, e, prefix)
 	if err != nil {
 		return "", err
 	}
@@ -504,6 +508,10 @@ func (a *applier) generatedName(t *Table, prefix, seed string) string {
 	}
 }
 
+func checkErrorPrefix(t *Table, name, text string) string {
+	return fmt.Sprintf("Error parsing expression '%s' from check constraint '%s' in table '%s'", text, name, t.Name)
+}
+
 func (a *applier) addCheck(t *Table, name string, c *ast.Check) error {
 	text := a.text(c.Expr)
 	generated := name == ""
@@ -515,7 +523,7 @@ func (a *applier) addCheck(t *Table, name string, c *ast.Check) error {
 			return invalidf("Column `%s` has option commit_timestamp, which is not supported in check constraint.", col.Name)
 		}
 	}
-	sql, typ, err := a.compile(t, c.Expr, fmt.Sprintf("Check constraint `%s`.`%s`", t.Name, name))
+	sql, typ, err := a.compile(t, c.Expr, checkErrorPrefix(t, name, text))
 	if err != nil {
 		return err
 	}
