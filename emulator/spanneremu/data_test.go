@@ -477,3 +477,36 @@ func TestSessionsOfDroppedDatabase(t *testing.T) {
 		t.Errorf("ExecuteSql on a dropped database's session code = %v, want %v (err %v)", got, want, err)
 	}
 }
+
+// TestDMLThenReturn streams the rows of a DML statement with THEN RETURN and its row count.
+func TestDMLThenReturn(t *testing.T) {
+	ctx := testContext(t)
+	client := newDataClient(t, createDatabase(t, singersDDL))
+	var names []string
+	_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		names = nil
+		it := tx.Query(ctx, spanner.NewStatement("INSERT INTO Singers (SingerId, Name) VALUES (1, 'a'), (2, 'b') THEN RETURN Name"))
+		err := it.Do(func(r *spanner.Row) error {
+			var n string
+			if err := r.Columns(&n); err != nil {
+				return err
+			}
+			names = append(names, n)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if it.RowCount != 2 {
+			t.Errorf("THEN RETURN row count = %d, want 2", it.RowCount)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ReadWriteTransaction: %v", err)
+	}
+	slices.Sort(names)
+	if diff := cmp.Diff([]string{"a", "b"}, names); diff != "" {
+		t.Errorf("returned names (-want +got):\n%s", diff)
+	}
+}
