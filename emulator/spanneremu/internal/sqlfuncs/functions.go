@@ -121,29 +121,18 @@ func Function(c Call) (Arg, error) {
 	return safeOuter(out), nil
 }
 
-// safeTwins holds the names of Go functions that have a _safe twin (filled by Register's
-// declarations at init).
-var safeTwins = map[string]bool{}
-
 func init() {
-	// The _safe twins are declared after every other init has run its def* calls, since Go
-	// runs a package's init functions in file-name order and this file sorts before most.
+	// The _safe twins are declared after every other init has run its def* calls (a
+	// package's init functions run in file-name order, and this file sorts before most).
 	lateInits = append(lateInits, func() {
-		n := len(scalarFuncs)
-		for _, f := range scalarFuncs[:n] {
-			f := f
-			if safeTwins[f.name] || strings.HasSuffix(f.name, "_safe") {
-				continue
-			}
-			safeTwins[f.name] = true
+		for _, f := range scalarFuncs[:len(scalarFuncs):len(scalarFuncs)] {
 			inner := f.fn
 			f.name += "_safe"
 			f.fn = func(args []driver.Value) (driver.Value, error) {
-				v, err := inner(args)
-				if err != nil {
-					return nil, nil
+				if v, err := inner(args); err == nil {
+					return v, nil
 				}
-				return v, nil
+				return nil, nil
 			}
 			scalarFuncs = append(scalarFuncs, f)
 		}

@@ -107,10 +107,14 @@ func TestSupertypeAndCoerce(t *testing.T) {
 	if _, err := Coerce(p(1, tF), tI); err == nil {
 		t.Error("FLOAT64 must not coerce to INT64")
 	}
+	if _, err := Coerce(p(1, tF), tN); err == nil {
+		t.Error("a FLOAT64 expression must not coerce to NUMERIC")
+	}
 	runEvalCases(t, []evalCase{
 		{name: "literal to timestamp", expr: func() (Arg, error) { return Coerce(lit("2020-01-01 00:00:00+00"), tT) }, want: "2020-01-01T00:00:00.000000000Z"},
 		{name: "int to numeric", expr: func() (Arg, error) { return Coerce(intLit(3), tN) }, want: "3"},
 		{name: "int to float", expr: func() (Arg, error) { return Coerce(intLit(3), tF) }, want: 3.0},
+		{name: "float literal to numeric", expr: func() (Arg, error) { return Coerce(Arg{SQL: "1.1e+00", Type: tF}, tN) }, want: "1.1"},
 		{name: "literal to json", expr: func() (Arg, error) { return Coerce(lit(`{"b":1, "a":2}`), tJ) }, want: `{"a":2,"b":1}`},
 	})
 }

@@ -2,6 +2,8 @@ package sqlfuncs
 
 import (
 	"fmt"
+	"math/big"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -272,6 +274,18 @@ func coerce(x Arg, to spantype.Type) (Arg, bool, error) {
 			}
 			return retyped(storageLiteral(v))
 		}
+	case from.Code == spantype.Float64 && to.Code == spantype.Numeric && isFloatLiteral(x.SQL):
+		// GoogleSQL coerces a FLOAT64 *literal* to NUMERIC (INSERT ... VALUES (1.5) into a
+		// NUMERIC column); the literal's text is exact, so convert it now.
+		r, ok := new(big.Rat).SetString(x.SQL)
+		if !ok {
+			return Arg{}, false, nil
+		}
+		v, err := spantype.FormatNumeric(r)
+		if err != nil {
+			return Arg{}, false, errorf("Could not cast literal %s to type NUMERIC", x.SQL)
+		}
+		return retyped(sqlString(v))
 	case isNumericCode(from.Code) && isNumericCode(to.Code):
 		// Widening only: INT64 → NUMERIC/FLOAT64, NUMERIC → FLOAT64, FLOAT32 → FLOAT64.
 		if numericSupertype(from, to).Code == to.Code {
@@ -302,6 +316,15 @@ func coerce(x Arg, to spantype.Type) (Arg, bool, error) {
 		return retyped(x.SQL)
 	}
 	return Arg{}, false, nil
+}
+
+// isFloatLiteral reports whether sql is a bare floating point literal (as the translator
+// renders FLOAT64 literals), as opposed to an expression of type FLOAT64.
+func isFloatLiteral(sql string) bool {
+	if _, err := strconv.ParseFloat(sql, 64); err != nil {
+		return false
+	}
+	return decimalRE.MatchString(sql)
 }
 
 // storageLiteral renders a storage value as a SQLite literal.
