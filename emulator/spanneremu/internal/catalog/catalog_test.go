@@ -398,7 +398,9 @@ func TestErrors(t *testing.T) {
 }
 
 func TestApplyKeepsInput(t *testing.T) {
-	base, _, err := Apply(Empty(), projectDDL, fakeCompiler{})
+	base, _, err := Apply(Empty(), append(append([]string{}, projectDDL...),
+		`CREATE SEQUENCE Seq OPTIONS (sequence_kind = 'bit_reversed_positive')`,
+		`CREATE VIEW V SQL SECURITY INVOKER AS SELECT 1 AS One`), fakeCompiler{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,6 +410,10 @@ func TestApplyKeepsInput(t *testing.T) {
 		`ALTER TABLE Orders ALTER COLUMN Status STRING(20) NOT NULL`,
 		`CREATE INDEX OrdersByStatus ON Orders (Status)`,
 		`DROP INDEX OutboxPending`,
+		`ALTER SEQUENCE Seq SET OPTIONS (start_with_counter = 5)`,
+		`CREATE OR REPLACE VIEW V SQL SECURITY INVOKER AS SELECT 2 AS Two`,
+		`ALTER INDEX OrdersByStatus ADD STORED COLUMN TotalCents`,
+		`ALTER TABLE Inventory DROP CONSTRAINT StockNonNegative`,
 	}, fakeCompiler{}); err != nil {
 		t.Fatal(err)
 	}
@@ -423,6 +429,15 @@ func TestApplyKeepsInput(t *testing.T) {
 	}
 	if _, ok := base.Index("OutboxPending"); !ok {
 		t.Errorf("input index dropped")
+	}
+	if len(base.Sequences[0].Options) != 1 {
+		t.Errorf("input sequence changed: %+v", base.Sequences[0])
+	}
+	if v, _ := base.View("V"); v.SQL != "SELECT 1 AS One" {
+		t.Errorf("input view replaced: %+v", v)
+	}
+	if inv, _ := base.Table("Inventory"); len(inv.Checks) != 1 {
+		t.Errorf("input check dropped")
 	}
 }
 
