@@ -54,7 +54,7 @@ package sqlfuncs
 //   - FORMAT supports the common verbs and flags; %'d grouping is ignored.
 //   - PARSE_TIMESTAMP/PARSE_DATE support the common elements (%Y %m %d %H %M %S %E*S %Ez %z %F
 //     %T %y %j %b %B %a %A %p %I %e %s %Z), not all of them.
-//   - NUMERIC overloads of SQRT, POW, EXP, LN, LOG coerce to FLOAT64 instead.
+//   - NUMERIC overloads of SQRT, POW, EXP, LN, LOG, LOG10 compute in FLOAT64 and round.
 //   - COUNTIF(DISTINCT ...) ignores HAVING/ORDER BY/LIMIT; window functions are not supported.
 //   - STRUCT equality compares storage forms, so 1 and 1.0 in a FLOAT64 field may differ.
 //   - JSON number precision options (wide_number_mode, stringify_wide_numbers) are ignored.

@@ -32,8 +32,8 @@ func numericFn(goName string, nargs int32, f func(r *big.Rat, rest []int64) (*bi
 
 // floatFn declares a Go function over FLOAT64 arguments. A finite input giving an infinite
 // result is an overflow error, as in GoogleSQL.
-func floatFn(sqlName, goName string, nargs int32, f func(x []float64) (float64, error)) {
-	defStrict(goName, nargs, func(a []driver.Value) (driver.Value, error) {
+func floatFn(sqlName, goName string, nargs int32, f func(x []float64) (float64, error)) func([]driver.Value) (driver.Value, error) {
+	impl := func(a []driver.Value) (driver.Value, error) {
 		xs := make([]float64, len(a))
 		finite := true
 		for i, v := range a {
@@ -52,6 +52,32 @@ func floatFn(sqlName, goName string, nargs int32, f func(x []float64) (float64, 
 			return nil, outOfRange("Floating point overflow in function: %s", sqlName)
 		}
 		return storeFloat(y), nil
+	}
+	defStrict(goName, nargs, impl)
+	return impl
+}
+
+// numericViaFloat declares goName_numeric, the NUMERIC overload of a FLOAT64 function: it
+// computes in FLOAT64 and rounds the result to NUMERIC's 9 decimal places.
+func numericViaFloat(goName string, nargs int32, floatImpl func([]driver.Value) (driver.Value, error)) {
+	defStrict(goName+"_numeric", nargs, func(a []driver.Value) (driver.Value, error) {
+		fa := make([]driver.Value, len(a))
+		for i, v := range a {
+			r, err := asNumeric(v)
+			if err != nil {
+				return nil, err
+			}
+			fa[i], _ = r.Float64()
+		}
+		v, err := floatImpl(fa)
+		if err != nil {
+			return nil, err
+		}
+		f, err := asFloat(v)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, outOfRange("numeric overflow in %s", strings.ToUpper(goName[4:]))
+		}
+		return storeNumeric(new(big.Rat).SetFloat64(f))
 	})
 }
 
@@ -226,14 +252,21 @@ func init() {
 		"ACOS": func(x float64) (float64, error) { return math.Acos(x), nil },
 		"ATAN": func(x float64) (float64, error) { return math.Atan(x), nil },
 	}
+	// These also have a NUMERIC overload in GoogleSQL.
+	withNumeric := map[string]bool{"SQRT": true, "EXP": true, "LN": true, "LOG10": true}
 	for name, f := range unaryFloat {
 		f := f
 		goName := "spf_" + strings.ToLower(name)
-		defFunc(name, sig(tF, goCall(goName), tF))
-		floatFn(name, goName, 1, func(x []float64) (float64, error) { return f(x[0]) })
+		impl := floatFn(name, goName, 1, func(x []float64) (float64, error) { return f(x[0]) })
+		if !withNumeric[name] {
+			defFunc(name, sig(tF, goCall(goName), tF))
+			continue
+		}
+		defFunc(name, sig(tF, goCall(goName), tF), sig(tN, goCall(goName+"_numeric"), tN))
+		numericViaFloat(goName, 1, impl)
 	}
-	defFunc("LOG", sig(tF, goCall("spf_log"), tF, tF).opt(1))
-	floatFn("LOG", "spf_log", -1, func(x []float64) (float64, error) {
+	defFunc("LOG", sig(tF, goCall("spf_log"), tF, tF).opt(1), sig(tN, goCall("spf_log_numeric"), tN, tN).opt(1))
+	logImpl := floatFn("LOG", "spf_log", -1, func(x []float64) (float64, error) {
 		if x[0] <= 0 {
 			return 0, outOfRange("Argument X to LOG must be positive: %s", spantype.FormatFloat(x[0], 64))
 		}
@@ -245,10 +278,11 @@ func init() {
 		}
 		return math.Log(x[0]) / math.Log(x[1]), nil
 	})
+	numericViaFloat("spf_log", -1, logImpl)
 	for _, name := range []string{"POW", "POWER"} {
-		defFunc(name, sig(tF, goCall("spf_pow"), tF, tF))
+		defFunc(name, sig(tF, goCall("spf_pow"), tF, tF), sig(tN, goCall("spf_pow_numeric"), tN, tN))
 	}
-	floatFn("POW", "spf_pow", 2, func(x []float64) (float64, error) {
+	powImpl := floatFn("POW", "spf_pow", 2, func(x []float64) (float64, error) {
 		if x[0] == 0 && x[1] < 0 {
 			return 0, outOfRange("Division by zero: POW(0, %s)", spantype.FormatFloat(x[1], 64))
 		}
@@ -257,6 +291,7 @@ func init() {
 		}
 		return math.Pow(x[0], x[1]), nil
 	})
+	numericViaFloat("spf_pow", 2, powImpl)
 	defFunc("ATAN2", sig(tF, goCall("spf_atan2"), tF, tF))
 	floatFn("ATAN2", "spf_atan2", 2, func(x []float64) (float64, error) { return math.Atan2(x[0], x[1]), nil })
 
