@@ -39,6 +39,10 @@ func (a *applier) alterTable(d *ast.AlterTable) error {
 			// Spanner refuses this whatever the table holds: existing rows would have no value.
 			return unimplementedf("Cannot add NOT NULL column %s.%s to existing table %s.", t.Name, col.Name, t.Name)
 		}
+		if sql := addColumnSQL(t, col); sql != "" {
+			a.emit(sql)
+			return nil
+		}
 	case *ast.DropColumn:
 		col, ok := t.Column(alt.Name.Name)
 		if !ok {

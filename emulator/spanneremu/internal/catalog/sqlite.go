@@ -30,22 +30,7 @@ const (
 func (s *Schema) createTableSQL(t *Table, sqliteName string) string {
 	var defs []string
 	for _, c := range t.Columns {
-		def := Quote(c.SQLiteName)
-		if c.NotNull {
-			def += " NOT NULL"
-		}
-		if c.DefaultSQL != "" {
-			def += " DEFAULT (" + c.DefaultSQL + ")"
-		}
-		if c.GeneratedSQL != "" {
-			def += " GENERATED ALWAYS AS (" + c.GeneratedSQL + ")"
-			if c.Stored {
-				def += " STORED"
-			} else {
-				def += " VIRTUAL"
-			}
-		}
-		defs = append(defs, def)
+		defs = append(defs, columnSQL(c))
 	}
 	key := make([]string, len(t.PrimaryKey))
 	for i, k := range t.PrimaryKey {
@@ -61,10 +46,8 @@ func (s *Schema) createTableSQL(t *Table, sqliteName string) string {
 	}
 	defs = append(defs, "PRIMARY KEY ("+strings.Join(key, ", ")+")")
 	for _, c := range t.Columns {
-		if (c.Type.Code == spantype.String || c.Type.Code == spantype.Bytes) && c.Type.Length > 0 {
-			// length() counts characters of TEXT and bytes of BLOB, as Spanner counts them.
-			defs = append(defs, fmt.Sprintf("CONSTRAINT %s CHECK (length(%s) <= %d)",
-				Quote(LengthConstraintPrefix+t.Name+"."+c.Name), Quote(c.SQLiteName), c.Type.Length))
+		if check := lengthCheckSQL(t, c); check != "" {
+			defs = append(defs, check)
 		}
 	}
 	for _, c := range t.Checks {
@@ -85,6 +68,50 @@ func (s *Schema) createTableSQL(t *Table, sqliteName string) string {
 		defs = append(defs, foreignKeySQL(ForeignKeyConstraintPrefix+fk.Name, fk.Columns, refName, fk.ReferencedColumns, fk.OnDeleteCascade))
 	}
 	return "CREATE TABLE " + Quote(sqliteName) + " (\n  " + strings.Join(defs, ",\n  ") + "\n) WITHOUT ROWID"
+}
+
+// columnSQL renders a column definition without its length check.
+func columnSQL(c *Column) string {
+	def := Quote(c.SQLiteName)
+	if c.NotNull {
+		def += " NOT NULL"
+	}
+	if c.DefaultSQL != "" {
+		def += " DEFAULT (" + c.DefaultSQL + ")"
+	}
+	if c.GeneratedSQL != "" {
+		def += " GENERATED ALWAYS AS (" + c.GeneratedSQL + ")"
+		if c.Stored {
+			def += " STORED"
+		} else {
+			def += " VIRTUAL"
+		}
+	}
+	return def
+}
+
+// lengthCheckSQL renders the CHECK constraint of a STRING(N) or BYTES(N) column ("" for other
+// columns). length() counts the characters of TEXT and the bytes of BLOB, as Spanner counts.
+func lengthCheckSQL(t *Table, c *Column) string {
+	if (c.Type.Code != spantype.String && c.Type.Code != spantype.Bytes) || c.Type.Length == 0 {
+		return ""
+	}
+	return fmt.Sprintf("CONSTRAINT %s CHECK (length(%s) <= %d)",
+		Quote(LengthConstraintPrefix+t.Name+"."+c.Name), Quote(c.SQLiteName), c.Type.Length)
+}
+
+// addColumnSQL returns SQLite's ALTER TABLE ADD COLUMN for c, or "" when SQLite cannot add
+// such a column in place (NOT NULL, a DEFAULT expression, a stored generated column) and the
+// table must be rebuilt. Adding in place keeps ADD COLUMN cheap on large tables.
+func addColumnSQL(t *Table, c *Column) string {
+	if c.NotNull || c.DefaultSQL != "" || (c.GeneratedSQL != "" && c.Stored) {
+		return ""
+	}
+	sql := "ALTER TABLE " + Quote(t.SQLiteName) + " ADD COLUMN " + columnSQL(c)
+	if check := lengthCheckSQL(t, c); check != "" {
+		sql += " " + check
+	}
+	return sql
 }
 
 func foreignKeySQL(name string, cols []string, ref string, refCols []string, cascade bool) string {
