@@ -25,6 +25,10 @@ type Options struct {
 	// IdleTimeout aborts a transaction that has seen no request for this long, releasing its
 	// locks. Default 10s.
 	IdleTimeout time.Duration
+	// SnapshotIdle releases the pinned snapshot of a read-only transaction that has been idle
+	// this long (read-only transactions have no end the server hears of). It can still read
+	// afterwards as long as nothing has been committed since its snapshot. Default 5s.
+	SnapshotIdle time.Duration
 	// TTLSweepInterval is the period of the ROW DELETION POLICY sweeper. Default 1 minute;
 	// negative disables it.
 	TTLSweepInterval time.Duration
@@ -53,6 +57,9 @@ type TxnOptions struct {
 	Mode Mode
 	// ReadOnly is the read-only options from the request (timestamp bound); nil means strong.
 	ReadOnly *sppb.TransactionOptions_ReadOnly
+	// SingleUse marks a read-only transaction that runs one read and is then rolled back: it
+	// needs no pinned snapshot (one SQLite statement is consistent by itself).
+	SingleUse bool
 }
 
 // Statement is one SQL statement with its parameters, as ExecuteSqlRequest carries them.

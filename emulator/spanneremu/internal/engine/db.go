@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,8 @@ type DB struct {
 
 	// lock is the write lock: a token is held by the transaction in holder.
 	lock chan struct{}
+	// pinned are the read-only transactions holding a reader connection (guarded by mu).
+	pinned map[*Txn]bool
 	// snapMu orders snapshot creation against commits, so that a read-only transaction's read
 	// timestamp is exactly the last commit it can see.
 	snapMu sync.RWMutex
@@ -57,7 +60,7 @@ func openDB(e *Engine, name, path string, create bool) (*DB, error) {
 	if err != nil {
 		return nil, internalf("open %s: %v", path, err)
 	}
-	sqldb.SetMaxOpenConns(64)
+	sqldb.SetMaxOpenConns(maxPinnedSnapshots + 32)
 	sqldb.SetMaxIdleConns(16)
 	ctx := context.Background()
 	writer, err := sqldb.Conn(ctx)
@@ -66,7 +69,7 @@ func openDB(e *Engine, name, path string, create bool) (*DB, error) {
 		return nil, internalf("open %s: %v", path, err)
 	}
 	db := &DB{e: e, name: name, path: path, sqldb: sqldb, writer: writer,
-		lock: make(chan struct{}, 1), txns: map[string]*Txn{}, occ: newOCCState()}
+		lock: make(chan struct{}, 1), txns: map[string]*Txn{}, occ: newOCCState(), pinned: map[*Txn]bool{}}
 	fail := func(err error) (*DB, error) {
 		writer.Close()
 		sqldb.Close()
@@ -225,6 +228,49 @@ func foreignKeyViolation(ctx context.Context, conn *sql.Conn) (string, error) {
 	return "", rows.Err()
 }
 
+// maxPinnedSnapshots bounds the reader connections held by read-only transactions; the least
+// recently used snapshot is released beyond it, leaving connections for everyone else.
+const maxPinnedSnapshots = 64
+
+func (db *DB) currentSeq() uint64 {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.occ.seq
+}
+
+// makeRoomForSnapshot releases the least recently used pinned snapshot when too many are held,
+// so read-only transactions the client forgot (the Go client never ends them) cannot exhaust
+// the connection pool.
+func (db *DB) makeRoomForSnapshot() {
+	db.mu.Lock()
+	if len(db.pinned) < maxPinnedSnapshots {
+		db.mu.Unlock()
+		return
+	}
+	var lru []*Txn
+	for t := range db.pinned {
+		lru = append(lru, t)
+	}
+	db.mu.Unlock()
+	sort.Slice(lru, func(i, j int) bool { return lru[i].lastUsed.Load() < lru[j].lastUsed.Load() })
+	for _, t := range lru[:len(lru)-maxPinnedSnapshots+1] {
+		if t.mu.TryLock() {
+			t.releaseSnapshot()
+			t.mu.Unlock()
+		}
+	}
+}
+
+func (db *DB) setPinned(t *Txn, on bool) {
+	db.mu.Lock()
+	if on {
+		db.pinned[t] = true
+	} else {
+		delete(db.pinned, t)
+	}
+	db.mu.Unlock()
+}
+
 // nextCommitTimestamp returns a timestamp after every earlier commit of this database, in
 // microseconds like Spanner's commit timestamps. The caller holds the write lock.
 func (db *DB) nextCommitTimestamp() time.Time {
@@ -260,7 +306,7 @@ func (db *DB) readTimestamp() time.Time {
 // finished ones after a while.
 func (db *DB) abortIdle(now time.Time) {
 	db.mu.Lock()
-	var idle []*Txn
+	var idle, snaps []*Txn
 	oldest := db.occ.seq
 	for k, t := range db.txns {
 		if !t.finished() {
@@ -277,10 +323,18 @@ func (db *DB) abortIdle(now time.Time) {
 		}
 		if now.Sub(last) > db.e.opts.IdleTimeout {
 			idle = append(idle, t)
+		} else if t.mode == ReadOnly && now.Sub(last) > db.e.opts.SnapshotIdle {
+			snaps = append(snaps, t)
 		}
 	}
 	db.occ.prune(oldest)
 	db.mu.Unlock()
+	for _, t := range snaps {
+		if t.mu.TryLock() {
+			t.releaseSnapshot()
+			t.mu.Unlock()
+		}
+	}
 	for _, t := range idle {
 		if t.mu.TryLock() {
 			db.e.stats.idleAborts.Add(1)

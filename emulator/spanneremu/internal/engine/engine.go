@@ -61,6 +61,9 @@ func New(opts Options) (*Engine, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = 10 * time.Second
 	}
+	if opts.SnapshotIdle <= 0 {
+		opts.SnapshotIdle = 5 * time.Second
+	}
 	if opts.TTLSweepInterval == 0 {
 		opts.TTLSweepInterval = time.Minute
 	}

@@ -100,26 +100,28 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 	}
 	switch stmt.(type) {
 	case *ast.QueryStatement:
-		conn, schema, err := t.readConn(ctx)
-		if err != nil {
-			return nil, err
-		}
-		c, err := sqlgen.Compile(schema, stmt, declared)
-		if err != nil {
-			return nil, err
-		}
-		if st.PlanOnly {
-			return planResult(c, declared), nil
-		}
-		args, err := bindArgs(c, st, declared)
-		if err != nil {
-			return nil, err
-		}
-		rows, err := queryRows(ctx, conn, c.SQL, args, c.Columns)
-		if err != nil {
-			return nil, mapError(err, nil)
-		}
-		return &Result{Fields: fields(c.Columns), Rows: rows}, nil
+		var res *Result
+		err := t.readWith(ctx, func(conn querier, schema *catalog.Schema) error {
+			c, err := sqlgen.Compile(schema, stmt, declared)
+			if err != nil {
+				return err
+			}
+			if st.PlanOnly {
+				res = planResult(c, declared)
+				return nil
+			}
+			args, err := bindArgs(c, st, declared)
+			if err != nil {
+				return err
+			}
+			rows, err := queryRows(ctx, conn, c.SQL, args, c.Columns)
+			if err != nil {
+				return mapError(err, nil)
+			}
+			res = &Result{Fields: fields(c.Columns), Rows: rows}
+			return nil
+		})
+		return res, err
 	case ast.DML:
 		if t.mode == ReadOnly {
 			return nil, errorf(codes.InvalidArgument, "DML statements can only be performed in a read-write or partitioned-dml transaction.")

@@ -23,19 +23,20 @@ func (t *Txn) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 	if t.mode == ReadWrite && !t.hasLock {
 		return t.optimisticRead(ctx, r)
 	}
-	conn, schema, err := t.readConn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	q, args, cols, err := buildRead(schema, r)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := queryRows(ctx, conn, q, args, cols)
-	if err != nil {
-		return nil, mapError(err, nil)
-	}
-	return &Result{Fields: fields(cols), Rows: rows}, nil
+	var res *Result
+	err := t.readWith(ctx, func(conn querier, schema *catalog.Schema) error {
+		q, args, cols, err := buildRead(schema, r)
+		if err != nil {
+			return err
+		}
+		rows, err := queryRows(ctx, conn, q, args, cols)
+		if err != nil {
+			return mapError(err, nil)
+		}
+		res = &Result{Fields: fields(cols), Rows: rows}
+		return nil
+	})
+	return res, err
 }
 
 // optimisticRead reads committed data without the write lock and records what it read (see

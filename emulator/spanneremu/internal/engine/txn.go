@@ -45,10 +45,15 @@ type Txn struct {
 	footprints []footprint
 	writes     *writeSet
 
-	// Read-only: the snapshot.
-	conn   *sql.Conn
-	schema *catalog.Schema
-	readTS time.Time
+	// Read-only: the snapshot. conn is the pinned reader connection, nil before the first
+	// read, for single-use transactions, and after the janitor released an idle snapshot; the
+	// transaction can then still read while no commit has happened since readSeq.
+	singleUse bool
+	snapped   bool
+	conn      *sql.Conn
+	schema    *catalog.Schema
+	readTS    time.Time
+	readSeq   uint64
 }
 
 type pendingTimestamp struct {
@@ -61,15 +66,13 @@ type pendingTimestamp struct {
 func (db *DB) Begin(opts TxnOptions) (*Txn, error) {
 	id := make([]byte, 16)
 	rand.Read(id)
-	t := &Txn{db: db, id: id, mode: opts.Mode}
+	t := &Txn{db: db, id: id, mode: opts.Mode, singleUse: opts.SingleUse}
 	t.touch()
-	if opts.Mode == ReadOnly {
-		if err := t.openSnapshot(); err != nil {
-			return nil, err
-		}
-	} else {
+	if opts.Mode != ReadOnly {
 		t.readTS = time.Now().UTC()
 	}
+	// A read-only transaction takes its snapshot lazily, at its first read (or when its read
+	// timestamp is asked for), so a transaction that is begun and never used costs nothing.
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
@@ -99,18 +102,38 @@ func (t *Txn) finished() bool { return t.done.Load() }
 // ID returns the transaction id.
 func (t *Txn) ID() []byte { return t.id }
 
-// ReadTimestamp returns the snapshot time of a read-only transaction.
-func (t *Txn) ReadTimestamp() time.Time { return t.readTS }
+// ReadTimestamp returns the snapshot time of a read-only transaction (taking the snapshot if
+// it has not been taken yet).
+func (t *Txn) ReadTimestamp() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mode == ReadOnly && !t.snapped && t.state == active {
+		if err := t.openSnapshot(); err != nil {
+			t.db.e.opts.Logf("spanneremu: snapshot: %v", err)
+		}
+	}
+	return t.readTS
+}
 
-// openSnapshot pins a reader connection inside a SQLite read transaction.
+// openSnapshot fixes the transaction's read timestamp and, unless it is single-use, pins a
+// reader connection inside a SQLite read transaction: WAL mode keeps that connection's view
+// fixed while writers commit. The caller holds t.mu.
 func (t *Txn) openSnapshot() error {
+	db := t.db
 	ctx := context.Background()
-	conn, err := t.db.sqldb.Conn(ctx)
+	t.snapped = true
+	t.schema = db.Schema()
+	if t.singleUse {
+		t.readTS, t.readSeq = db.readTimestamp(), db.currentSeq()
+		return nil
+	}
+	db.makeRoomForSnapshot()
+	conn, err := db.sqldb.Conn(ctx)
 	if err != nil {
 		return internalf("snapshot: %v", err)
 	}
-	t.db.snapMu.RLock()
-	defer t.db.snapMu.RUnlock()
+	db.snapMu.RLock()
+	defer db.snapMu.RUnlock()
 	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
 		conn.Close()
 		return internalf("snapshot: %v", err)
@@ -124,8 +147,8 @@ func (t *Txn) openSnapshot() error {
 		return internalf("snapshot: %v", err)
 	}
 	t.conn = conn
-	t.schema = t.db.Schema()
-	t.readTS = t.db.readTimestamp()
+	db.setPinned(t, true)
+	t.readTS, t.readSeq = db.readTimestamp(), db.currentSeq()
 	return nil
 }
 
@@ -134,7 +157,36 @@ func (t *Txn) releaseSnapshot() {
 		t.conn.ExecContext(context.Background(), "ROLLBACK")
 		t.conn.Close()
 		t.conn = nil
+		t.db.setPinned(t, false)
 	}
+}
+
+// snapshotRead runs fn with a querier that reads the transaction's snapshot. Without a pinned
+// connection (single-use, or released by the janitor) the read runs on a pooled connection
+// while commits are held back, which is exact as long as nothing committed since readSeq.
+func (t *Txn) snapshotRead(fn func(q querier, s *catalog.Schema) error) error {
+	if !t.snapped {
+		if err := t.openSnapshot(); err != nil {
+			return err
+		}
+	}
+	if t.conn != nil {
+		return fn(t.conn, t.schema)
+	}
+	db := t.db
+	if t.singleUse {
+		// One statement is consistent by itself; its read timestamp is taken after it, so
+		// it covers every commit the statement could have seen.
+		err := fn(db.sqldb, t.schema)
+		t.readTS = db.readTimestamp()
+		return err
+	}
+	db.snapMu.RLock()
+	defer db.snapMu.RUnlock()
+	if db.currentSeq() != t.readSeq {
+		return errorf(codes.FailedPrecondition, "The snapshot of this read-only transaction is no longer available: the emulator releases the snapshot of a read-only transaction idle for %s once newer data has been committed. Start a new read-only transaction.", db.e.opts.SnapshotIdle)
+	}
+	return fn(db.sqldb, t.schema)
 }
 
 // begin checks the transaction can run another operation. The caller holds t.mu.
@@ -226,15 +278,16 @@ func (t *Txn) releaseLock() {
 	<-t.db.lock
 }
 
-// conn returns the connection the transaction reads through. The caller holds t.mu.
-func (t *Txn) readConn(ctx context.Context) (*sql.Conn, *catalog.Schema, error) {
+// readWith runs fn on the connection the transaction reads through: its snapshot
+// (read-only), or the writer connection under the write lock (read-write). The caller holds t.mu.
+func (t *Txn) readWith(ctx context.Context, fn func(q querier, s *catalog.Schema) error) error {
 	if t.mode == ReadOnly {
-		return t.conn, t.schema, nil
+		return t.snapshotRead(fn)
 	}
 	if err := t.acquireLock(ctx); err != nil {
-		return nil, nil, err
+		return err
 	}
-	return t.db.writer, t.db.Schema(), nil
+	return fn(t.db.writer, t.db.Schema())
 }
 
 // abort ends the transaction as ABORTED.
