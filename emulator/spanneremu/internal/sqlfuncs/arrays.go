@@ -202,6 +202,53 @@ func init() {
 		return int64(0), nil
 	})
 
+	// ARRAY_INCLUDES_ANY/ALL(arr, search_values): NULL when either array is NULL; NULL
+	// elements never match.
+	for _, name := range []string{"ARRAY_INCLUDES_ANY", "ARRAY_INCLUDES_ALL"} {
+		name := name
+		goName := "spf_" + strings.ToLower(name)
+		arrayFunc(name, []int{2}, func(c Call, at spantype.Type) (Arg, error) {
+			vals, t, err := unifyArgs(c, c.Args)
+			if err != nil {
+				return Arg{}, err
+			}
+			if t.Code == spantype.Unknown || t.Elem.Code == spantype.Unknown {
+				t = spantype.ArrayOf(tI)
+			}
+			if t.Elem.Code == spantype.Array || t.Elem.Code == spantype.JSON {
+				return Arg{}, errorf("%s does not support elements of type %s", name, t.Elem)
+			}
+			return Arg{SQL: sqlCall(goName, vals[0].SQL, vals[1].SQL, tagSQL(t)), Type: tB}, nil
+		})
+		all := name == "ARRAY_INCLUDES_ALL"
+		defStrict(goName, 3, func(a []driver.Value) (driver.Value, error) {
+			at, elems, err := typedElems(a[2], a[0])
+			if err != nil {
+				return nil, err
+			}
+			search, err := decodeArray(at, a[1])
+			if err != nil {
+				return nil, err
+			}
+			present := map[string]bool{}
+			for _, e := range elems {
+				if e != nil && !isNaNValue(*at.Elem, e) {
+					present[distinctKey(*at.Elem, e)] = true
+				}
+			}
+			for _, v := range search {
+				found := v != nil && present[distinctKey(*at.Elem, v)]
+				if found && !all {
+					return int64(1), nil
+				}
+				if !found && all {
+					return int64(0), nil
+				}
+			}
+			return boolValue(all), nil
+		})
+	}
+
 	for _, name := range []string{"ARRAY_MIN", "ARRAY_MAX"} {
 		name := name
 		goName := "spf_" + strings.ToLower(name)
