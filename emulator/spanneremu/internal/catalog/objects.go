@@ -201,4 +201,3 @@ func (a *applier) dropOther(group, name string) error {
 func titleCase(s string) string {
 	return s[:1] + strings.ToLower(s[1:])
 }
-
