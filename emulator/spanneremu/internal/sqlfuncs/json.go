@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
@@ -39,12 +38,12 @@ type jsonPathStep struct {
 	isIdx bool
 }
 
-var jsonPathCache sync.Map
+var jsonPathCache memo[[]jsonPathStep]
 
 // parseJSONPath parses $, .name, ."quoted", ['name'], ["name"] and [N].
 func parseJSONPath(p string) ([]jsonPathStep, error) {
 	if steps, ok := jsonPathCache.Load(p); ok {
-		return steps.([]jsonPathStep), nil
+		return steps, nil
 	}
 	bad := outOfRange("Invalid JSONPath: %s", p)
 	if !strings.HasPrefix(p, "$") {
@@ -527,11 +526,11 @@ func fullTagSQL(t spantype.Type) string {
 	return sqlString(string(b))
 }
 
-var fullTagCache sync.Map
+var fullTagCache memo[spantype.Type]
 
 func parseFullTag(s string) (spantype.Type, error) {
 	if t, ok := fullTagCache.Load(s); ok {
-		return t.(spantype.Type), nil
+		return t, nil
 	}
 	var t spantype.Type
 	if err := json.Unmarshal([]byte(s), &t); err != nil {

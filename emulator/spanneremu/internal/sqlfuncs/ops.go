@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/big"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
@@ -570,7 +569,7 @@ type likePattern struct {
 	bytes  bool
 }
 
-var likeCache sync.Map // "s:"/"b:" + pattern → *likePattern
+var likeCache memo[*likePattern] // by "s:" or "b:" + pattern
 
 func likeMatcher(pattern string, isBytes bool) (*likePattern, error) {
 	key := "s:" + pattern
@@ -578,7 +577,7 @@ func likeMatcher(pattern string, isBytes bool) (*likePattern, error) {
 		key = "b:" + pattern
 	}
 	if p, ok := likeCache.Load(key); ok {
-		return p.(*likePattern), nil
+		return p, nil
 	}
 	units := toUnits(pattern, isBytes)
 	p := &likePattern{bytes: isBytes}

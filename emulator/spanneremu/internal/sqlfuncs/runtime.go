@@ -332,3 +332,28 @@ func ParseRuntimeError(err error) (code, msg string, ok bool) {
 	}
 	return code, msg, true
 }
+
+// memo caches values computed from strings (compiled patterns, parsed type tags). Patterns can
+// come from data, so the cache is bounded: when full it starts over rather than grow forever.
+type memo[V any] struct {
+	mu sync.Mutex
+	m  map[string]V
+}
+
+const memoLimit = 4096
+
+func (c *memo[V]) Load(key string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[key]
+	return v, ok
+}
+
+func (c *memo[V]) Store(key string, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= memoLimit {
+		c.m = map[string]V{}
+	}
+	c.m[key] = v
+}

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"regexp"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -606,11 +605,11 @@ func encodeStringsArray(parts []string, isBytes bool) string {
 	return encodeArray(t, elems)
 }
 
-var regexpCache sync.Map // pattern → *regexp.Regexp
+var regexpCache memo[*regexp.Regexp]
 
 func compileRegexp(pattern string) (*regexp.Regexp, error) {
 	if re, ok := regexpCache.Load(pattern); ok {
-		return re.(*regexp.Regexp), nil
+		return re, nil
 	}
 	re, err := regexp.Compile(pattern)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
 )
@@ -54,12 +53,12 @@ func typeTag(t spantype.Type) string {
 // tagSQL is typeTag as a SQL string literal.
 func tagSQL(t spantype.Type) string { return sqlString(typeTag(t)) }
 
-var tagCache sync.Map // string → spantype.Type
+var tagCache memo[spantype.Type]
 
 // parseTag is the inverse of typeTag.
 func parseTag(s string) (spantype.Type, error) {
 	if t, ok := tagCache.Load(s); ok {
-		return t.(spantype.Type), nil
+		return t, nil
 	}
 	t, rest, err := parseTagPrefix(s)
 	if err != nil || rest != "" {
