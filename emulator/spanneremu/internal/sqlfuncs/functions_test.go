@@ -114,6 +114,7 @@ func TestSupertypeAndCoerce(t *testing.T) {
 		{name: "literal to timestamp", expr: func() (Arg, error) { return Coerce(lit("2020-01-01 00:00:00+00"), tT) }, want: "2020-01-01T00:00:00.000000000Z"},
 		{name: "int to numeric", expr: func() (Arg, error) { return Coerce(intLit(3), tN) }, want: "3"},
 		{name: "int to float", expr: func() (Arg, error) { return Coerce(intLit(3), tF) }, want: 3.0},
+		{name: "int array to float array", expr: func() (Arg, error) { return Coerce(p(1, tAI), spantype.ArrayOf(tF)) }, params: []any{"[1,null]"}, want: "[1,null]"},
 		{name: "float literal to numeric", expr: func() (Arg, error) { return Coerce(Arg{SQL: "1.1e+00", Type: tF}, tN) }, want: "1.1"},
 		{name: "literal to json", expr: func() (Arg, error) { return Coerce(lit(`{"b":1, "a":2}`), tJ) }, want: `{"a":2,"b":1}`},
 	})

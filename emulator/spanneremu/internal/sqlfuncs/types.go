@@ -291,8 +291,13 @@ func coerce(x Arg, to spantype.Type) (Arg, bool, error) {
 			return retyped(castSQL(x.SQL, from, to, false))
 		}
 	case from.Code == spantype.Array && to.Code == spantype.Array:
-		if from.Elem.Code == spantype.Unknown {
+		fe, te := *from.Elem, stripLength(*to.Elem)
+		switch {
+		case fe.Code == spantype.Unknown || fe.Equal(te):
 			return retyped(x.SQL)
+		case isNumericCode(fe.Code) && isNumericCode(te.Code) && numericSupertype(fe, te).Code == te.Code:
+			// Assignment of an array literal [1, 2] to ARRAY<FLOAT64> widens element-wise.
+			return retyped(castSQL(x.SQL, from, to, false))
 		}
 	case from.Code == spantype.Struct && to.Code == spantype.Struct:
 		if len(from.Fields) != len(to.Fields) {
