@@ -160,6 +160,25 @@ func TestSchemaFeatures(t *testing.T) {
 			return err
 		})
 		checkErr(t, err, codes.NotFound)
+
+		// A DML delete of a parent cascades to its children; the row count covers only the
+		// rows the statement itself matched.
+		mustUpdate(t, client, `INSERT INTO P (PId) VALUES (1), (2)`, `INSERT INTO C (PId, CId) VALUES (1, 1), (1, 2), (2, 1)`)
+		var n int64
+		_, err = client.ReadWriteTransaction(testCtx(t), func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+			var err error
+			n, err = tx.Update(ctx, spanner.NewStatement(`DELETE FROM P WHERE PId = 1`))
+			return err
+		})
+		if err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+		if n != 1 {
+			t.Errorf("DELETE row count = %d, want 1", n)
+		}
+		if diff := cmp.Diff(rows(row(int64(2), int64(1))), readAll(t, client, "C", "PId", "CId")); diff != "" {
+			t.Errorf("C after cascading delete (-want +got):\n%s", diff)
+		}
 	})
 
 	t.Run("unknown table in mutation", func(t *testing.T) {
