@@ -5,7 +5,7 @@ package sqlfuncs
 // Operators (Binary, Unary): + - * with INT64 overflow errors, / always FLOAT64 (or NUMERIC)
 // with a division-by-zero error, comparisons for every orderable type (INT64/FLOAT64 mixing,
 // NUMERIC compared numerically, IEEE rules for NaN, STRING literals coerced to DATE, TIMESTAMP,
-// NUMERIC or JSON), STRUCT = and !=, IS [NOT] DISTINCT FROM, AND/OR/NOT, case-sensitive LIKE
+// NUMERIC or JSON), STRUCT = and != field by field with three-valued logic, IS [NOT] DISTINCT FROM, AND/OR/NOT, case-sensitive LIKE
 // with % _ and \ escapes for STRING and BYTES, || for STRING, BYTES and ARRAY, & | ^ ~ << >>
 // for INT64 and BYTES.
 //
@@ -56,5 +56,4 @@ package sqlfuncs
 //     %T %y %j %b %B %a %A %p %I %e %s %Z), not all of them.
 //   - NUMERIC overloads of SQRT, POW, EXP, LN, LOG, LOG10 compute in FLOAT64 and round.
 //   - COUNTIF(DISTINCT ...) ignores HAVING/ORDER BY/LIMIT; window functions are not supported.
-//   - STRUCT equality compares storage forms, so 1 and 1.0 in a FLOAT64 field may differ.
 //   - JSON number precision options (wide_number_mode, stringify_wide_numbers) are ignored.

@@ -148,6 +148,13 @@ func init() {
 			return boolValue(floatCmps[op](a, b)), nil
 		})
 	}
+	defStrict("spf_struct_eq", 3, func(args []driver.Value) (driver.Value, error) {
+		t, err := parseTag(asString(args[2]))
+		if err != nil {
+			return nil, err
+		}
+		return structEqual(t, args[0], args[1])
+	})
 	defStrict("spf_like", 2, func(args []driver.Value) (driver.Value, error) {
 		_, isBytes := args[0].([]byte)
 		m, err := likeMatcher(asString(args[1]), isBytes)
@@ -420,7 +427,13 @@ func compare(op string, l, r Arg) (Arg, error) {
 		if op != "=" && op != "!=" && op != "<>" {
 			return Arg{}, errorf("Less than is not defined for arguments of type %s", st)
 		}
-		out.SQL = "(" + l.SQL + " " + sqlOp + " " + r.SQL + ")"
+		if !structComparable(st) {
+			return Arg{}, errorf("Equality is not defined for arguments of type %s", st)
+		}
+		out.SQL = sqlCall("spf_struct_eq", l.SQL, r.SQL, tagSQL(st))
+		if op != "=" {
+			out.SQL = "(NOT " + out.SQL + ")"
+		}
 	case spantype.Float64, spantype.Float32:
 		out.SQL = sqlCall("spf_fcmp_"+cmpNames[op], l.SQL, r.SQL)
 	case spantype.Numeric:
@@ -429,6 +442,66 @@ func compare(op string, l, r Arg) (Arg, error) {
 		out.SQL = "(" + l.SQL + " " + sqlOp + " " + r.SQL + ")"
 	}
 	return out, nil
+}
+
+// structComparable reports whether = is defined on every field (no ARRAY or JSON inside).
+func structComparable(t spantype.Type) bool {
+	for _, f := range t.Fields {
+		switch f.Type.Code {
+		case spantype.Array, spantype.JSON:
+			return false
+		case spantype.Struct:
+			if !structComparable(f.Type) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// structEqual compares two STRUCT values field by field with three-valued logic: FALSE if any
+// pair differs, else NULL if any pair involves a NULL, else TRUE.
+func structEqual(t spantype.Type, a, b driver.Value) (driver.Value, error) {
+	xs, err := decodeArray(t, a)
+	if err != nil {
+		return nil, err
+	}
+	ys, err := decodeArray(t, b)
+	if err != nil {
+		return nil, err
+	}
+	sawNull := false
+	for i := range xs {
+		ft := elemType(t, i)
+		x, y := xs[i], ys[i]
+		if x == nil || y == nil {
+			sawNull = true
+			continue
+		}
+		if ft.Code == spantype.Struct {
+			eq, err := structEqual(ft, x, y)
+			if err != nil {
+				return nil, err
+			}
+			if eq == nil {
+				sawNull = true
+			} else if eq == int64(0) {
+				return int64(0), nil
+			}
+			continue
+		}
+		c, err := compareStorage(ft, x, y)
+		if err != nil {
+			return nil, err
+		}
+		if c != 0 || isNaNValue(ft, x) {
+			return int64(0), nil
+		}
+	}
+	if sawNull {
+		return nil, nil
+	}
+	return int64(1), nil
 }
 
 func distinct(isDistinct bool, l, r Arg) (Arg, error) {

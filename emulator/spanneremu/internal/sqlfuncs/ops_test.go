@@ -40,6 +40,8 @@ func TestArithmetic(t *testing.T) {
 	})
 }
 
+var stIS = spantype.StructOf(spantype.Field{Name: "a", Type: tI}, spantype.Field{Name: "b", Type: tS})
+
 func TestComparisons(t *testing.T) {
 	runEvalCases(t, []evalCase{
 		{name: "int lt", expr: bin("<", intLit(1), intLit(2)), want: int64(1), wantType: tB},
@@ -66,6 +68,10 @@ func TestComparisons(t *testing.T) {
 		{name: "like escape no match", expr: bin("LIKE", lit("abc"), lit(`a\%c`)), want: int64(0)},
 		{name: "not like", expr: bin("NOT LIKE", lit("abc"), lit("%b%")), want: int64(0)},
 		{name: "like bytes", expr: bin("LIKE", p(1, tY), p(2, tY)), params: []any{[]byte("xyz"), []byte("x_z")}, want: int64(1)},
+		{name: "struct eq", expr: bin("=", p(1, stIS), p(2, stIS)), params: []any{`[1,"a"]`, `[1,"a"]`}, want: int64(1)},
+		{name: "struct ne", expr: bin("!=", p(1, stIS), p(2, stIS)), params: []any{`[1,"a"]`, `[2,"a"]`}, want: int64(1)},
+		{name: "struct eq null field", expr: bin("=", p(1, stIS), p(2, stIS)), params: []any{`[1,null]`, `[1,"a"]`}, want: nil},
+		{name: "struct eq null but different", expr: bin("=", p(1, stIS), p(2, stIS)), params: []any{`[2,null]`, `[1,"a"]`}, want: int64(0)},
 		{name: "like backtrack", expr: bin("LIKE", lit("aaab"), lit("%a%ab")), want: int64(1)},
 	})
 }
