@@ -5,9 +5,9 @@ package sqlfuncs
 // Operators (Binary, Unary): + - * with INT64 overflow errors, / always FLOAT64 (or NUMERIC)
 // with a division-by-zero error, comparisons for every orderable type (INT64/FLOAT64 mixing,
 // NUMERIC compared numerically, IEEE rules for NaN, STRING literals coerced to DATE, TIMESTAMP,
-// NUMERIC or JSON), STRUCT = and != field by field with three-valued logic, IS [NOT] DISTINCT FROM, AND/OR/NOT, case-sensitive LIKE
-// with % _ and \ escapes for STRING and BYTES, || for STRING, BYTES and ARRAY, & | ^ ~ << >>
-// for INT64 and BYTES.
+// NUMERIC or JSON), STRUCT = and != field by field with three-valued logic, IS [NOT]
+// DISTINCT FROM, AND/OR/NOT, case-sensitive LIKE with % _ and \ escapes for STRING and BYTES,
+// || for STRING, BYTES and ARRAY, & | ^ ~ << >> for INT64 and BYTES.
 //
 // CAST/SAFE_CAST between BOOL, INT64, FLOAT64, FLOAT32, NUMERIC, STRING, BYTES, DATE and
 // TIMESTAMP as GoogleSQL allows, element-wise for ARRAY and STRUCT. STRING literals are cast
