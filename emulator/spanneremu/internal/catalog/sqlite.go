@@ -33,9 +33,9 @@ func (s *Schema) createTableSQL(t *Table, sqliteName string) string {
 		defs = append(defs, columnSQL(c))
 	}
 	key := make([]string, len(t.PrimaryKey))
-	for i, k := range t.PrimaryKey {
-		key[i] = Quote(k.Column)
-		if k.Desc {
+	for i, c := range t.KeyColumns() {
+		key[i] = Quote(c.SQLiteName)
+		if t.PrimaryKey[i].Desc {
 			key[i] += " DESC"
 		}
 	}
@@ -58,14 +58,14 @@ func (s *Schema) createTableSQL(t *Table, sqliteName string) string {
 		for _, k := range parent.PrimaryKey {
 			cols = append(cols, k.Column)
 		}
-		defs = append(defs, foreignKeySQL(InterleaveConstraintPrefix+t.Name, cols, parent.SQLiteName, cols, t.OnDeleteCascade))
+		defs = append(defs, foreignKeySQL(InterleaveConstraintPrefix+t.Name, t, cols, parent, cols, t.OnDeleteCascade))
 	}
 	for _, fk := range t.ForeignKeys {
-		refName := fk.ReferencedTable
-		if ref, ok := s.Table(fk.ReferencedTable); ok {
-			refName = ref.SQLiteName
+		ref := t
+		if !strings.EqualFold(fk.ReferencedTable, t.Name) {
+			ref, _ = s.Table(fk.ReferencedTable)
 		}
-		defs = append(defs, foreignKeySQL(ForeignKeyConstraintPrefix+fk.Name, fk.Columns, refName, fk.ReferencedColumns, fk.OnDeleteCascade))
+		defs = append(defs, foreignKeySQL(ForeignKeyConstraintPrefix+fk.Name, t, fk.Columns, ref, fk.ReferencedColumns, fk.OnDeleteCascade))
 	}
 	return "CREATE TABLE " + Quote(sqliteName) + " (\n  " + strings.Join(defs, ",\n  ") + "\n) WITHOUT ROWID"
 }
@@ -114,12 +114,24 @@ func addColumnSQL(t *Table, c *Column) string {
 	return sql
 }
 
-func foreignKeySQL(name string, cols []string, ref string, refCols []string, cascade bool) string {
-	sql := fmt.Sprintf("CONSTRAINT %s FOREIGN KEY (%s) REFERENCES %s (%s)", Quote(name), quoteList(cols), Quote(ref), quoteList(refCols))
+// foreignKeySQL renders a foreign key from columns cols of t to columns refCols of ref.
+func foreignKeySQL(name string, t *Table, cols []string, ref *Table, refCols []string, cascade bool) string {
+	sql := fmt.Sprintf("CONSTRAINT %s FOREIGN KEY (%s) REFERENCES %s (%s)",
+		Quote(name), t.sqliteColumns(cols), Quote(ref.SQLiteName), ref.sqliteColumns(refCols))
 	if cascade {
 		sql += " ON DELETE CASCADE"
 	}
 	return sql
+}
+
+// sqliteColumns renders the named columns of t as a quoted SQLite column list.
+func (t *Table) sqliteColumns(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		c, _ := t.Column(n)
+		q[i] = Quote(c.SQLiteName)
+	}
+	return strings.Join(q, ", ")
 }
 
 // createIndexSQL renders a secondary index. STORING and INTERLEAVE IN have no SQLite effect.
