@@ -461,6 +461,10 @@ func init() {
 		if step == 0 {
 			return nil, outOfRange("Sequence step cannot be 0.")
 		}
+		// Any step beyond the span of valid dates reaches past the end at once; clamping it
+		// keeps i*step from overflowing.
+		const span = 4_000_000
+		step = max(min(step, span), -span)
 		var out []any
 		for i := int64(0); ; i++ {
 			d := addDate(start, int(i*step), asString(a[3]))

@@ -147,6 +147,7 @@ func TestStringFunctions(t *testing.T) {
 		{name: "lpad truncates", expr: fn("LPAD", lit("abc"), intLit(2)), want: "ab"},
 		{name: "rpad", expr: fn("RPAD", lit("abc"), intLit(5)), want: "abc  "},
 		{name: "repeat", expr: fn("REPEAT", lit("ab"), intLit(3)), want: "ababab"},
+		{name: "repeat huge", expr: fn("REPEAT", lit("abcd"), intLit(1<<62)), wantCode: "OUT_OF_RANGE"},
 		{name: "repeat negative", expr: fn("REPEAT", lit("ab"), intLit(-1)), wantCode: "OUT_OF_RANGE"},
 		{name: "reverse", expr: fn("REVERSE", lit("añb")), want: "bña"},
 		{name: "split", expr: fn("SPLIT", lit("a,b,,c")), want: `["a","b","","c"]`, wantType: tAS},

@@ -83,6 +83,7 @@ func TestArrayFunctions(t *testing.T) {
 		{name: "generate_array float", expr: fn("GENERATE_ARRAY", floatLit(0), floatLit(1), floatLit(0.5)), want: "[0,0.5,1]"},
 		{name: "generate_array zero step", expr: fn("GENERATE_ARRAY", intLit(1), intLit(2), intLit(0)), wantCode: "OUT_OF_RANGE"},
 		{name: "generate_date_array", expr: fn("GENERATE_DATE_ARRAY", lit("2020-01-30"), lit("2020-04-01"), intLit(1), lit("MONTH")), want: `["2020-01-30","2020-02-29","2020-03-30"]`},
+		{name: "generate_date_array huge step", expr: fn("GENERATE_DATE_ARRAY", lit("2020-01-01"), lit("2020-01-03"), intLit(1<<62), lit("DAY")), want: `["2020-01-01"]`},
 		{name: "generate_date_array days", expr: fn("GENERATE_DATE_ARRAY", lit("2020-01-01"), lit("2020-01-03")), want: `["2020-01-01","2020-01-02","2020-01-03"]`},
 		{name: "offset", expr: func() (Arg, error) { return ArrayElement(as, intLit(1), "OFFSET") }, params: []any{`["a","b"]`}, want: "b", wantType: tS},
 		{name: "plain index", expr: func() (Arg, error) { return ArrayElement(as, intLit(0), "") }, params: []any{`["a","b"]`}, want: "a"},

@@ -286,7 +286,7 @@ func init() {
 		if n < 0 {
 			return nil, outOfRange("Second argument to REPEAT must not be negative")
 		}
-		if int64(len(asString(a[0])))*n > 1<<24 {
+		if size := int64(len(asString(a[0]))); size > 0 && n > (1<<24)/size {
 			return nil, outOfRange("Output of REPEAT exceeds the maximum allowed size")
 		}
 		return sameKind(a[0], strings.Repeat(asString(a[0]), int(n))), nil
