@@ -202,7 +202,10 @@ func (a *applier) alterColumn(t *Table, col *Column, alt ast.ColumnAlteration, c
 		// The translation of expressions reading the column may depend on its type.
 		return true, a.recompile(t)
 	case *ast.AlterColumnSetOptions:
-		return false, columnOptions(t, col, alt.Options)
+		if err := columnOptions(t, col, alt.Options); err != nil {
+			return false, err
+		}
+		return false, a.checkCommitTimestampUses(t, col)
 	case *ast.AlterColumnSetDefault:
 		if col.Generated != nil {
 			return false, invalidf("Cannot set a default value on generated column %s.%s.", t.Name, col.Name)
@@ -255,6 +258,28 @@ func (a *applier) checkColumnChange(t *Table, col *Column, typ spantype.Type, no
 				return preconditionf("Cannot change the data type of column `%s`, which has a dependent stored generated column.", col.Name)
 			}
 		}
+	}
+	return nil
+}
+
+// checkCommitTimestampUses fails when col allows commit timestamps but a CHECK, a stored
+// generated column or a foreign key reads it: they would see the pending-timestamp placeholder.
+func (a *applier) checkCommitTimestampUses(t *Table, col *Column) error {
+	if !col.AllowCommitTimestamp {
+		return nil
+	}
+	for _, c := range t.Checks {
+		if refersTo(c.Expr, col.Name) {
+			return invalidf("Column `%s` has option commit_timestamp, which is not supported in check constraint.", col.Name)
+		}
+	}
+	for _, g := range t.Columns {
+		if g.Generated != nil && g.Stored && refersTo(g.Generated, col.Name) {
+			return preconditionf("Cannot use commit timestamp column `%s` as a dependency of a materialized generated column.", col.Name)
+		}
+	}
+	if fks := a.foreignKeysUsing(t, col); len(fks) > 0 {
+		return preconditionf("Cannot set the commit_timestamp option for column `%s` of table `%s`. It is used by one or more foreign keys: %s.", col.Name, t.Name, strings.Join(fks, ", "))
 	}
 	return nil
 }

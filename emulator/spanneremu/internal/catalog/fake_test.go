@@ -16,7 +16,7 @@ import (
 )
 
 // fakeCompiler translates the small expression subset the tests need: column references,
-// literals, comparisons, AND/OR and arithmetic.
+// literals, comparisons, AND/OR, IS [NOT] NULL and arithmetic.
 type fakeCompiler struct{}
 
 func (fakeCompiler) CompileTableExpr(t *Table, e ast.Expr) (string, spantype.Type, error) {
@@ -40,6 +40,15 @@ func (fakeCompiler) CompileTableExpr(t *Table, e ast.Expr) (string, spantype.Typ
 		return "NULL", spantype.Type{}, nil
 	case *ast.ParenExpr:
 		return fakeCompiler{}.CompileTableExpr(t, e.Expr)
+	case *ast.IsNullExpr:
+		x, _, err := fakeCompiler{}.CompileTableExpr(t, e.Left)
+		if err != nil {
+			return "", spantype.Type{}, err
+		}
+		if e.Not {
+			return "(" + x + " IS NOT NULL)", spantype.TBool, nil
+		}
+		return "(" + x + " IS NULL)", spantype.TBool, nil
 	case *ast.BinaryExpr:
 		l, lt, err := fakeCompiler{}.CompileTableExpr(t, e.Left)
 		if err != nil {
