@@ -292,6 +292,24 @@ func init() {
 		}
 		return Arg{SQL: aggSQL("spf_array_agg", c, sqlCall(elem, x.SQL, tagSQL(t))), Type: spantype.ArrayOf(t)}, nil
 	}
+	aggregates["ARRAY_CONCAT_AGG"] = func(c Call) (Arg, error) {
+		x, err := oneArg(c)
+		if err != nil {
+			return Arg{}, err
+		}
+		t := x.Type
+		switch t.Code {
+		case spantype.Unknown:
+			t = spantype.ArrayOf(tI)
+		case spantype.Array:
+		default:
+			return Arg{}, aggNoSignature(c)
+		}
+		if c.Distinct {
+			return Arg{}, errorf("ARRAY_CONCAT_AGG does not support DISTINCT")
+		}
+		return Arg{SQL: aggSQL("spf_array_concat_agg", c, x.SQL), Type: t}, nil
+	}
 	aggregates["STRING_AGG"] = func(c Call) (Arg, error) {
 		if len(c.Args) != 1 && len(c.Args) != 2 {
 			return Arg{}, arity(c, "1 or 2")
@@ -342,6 +360,7 @@ func init() {
 	}
 	defAgg("spf_array_agg", 1, func() aggState { return &arrayAgg{} })
 	defAgg("spf_string_agg", -1, func() aggState { return &stringAgg{} })
+	defAgg("spf_array_concat_agg", 1, func() aggState { return &arrayConcatAgg{} })
 
 	defAgg("spf_var_samp", 1, func() aggState { return &variance{} })
 	defAgg("spf_stddev_samp", 1, func() aggState { return &variance{sqrt: true} })
@@ -838,4 +857,30 @@ func (s *variance) result() (driver.Value, error) {
 		v = math.Sqrt(v)
 	}
 	return storeFloat(v), nil
+}
+
+// arrayConcatAgg concatenates the elements of non-NULL arrays; NULL over no arrays.
+type arrayConcatAgg struct {
+	elems []json.RawMessage
+	seen  bool
+}
+
+func (s *arrayConcatAgg) step(a []driver.Value) error {
+	if a[0] == nil {
+		return nil
+	}
+	raw, err := rawElems(a[0])
+	if err != nil {
+		return err
+	}
+	s.elems = append(s.elems, raw...)
+	s.seen = true
+	return nil
+}
+
+func (s *arrayConcatAgg) result() (driver.Value, error) {
+	if !s.seen {
+		return nil, nil
+	}
+	return rawArray(s.elems), nil
 }

@@ -74,6 +74,8 @@ func TestAggregates(t *testing.T) {
 		{name: "array_agg distinct", call: Call{Name: "ARRAY_AGG", Distinct: true, Args: []Arg{col(tS)}}, rows: []any{"a", "a", "b"}, want: `["a","b"]`},
 		{name: "array_agg bytes", call: Call{Name: "ARRAY_AGG", Args: []Arg{col(tY)}}, rows: []any{[]byte("hi")}, want: `["aGk="]`},
 		{name: "array_agg empty", call: Call{Name: "ARRAY_AGG", Args: []Arg{col(tI)}}, rows: nil, want: nil},
+		{name: "array_concat_agg", call: Call{Name: "ARRAY_CONCAT_AGG", Args: []Arg{col(tAI)}}, rows: []any{"[1,2]", nil, "[]", "[3]"}, want: "[1,2,3]", wantType: tAI},
+		{name: "array_concat_agg nulls", call: Call{Name: "ARRAY_CONCAT_AGG", Args: []Arg{col(tAI)}}, rows: []any{nil}, want: nil},
 		{name: "string_agg", call: Call{Name: "STRING_AGG", Args: []Arg{col(tS)}}, rows: []any{"a", nil, "b"}, want: "a,b"},
 		{name: "string_agg delimiter", call: Call{Name: "STRING_AGG", Args: []Arg{col(tS), lit(" | ")}}, rows: []any{"a", "b"}, want: "a | b"},
 		{name: "string_agg bytes", call: Call{Name: "STRING_AGG", Args: []Arg{col(tY), Arg{SQL: "X'00'", Type: tY}}}, rows: []any{[]byte("a"), []byte("b")}, want: []byte{'a', 0, 'b'}},

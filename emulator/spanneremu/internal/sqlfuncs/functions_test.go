@@ -163,6 +163,8 @@ func TestStringFunctions(t *testing.T) {
 		{name: "to_base64", expr: fn("TO_BASE64", p(1, tY)), params: []any{[]byte("hi")}, want: "aGk="},
 		{name: "from_base64", expr: fn("FROM_BASE64", lit("aGk=")), want: []byte("hi")},
 		{name: "from_base64 bad", expr: fn("FROM_BASE64", lit("!!")), wantCode: "OUT_OF_RANGE"},
+		{name: "to_base32", expr: fn("TO_BASE32", p(1, tY)), params: []any{[]byte("abcde98765")}, want: "MFRGGZDFHE4DONRV"},
+		{name: "from_base32", expr: fn("FROM_BASE32", lit("MFRGGZDFHE4DONRV")), want: []byte("abcde98765")},
 		{name: "to_hex", expr: fn("TO_HEX", p(1, tY)), params: []any{[]byte{0xab, 0x01}}, want: "ab01"},
 		{name: "from_hex odd", expr: fn("FROM_HEX", lit("abc")), want: []byte{0x0a, 0xbc}},
 		{name: "safe_convert", expr: fn("SAFE_CONVERT_BYTES_TO_STRING", p(1, tY)), params: []any{[]byte{'a', 0xff}}, want: "a\uFFFD"},

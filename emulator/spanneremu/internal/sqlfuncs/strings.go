@@ -3,6 +3,7 @@ package sqlfuncs
 import (
 	"bytes"
 	"database/sql/driver"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"regexp"
@@ -397,6 +398,18 @@ func init() {
 		b, err := base64.StdEncoding.DecodeString(asString(a[0]))
 		if err != nil {
 			return nil, outOfRange("Failed to decode invalid base64 string")
+		}
+		return nonNilBytes(b), nil
+	})
+	defFunc("TO_BASE32", sig(tS, goCall("spf_to_base32"), tY))
+	defStrict("spf_to_base32", 1, func(a []driver.Value) (driver.Value, error) {
+		return base32.StdEncoding.EncodeToString(asBytes(a[0])), nil
+	})
+	defFunc("FROM_BASE32", sig(tY, goCall("spf_from_base32"), tS))
+	defStrict("spf_from_base32", 1, func(a []driver.Value) (driver.Value, error) {
+		b, err := base32.StdEncoding.DecodeString(asString(a[0]))
+		if err != nil {
+			return nil, outOfRange("Failed to decode invalid base32 string")
 		}
 		return nonNilBytes(b), nil
 	})
