@@ -161,7 +161,8 @@ func newDBNamed(t *testing.T, ddl ...string) (string, *spanner.Client) {
 	if db.GetName() != name {
 		t.Errorf("CreateDatabase returned name %q, want %q", db.GetName(), name)
 	}
-	client := newClient(t, name)
+	// Registered before the client so that it runs after the client is closed (cleanups run
+	// last-in first-out).
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -169,6 +170,7 @@ func newDBNamed(t *testing.T, ddl ...string) (string, *spanner.Client) {
 			t.Logf("DropDatabase %s: %v", name, err)
 		}
 	})
+	client := newClient(t, name)
 	return name, client
 }
 

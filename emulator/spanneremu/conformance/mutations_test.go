@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -270,6 +271,9 @@ func TestMutations(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got, cmpOpts...); diff != "" {
 				t.Errorf("%s after Apply (-want +got):\n%s", tt.table, diff)
 			}
+			if tt.table == "Accounts" {
+				checkAccountsIndex(t, client, tt.want)
+			}
 
 			// The same mutations buffered in a read-write transaction behave the same: they
 			// are checked when the transaction commits.
@@ -292,8 +296,34 @@ func TestMutations(t *testing.T) {
 				if diff := cmp.Diff(tt.want, got, cmpOpts...); diff != "" {
 					t.Errorf("%s after commit (-want +got):\n%s", tt.table, diff)
 				}
+				if tt.table == "Accounts" {
+					checkAccountsIndex(t, client, tt.want)
+				}
 			})
 		})
+	}
+}
+
+// checkAccountsIndex asserts that the AccountsByName index holds exactly the table's rows
+// (given as Id, Name, Balance in key order), in index order: a mutation that updates the table
+// but not its index leaves stale or missing entries.
+func checkAccountsIndex(t *testing.T, client *spanner.Client, table [][]any) {
+	t.Helper()
+	want := [][]any{}
+	for _, r := range table {
+		want = append(want, []any{r[1], r[0]})
+	}
+	sort.Slice(want, func(i, j int) bool { return want[i][0].(string) < want[j][0].(string) })
+	res, err := collect(client.Single().ReadUsingIndex(testCtx(t), "Accounts", "AccountsByName", spanner.AllKeys(), []string{"Name", "Id"}))
+	if err != nil {
+		t.Fatalf("ReadUsingIndex: %v", err)
+	}
+	got := res.Rows
+	if got == nil {
+		got = [][]any{}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("AccountsByName index (-want +got):\n%s", diff)
 	}
 }
 

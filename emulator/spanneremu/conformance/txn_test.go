@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/spanner"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
 )
 
 var counterSchema = []string{
@@ -114,6 +115,83 @@ func TestTransactions(t *testing.T) {
 		}
 		if got != workers*increments {
 			t.Errorf("counter = %d, want %d", got, workers*increments)
+		}
+	})
+
+	t.Run("indexes inside a transaction", func(t *testing.T) {
+		t.Parallel()
+		client := newDB(t,
+			`CREATE TABLE Stock (Sku STRING(MAX) NOT NULL, Qty INT64 NOT NULL) PRIMARY KEY (Sku)`,
+			`CREATE INDEX StockByQty ON Stock(Qty)`,
+		)
+		mustApply(t, client,
+			spanner.Insert("Stock", []string{"Sku", "Qty"}, []any{"a", 5}),
+			spanner.Insert("Stock", []string{"Sku", "Qty"}, []any{"b", 7}),
+		)
+		var viaQuery, viaRead result
+		_, err := client.ReadWriteTransaction(testCtx(t), func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+			// DML changes indexed values; reads through the index in the same transaction
+			// must see the new entries and not the old ones.
+			if _, err := tx.Update(ctx, spanner.NewStatement(`UPDATE Stock SET Qty = 1 WHERE Sku = 'b'`)); err != nil {
+				return err
+			}
+			if _, err := tx.Update(ctx, spanner.NewStatement(`DELETE FROM Stock WHERE Sku = 'a'`)); err != nil {
+				return err
+			}
+			if _, err := tx.Update(ctx, spanner.NewStatement(`INSERT INTO Stock (Sku, Qty) VALUES ('c', 3)`)); err != nil {
+				return err
+			}
+			var err error
+			viaQuery, err = tryQuery(ctx, tx, spanner.NewStatement(`SELECT Qty, Sku FROM Stock@{FORCE_INDEX=StockByQty} WHERE Qty < 10 ORDER BY Qty`))
+			if err != nil {
+				return err
+			}
+			viaRead, err = collect(tx.ReadUsingIndex(ctx, "Stock", "StockByQty", spanner.AllKeys(), []string{"Qty", "Sku"}))
+			return err
+		})
+		if err != nil {
+			t.Fatalf("transaction: %v", err)
+		}
+		want := rows(row(int64(1), "b"), row(int64(3), "c"))
+		if diff := cmp.Diff(want, viaQuery.Rows); diff != "" {
+			t.Errorf("query through index (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(want, viaRead.Rows); diff != "" {
+			t.Errorf("read through index (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("mutations apply after DML at commit", func(t *testing.T) {
+		t.Parallel()
+		client := newDB(t, counterSchema...)
+		// The buffered insert is invisible to the DML that follows it, so the DML inserts the
+		// same key; when the mutation is applied at commit, the key exists and the whole
+		// transaction fails.
+		_, err := client.ReadWriteTransaction(testCtx(t), func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+			if err := tx.BufferWrite([]*spanner.Mutation{spanner.Insert("Counters", []string{"K", "V"}, []any{5, 1})}); err != nil {
+				return err
+			}
+			_, err := tx.Update(ctx, spanner.NewStatement(`INSERT INTO Counters (K, V) VALUES (5, 2)`))
+			return err
+		})
+		checkErr(t, err, codes.AlreadyExists)
+		if got := readAll(t, client, "Counters", "K"); got != nil {
+			t.Errorf("Counters = %v, want empty after the failed commit", got)
+		}
+
+		// An update mutation, on the other hand, overwrites what the DML wrote.
+		_, err = client.ReadWriteTransaction(testCtx(t), func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+			if err := tx.BufferWrite([]*spanner.Mutation{spanner.InsertOrUpdate("Counters", []string{"K", "V"}, []any{6, 1})}); err != nil {
+				return err
+			}
+			_, err := tx.Update(ctx, spanner.NewStatement(`INSERT INTO Counters (K, V) VALUES (6, 2)`))
+			return err
+		})
+		if err != nil {
+			t.Fatalf("transaction: %v", err)
+		}
+		if diff := cmp.Diff(rows(row(int64(6), int64(1))), readAll(t, client, "Counters", "K", "V")); diff != "" {
+			t.Errorf("Counters (-want +got):\n%s", diff)
 		}
 	})
 
