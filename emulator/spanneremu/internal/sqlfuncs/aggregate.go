@@ -172,7 +172,6 @@ func init() {
 		return Arg{SQL: aggSQL("COUNT", c, "CASE WHEN "+x.SQL+" THEN 1 END"), Type: tI}, nil
 	}
 	for _, name := range []string{"SUM", "AVG"} {
-		name := name
 		aggregates[name] = func(c Call) (Arg, error) {
 			x, err := oneArg(c)
 			if err != nil {
@@ -197,7 +196,6 @@ func init() {
 		}
 	}
 	for _, name := range []string{"MIN", "MAX"} {
-		name := name
 		aggregates[name] = func(c Call) (Arg, error) {
 			x, err := oneArg(c)
 			if err != nil {
@@ -355,7 +353,6 @@ func init() {
 		"spf_bit_xor": func(a, b int64) int64 { return a ^ b },
 	}
 	for name, op := range bitOps {
-		op := op
 		defAgg(name, 1, func() aggState { return &bitAgg{op: op} })
 	}
 	defAgg("spf_array_agg", 1, func() aggState { return &arrayAgg{} })

@@ -205,7 +205,6 @@ func init() {
 	// ARRAY_INCLUDES_ANY/ALL(arr, search_values): NULL when either array is NULL; NULL
 	// elements never match.
 	for _, name := range []string{"ARRAY_INCLUDES_ANY", "ARRAY_INCLUDES_ALL"} {
-		name := name
 		goName := "spf_" + strings.ToLower(name)
 		arrayFunc(name, []int{2}, func(c Call, at spantype.Type) (Arg, error) {
 			vals, t, err := unifyArgs(c, c.Args)
@@ -250,7 +249,6 @@ func init() {
 	}
 
 	for _, name := range []string{"ARRAY_MIN", "ARRAY_MAX"} {
-		name := name
 		goName := "spf_" + strings.ToLower(name)
 		arrayFunc(name, []int{1}, func(c Call, at spantype.Type) (Arg, error) {
 			if !at.Elem.Orderable() {
@@ -310,7 +308,6 @@ func init() {
 	})
 
 	for _, name := range []string{"ARRAY_FIRST", "ARRAY_LAST"} {
-		name := name
 		arrayFunc(name, []int{1}, func(c Call, at spantype.Type) (Arg, error) {
 			idx := "0"
 			if name == "ARRAY_LAST" {

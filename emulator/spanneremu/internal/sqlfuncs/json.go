@@ -287,7 +287,6 @@ func init() {
 	// JSON → SQL scalar converters.
 	converters := map[string]spantype.Type{"BOOL": tB, "INT64": tI, "FLOAT64": tF, "STRING": tS}
 	for name, t := range converters {
-		name, t := name, t
 		goName := "spf_json_to_" + strings.ToLower(name)
 		ovs := []overload{sig(t, goCall(goName), tJ)}
 		if name == "STRING" {

@@ -255,7 +255,6 @@ func init() {
 	// These also have a NUMERIC overload in GoogleSQL.
 	withNumeric := map[string]bool{"SQRT": true, "EXP": true, "LN": true, "LOG10": true}
 	for name, f := range unaryFloat {
-		f := f
 		goName := "spf_" + strings.ToLower(name)
 		impl := floatFn(name, goName, 1, func(x []float64) (float64, error) { return f(x[0]) })
 		if !withNumeric[name] {
@@ -317,7 +316,6 @@ func init() {
 
 	// SAFE_ arithmetic is the operator's Go function in its NULL-on-error twin.
 	for name, op := range map[string]string{"SAFE_ADD": "+", "SAFE_SUBTRACT": "-", "SAFE_MULTIPLY": "*", "SAFE_DIVIDE": "/"} {
-		op := op
 		scalars[name] = func(c Call) (Arg, error) {
 			if len(c.Args) != 2 {
 				return Arg{}, arity(c, "2")

@@ -56,7 +56,6 @@ func init() {
 		"SHA512": func(b []byte) []byte { s := sha512.Sum512(b); return s[:] },
 	}
 	for name, h := range hashes {
-		h := h
 		goName := "spf_" + strings.ToLower(name)
 		defFunc(name, stringOrBytes(goName, tY, tX)...)
 		defStrict(goName, 1, func(a []driver.Value) (driver.Value, error) { return h(asBytes(a[0])), nil })

@@ -32,7 +32,6 @@ var opSymbols = map[string]string{"add": "+", "sub": "-", "mul": "*", "div": "/"
 
 func init() {
 	for name, op := range intOps {
-		name, op := name, op
 		defStrict("spf_"+name+"_int64", 2, func(args []driver.Value) (driver.Value, error) {
 			a, err := asInt(args[0])
 			if err != nil {
@@ -56,7 +55,6 @@ func init() {
 		"div": func(a, b float64) float64 { return a / b },
 	}
 	for name, op := range floatOps {
-		name, op := name, op
 		defStrict("spf_"+name+"_float64", 2, func(args []driver.Value) (driver.Value, error) {
 			a, err := asFloat(args[0])
 			if err != nil {
@@ -83,7 +81,6 @@ func init() {
 		"div": func(a, b *big.Rat) *big.Rat { return new(big.Rat).Quo(a, b) },
 	}
 	for name, op := range numOps {
-		name, op := name, op
 		defStrict("spf_"+name+"_numeric", 2, func(args []driver.Value) (driver.Value, error) {
 			a, err := asNumeric(args[0])
 			if err != nil {
@@ -135,7 +132,6 @@ func init() {
 		return floatKey(f), nil
 	})
 	for op := range floatCmps {
-		op := op
 		defStrict("spf_fcmp_"+op, 2, func(args []driver.Value) (driver.Value, error) {
 			a, err := asFloat(args[0])
 			if err != nil {
@@ -176,7 +172,6 @@ func init() {
 		"xor": func(a, b uint64) uint64 { return a ^ b },
 	}
 	for name, op := range bitOps {
-		name, op := name, op
 		defStrict("spf_bit"+name, 2, func(args []driver.Value) (driver.Value, error) {
 			if a, ok := args[0].([]byte); ok {
 				b := asBytes(args[1])
@@ -212,7 +207,6 @@ func init() {
 		return ^a, err
 	})
 	for _, dir := range []string{"shl", "shr"} {
-		dir := dir
 		defStrict("spf_"+dir, 2, func(args []driver.Value) (driver.Value, error) {
 			n, err := asInt(args[1])
 			if err != nil {

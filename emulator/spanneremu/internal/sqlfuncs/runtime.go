@@ -92,7 +92,6 @@ func Register() {
 	prepare()
 	registerOnce.Do(func() {
 		for _, f := range scalarFuncs {
-			f := f
 			impl := &sqlite.FunctionImpl{
 				NArgs:         f.nargs,
 				Deterministic: !f.volatile,
@@ -112,7 +111,6 @@ func Register() {
 			}
 		}
 		for _, a := range aggregateFns {
-			a := a
 			impl := &sqlite.FunctionImpl{
 				NArgs:         a.nargs,
 				Deterministic: true,

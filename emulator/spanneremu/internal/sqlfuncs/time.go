@@ -146,7 +146,6 @@ func init() {
 	})
 
 	for _, name := range []string{"TIMESTAMP_ADD", "TIMESTAMP_SUB"} {
-		name := name
 		scalars[name] = func(c Call) (Arg, error) {
 			if len(c.Args) != 3 {
 				return Arg{}, arity(c, "3")
@@ -255,7 +254,6 @@ func init() {
 	})
 
 	for _, name := range []string{"DATE_ADD", "DATE_SUB"} {
-		name := name
 		scalars[name] = func(c Call) (Arg, error) {
 			if len(c.Args) != 3 {
 				return Arg{}, arity(c, "3")
@@ -334,7 +332,6 @@ func init() {
 
 	unixFns := map[string]int64{"UNIX_SECONDS": 1e9, "UNIX_MILLIS": 1e6, "UNIX_MICROS": 1e3, "UNIX_NANOS": 1}
 	for name, unit := range unixFns {
-		unit := unit
 		goName := "spf_" + strings.ToLower(name)
 		defFunc(name, sig(tI, goCall(goName), tT))
 		defStrict(goName, 1, func(a []driver.Value) (driver.Value, error) {

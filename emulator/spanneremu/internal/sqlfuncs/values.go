@@ -129,7 +129,6 @@ func isNaNValue(t spantype.Type, v driver.Value) bool {
 func init() {
 	// GREATEST/LEAST: NULL if any argument is NULL; NaN if any is NaN.
 	for _, name := range []string{"GREATEST", "LEAST"} {
-		name := name
 		goName := "spf_" + strings.ToLower(name)
 		scalars[name] = func(c Call) (Arg, error) {
 			if len(c.Args) == 0 {
