@@ -499,6 +499,8 @@ func init() {
 		}
 		return int64(r), nil
 	})
+	defFunc("SOUNDEX", sig(tS, goCall("spf_soundex"), tS))
+	defStrict("spf_soundex", 1, func(a []driver.Value) (driver.Value, error) { return soundex(asString(a[0])), nil })
 	defFunc("CHR", sig(tS, goCall("spf_chr"), tI))
 	defStrict("spf_chr", 1, func(a []driver.Value) (driver.Value, error) {
 		n, err := asInt(a[0])
@@ -669,4 +671,44 @@ func goReplacement(s string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// soundex is American Soundex over the Latin letters of s (others are skipped): the first
+// letter, then the digits of the following consonants, with repeats collapsed unless a vowel
+// (not H or W) separates them, padded with zeros to four characters. No letters gives "".
+func soundex(s string) string {
+	const codes = "01230120022455012623010202" // A..Z
+	var out []byte
+	var last byte
+	for _, r := range s {
+		if r > unicode.MaxASCII || !unicode.IsLetter(r) {
+			continue
+		}
+		up := byte(unicode.ToUpper(r))
+		code := codes[up-'A']
+		if out == nil {
+			out = append(out, up)
+			last = code
+			continue
+		}
+		switch {
+		case up == 'H' || up == 'W':
+			// H and W do not separate letters with the same code.
+		case code == '0':
+			last = 0 // vowels separate
+		case code != last:
+			out = append(out, code)
+			last = code
+		}
+		if len(out) == 4 {
+			break
+		}
+	}
+	if out == nil {
+		return ""
+	}
+	for len(out) < 4 {
+		out = append(out, '0')
+	}
+	return string(out)
 }
