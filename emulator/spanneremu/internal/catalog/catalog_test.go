@@ -383,6 +383,8 @@ func TestErrors(t *testing.T) {
 		{"foreign key unknown column", []string{`CREATE TABLE T (A INT64, CONSTRAINT F FOREIGN KEY (B) REFERENCES Orders (OrderId)) PRIMARY KEY (A)`}, codes.FailedPrecondition,
 			"Column `B` not found for table `T` in foreign key `F`."},
 		{"drop unknown constraint", []string{`ALTER TABLE Orders DROP CONSTRAINT Nope`}, codes.NotFound, "Nope is not a constraint in Orders"},
+		{"view on a missing table", []string{`CREATE VIEW V SQL SECURITY INVOKER AS SELECT A FROM Nope`}, codes.InvalidArgument,
+			"Error analyzing the definition of view `V`: Table not found: Nope"},
 		{"unsupported statement", []string{`CREATE SEARCH INDEX S ON Orders (Status)`}, codes.Unimplemented, ""},
 		{"later statement fails the batch", []string{`CREATE TABLE T1 (A INT64) PRIMARY KEY (A)`, `DROP TABLE Nope`}, codes.NotFound, ""},
 	}
@@ -510,7 +512,12 @@ func TestForeignKeyCascadeAndViews(t *testing.T) {
 	if err := d.ddl(`CREATE VIEW Carts SQL SECURITY INVOKER AS SELECT 1 AS One`); status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("view named like a table: %v", err)
 	}
-	d.mustDDL(`DROP TABLE Carts`, `DROP TABLE Customers`, `DROP VIEW CartView`)
+	d.mustDDL(`CREATE VIEW FromCTE SQL SECURITY INVOKER AS WITH X AS (SELECT 1 AS A) SELECT A FROM X`,
+		`CREATE VIEW OnView SQL SECURITY INVOKER AS SELECT One FROM CartView`)
+	if err := d.ddl(`DROP VIEW CartView`); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("DROP of a view another view reads: %v", err)
+	}
+	d.mustDDL(`DROP VIEW OnView`, `DROP TABLE Carts`, `DROP TABLE Customers`, `DROP VIEW CartView`)
 }
 
 func TestDefaultsAreCoerced(t *testing.T) {

@@ -16,6 +16,9 @@ func (a *applier) createView(d *ast.CreateView) error {
 	if err != nil {
 		return err
 	}
+	if err := a.checkViewTables(name, d.Query); err != nil {
+		return err
+	}
 	v := &View{Name: name, SQL: a.text(d.Query), Query: d.Query, SecurityType: string(d.SecurityType)}
 	if old, ok := a.s.View(name); ok && d.OrReplace {
 		v.Name = old.Name
@@ -27,6 +30,31 @@ func (a *applier) createView(d *ast.CreateView) error {
 	}
 	a.s.Views = append(a.s.Views, v)
 	a.s.reindex()
+	return nil
+}
+
+// checkViewTables fails when the view's query reads a table or view that does not exist (names
+// defined by the query's WITH are allowed). The query is otherwise analysed only when used.
+func (a *applier) checkViewTables(view string, q ast.QueryExpr) error {
+	ctes := map[string]bool{}
+	var missing string
+	ast.Inspect(q, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CTE:
+			ctes[strings.ToUpper(n.Name.Name)] = true
+		case *ast.TableName:
+			name := n.Table.Name
+			_, isTable := a.s.Table(name)
+			_, isView := a.s.View(name)
+			if !isTable && !isView && !ctes[strings.ToUpper(name)] && missing == "" {
+				missing = name
+			}
+		}
+		return true
+	})
+	if missing != "" {
+		return invalidf("Error analyzing the definition of view `%s`: Table not found: %s", view, missing)
+	}
 	return nil
 }
 
