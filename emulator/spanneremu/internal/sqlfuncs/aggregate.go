@@ -106,7 +106,13 @@ func aggSQL(fn string, c Call, args ...string) string {
 			lead = append(lead, c.Limit.SQL)
 		}
 		all := append([]string{sqlString(strings.Join(spec, " ")), sqlString(fn)}, lead...)
-		return sqlCall("spf_agg_mod", append(all, args...)...)
+		sql := sqlCall("spf_agg_mod", append(all, args...)...)
+		if fn == "COUNT" {
+			// spf_agg_mod learns fn from its first row, so over no rows it cannot know that
+			// COUNT's answer is 0 rather than NULL.
+			sql = "COALESCE(" + sql + ", 0)"
+		}
+		return sql
 	}
 	if c.Distinct {
 		return fn + "(DISTINCT " + strings.Join(args, ", ") + ")"
@@ -707,8 +713,7 @@ func (m *modAgg) step(a []driver.Value) error {
 func (m *modAgg) result() (driver.Value, error) {
 	if m.fn == "" {
 		// No rows reached step, so the inner function is unknown; every aggregate except
-		// COUNT is NULL over no rows (COUNT with these modifiers over an empty group is a
-		// known gap).
+		// COUNT is NULL over no rows, and aggSQL wraps COUNT in COALESCE(..., 0).
 		return nil, nil
 	}
 	rows := m.rows

@@ -185,6 +185,14 @@ func TestAggregateOrderByLimit(t *testing.T) {
 			}
 		})
 	}
+	empty, err := Aggregate(Call{Name: "COUNT", Having: &Having{Max: true, Expr: y}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n any
+	if err := db(t).QueryRow("SELECT " + empty.SQL + " FROM (SELECT 1 AS y WHERE 0)").Scan(&n); err != nil || n != int64(0) {
+		t.Errorf("COUNT(*) HAVING MAX over no rows = %v, %v; want 0", n, err)
+	}
 	if _, err := Aggregate(Call{Name: "ARRAY_AGG", Args: []Arg{x}, OrderBy: []OrderItem{{Expr: col(tJ)}}}); err == nil {
 		t.Error("ORDER BY a JSON value: want an error")
 	}

@@ -48,7 +48,6 @@ package sqlfuncs
 //     statement context); the translator substitutes a statement-constant literal instead.
 //   - BIT_REVERSE(x, TRUE) of a negative x keeps the sign bit and reverses the 63 others (two's
 //     complement); not checked against Spanner.
-//   - COUNT(...) with HAVING, ORDER BY or LIMIT over an empty group is NULL instead of 0.
 //   - The default time zone is fixed to America/Los_Angeles (no ALTER DATABASE default_time_zone).
 //   - UPPER/LOWER use Go's simple case mapping (ß stays ß).
 //   - FORMAT supports the common verbs and flags; %'d grouping is ignored.
