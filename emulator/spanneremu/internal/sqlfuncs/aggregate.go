@@ -172,9 +172,8 @@ func init() {
 		if err := expectBool("COUNTIF", x); err != nil {
 			return Arg{}, aggNoSignature(c)
 		}
-		if c.Distinct {
-			return Arg{SQL: "COUNT(DISTINCT CASE WHEN " + x.SQL + " THEN 1 END)", Type: tI}, nil
-		}
+		// COUNTIF(DISTINCT x) counts distinct TRUE values, so it is 0 or 1, like
+		// COUNT(DISTINCT CASE WHEN x THEN 1 END).
 		return Arg{SQL: aggSQL("COUNT", c, "CASE WHEN "+x.SQL+" THEN 1 END"), Type: tI}, nil
 	}
 	for _, name := range []string{"SUM", "AVG"} {

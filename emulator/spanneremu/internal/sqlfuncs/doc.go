@@ -54,5 +54,5 @@ package sqlfuncs
 //   - PARSE_TIMESTAMP/PARSE_DATE support the common elements (%Y %m %d %H %M %S %E*S %Ez %z %F %T
 //     %y %j %b %B %a %A %p %I %e %s %Z), not all of them.
 //   - NUMERIC overloads of SQRT, POW, EXP, LN, LOG, LOG10 compute in FLOAT64 and round.
-//   - COUNTIF(DISTINCT ...) ignores HAVING/ORDER BY/LIMIT; window functions are not supported.
+//   - Window functions are not supported (Spanner has none either).
 //   - JSON number precision options (wide_number_mode, stringify_wide_numbers) are ignored.
