@@ -231,7 +231,7 @@ func castValue(v driver.Value, from, to spantype.Type) (driver.Value, error) {
 		case spantype.String:
 			d, err := spantype.ParseDateString(asString(v))
 			if err != nil || d.Year() < 1 || d.Year() > 9999 {
-				return nil, outOfRange("Could not cast literal %q to type DATE", asString(v))
+				return nil, outOfRange("Invalid date: %q", asString(v))
 			}
 			return spantype.FormatDate(d), nil
 		case spantype.Timestamp:
