@@ -121,9 +121,9 @@ func (a *applier) apply(text string) error {
 		if err := a.checkNameFree(d.Name.Name); err != nil {
 			return err
 		}
-		return a.createOther("CHANGE STREAM", d.Name.Name, text)
+		return a.createOther("CHANGE STREAM", d.Name.Name, changeStreamDDL(d))
 	case *ast.AlterChangeStream:
-		return a.alterOther("CHANGE STREAM", d.Name.Name)
+		return a.alterChangeStream(d)
 	case *ast.DropChangeStream:
 		return a.dropOther("CHANGE STREAM", d.Name.Name)
 	case *ast.CreateRole:

@@ -121,6 +121,9 @@ func TestUnmodelledStatements(t *testing.T) {
 		`GRANT SELECT ON TABLE T TO ROLE Reader`,
 		`CREATE VIEW V SQL SECURITY INVOKER AS SELECT A FROM T`,
 		`ANALYZE`,
+		`CREATE CHANGE STREAM Partial FOR T OPTIONS (retention_period = '1d')`,
+		`ALTER CHANGE STREAM Partial SET OPTIONS (value_capture_type = 'NEW_ROW')`,
+		`ALTER CHANGE STREAM Partial DROP FOR ALL`,
 	}, fakeCompiler{})
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +132,7 @@ func TestUnmodelledStatements(t *testing.T) {
 		`ALTER DATABASE db SET OPTIONS (version_retention_period = '3d')`,
 		"CREATE TABLE T (\n  A INT64,\n) PRIMARY KEY(A)",
 		`CREATE CHANGE STREAM Everything FOR ALL`,
+		`CREATE CHANGE STREAM Partial OPTIONS ( retention_period = '1d', value_capture_type = 'NEW_ROW' )`,
 		`CREATE VIEW V SQL SECURITY INVOKER AS SELECT A FROM T`,
 		`CREATE ROLE Reader`,
 		`GRANT SELECT ON TABLE T TO ROLE Reader`,
@@ -136,10 +140,17 @@ func TestUnmodelledStatements(t *testing.T) {
 	if diff := cmp.Diff(want, s.Statements); diff != "" {
 		t.Errorf("Statements (-want +got):\n%s", diff)
 	}
+	again, _, err := Apply(Empty(), s.Statements, fakeCompiler{})
+	if err != nil {
+		t.Fatalf("re-applying Statements: %v", err)
+	}
+	if diff := cmp.Diff(s.Statements, again.Statements); diff != "" {
+		t.Errorf("Statements after a round trip (-want +got):\n%s", diff)
+	}
 	if _, _, err := Apply(s, []string{`CREATE TABLE Everything (A INT64) PRIMARY KEY (A)`}, fakeCompiler{}); err == nil {
 		t.Errorf("a table named like a change stream was created")
 	}
-	s, _, err = Apply(s, []string{`DROP CHANGE STREAM Everything`, `DROP ROLE Reader`}, fakeCompiler{})
+	s, _, err = Apply(s, []string{`DROP CHANGE STREAM Everything`, `DROP CHANGE STREAM Partial`, `DROP ROLE Reader`}, fakeCompiler{})
 	if err != nil {
 		t.Fatal(err)
 	}

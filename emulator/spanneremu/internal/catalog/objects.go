@@ -5,7 +5,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cloudspannerecosystem/memefish"
 	"github.com/cloudspannerecosystem/memefish/ast"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // This file handles the schema objects other than tables and indexes: views, sequences, and
@@ -210,11 +213,69 @@ func (a *applier) createOther(group, name, text string) error {
 	return nil
 }
 
-func (a *applier) alterOther(group, name string) error {
-	if !a.s.hasOther(group, name) {
-		return notFoundf("%s not found: %s", titleCase(group), name)
+// alterChangeStream applies ALTER CHANGE STREAM to the recorded CREATE CHANGE STREAM, so that
+// Statements show the stream as it now is.
+func (a *applier) alterChangeStream(d *ast.AlterChangeStream) error {
+	i := slices.IndexFunc(a.s.others, func(o other) bool {
+		return o.group == "CHANGE STREAM" && o.name == strings.ToUpper(d.Name.Name)
+	})
+	if i < 0 {
+		return notFoundf("Change stream not found: %s", d.Name.Name)
 	}
+	parsed, err := memefish.ParseDDL("", a.s.others[i].text)
+	if err != nil {
+		return status.Errorf(codes.Internal, "re-parse change stream %s: %v", d.Name.Name, err)
+	}
+	cs := parsed.(*ast.CreateChangeStream)
+	switch alt := d.ChangeStreamAlteration.(type) {
+	case *ast.ChangeStreamSetFor:
+		cs.For = alt.For
+	case *ast.ChangeStreamDropForAll:
+		cs.For = nil
+	case *ast.ChangeStreamSetOptions:
+		cs.Options = mergeOptions(cs.Options, alt.Options)
+	}
+	a.s.others[i].text = changeStreamDDL(cs)
 	return nil
+}
+
+// changeStreamDDL renders a change stream as GetDatabaseDdl prints it.
+func changeStreamDDL(cs *ast.CreateChangeStream) string {
+	out := "CREATE CHANGE STREAM " + ident(cs.Name.Name)
+	if cs.For != nil {
+		out += " " + cs.For.SQL()
+	}
+	if cs.Options != nil {
+		opts := make([]string, len(cs.Options.Records))
+		for i, r := range cs.Options.Records {
+			v := r.Value.SQL()
+			if lit, ok := r.Value.(*ast.StringLiteral); ok {
+				v = singleQuoted(lit.Value)
+			}
+			opts[i] = r.Name.Name + " = " + v
+		}
+		out += " OPTIONS ( " + strings.Join(opts, ", ") + " )"
+	}
+	return out
+}
+
+// mergeOptions returns old with the records of set replacing those of the same name; a NULL
+// value removes the option.
+func mergeOptions(old, set *ast.Options) *ast.Options {
+	var records []*ast.OptionsDef
+	if old != nil {
+		records = slices.Clone(old.Records)
+	}
+	for _, r := range set.Records {
+		records = slices.DeleteFunc(records, func(o *ast.OptionsDef) bool { return strings.EqualFold(o.Name.Name, r.Name.Name) })
+		if _, null := r.Value.(*ast.NullLiteral); !null {
+			records = append(records, r)
+		}
+	}
+	if len(records) == 0 {
+		return nil
+	}
+	return &ast.Options{Records: records}
 }
 
 func (a *applier) dropOther(group, name string) error {
