@@ -30,11 +30,15 @@ type DB struct {
 	created time.Time
 
 	sqldb  *sql.DB
-	writer *sql.Conn
+	pool   *cachedPool // reads on any pooled connection
+	writer *cachedConn // the one connection that writes, used under the write lock
 	schema atomic.Pointer[catalog.Schema]
 
 	// lock is the write lock: a token is held by the transaction in holder.
 	lock chan struct{}
+	// compiled caches translated statements by text and parameter types.
+	compiledMu sync.Mutex
+	compiled   map[string]compiledEntry
 	// pinned are the read-only transactions holding a reader connection (guarded by mu).
 	pinned map[*Txn]bool
 	// snapMu orders snapshot creation against commits, so that a read-only transaction's read
@@ -68,8 +72,9 @@ func openDB(e *Engine, name, path string, create bool) (*DB, error) {
 		sqldb.Close()
 		return nil, internalf("open %s: %v", path, err)
 	}
-	db := &DB{e: e, name: name, path: path, sqldb: sqldb, writer: writer,
-		lock: make(chan struct{}, 1), txns: map[string]*Txn{}, occ: newOCCState(), pinned: map[*Txn]bool{}}
+	db := &DB{e: e, name: name, path: path, sqldb: sqldb, writer: newCachedConn(writer),
+		pool: &cachedPool{db: sqldb, stmts: map[string]*sql.Stmt{}},
+		lock: make(chan struct{}, 1), txns: map[string]*Txn{}, occ: newOCCState(), pinned: map[*Txn]bool{}, compiled: map[string]compiledEntry{}}
 	fail := func(err error) (*DB, error) {
 		writer.Close()
 		sqldb.Close()
@@ -134,6 +139,7 @@ func (db *DB) close() {
 	for _, t := range txns {
 		t.abort("the database was dropped or the emulator is shutting down")
 	}
+	db.pool.close()
 	db.writer.Close()
 	db.sqldb.Close()
 }
@@ -211,7 +217,7 @@ func ddlError(err error, q string) error {
 	return internalf("ddl statement failed: %v (%s)", err, q)
 }
 
-func foreignKeyViolation(ctx context.Context, conn *sql.Conn) (string, error) {
+func foreignKeyViolation(ctx context.Context, conn *cachedConn) (string, error) {
 	rows, err := conn.QueryContext(ctx, "PRAGMA foreign_key_check")
 	if err != nil {
 		return "", err

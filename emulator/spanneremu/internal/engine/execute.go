@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -102,7 +103,7 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 	case *ast.QueryStatement:
 		var res *Result
 		err := t.readWith(ctx, func(conn querier, schema *catalog.Schema) error {
-			c, err := sqlgen.Compile(schema, stmt, declared)
+			c, err := t.db.compile(schema, st, stmt, declared)
 			if err != nil {
 				return err
 			}
@@ -130,7 +131,7 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 			return nil, err
 		}
 		schema := t.db.Schema()
-		c, err := sqlgen.Compile(schema, stmt, declared)
+		c, err := t.db.compile(schema, st, stmt, declared)
 		if err != nil {
 			return nil, err
 		}
@@ -148,6 +149,48 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 		return nil, errorf(codes.InvalidArgument, "DDL statements cannot be executed with ExecuteSql; use UpdateDatabaseDdl.")
 	}
 	return nil, errorf(codes.InvalidArgument, "Unsupported statement: %s", firstLine(st.SQL))
+}
+
+// compile translates a statement, reusing an earlier translation of the same text with the
+// same parameter types against the same schema.
+func (db *DB) compile(schema *catalog.Schema, st Statement, stmt ast.Statement, declared map[string]spantype.Type) (*sqlgen.Compiled, error) {
+	key := compileKey(st.SQL, declared)
+	db.compiledMu.Lock()
+	e, ok := db.compiled[key]
+	db.compiledMu.Unlock()
+	if ok && e.schema == schema {
+		return e.c, nil
+	}
+	c, err := sqlgen.Compile(schema, stmt, declared)
+	if err != nil || c.Volatile {
+		return c, err
+	}
+	db.compiledMu.Lock()
+	if len(db.compiled) >= maxCachedStatements {
+		clear(db.compiled)
+	}
+	db.compiled[key] = compiledEntry{schema: schema, c: c}
+	db.compiledMu.Unlock()
+	return c, nil
+}
+
+type compiledEntry struct {
+	schema *catalog.Schema
+	c      *sqlgen.Compiled
+}
+
+func compileKey(sqlText string, declared map[string]spantype.Type) string {
+	names := make([]string, 0, len(declared))
+	for n := range declared {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString(sqlText)
+	for _, n := range names {
+		b.WriteString("\x00" + n + "=" + declared[n].String())
+	}
+	return b.String()
 }
 
 // runDML executes a compiled DML statement atomically (a savepoint undoes a failed statement

@@ -16,7 +16,7 @@ import (
 
 // applyMutations applies a commit's mutations in order on conn (inside the committing SQLite
 // transaction). ts is the commit timestamp that replaces spanner.CommitTimestamp values.
-func applyMutations(ctx context.Context, conn *sql.Conn, schema *catalog.Schema, muts []*sppb.Mutation, ts time.Time) error {
+func applyMutations(ctx context.Context, conn execer, schema *catalog.Schema, muts []*sppb.Mutation, ts time.Time) error {
 	tsText := spantype.FormatTimestamp(ts)
 	for _, m := range muts {
 		var err error
@@ -41,6 +41,11 @@ func applyMutations(ctx context.Context, conn *sql.Conn, schema *catalog.Schema,
 	return nil
 }
 
+// execer is the writer connection.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
 type writeKind int
 
 const (
@@ -58,7 +63,7 @@ func lookupTable(schema *catalog.Schema, name string) (*catalog.Table, error) {
 	return t, nil
 }
 
-func applyWrite(ctx context.Context, conn *sql.Conn, schema *catalog.Schema, w *sppb.Mutation_Write, kind writeKind, tsText string) error {
+func applyWrite(ctx context.Context, conn execer, schema *catalog.Schema, w *sppb.Mutation_Write, kind writeKind, tsText string) error {
 	t, err := lookupTable(schema, w.Table)
 	if err != nil {
 		return err
@@ -189,7 +194,7 @@ func deleteByKeySQL(t *catalog.Table, kc []keyCol) string {
 	return fmt.Sprintf("DELETE FROM %s WHERE %s", catalog.Quote(t.SQLiteName), keyEquals(kc))
 }
 
-func applyDelete(ctx context.Context, conn *sql.Conn, schema *catalog.Schema, d *sppb.Mutation_Delete) error {
+func applyDelete(ctx context.Context, conn execer, schema *catalog.Schema, d *sppb.Mutation_Delete) error {
 	t, err := lookupTable(schema, d.Table)
 	if err != nil {
 		return err

@@ -51,7 +51,7 @@ func (t *Txn) optimisticRead(ctx context.Context, r ReadRequest) (*Result, error
 	db.mu.Lock()
 	seq := db.occ.seq
 	db.mu.Unlock()
-	rows, err := queryRows(ctx, db.sqldb, q, args, cols)
+	rows, err := queryRows(ctx, db.pool, q, args, cols)
 	if err != nil {
 		return nil, mapError(err, nil)
 	}

@@ -177,7 +177,7 @@ func (t *Txn) snapshotRead(fn func(q querier, s *catalog.Schema) error) error {
 	if t.singleUse {
 		// One statement is consistent by itself; its read timestamp is taken after it, so
 		// it covers every commit the statement could have seen.
-		err := fn(db.sqldb, t.schema)
+		err := fn(db.pool, t.schema)
 		t.readTS = db.readTimestamp()
 		return err
 	}
@@ -186,7 +186,7 @@ func (t *Txn) snapshotRead(fn func(q querier, s *catalog.Schema) error) error {
 	if db.currentSeq() != t.readSeq {
 		return errorf(codes.FailedPrecondition, "The snapshot of this read-only transaction is no longer available: the emulator releases the snapshot of a read-only transaction idle for %s once newer data has been committed. Start a new read-only transaction.", db.e.opts.SnapshotIdle)
 	}
-	return fn(db.sqldb, t.schema)
+	return fn(db.pool, t.schema)
 }
 
 // begin checks the transaction can run another operation. The caller holds t.mu.

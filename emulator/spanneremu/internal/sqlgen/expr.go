@@ -668,8 +668,10 @@ func (c *compiler) compileCall(x *ast.CallExpr, sc *scope) (Arg, error) {
 		// CURRENT_TIMESTAMP is one value for the whole statement.
 		switch name {
 		case "CURRENT_TIMESTAMP":
+			c.out.Volatile = true
 			return Arg{SQL: quoteString(spantype.FormatTimestamp(*c.now)), Type: spantype.TTimestamp}, nil
 		case "CURRENT_DATE":
+			c.out.Volatile = true
 			return Arg{SQL: quoteString(spantype.FormatDate(c.now.In(spantype.DefaultTimeZone))), Type: spantype.TDate}, nil
 		}
 	}

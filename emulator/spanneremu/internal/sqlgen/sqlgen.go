@@ -38,6 +38,9 @@ type Compiled struct {
 	ParamTypes map[string]spantype.Type
 	// Columns are the result columns (for DML, the THEN RETURN columns).
 	Columns []Column
+	// Volatile is set when the SQL embeds the statement's time (CURRENT_TIMESTAMP), so the
+	// translation must not be reused for another execution.
+	Volatile bool
 
 	// DML only.
 	IsDML  bool
