@@ -357,6 +357,8 @@ func TestErrors(t *testing.T) {
 			"Cannot SET ON DELETE on table Orders that does not have an INTERLEAVE clause."},
 		{"default reading a column", []string{`ALTER TABLE Orders ADD COLUMN Copy INT64 DEFAULT (TotalCents)`}, codes.InvalidArgument,
 			"Default value of column Orders.Copy cannot reference column TotalCents."},
+		{"check without columns", []string{`CREATE TABLE T (A INT64, CONSTRAINT C CHECK (1 > 0)) PRIMARY KEY (A)`}, codes.InvalidArgument,
+			"Check constraint `T`.`C` does not use any non generated column. Expression: '1 > 0'."},
 		{"check not bool", []string{`CREATE TABLE T (A INT64, CHECK (A + 1)) PRIMARY KEY (A)`}, codes.InvalidArgument, "Expected type BOOL"},
 		{"check unknown column", []string{`CREATE TABLE T (A INT64, CONSTRAINT C CHECK (B > 0)) PRIMARY KEY (A)`}, codes.InvalidArgument,
 			"Error parsing expression 'B > 0' from check constraint 'C' in table 'T': Unrecognized name: B"},

@@ -518,17 +518,25 @@ func (a *applier) addCheck(t *Table, name string, c *ast.Check) error {
 	if generated {
 		name = a.generatedName(t, "CK_"+t.Name, t.Name+"\x00"+text)
 	}
-	for _, col := range t.Columns {
-		if col.AllowCommitTimestamp && refersTo(c.Expr, col.Name) {
-			return invalidf("Column `%s` has option commit_timestamp, which is not supported in check constraint.", col.Name)
-		}
-	}
 	sql, typ, err := a.compile(t, c.Expr, checkErrorPrefix(t, name, text))
 	if err != nil {
 		return err
 	}
 	if typ.Code != spantype.Unknown && typ.Code != spantype.Bool {
 		return invalidf("Expected type BOOL; found %s in check constraint `%s`.`%s`", typ, t.Name, name)
+	}
+	usesColumn := false
+	for _, col := range t.Columns {
+		if !refersTo(c.Expr, col.Name) {
+			continue
+		}
+		if col.AllowCommitTimestamp {
+			return invalidf("Column `%s` has option commit_timestamp, which is not supported in check constraint.", col.Name)
+		}
+		usesColumn = usesColumn || col.Generated == nil
+	}
+	if !usesColumn {
+		return invalidf("Check constraint `%s`.`%s` does not use any non generated column. Expression: '%s'. A check constraint expression requires at least one non-generated column as dependency.", t.Name, name, text)
 	}
 	t.Checks = append(t.Checks, &Check{Name: name, NameGenerated: generated, Expr: c.Expr, SQL: sql, Text: text})
 	return nil
