@@ -5,6 +5,7 @@ import (
 
 	"cloud.google.com/go/spanner"
 	"cloud.google.com/go/spanner/admin/database/apiv1/databasepb"
+	"cloud.google.com/go/spanner/admin/instance/apiv1/instancepb"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
@@ -186,6 +187,37 @@ func TestAdmin(t *testing.T) {
 			_, err = op.Wait(ctx)
 		}
 		checkErr(t, err, codes.AlreadyExists)
+	})
+
+	t.Run("Instances", func(t *testing.T) {
+		t.Parallel()
+		ctx := testCtx(t)
+		inst, err := instanceAdmin.GetInstance(ctx, &instancepb.GetInstanceRequest{Name: instanceName})
+		if err != nil {
+			t.Fatalf("GetInstance: %v", err)
+		}
+		if inst.GetState() != instancepb.Instance_READY {
+			t.Errorf("instance state = %v, want READY", inst.GetState())
+		}
+		found := false
+		it := instanceAdmin.ListInstances(ctx, &instancepb.ListInstancesRequest{Parent: "projects/" + projectID})
+		for {
+			i, err := it.Next()
+			if err == iterator.Done {
+				break
+			}
+			if err != nil {
+				t.Fatalf("ListInstances: %v", err)
+			}
+			found = found || i.GetName() == instanceName
+		}
+		if !found {
+			t.Errorf("ListInstances does not include %s", instanceName)
+		}
+		_, err = instanceAdmin.GetInstance(ctx, &instancepb.GetInstanceRequest{Name: "projects/" + projectID + "/instances/nope"})
+		checkErr(t, err, codes.NotFound)
+		_, err = databaseAdmin.GetDatabase(ctx, &databasepb.GetDatabaseRequest{Name: instanceName + "/databases/nope"})
+		checkErr(t, err, codes.NotFound)
 	})
 
 	t.Run("ListAndDropDatabases", func(t *testing.T) {

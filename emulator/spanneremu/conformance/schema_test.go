@@ -181,6 +181,43 @@ func TestSchemaFeatures(t *testing.T) {
 		}
 	})
 
+	t.Run("view", func(t *testing.T) {
+		t.Parallel()
+		client := newDB(t,
+			`CREATE TABLE Singers (Id INT64 NOT NULL, First STRING(MAX), Last STRING(MAX)) PRIMARY KEY (Id)`,
+			`CREATE VIEW SingerNames SQL SECURITY INVOKER AS SELECT Singers.Id AS Id, CONCAT(Singers.First, ' ', Singers.Last) AS Name FROM Singers`,
+		)
+		mustApply(t, client,
+			spanner.Insert("Singers", []string{"Id", "First", "Last"}, []any{1, "Marc", "Richards"}),
+			spanner.Insert("Singers", []string{"Id", "First", "Last"}, []any{2, "Lea", "Martin"}),
+		)
+		res := query(t, client.Single(), spanner.NewStatement(`SELECT Name FROM SingerNames WHERE Id > 0 ORDER BY Name`))
+		if diff := cmp.Diff(rows(row("Lea Martin"), row("Marc Richards")), res.Rows); diff != "" {
+			t.Errorf("view rows (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("foreign key on delete cascade", func(t *testing.T) {
+		t.Parallel()
+		client := newDB(t,
+			`CREATE TABLE Customers (Id INT64 NOT NULL) PRIMARY KEY (Id)`,
+			`CREATE TABLE Orders (Id INT64 NOT NULL, CustomerId INT64 NOT NULL,
+				CONSTRAINT FK_OrdersCustomers FOREIGN KEY (CustomerId) REFERENCES Customers (Id) ON DELETE CASCADE,
+			) PRIMARY KEY (Id)`,
+		)
+		mustApply(t, client,
+			spanner.Insert("Customers", []string{"Id"}, []any{1}),
+			spanner.Insert("Customers", []string{"Id"}, []any{2}),
+			spanner.Insert("Orders", []string{"Id", "CustomerId"}, []any{10, 1}),
+			spanner.Insert("Orders", []string{"Id", "CustomerId"}, []any{11, 1}),
+			spanner.Insert("Orders", []string{"Id", "CustomerId"}, []any{12, 2}),
+		)
+		mustApply(t, client, spanner.Delete("Customers", spanner.Key{1}))
+		if diff := cmp.Diff(rows(row(int64(12))), readAll(t, client, "Orders", "Id")); diff != "" {
+			t.Errorf("Orders after deleting customer 1 (-want +got):\n%s", diff)
+		}
+	})
+
 	t.Run("unknown table in mutation", func(t *testing.T) {
 		t.Parallel()
 		client := newDB(t, `CREATE TABLE T (Id INT64 NOT NULL) PRIMARY KEY (Id)`)
