@@ -65,6 +65,8 @@ type counters struct {
 	nanos [4]atomic.Int64
 }
 
+var progressEvery = flag.Duration("progress", 30*time.Second, "how often to print progress and the interval's throughput")
+
 func run(ctx context.Context, duration time.Duration, workers int, txnTimeout time.Duration) error {
 	if os.Getenv("SPANNER_EMULATOR_HOST") == "" {
 		srv, err := spanneremu.Start(ctx, spanneremu.Options{})
@@ -114,8 +116,10 @@ func run(ctx context.Context, duration time.Duration, workers int, txnTimeout ti
 			}
 		}(w)
 	}
-	progress := time.NewTicker(30 * time.Second)
+	progress := time.NewTicker(*progressEvery)
 	defer progress.Stop()
+	var lastTotal int64
+	lastAt := start
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 loop:
@@ -123,9 +127,13 @@ loop:
 		select {
 		case <-done:
 			break loop
-		case <-progress.C:
-			log.Printf("soak: %s: %d transfers, %d increments, %d inbox inserts (%d duplicates ignored), %d audits",
-				time.Since(start).Round(time.Second), c.transfers.Load(), c.increments.Load(), c.inserts.Load(), c.dupes.Load(), c.audits.Load())
+		case now := <-progress.C:
+			// The rate of each interval shows whether throughput degrades over the run.
+			total := c.transfers.Load() + c.increments.Load() + c.inserts.Load() + c.dupes.Load() + c.audits.Load()
+			log.Printf("soak: %s: %d transfers, %d increments, %d inbox inserts (%d duplicates ignored), %d audits; %.0f transactions/s in the last %s",
+				time.Since(start).Round(time.Second), c.transfers.Load(), c.increments.Load(), c.inserts.Load(), c.dupes.Load(), c.audits.Load(),
+				float64(total-lastTotal)/now.Sub(lastAt).Seconds(), now.Sub(lastAt).Round(time.Second))
+			lastTotal, lastAt = total, now
 		}
 	}
 	elapsed := time.Since(start)

@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"modernc.org/sqlite"
@@ -23,6 +24,7 @@ func Register() {
 		sqlite.MustRegisterDeterministicScalarFunction("spq_elem", 2, spqElem)
 		sqlite.MustRegisterDeterministicScalarFunction("spq_json_elem", 2, spqJSONElem)
 		sqlite.MustRegisterDeterministicScalarFunction("spq_raise", 2, spqRaise)
+		sqlite.MustRegisterCollationUtf8(NumericCollation, compareNumeric)
 	})
 }
 
@@ -105,4 +107,18 @@ func spqJSONElem(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, 
 // spqRaise(code, message) fails the statement with a Spanner error.
 func spqRaise(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
 	return nil, fmt.Errorf("%s%v: %v", sqlfuncs.RuntimeErrorPrefix, args[0], args[1])
+}
+
+// NumericCollation orders NUMERIC values (stored as canonical decimal text) by value; the
+// catalog declares NUMERIC columns with it so keys and indexes sort as Spanner sorts them.
+const NumericCollation = "spanner_numeric"
+
+func compareNumeric(a, b string) int {
+	ra, errA := spantype.NumericRat(a)
+	rb, errB := spantype.NumericRat(b)
+	if errA != nil || errB != nil {
+		// Not a number (cannot happen for stored NUMERIC values): fall back to text order.
+		return strings.Compare(a, b)
+	}
+	return ra.Cmp(rb)
 }
