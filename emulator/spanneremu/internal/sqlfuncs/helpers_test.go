@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	_ "modernc.org/sqlite"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
@@ -106,8 +107,8 @@ func runEvalCases(t *testing.T, cases []evalCase) {
 					got = string(s)
 				}
 			}
-			if fmt.Sprintf("%T %v", c.want, c.want) != fmt.Sprintf("%T %v", got, got) {
-				t.Errorf("SQL %s = %T %v, want %T %v", x.SQL, got, got, c.want, c.want)
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("SQL %s (-want +got):\n%s", x.SQL, diff)
 			}
 		})
 	}
