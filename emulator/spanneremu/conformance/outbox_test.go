@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/spanner"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestCommitTimestampCursor checks the property an outbox relay depends on: a reader that
@@ -99,5 +100,50 @@ func TestCommitTimestampCursor(t *testing.T) {
 		if n != 1 {
 			t.Errorf("row %s seen %d times, want once", id, n)
 		}
+	}
+}
+
+// TestCommitTimestampKey covers a commit timestamp as part of the primary key, the usual shape
+// of an event or outbox table ordered by commit time.
+func TestCommitTimestampKey(t *testing.T) {
+	t.Parallel()
+	client := newDB(t, `CREATE TABLE Events (
+		CreatedAt TIMESTAMP NOT NULL OPTIONS (allow_commit_timestamp = true),
+		Id STRING(36) NOT NULL,
+		Payload STRING(MAX),
+	) PRIMARY KEY (CreatedAt, Id)`)
+	ts1 := mustApply(t, client, spanner.Insert("Events", []string{"CreatedAt", "Id", "Payload"}, []any{spanner.CommitTimestamp, "a", "first"}))
+	resp, err := client.ReadWriteTransactionWithOptions(testCtx(t), func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+		_, err := tx.Update(ctx, spanner.NewStatement(`INSERT INTO Events (CreatedAt, Id, Payload) VALUES (PENDING_COMMIT_TIMESTAMP(), 'b', 'second'), (PENDING_COMMIT_TIMESTAMP(), 'c', 'third')`))
+		return err
+	}, spanner.TransactionOptions{})
+	if err != nil {
+		t.Fatalf("transaction: %v", err)
+	}
+	ts2 := resp.CommitTs
+	want := [][]any{{ts1, "a", "first"}, {ts2, "b", "second"}, {ts2, "c", "third"}}
+	if diff := cmp.Diff(want, readAll(t, client, "Events", "CreatedAt", "Id", "Payload"), cmpOpts...); diff != "" {
+		t.Errorf("Events (-want +got):\n%s", diff)
+	}
+	// The key is the commit timestamp, so the row can be read back by it.
+	r, err := client.Single().ReadRow(testCtx(t), "Events", spanner.Key{ts2, "c"}, []string{"Payload"})
+	if err != nil {
+		t.Fatalf("ReadRow by commit timestamp key: %v", err)
+	}
+	var payload string
+	if err := r.Columns(&payload); err != nil {
+		t.Fatal(err)
+	}
+	if payload != "third" {
+		t.Errorf("Payload = %q, want third", payload)
+	}
+	// Rows after a commit timestamp, as a consumer resuming from ts1 would ask.
+	iter := client.Single().Read(testCtx(t), "Events", spanner.KeyRange{Start: spanner.Key{ts1}, End: spanner.Key{}, Kind: spanner.OpenClosed}, []string{"Id"})
+	res, err := collect(iter)
+	if err != nil {
+		t.Fatalf("range read: %v", err)
+	}
+	if diff := cmp.Diff([][]any{{"b"}, {"c"}}, res.Rows); diff != "" {
+		t.Errorf("rows after ts1 (-want +got):\n%s", diff)
 	}
 }

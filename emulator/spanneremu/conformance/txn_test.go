@@ -335,47 +335,63 @@ func TestTransactions(t *testing.T) {
 
 	t.Run("abandoned transaction does not block others", func(t *testing.T) {
 		t.Parallel()
-		client := newDB(t, counterSchema...)
-		mustApply(t, client, spanner.Insert("Counters", []string{"K", "V"}, []any{1, 0}))
-		ctx := testCtx(t)
-		// Begin a transaction that takes locks (a read, then a write), and never end it: as
-		// a crashed client would.
-		abandoned, err := spanner.NewReadWriteStmtBasedTransaction(ctx, client)
-		if err != nil {
-			t.Fatalf("begin: %v", err)
+		tests := []struct {
+			name  string
+			write bool // whether the abandoned transaction also wrote the row
+		}{
+			{"after a read", false},
+			{"after a read and a write", true},
 		}
-		if _, err := readCounter(ctx, abandoned, 1); err != nil {
-			t.Fatalf("read in abandoned transaction: %v", err)
-		}
-		if _, err := abandoned.Update(ctx, spanner.NewStatement(`UPDATE Counters SET V = 100 WHERE K = 1`)); err != nil {
-			t.Fatalf("update in abandoned transaction: %v", err)
-		}
-		t.Cleanup(func() { abandoned.Rollback(context.Background()) })
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				t.Parallel()
+				client := newDB(t, counterSchema...)
+				mustApply(t, client, spanner.Insert("Counters", []string{"K", "V"}, []any{1, 0}))
+				ctx := testCtx(t)
+				// Begin a transaction that takes locks and never end it, as a crashed client
+				// would.
+				abandoned, err := spanner.NewReadWriteStmtBasedTransaction(ctx, client)
+				if err != nil {
+					t.Fatalf("begin: %v", err)
+				}
+				t.Cleanup(func() { abandoned.Rollback(context.Background()) })
+				if _, err := readCounter(ctx, abandoned, 1); err != nil {
+					t.Fatalf("read in abandoned transaction: %v", err)
+				}
+				if tt.write {
+					if _, err := abandoned.Update(ctx, spanner.NewStatement(`UPDATE Counters SET V = 100 WHERE K = 1`)); err != nil {
+						t.Fatalf("update in abandoned transaction: %v", err)
+					}
+				}
 
-		// Spanner aborts idle transactions (after about 10 s), so others eventually proceed.
-		otherCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, err = client.ReadWriteTransaction(otherCtx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
-			v, err := readCounter(ctx, tx, 1)
-			if err != nil {
-				return err
-			}
-			return tx.BufferWrite([]*spanner.Mutation{spanner.Update("Counters", []string{"K", "V"}, []any{1, v + 1})})
-		})
-		if err != nil {
-			t.Fatalf("transaction blocked by an abandoned one: %v", err)
-		}
-		got, err := readCounter(ctx, client.Single(), 1)
-		if err != nil {
-			t.Fatalf("read: %v", err)
-		}
-		if got != 1 {
-			t.Errorf("counter = %d, want 1 (the abandoned update must never commit)", got)
-		}
-		// The abandoned transaction lost its locks, so it cannot commit any more.
-		_, err = abandoned.Commit(ctx)
-		if err == nil {
-			t.Errorf("abandoned transaction committed after another transaction overwrote its read")
+				// Spanner aborts idle transactions (after about 10 s), so others eventually
+				// proceed.
+				otherCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				_, err = client.ReadWriteTransaction(otherCtx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+					v, err := readCounter(ctx, tx, 1)
+					if err != nil {
+						return err
+					}
+					return tx.BufferWrite([]*spanner.Mutation{spanner.Update("Counters", []string{"K", "V"}, []any{1, v + 1})})
+				})
+				if err != nil {
+					t.Fatalf("transaction blocked by an abandoned one: %v", err)
+				}
+				got, err := readCounter(ctx, client.Single(), 1)
+				if err != nil {
+					t.Fatalf("read: %v", err)
+				}
+				if got != 1 {
+					t.Errorf("counter = %d, want 1 (the abandoned update must never commit)", got)
+				}
+				if tt.write {
+					// The abandoned transaction lost its locks, so it cannot commit any more.
+					if _, err := abandoned.Commit(ctx); err == nil {
+						t.Errorf("abandoned transaction committed after another transaction overwrote its read")
+					}
+				}
+			})
 		}
 	})
 
