@@ -3,7 +3,6 @@ package sqlfuncs
 import (
 	"database/sql"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 
@@ -41,18 +40,15 @@ func Eval(t *testing.T, x Arg, params ...any) (any, error) {
 	return v, err
 }
 
-// runtimeCode extracts the gRPC code from an error raised by a registered function, or "".
+// runtimeCode extracts the gRPC code from an error raised by a registered function.
 func runtimeCode(err error) string {
 	if err == nil {
 		return ""
 	}
-	msg := err.Error()
-	i := strings.Index(msg, RuntimeErrorPrefix)
-	if i < 0 {
-		return "NOT A RUNTIME ERROR: " + msg
+	code, _, ok := ParseRuntimeError(err)
+	if !ok {
+		return "NOT A RUNTIME ERROR: " + err.Error()
 	}
-	rest := msg[i+len(RuntimeErrorPrefix):]
-	code, _, _ := strings.Cut(rest, ":")
 	return code
 }
 
