@@ -99,3 +99,17 @@ func TestEveryFunctionWithValues(t *testing.T) {
 		}
 	}
 }
+
+func TestRegisterIsIdempotent(t *testing.T) {
+	db(t) // registers once
+	Register()
+	Register()
+	x, err := Function(Call{Name: "SAFE.FROM_HEX", Args: []Arg{lit("zz")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Eval(t, x)
+	if err != nil || got != nil {
+		t.Errorf("SAFE.FROM_HEX('zz') = %v, %v; want NULL", got, err)
+	}
+}
