@@ -77,6 +77,15 @@ func TestKeyOrdering(t *testing.T) {
 			if diff := cmp.Diff(desc, res.Rows, cmpOpts...); diff != "" {
 				t.Errorf("ORDER BY DESC (-want +got):\n%s", diff)
 			}
+			// Comparisons and MIN/MAX use the same order.
+			res = query(t, client.Single(), spanner.Statement{
+				SQL:    `SELECT COUNTIF(K > @p), COUNTIF(K <= @p), MIN(K), MAX(K) FROM Up`,
+				Params: map[string]any{"p": tt.sorted[1]},
+			})
+			wantCmp := rows(row(int64(len(tt.want)-2), int64(2), tt.want[0], tt.want[len(tt.want)-1]))
+			if diff := cmp.Diff(wantCmp, res.Rows, cmpOpts...); diff != "" {
+				t.Errorf("comparisons with the second value [>, <=, MIN, MAX] (-want +got):\n%s", diff)
+			}
 			if len(tt.sorted) < 4 {
 				return
 			}
