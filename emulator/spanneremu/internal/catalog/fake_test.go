@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/cloudspannerecosystem/memefish/ast"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	_ "modernc.org/sqlite"
@@ -138,8 +140,51 @@ func (d *testDB) ddl(stmts ...string) error {
 	}
 	if err == nil {
 		d.schema = s
+		d.checkInSync()
 	}
 	return err
+}
+
+// checkInSync fails the test when SQLite's tables, columns and indexes differ from the model.
+func (d *testDB) checkInSync() {
+	d.t.Helper()
+	sorted := cmpopts.SortSlices(func(a, b string) bool { return a < b })
+	var wantTables, wantIndexes []string
+	for _, t := range d.schema.Tables {
+		wantTables = append(wantTables, t.SQLiteName)
+		var cols []string
+		for _, c := range t.Columns {
+			cols = append(cols, c.SQLiteName)
+		}
+		if t.SyntheticKey != "" {
+			cols = append(cols, t.SyntheticKey)
+		}
+		var got []string
+		for _, r := range d.query(fmt.Sprintf("SELECT name FROM pragma_table_xinfo(%s)", sqlString(t.SQLiteName))) {
+			got = append(got, r[0])
+		}
+		// Compared as sets: a column added in place follows the synthetic key column.
+		if diff := cmp.Diff(cols, got, sorted); diff != "" {
+			d.t.Errorf("SQLite columns of %s (-model +sqlite):\n%s", t.Name, diff)
+		}
+	}
+	for _, ix := range d.schema.Indexes {
+		wantIndexes = append(wantIndexes, ix.SQLiteName)
+	}
+	var gotTables, gotIndexes []string
+	for _, r := range d.query(`SELECT type, name FROM sqlite_schema WHERE sql IS NOT NULL`) {
+		if r[0] == "table" {
+			gotTables = append(gotTables, r[1])
+		} else {
+			gotIndexes = append(gotIndexes, r[1])
+		}
+	}
+	if diff := cmp.Diff(wantTables, gotTables, sorted); diff != "" {
+		d.t.Errorf("SQLite tables (-model +sqlite):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantIndexes, gotIndexes, sorted, cmpopts.EquateEmpty()); diff != "" {
+		d.t.Errorf("SQLite indexes (-model +sqlite):\n%s", diff)
+	}
 }
 
 func (d *testDB) mustDDL(stmts ...string) {
