@@ -18,7 +18,8 @@
 //   - secondary indexes are SQLite indexes (NULL_FILTERED as partial indexes; see
 //     createIndexSQL for UNIQUE indexes over nullable columns); STORING, INTERLEAVE IN, views,
 //     sequences and ROW DELETION POLICY exist only in the model;
-//   - the INFORMATION_SCHEMA tables are ordinary tables refilled by every Apply.
+//   - the INFORMATION_SCHEMA tables are ordinary SQLite tables that every Apply re-creates and
+//     fills with rows describing the new schema.
 package catalog
 
 import (
@@ -154,7 +155,8 @@ type Column struct {
 	GeneratedSQL  string
 	GeneratedText string
 	Stored        bool
-	Hidden        bool
+	// Hidden is HIDDEN: the column is left out of SELECT * but can be named.
+	Hidden bool
 }
 
 // KeyPart is one column of a primary or index key.
