@@ -46,6 +46,22 @@ func TestDML(t *testing.T) {
 			want: rows(row(int64(1), "a", int64(1)), row(int64(2), "b", int64(2)), row(int64(3), "c", int64(3)), row(int64(4), "d", int64(4)), row(int64(5), "e", int64(5)))},
 		{name: "insert select", sql: `INSERT INTO Items (Id, Name, Qty) SELECT Id + 10, CONCAT(Name, '!'), Qty * 2 FROM Items WHERE Id >= 2`, wantCount: 2,
 			want: rows(row(int64(1), "a", int64(1)), row(int64(2), "b", int64(2)), row(int64(3), "c", int64(3)), row(int64(12), "b!", int64(4)), row(int64(13), "c!", int64(6)))},
+		{name: "insert from array of structs", sql: `INSERT INTO Items (Id, Name, Qty) SELECT r.Id, r.Name, r.Qty FROM UNNEST(@rows) AS r`,
+			params: map[string]any{"rows": []struct {
+				Id   int64
+				Name string
+				Qty  int64
+			}{{7, "g", 7}, {8, "h", 8}}}, wantCount: 2,
+			want: rows(row(int64(1), "a", int64(1)), row(int64(2), "b", int64(2)), row(int64(3), "c", int64(3)), row(int64(7), "g", int64(7)), row(int64(8), "h", int64(8)))},
+		{name: "update from struct param", sql: `UPDATE Items SET Name = @s.Name, Qty = @s.Qty WHERE Id = @s.Id`,
+			params: map[string]any{"s": struct {
+				Id   int64
+				Name string
+				Qty  int64
+			}{2, "z", 20}}, wantCount: 1,
+			want: rows(row(int64(1), "a", int64(1)), row(int64(2), "z", int64(20)), row(int64(3), "c", int64(3)))},
+		{name: "delete in unnest", sql: `DELETE FROM Items WHERE Id IN UNNEST(@ids)`, params: map[string]any{"ids": []int64{1, 3, 99}}, wantCount: 2,
+			want: rows(row(int64(2), "b", int64(2)))},
 		{name: "insert duplicate", sql: `INSERT INTO Items (Id, Name, Qty) VALUES (1, 'z', 9)`,
 			wantCode: codes.AlreadyExists, wantMsg: []string{"Items", "already exists"},
 			want: rows(row(int64(1), "a", int64(1)), row(int64(2), "b", int64(2)), row(int64(3), "c", int64(3)))},

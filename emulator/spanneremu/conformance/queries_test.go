@@ -194,6 +194,20 @@ func TestQueries(t *testing.T) {
 		})
 	})
 
+	t.Run("Lexical", func(t *testing.T) {
+		t.Parallel()
+		runQueryCases(t, client, []queryCase{
+			// Table and column names are case-insensitive; keywords too.
+			{name: "case insensitive names", sql: `select firstname from SINGERS where SingerID = 1`, want: rows(row("Marc"))},
+			{name: "comments", sql: "SELECT /* block */ 1 -- line\n + 1 # hash\n", want: rows(row(int64(2)))},
+			{name: "quoted identifiers", sql: "SELECT `select`.`from` FROM (SELECT 5 AS `from`) AS `select`", want: rows(row(int64(5)))},
+			{name: "string literal forms", sql: `SELECT "dq", 'sq', """tri
+ple""", r'\d', b'\x41', 'it\'s'`,
+				want: rows(row("dq", "sq", "tri\nple", `\d`, []byte("A"), "it's"))},
+			{name: "numeric literal forms", sql: `SELECT 0x1F, 1e3, .5, 1.`, want: rows(row(int64(31), 1000.0, 0.5, 1.0))},
+		})
+	})
+
 	t.Run("InformationSchema", func(t *testing.T) {
 		t.Parallel()
 		runQueryCases(t, client, []queryCase{
