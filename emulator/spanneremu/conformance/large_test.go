@@ -154,3 +154,17 @@ func TestCancelledStream(t *testing.T) {
 		t.Errorf("count after cancelled streams (-want +got):\n%s", diff)
 	}
 }
+
+// TestErrorMidStream checks that an error raised while rows are already streaming reaches the
+// client as that error, not as a truncated but successful result.
+func TestErrorMidStream(t *testing.T) {
+	t.Parallel()
+	client := newDB(t, `CREATE TABLE Nums (K INT64 NOT NULL, Pad STRING(MAX)) PRIMARY KEY (K)`)
+	var ms []*spanner.Mutation
+	for k := 0; k < 2000; k++ {
+		ms = append(ms, spanner.Insert("Nums", []string{"K", "Pad"}, []any{k, strings.Repeat("x", 500)}))
+	}
+	mustApply(t, client, ms...)
+	_, err := tryQuery(testCtx(t), client.Single(), spanner.NewStatement(`SELECT K, Pad, DIV(1, K - 1500) FROM Nums ORDER BY K`))
+	checkErr(t, err, codes.OutOfRange, "division by zero")
+}
