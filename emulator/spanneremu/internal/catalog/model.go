@@ -236,5 +236,8 @@ type SequenceOption struct {
 // EmptyKeyColumn is the name of the hidden key column of a table with PRIMARY KEY ().
 const EmptyKeyColumn = "_spanner_empty_key"
 
+// NumericCollation is the SQLite collation of NUMERIC columns; package sqlgen registers it.
+const NumericCollation = "spanner_numeric"
+
 // Quote quotes an identifier for SQLite.
 func Quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }

@@ -73,6 +73,11 @@ func (s *Schema) createTableSQL(t *Table, sqliteName string) string {
 // columnSQL renders a column definition without its length check.
 func columnSQL(c *Column) string {
 	def := Quote(c.SQLiteName)
+	if c.Type.Code == spantype.Numeric {
+		// NUMERIC is stored as decimal text; the collation (registered by the translator)
+		// makes keys, indexes and comparisons order it by value.
+		def += " COLLATE " + NumericCollation
+	}
 	if c.NotNull {
 		def += " NOT NULL"
 	}

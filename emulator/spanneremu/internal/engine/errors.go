@@ -152,30 +152,8 @@ func uniqueIndexName(msg string, wc *writeContext) string {
 	if wc == nil || wc.schema == nil || wc.table == nil {
 		return "(unknown)"
 	}
-	// SQLite names the columns ("UNIQUE constraint failed: T.a, T.b"); find the unique index
-	// on exactly those columns.
-	_, cols, _ := strings.Cut(msg, "failed: ")
-	var names []string
-	for _, c := range strings.Split(cols, ",") {
-		c = strings.TrimSpace(c)
-		if i := strings.LastIndex(c, "."); i >= 0 {
-			c = c[i+1:]
-		}
-		names = append(names, strings.ToUpper(strings.TrimSpace(strings.SplitN(c, " ", 2)[0])))
-	}
-	for _, idx := range wc.schema.Indexes {
-		if !idx.Unique || !strings.EqualFold(idx.Table, wc.table.Name) || len(idx.Keys) != len(names) {
-			continue
-		}
-		match := true
-		for i, k := range idx.Keys {
-			if strings.ToUpper(k.Column) != names[i] {
-				match = false
-			}
-		}
-		if match {
-			return idx.Name
-		}
+	if idx, ok := wc.schema.UniqueIndexViolated(wc.table, msg); ok {
+		return idx.Name
 	}
 	return "(unknown)"
 }

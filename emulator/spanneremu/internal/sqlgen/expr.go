@@ -719,8 +719,8 @@ func (c *compiler) compileCall(x *ast.CallExpr, sc *scope) (Arg, error) {
 		}
 	}
 	if sqlfuncs.IsAggregate(name) {
-		if x.OrderBy != nil || x.Limit != nil || x.Having != nil {
-			return Arg{}, unimplementedf("ORDER BY, LIMIT and HAVING inside aggregate calls are not supported by the emulator")
+		if err := c.aggregateModifiers(x, sc, &call); err != nil {
+			return Arg{}, err
 		}
 		return sqlfuncs.Aggregate(call)
 	}
@@ -728,4 +728,42 @@ func (c *compiler) compileCall(x *ast.CallExpr, sc *scope) (Arg, error) {
 		return Arg{}, invalidf("DISTINCT is only allowed in aggregate functions, not %s", name)
 	}
 	return sqlfuncs.Function(call)
+}
+
+// aggregateModifiers translates HAVING MAX/MIN, ORDER BY and LIMIT inside an aggregate call.
+func (c *compiler) aggregateModifiers(x *ast.CallExpr, sc *scope, call *sqlfuncs.Call) error {
+	switch h := x.Having.(type) {
+	case nil:
+	case *ast.HavingMax:
+		e, err := c.compileExpr(h.Expr, sc)
+		if err != nil {
+			return err
+		}
+		call.Having = &sqlfuncs.Having{Max: true, Expr: e}
+	case *ast.HavingMin:
+		e, err := c.compileExpr(h.Expr, sc)
+		if err != nil {
+			return err
+		}
+		call.Having = &sqlfuncs.Having{Expr: e}
+	default:
+		return unimplementedf("Unsupported aggregate modifier %T", x.Having)
+	}
+	if x.OrderBy != nil {
+		for _, it := range x.OrderBy.Items {
+			e, err := c.compileExpr(it.Expr, sc)
+			if err != nil {
+				return err
+			}
+			call.OrderBy = append(call.OrderBy, sqlfuncs.OrderItem{Expr: e, Desc: it.Dir == ast.DirectionDesc})
+		}
+	}
+	if x.Limit != nil {
+		n, err := c.intValue(x.Limit.Count, "LIMIT")
+		if err != nil {
+			return err
+		}
+		call.Limit = &Arg{SQL: n, Type: spantype.TInt64}
+	}
+	return nil
 }

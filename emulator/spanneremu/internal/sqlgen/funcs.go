@@ -9,6 +9,7 @@ import (
 
 	"modernc.org/sqlite"
 
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/sqlfuncs"
 )
@@ -24,7 +25,7 @@ func Register() {
 		sqlite.MustRegisterDeterministicScalarFunction("spq_elem", 2, spqElem)
 		sqlite.MustRegisterDeterministicScalarFunction("spq_json_elem", 2, spqJSONElem)
 		sqlite.MustRegisterDeterministicScalarFunction("spq_raise", 2, spqRaise)
-		sqlite.MustRegisterCollationUtf8(NumericCollation, compareNumeric)
+		sqlite.MustRegisterCollationUtf8(catalog.NumericCollation, compareNumeric)
 	})
 }
 
@@ -109,10 +110,8 @@ func spqRaise(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, err
 	return nil, fmt.Errorf("%s%v: %v", sqlfuncs.RuntimeErrorPrefix, args[0], args[1])
 }
 
-// NumericCollation orders NUMERIC values (stored as canonical decimal text) by value; the
-// catalog declares NUMERIC columns with it so keys and indexes sort as Spanner sorts them.
-const NumericCollation = "spanner_numeric"
-
+// compareNumeric is catalog.NumericCollation: NUMERIC values (canonical decimal text) by value,
+// so keys and indexes sort as Spanner sorts them.
 func compareNumeric(a, b string) int {
 	ra, errA := spantype.NumericRat(a)
 	rb, errB := spantype.NumericRat(b)

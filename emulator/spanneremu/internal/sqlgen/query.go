@@ -631,6 +631,9 @@ func (c *compiler) bindTable(name, alias string, sc *scope) (string, error) {
 		sc.vars = append(sc.vars, rv)
 		return d.name + " AS " + sqlAlias, nil
 	}
+	if v, ok := c.schema.View(name); ok {
+		return c.bindView(v, rv, sqlAlias, sc)
+	}
 	t, ok := c.schema.Table(name)
 	if !ok {
 		return "", invalidf("Table not found: %s", name)
@@ -645,6 +648,22 @@ func (c *compiler) bindTable(name, alias string, sc *scope) (string, error) {
 	}
 	sc.vars = append(sc.vars, rv)
 	return catalog.Quote(t.SQLiteName) + " AS " + sqlAlias, nil
+}
+
+// bindView expands a view as a subquery (views are SQL SECURITY INVOKER: the query runs as if
+// written in place).
+func (c *compiler) bindView(v *catalog.View, rv *rangeVar, sqlAlias string, sc *scope) (string, error) {
+	r, err := c.compileQueryExpr(v.Query, nil)
+	if err != nil {
+		return "", invalidf("Error in view %s: %v", v.Name, err)
+	}
+	for i, col := range r.cols {
+		col2 := scopeCol{name: col.Name, typ: col.Type, sql: sqlAlias + "." + r.sqlNames[i], item: rv.name}
+		rv.cols = append(rv.cols, col2)
+		sc.cols = append(sc.cols, col2)
+	}
+	sc.vars = append(sc.vars, rv)
+	return "(" + r.sql + ") AS " + sqlAlias, nil
 }
 
 func (c *compiler) bindUnnest(e ast.Expr, alias string, off *ast.WithOffset, sc *scope) (string, error) {
