@@ -195,6 +195,87 @@ func TestTransactions(t *testing.T) {
 		}
 	})
 
+	t.Run("uncommitted writes are invisible and do not block reads", func(t *testing.T) {
+		t.Parallel()
+		client := newDB(t, counterSchema...)
+		mustApply(t, client, spanner.Insert("Counters", []string{"K", "V"}, []any{1, 1}))
+		ctx := testCtx(t)
+		tx, err := spanner.NewReadWriteStmtBasedTransaction(ctx, client)
+		if err != nil {
+			t.Fatalf("begin: %v", err)
+		}
+		if _, err := tx.Update(ctx, spanner.NewStatement(`UPDATE Counters SET V = 2 WHERE K = 1`)); err != nil {
+			t.Fatalf("update: %v", err)
+		}
+		// Read-only reads take no locks: they neither wait for the open writer nor see its
+		// uncommitted value.
+		readCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		v, err := readCounter(readCtx, client.Single(), 1)
+		if err != nil {
+			t.Fatalf("strong read while a writer is open: %v", err)
+		}
+		if v != 1 {
+			t.Errorf("strong read saw %d, want the committed 1", v)
+		}
+		res, err := tryQuery(readCtx, client.Single(), spanner.NewStatement(`SELECT V FROM Counters WHERE K = 1`))
+		if err != nil {
+			t.Fatalf("strong query while a writer is open: %v", err)
+		}
+		if diff := cmp.Diff(rows(row(int64(1))), res.Rows); diff != "" {
+			t.Errorf("strong query (-want +got):\n%s", diff)
+		}
+		if _, err := tx.Commit(ctx); err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+		if v, err := readCounter(ctx, client.Single(), 1); err != nil || v != 2 {
+			t.Errorf("after commit read %d, %v; want 2", v, err)
+		}
+	})
+
+	t.Run("opposite lock order does not deadlock", func(t *testing.T) {
+		t.Parallel()
+		client := newDB(t, counterSchema...)
+		mustApply(t, client,
+			spanner.Insert("Counters", []string{"K", "V"}, []any{1, 0}),
+			spanner.Insert("Counters", []string{"K", "V"}, []any{2, 0}),
+		)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		const rounds = 20
+		var wg sync.WaitGroup
+		errs := make(chan error, 2)
+		for w, order := range [][2]int64{{1, 2}, {2, 1}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < rounds; i++ {
+					_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+						for _, k := range order {
+							if _, err := tx.Update(ctx, spanner.Statement{SQL: `UPDATE Counters SET V = V + 1 WHERE K = @k`, Params: map[string]any{"k": k}}); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+					if err != nil {
+						errs <- fmt.Errorf("worker %d round %d: %w", w, i, err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		want := rows(row(int64(1), int64(2*rounds)), row(int64(2), int64(2*rounds)))
+		if diff := cmp.Diff(want, readAll(t, client, "Counters", "K", "V")); diff != "" {
+			t.Errorf("Counters (-want +got):\n%s", diff)
+		}
+	})
+
 	t.Run("no write skew", func(t *testing.T) {
 		t.Parallel()
 		// Two doctors are on call; each transaction lets one go off call if the other is still

@@ -164,6 +164,8 @@ func TestQueryValues(t *testing.T) {
 		{"nulls", `SELECT CAST(NULL AS INT64), NULL + 1, NULL = NULL, 1 = NULL, NULL IS NULL, IFNULL(NULL, 'd'), COALESCE(NULL, NULL, 3)`, nil,
 			[]string{"INT64", "INT64", "BOOL", "BOOL", "BOOL", "STRING", "INT64"},
 			rows(row(nil, nil, nil, nil, true, "d", int64(3)))},
+		{"in with nulls", `SELECT 1 IN (NULL, 2), 1 IN (1, NULL), NULL IN (1), 1 NOT IN (2, NULL)`, nil,
+			[]string{"BOOL", "BOOL", "BOOL", "BOOL"}, rows(row(nil, true, nil, nil))},
 		{"three valued logic", `SELECT NULL AND FALSE, NULL OR TRUE, NULL AND TRUE, NOT CAST(NULL AS BOOL)`, nil,
 			[]string{"BOOL", "BOOL", "BOOL", "BOOL"}, rows(row(false, true, nil, nil))},
 		{"json is normalized", `SELECT JSON '{"b": 1, "a": [1, 2.5, "x"], "c": {"z": null, "y": true}}'`, nil,
