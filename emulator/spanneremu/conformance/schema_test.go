@@ -218,6 +218,60 @@ func TestSchemaFeatures(t *testing.T) {
 		}
 	})
 
+	t.Run("information schema details", func(t *testing.T) {
+		t.Parallel()
+		// Tools (code generators, migration checkers) read these columns; the values follow
+		// Google's documentation of INFORMATION_SCHEMA and its emulator.
+		client := newDB(t,
+			`CREATE TABLE T (
+				Id INT64 NOT NULL,
+				Qty INT64 NOT NULL DEFAULT (1),
+				Price INT64,
+				Total INT64 AS (Qty * Price) STORED,
+				Ts TIMESTAMP OPTIONS (allow_commit_timestamp = true),
+				Name STRING(20),
+			) PRIMARY KEY (Id DESC)`,
+			`CREATE NULL_FILTERED INDEX TByName ON T(Name DESC) STORING (Price)`,
+		)
+		runQueryCases(t, client, []queryCase{
+			{name: "tables", sql: `SELECT TABLE_NAME, TABLE_TYPE, PARENT_TABLE_NAME FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = ''`,
+				want: rows(row("T", "BASE TABLE", nil))},
+			{name: "columns", sql: `SELECT COLUMN_NAME, ORDINAL_POSITION, IS_NULLABLE, SPANNER_TYPE, IS_GENERATED, GENERATION_EXPRESSION, IS_STORED, COLUMN_DEFAULT
+				FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA = '' AND TABLE_NAME = 'T' ORDER BY ORDINAL_POSITION`,
+				want: rows(
+					row("Id", int64(1), "NO", "INT64", "NEVER", nil, nil, nil),
+					row("Qty", int64(2), "NO", "INT64", "NEVER", nil, nil, "1"),
+					row("Price", int64(3), "YES", "INT64", "NEVER", nil, nil, nil),
+					row("Total", int64(4), "YES", "INT64", "ALWAYS", "Qty * Price", "YES", nil),
+					row("Ts", int64(5), "YES", "TIMESTAMP", "NEVER", nil, nil, nil),
+					row("Name", int64(6), "YES", "STRING(20)", "NEVER", nil, nil, nil),
+				)},
+			{name: "column options", sql: `SELECT COLUMN_NAME, OPTION_NAME, OPTION_TYPE, OPTION_VALUE FROM INFORMATION_SCHEMA.COLUMN_OPTIONS WHERE TABLE_SCHEMA = '' AND TABLE_NAME = 'T'`,
+				want: rows(row("Ts", "allow_commit_timestamp", "BOOL", "TRUE"))},
+			{name: "indexes", sql: `SELECT INDEX_NAME, INDEX_TYPE, PARENT_TABLE_NAME, IS_UNIQUE, IS_NULL_FILTERED, INDEX_STATE FROM INFORMATION_SCHEMA.INDEXES
+				WHERE TABLE_SCHEMA = '' AND TABLE_NAME = 'T' ORDER BY INDEX_NAME`,
+				want: rows(row("PRIMARY_KEY", "PRIMARY_KEY", "", true, false, nil), row("TByName", "INDEX", "", false, true, "READ_WRITE"))},
+			{name: "index columns", sql: `SELECT INDEX_NAME, COLUMN_NAME, ORDINAL_POSITION, COLUMN_ORDERING, IS_NULLABLE, SPANNER_TYPE FROM INFORMATION_SCHEMA.INDEX_COLUMNS
+				WHERE TABLE_SCHEMA = '' AND TABLE_NAME = 'T' ORDER BY INDEX_NAME, COLUMN_NAME`,
+				want: rows(
+					row("PRIMARY_KEY", "Id", int64(1), "DESC", "NO", "INT64"),
+					row("TByName", "Name", int64(1), "DESC", "NO", "STRING(20)"),
+					row("TByName", "Price", nil, nil, "YES", "INT64"),
+				)},
+		})
+
+		t.Run("not in read-write transactions", func(t *testing.T) {
+			// Google documents INFORMATION_SCHEMA as readable in read-only transactions only.
+			_, err := client.ReadWriteTransaction(testCtx(t), func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+				_, err := tryQuery(ctx, tx, spanner.NewStatement(`SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES`))
+				return err
+			})
+			if err == nil {
+				t.Errorf("INFORMATION_SCHEMA query in a read-write transaction succeeded, want an error")
+			}
+		})
+	})
+
 	t.Run("unknown table in mutation", func(t *testing.T) {
 		t.Parallel()
 		client := newDB(t, `CREATE TABLE T (Id INT64 NOT NULL) PRIMARY KEY (Id)`)
