@@ -229,6 +229,41 @@ func TestMutations(t *testing.T) {
 			want: rows(row(int64(1))),
 		},
 		{
+			// Replace deletes the old row first, so with ON DELETE CASCADE the children go too.
+			name: "replace parent cascades",
+			setup: []*spanner.Mutation{
+				spanner.Insert("Parents", []string{"PId", "V"}, []any{1, "old"}),
+				spanner.Insert("Children", []string{"PId", "CId"}, []any{1, 1}),
+			},
+			apply: []*spanner.Mutation{spanner.Replace("Parents", []string{"PId", "V"}, []any{1, "new"})},
+			table: "Children", cols: []string{"PId", "CId"},
+			want: nil,
+		},
+		{
+			name: "replace parent with children and no cascade",
+			setup: []*spanner.Mutation{
+				spanner.Insert("Parents2", []string{"PId"}, []any{1}),
+				spanner.Insert("Children2", []string{"PId", "CId"}, []any{1, 1}),
+			},
+			apply:    []*spanner.Mutation{spanner.Replace("Parents2", []string{"PId"}, []any{1})},
+			wantCode: codes.FailedPrecondition,
+			table:    "Children2", cols: []string{"PId", "CId"},
+			want: rows(row(int64(1), int64(1))),
+		},
+		{
+			name: "delete key prefix range",
+			setup: []*spanner.Mutation{
+				spanner.Insert("Parents", []string{"PId"}, []any{1}),
+				spanner.Insert("Parents", []string{"PId"}, []any{2}),
+				spanner.Insert("Children", []string{"PId", "CId"}, []any{1, 1}),
+				spanner.Insert("Children", []string{"PId", "CId"}, []any{1, 2}),
+				spanner.Insert("Children", []string{"PId", "CId"}, []any{2, 1}),
+			},
+			apply: []*spanner.Mutation{spanner.Delete("Children", spanner.Key{1}.AsPrefix())},
+			table: "Children", cols: []string{"PId", "CId"},
+			want: rows(row(int64(2), int64(1))),
+		},
+		{
 			name:     "foreign key missing parent",
 			apply:    []*spanner.Mutation{spanner.Insert("Refs", []string{"Id", "PId"}, []any{1, 5})},
 			wantCode: codes.FailedPrecondition, wantMsg: []string{"FK_RefsParents"},
