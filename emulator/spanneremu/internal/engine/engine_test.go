@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"testing"
+	"time"
 
 	sppb "cloud.google.com/go/spanner/apiv1/spannerpb"
 	"github.com/google/go-cmp/cmp"
@@ -76,5 +77,173 @@ func TestMutationsAndQuery(t *testing.T) {
 	want := [][]*structpb.Value{{str("2"), str("Bob")}, {str("1"), str("Ann")}}
 	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+}
+
+func read(t *testing.T, tx *Txn, table string, key ...*structpb.Value) [][]*structpb.Value {
+	t.Helper()
+	res, err := tx.Read(context.Background(), ReadRequest{Table: table, Columns: []string{"SingerId", "Name"},
+		KeySet: &sppb.KeySet{Keys: []*structpb.ListValue{row(key...)}}})
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	return res.Rows
+}
+
+func update(table string, cols []string, rows ...*structpb.ListValue) *sppb.Mutation {
+	return &sppb.Mutation{Operation: &sppb.Mutation_Update{Update: &sppb.Mutation_Write{Table: table, Columns: cols, Values: rows}}}
+}
+
+const singers = `CREATE TABLE Singers (SingerId INT64 NOT NULL, Name STRING(10)) PRIMARY KEY (SingerId)`
+
+// An optimistic read that a concurrent commit made stale aborts the reader at commit; a read
+// of another key does not.
+func TestOptimisticReadConflict(t *testing.T) {
+	db := newTestDB(t, singers)
+	cols := []string{"SingerId", "Name"}
+	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")), row(str("2"), str("b")))); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	stale, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	other, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	read(t, stale, "Singers", str("1"))
+	read(t, other, "Singers", str("2"))
+	if err := commit(t, db, update("Singers", cols, row(str("1"), str("new")))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stale.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("lost")))}); status.Code(err) != codes.Aborted {
+		t.Errorf("commit after a stale read: got %v, want ABORTED", err)
+	}
+	if _, err := other.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("2"), str("ok")))}); err != nil {
+		t.Errorf("commit after reading an untouched key: %v", err)
+	}
+	got := query(t, db, "SELECT Name FROM Singers ORDER BY SingerId")
+	want := [][]*structpb.Value{{str("new")}, {str("ok")}}
+	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+}
+
+// A transaction waiting for the write lock longer than LockWait is aborted, and the holder is
+// unaffected.
+func TestLockWaitAborts(t *testing.T) {
+	e, err := New(Options{LockWait: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	if err := e.CreateDatabase(ctx, testDB, []string{singers}); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := e.Database(testDB)
+	holder, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if _, err := holder.ExecuteSQL(ctx, Statement{SQL: "SELECT 1"}); err != nil {
+		t.Fatal(err)
+	}
+	waiter, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if _, err := waiter.ExecuteSQL(ctx, Statement{SQL: "SELECT 1"}); status.Code(err) != codes.Aborted {
+		t.Fatalf("waiter: got %v, want ABORTED", err)
+	}
+	if _, err := holder.Commit(ctx, nil); err != nil {
+		t.Errorf("holder commit: %v", err)
+	}
+	if got := e.Stats().LockTimeouts; got != 1 {
+		t.Errorf("LockTimeouts = %d, want 1", got)
+	}
+}
+
+// An abandoned transaction holding the lock is aborted by the janitor, so others proceed.
+func TestIdleTransactionReleasesLock(t *testing.T) {
+	e, err := New(Options{IdleTimeout: 50 * time.Millisecond, LockWait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	if err := e.CreateDatabase(ctx, testDB, []string{singers}); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := e.Database(testDB)
+	abandoned, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if _, err := abandoned.ExecuteSQL(ctx, Statement{SQL: "SELECT 1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(t, db, insert("Singers", []string{"SingerId"}, row(str("1")))); err != nil {
+		t.Fatalf("commit behind an abandoned transaction: %v", err)
+	}
+	if _, err := abandoned.Commit(ctx, nil); status.Code(err) != codes.Aborted {
+		t.Errorf("abandoned commit: got %v, want ABORTED", err)
+	}
+}
+
+// A read-only transaction keeps its snapshot while others commit; after its snapshot is
+// released it still reads as long as nothing changed, and fails clearly once data changed.
+func TestReadOnlySnapshot(t *testing.T) {
+	e, err := New(Options{SnapshotIdle: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	if err := e.CreateDatabase(ctx, testDB, []string{singers}); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := e.Database(testDB)
+	cols := []string{"SingerId", "Name"}
+	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")))); err != nil {
+		t.Fatal(err)
+	}
+	ro, _ := db.Begin(TxnOptions{Mode: ReadOnly})
+	want := [][]*structpb.Value{{str("1"), str("a")}}
+	if diff := cmp.Diff(want, read(t, ro, "Singers", str("1")), protocmp.Transform()); diff != "" {
+		t.Fatalf("first read (-want +got):\n%s", diff)
+	}
+	if err := commit(t, db, update("Singers", cols, row(str("1"), str("b")))); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, read(t, ro, "Singers", str("1")), protocmp.Transform()); diff != "" {
+		t.Errorf("read after a concurrent commit (-want +got):\n%s", diff)
+	}
+	// Release the snapshot as the janitor would after SnapshotIdle.
+	db.abortIdle(time.Now().Add(time.Second))
+	_, err = ro.Read(ctx, ReadRequest{Table: "Singers", Columns: cols, KeySet: &sppb.KeySet{All: true}})
+	if status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("read of a released snapshot after a commit: got %v, want FAILED_PRECONDITION", err)
+	}
+	ro2, _ := db.Begin(TxnOptions{Mode: ReadOnly})
+	read(t, ro2, "Singers", str("1"))
+	db.abortIdle(time.Now().Add(time.Second))
+	if _, err := ro2.Read(ctx, ReadRequest{Table: "Singers", Columns: cols, KeySet: &sppb.KeySet{All: true}}); err != nil {
+		t.Errorf("read of a released snapshot with no commit since: %v", err)
+	}
+}
+
+// DML writing PENDING_COMMIT_TIMESTAMP() gets the commit timestamp; reading it back inside the
+// transaction is an error.
+func TestPendingCommitTimestamp(t *testing.T) {
+	db := newTestDB(t, `CREATE TABLE Events (Id INT64 NOT NULL, Ts TIMESTAMP OPTIONS (allow_commit_timestamp = true)) PRIMARY KEY (Id)`)
+	ctx := context.Background()
+	tx, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	res, err := tx.ExecuteSQL(ctx, Statement{SQL: "INSERT INTO Events (Id, Ts) VALUES (1, PENDING_COMMIT_TIMESTAMP()), (2, PENDING_COMMIT_TIMESTAMP())"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RowCount != 2 {
+		t.Errorf("RowCount = %d, want 2", res.RowCount)
+	}
+	if _, err := tx.ExecuteSQL(ctx, Statement{SQL: "SELECT Ts FROM Events"}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("reading a pending commit timestamp: got %v, want INVALID_ARGUMENT", err)
+	}
+	ts, err := tx.Commit(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := structpb.NewStringValue(ts.UTC().Format(time.RFC3339Nano))
+	for _, r := range query(t, db, "SELECT Ts FROM Events") {
+		if diff := cmp.Diff(want, r[0], protocmp.Transform()); diff != "" {
+			t.Errorf("Ts (-want +got):\n%s", diff)
+		}
 	}
 }
