@@ -18,7 +18,7 @@ import (
 // the total constant; a lost update or a partially applied transaction breaks it.
 func TestConcurrentTransfers(t *testing.T) {
 	t.Parallel()
-	client := newDB(t,
+	name, client := newDBNamed(t,
 		`CREATE TABLE Accounts (Id INT64 NOT NULL, Balance INT64 NOT NULL) PRIMARY KEY (Id)`,
 		`CREATE TABLE Ledger (Id STRING(64) NOT NULL, Account INT64 NOT NULL, Amount INT64 NOT NULL) PRIMARY KEY (Id)`,
 	)
@@ -34,6 +34,9 @@ func TestConcurrentTransfers(t *testing.T) {
 	}
 	mustApply(t, client, ms...)
 
+	// Half the workers use a second client, so transactions also come from different
+	// sessions.
+	clients := []*spanner.Client{client, newClient(t, name)}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var ledgerRows atomic.Int64
@@ -55,7 +58,7 @@ func TestConcurrentTransfers(t *testing.T) {
 				// The closure may run more than once (aborts are retried): it only decides
 				// from what it reads and reports through its result.
 				wrote := false
-				_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+				_, err := clients[w%2].ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
 					wrote = false
 					switch kind {
 					case 0: // transfer with reads and mutations

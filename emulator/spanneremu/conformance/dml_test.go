@@ -388,6 +388,31 @@ func TestDMLRollback(t *testing.T) {
 		}
 	})
 
+	t.Run("first statement fails and transaction continues", func(t *testing.T) {
+		t.Parallel()
+		client := newDB(t, dmlSchema...)
+		seedDML(t, client)
+		// The failing statement carried the inline BeginTransaction, so no transaction id came
+		// back; the client then begins explicitly and the transaction must work as usual.
+		var stmtErr error
+		_, err := client.ReadWriteTransaction(testCtx(t), func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+			_, stmtErr = tx.Update(ctx, spanner.NewStatement(`UPDATE NoSuchTable SET Qty = 0 WHERE TRUE`))
+			if _, err := tx.Update(ctx, spanner.NewStatement(`UPDATE Items SET Qty = 30 WHERE Id = 3`)); err != nil {
+				return err
+			}
+			_, err := tryQuery(ctx, tx, spanner.NewStatement(`SELECT Qty FROM Items WHERE Id = 3`))
+			return err
+		})
+		if err != nil {
+			t.Fatalf("transaction: %v", err)
+		}
+		checkErr(t, stmtErr, codes.InvalidArgument)
+		want := rows(row(int64(1), int64(1)), row(int64(2), int64(2)), row(int64(3), int64(30)))
+		if diff := cmp.Diff(want, readAll(t, client, "Items", "Id", "Qty")); diff != "" {
+			t.Errorf("Items (-want +got):\n%s", diff)
+		}
+	})
+
 	t.Run("failed statement is atomic", func(t *testing.T) {
 		t.Parallel()
 		client := newDB(t, dmlSchema...)
