@@ -18,6 +18,8 @@ var mutationSchema = []string{
 		Name STRING(10) NOT NULL,
 		Balance INT64,
 		Ts TIMESTAMP OPTIONS (allow_commit_timestamp = true),
+		Tag BYTES(4),
+		Codes ARRAY<STRING(3)>,
 		CONSTRAINT BalanceNonNegative CHECK (Balance >= 0),
 	) PRIMARY KEY (Id)`,
 	`CREATE UNIQUE INDEX AccountsByName ON Accounts(Name)`,
@@ -153,6 +155,18 @@ func TestMutations(t *testing.T) {
 			name:     "string too long",
 			apply:    []*spanner.Mutation{acct(1, "abcdefghijk", 1)},
 			wantCode: codes.FailedPrecondition, wantMsg: []string{"New value exceeds the maximum size limit for this column", "Name"},
+			table: "Accounts", cols: accountCols,
+		},
+		{
+			name:     "bytes too long",
+			apply:    []*spanner.Mutation{spanner.Insert("Accounts", []string{"Id", "Name", "Tag"}, []any{1, "a", []byte{1, 2, 3, 4, 5}})},
+			wantCode: codes.FailedPrecondition, wantMsg: []string{"New value exceeds the maximum size limit for this column", "Tag"},
+			table: "Accounts", cols: accountCols,
+		},
+		{
+			name:     "array element too long",
+			apply:    []*spanner.Mutation{spanner.Insert("Accounts", []string{"Id", "Name", "Codes"}, []any{1, "a", []string{"ok", "toolong"}})},
+			wantCode: codes.FailedPrecondition, wantMsg: []string{"Codes"},
 			table: "Accounts", cols: accountCols,
 		},
 		{
