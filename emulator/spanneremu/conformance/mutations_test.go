@@ -425,3 +425,58 @@ func TestCommitTimestampMutation(t *testing.T) {
 		checkErr(t, err, codes.FailedPrecondition)
 	})
 }
+
+// TestDMLConstraints checks that DML enforces the same constraints, with the same codes, as
+// mutations: the two write paths must not disagree.
+func TestDMLConstraints(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		sql      string
+		wantCode codes.Code
+		wantMsg  []string
+	}{
+		{"duplicate key", `INSERT INTO Accounts (Id, Name) VALUES (1, 'x')`, codes.AlreadyExists, []string{"Accounts"}},
+		{"update missing row is no error", `UPDATE Accounts SET Balance = 1 WHERE Id = 99`, codes.OK, nil},
+		{"null into not null", `UPDATE Accounts SET Name = NULL WHERE Id = 1`, codes.FailedPrecondition, []string{"Name"}},
+		{"string too long", `UPDATE Accounts SET Name = 'abcdefghijk' WHERE Id = 1`, codes.FailedPrecondition, []string{"Name"}},
+		{"bytes too long", `UPDATE Accounts SET Tag = b'12345' WHERE Id = 1`, codes.FailedPrecondition, []string{"Tag"}},
+		{"array element too long", `UPDATE Accounts SET Codes = ['ok', 'toolong'] WHERE Id = 1`, codes.FailedPrecondition, []string{"Codes"}},
+		{"check constraint", `UPDATE Accounts SET Balance = -5 WHERE Id = 1`, codes.OutOfRange, []string{"BalanceNonNegative"}},
+		{"unique index", `INSERT INTO Accounts (Id, Name) VALUES (2, 'a')`, codes.AlreadyExists, []string{"AccountsByName"}},
+		{"interleaved child without parent", `INSERT INTO Children (PId, CId) VALUES (9, 1)`, codes.NotFound, nil},
+		{"foreign key missing parent", `INSERT INTO Refs (Id, PId) VALUES (1, 9)`, codes.FailedPrecondition, []string{"FK_RefsParents"}},
+		{"foreign key referenced row deleted", `DELETE FROM Parents WHERE PId = 5`, codes.FailedPrecondition, []string{"FK_RefsParents"}},
+		{"delete parent with children and no cascade", `DELETE FROM Parents2 WHERE PId = 1`, codes.FailedPrecondition, nil},
+		{"commit timestamp in the future", `UPDATE Accounts SET Ts = TIMESTAMP_ADD(CURRENT_TIMESTAMP(), INTERVAL 1 HOUR) WHERE Id = 1`, codes.FailedPrecondition, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			client := newDB(t, mutationSchema...)
+			mustApply(t, client,
+				acct(1, "a", 10),
+				spanner.Insert("Parents", []string{"PId"}, []any{5}),
+				spanner.Insert("Refs", []string{"Id", "PId"}, []any{5, 5}),
+				spanner.Insert("Parents2", []string{"PId"}, []any{1}),
+				spanner.Insert("Children2", []string{"PId", "CId"}, []any{1, 1}),
+			)
+			_, err := client.ReadWriteTransaction(testCtx(t), func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+				_, err := tx.Update(ctx, spanner.NewStatement(tt.sql))
+				return err
+			})
+			if tt.wantCode == codes.OK {
+				if err != nil {
+					t.Fatalf("Update: %v", err)
+				}
+			} else {
+				checkErr(t, err, tt.wantCode, tt.wantMsg...)
+			}
+			// Nothing of a failed statement remains.
+			want := rows(row(int64(1), "a", int64(10)))
+			if diff := cmp.Diff(want, readAll(t, client, "Accounts", accountCols...)); diff != "" {
+				t.Errorf("Accounts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
