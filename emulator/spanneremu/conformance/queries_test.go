@@ -406,3 +406,36 @@ func TestQueryErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestArrayColumns covers queries over ARRAY columns: correlated UNNEST, membership and
+// functions on stored arrays.
+func TestArrayColumns(t *testing.T) {
+	t.Parallel()
+	client := newDB(t, `CREATE TABLE Posts (Id INT64 NOT NULL, Tags ARRAY<STRING(MAX)>, Scores ARRAY<INT64>) PRIMARY KEY (Id)`)
+	mustApply(t, client,
+		spanner.Insert("Posts", []string{"Id", "Tags", "Scores"}, []any{1, []string{"go", "db"}, []int64{3, 1}}),
+		spanner.Insert("Posts", []string{"Id", "Tags", "Scores"}, []any{2, []string{"db"}, []int64{}}),
+		spanner.Insert("Posts", []string{"Id", "Tags", "Scores"}, []any{3, []string(nil), []int64(nil)}),
+	)
+	runQueryCases(t, client, []queryCase{
+		{name: "correlated unnest", sql: `SELECT p.Id, tag FROM Posts AS p, UNNEST(p.Tags) AS tag ORDER BY p.Id, tag`,
+			want: rows(row(int64(1), "db"), row(int64(1), "go"), row(int64(2), "db"))},
+		{name: "correlated unnest with offset", sql: `SELECT p.Id, s, o FROM Posts AS p CROSS JOIN UNNEST(p.Scores) AS s WITH OFFSET AS o ORDER BY p.Id, o`,
+			want: rows(row(int64(1), int64(3), int64(0)), row(int64(1), int64(1), int64(1)))},
+		{name: "left join unnest keeps empty", sql: `SELECT p.Id, tag FROM Posts AS p LEFT JOIN UNNEST(p.Tags) AS tag ORDER BY p.Id, tag`,
+			want: rows(row(int64(1), "db"), row(int64(1), "go"), row(int64(2), "db"), row(int64(3), nil))},
+		{name: "membership", sql: `SELECT Id FROM Posts WHERE @tag IN UNNEST(Tags) ORDER BY Id`, params: map[string]any{"tag": "db"},
+			want: rows(row(int64(1)), row(int64(2)))},
+		{name: "array functions on columns", sql: `SELECT Id, ARRAY_LENGTH(Tags), ARRAY_TO_STRING(Tags, ','), (SELECT SUM(s) FROM UNNEST(Scores) AS s) FROM Posts ORDER BY Id`,
+			want: rows(row(int64(1), int64(2), "go,db", int64(4)), row(int64(2), int64(1), "db", nil), row(int64(3), nil, nil, nil))},
+		{name: "array column values", sql: `SELECT Tags, Scores FROM Posts ORDER BY Id`,
+			wantTypes: []string{"ARRAY<STRING>", "ARRAY<INT64>"},
+			want:      rows(row([]any{"go", "db"}, []any{int64(3), int64(1)}), row([]any{"db"}, []any{}), row(nil, nil))},
+		{name: "exists over array", sql: `SELECT Id FROM Posts WHERE EXISTS (SELECT 1 FROM UNNEST(Scores) AS s WHERE s > 2)`,
+			want: rows(row(int64(1)))},
+		{name: "group by ordinal", sql: `SELECT ARRAY_LENGTH(Tags) AS n, COUNT(*) FROM Posts GROUP BY 1 ORDER BY 1`,
+			want: rows(row(nil, int64(1)), row(int64(1), int64(1)), row(int64(2), int64(1)))},
+		{name: "is true", sql: `SELECT Id FROM Posts WHERE ('go' IN UNNEST(Tags)) IS NOT TRUE ORDER BY Id`,
+			want: rows(row(int64(2)), row(int64(3)))},
+	})
+}
