@@ -272,6 +272,15 @@ func TestSchemaFeatures(t *testing.T) {
 		})
 	})
 
+	t.Run("key too large", func(t *testing.T) {
+		t.Parallel()
+		// Spanner limits a key to 8 KiB.
+		client := newDB(t, `CREATE TABLE S (K STRING(MAX) NOT NULL) PRIMARY KEY (K)`)
+		mustApply(t, client, spanner.Insert("S", []string{"K"}, []any{strings.Repeat("k", 4000)}))
+		_, err := client.Apply(testCtx(t), []*spanner.Mutation{spanner.Insert("S", []string{"K"}, []any{strings.Repeat("k", 9000)})})
+		checkErr(t, err, codes.InvalidArgument)
+	})
+
 	t.Run("unknown table in mutation", func(t *testing.T) {
 		t.Parallel()
 		client := newDB(t, `CREATE TABLE T (Id INT64 NOT NULL) PRIMARY KEY (Id)`)
