@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"testing"
 
 	"cloud.google.com/go/spanner"
@@ -250,6 +251,62 @@ func TestAdmin(t *testing.T) {
 		}
 		if db.GetState() != databasepb.Database_READY {
 			t.Errorf("database state = %v, want READY", db.GetState())
+		}
+		if db.GetDatabaseDialect() != databasepb.DatabaseDialect_GOOGLE_STANDARD_SQL {
+			t.Errorf("database dialect = %v, want GOOGLE_STANDARD_SQL", db.GetDatabaseDialect())
+		}
+	})
+
+	t.Run("ListDatabasesPaging", func(t *testing.T) {
+		t.Parallel()
+		// A separate instance, so that other tests creating and dropping databases in
+		// parallel cannot change the listing while it is paged.
+		ctx := testCtx(t)
+		const pagingInstance = "projects/" + projectID + "/instances/paging"
+		cfg, err := instanceAdmin.ListInstanceConfigs(ctx, &instancepb.ListInstanceConfigsRequest{Parent: "projects/" + projectID}).Next()
+		if err != nil {
+			t.Fatalf("ListInstanceConfigs: %v", err)
+		}
+		op, err := instanceAdmin.CreateInstance(ctx, &instancepb.CreateInstanceRequest{
+			Parent:     "projects/" + projectID,
+			InstanceId: "paging",
+			Instance:   &instancepb.Instance{Config: cfg.GetName(), DisplayName: "paging", NodeCount: 1},
+		})
+		if err == nil {
+			_, err = op.Wait(ctx)
+		}
+		if err != nil && spanner.ErrCode(err) != codes.AlreadyExists {
+			t.Fatalf("CreateInstance: %v", err)
+		}
+		t.Cleanup(func() {
+			instanceAdmin.DeleteInstance(context.Background(), &instancepb.DeleteInstanceRequest{Name: pagingInstance})
+		})
+		want := map[string]int{}
+		for i := 0; i < 3; i++ {
+			id := newDatabaseID()
+			op, err := databaseAdmin.CreateDatabase(ctx, &databasepb.CreateDatabaseRequest{Parent: pagingInstance, CreateStatement: "CREATE DATABASE `" + id + "`"})
+			if err == nil {
+				_, err = op.Wait(ctx)
+			}
+			if err != nil {
+				t.Fatalf("CreateDatabase: %v", err)
+			}
+			want[pagingInstance+"/databases/"+id] = 1
+		}
+		got := map[string]int{}
+		it := databaseAdmin.ListDatabases(ctx, &databasepb.ListDatabasesRequest{Parent: pagingInstance, PageSize: 1})
+		for {
+			d, err := it.Next()
+			if err == iterator.Done {
+				break
+			}
+			if err != nil {
+				t.Fatalf("ListDatabases: %v", err)
+			}
+			got[d.GetName()]++
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("databases listed one per page (-want +got):\n%s", diff)
 		}
 	})
 }
