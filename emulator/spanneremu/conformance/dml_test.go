@@ -218,14 +218,16 @@ func TestPendingCommitTimestamp(t *testing.T) {
 		t.Parallel()
 		client := newDB(t, dmlSchema...)
 		seedDML(t, client)
-		var readErr error
+		var readErr, apiReadErr error
 		var name string
 		_, err := client.ReadWriteTransaction(testCtx(t), func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
 			if _, err := tx.Update(ctx, spanner.NewStatement(`UPDATE Items SET Updated = PENDING_COMMIT_TIMESTAMP() WHERE Id = 1`)); err != nil {
 				return err
 			}
-			// The value does not exist until commit, so reading it is an error...
+			// The value does not exist until commit, so reading it is an error, through SQL or
+			// the Read API...
 			_, readErr = tryQuery(ctx, tx, spanner.NewStatement(`SELECT Updated FROM Items WHERE Id = 1`))
+			_, apiReadErr = tx.ReadRow(ctx, "Items", spanner.Key{1}, []string{"Updated"})
 			// ...but the row's other columns stay readable.
 			r, err := tx.ReadRow(ctx, "Items", spanner.Key{1}, []string{"Name"})
 			if err != nil {
@@ -237,8 +239,21 @@ func TestPendingCommitTimestamp(t *testing.T) {
 			t.Fatalf("transaction: %v", err)
 		}
 		checkErr(t, readErr, codes.InvalidArgument)
+		checkErr(t, apiReadErr, codes.InvalidArgument)
 		if name != "a" {
 			t.Errorf("Name = %q, want a", name)
+		}
+	})
+
+	t.Run("needs the column option", func(t *testing.T) {
+		t.Parallel()
+		client := newDB(t, `CREATE TABLE T (Id INT64 NOT NULL, Ts TIMESTAMP) PRIMARY KEY (Id)`)
+		_, err := client.ReadWriteTransaction(testCtx(t), func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+			_, err := tx.Update(ctx, spanner.NewStatement(`INSERT INTO T (Id, Ts) VALUES (1, PENDING_COMMIT_TIMESTAMP())`))
+			return err
+		})
+		if err == nil {
+			t.Errorf("PENDING_COMMIT_TIMESTAMP() into a column without allow_commit_timestamp succeeded, want an error")
 		}
 	})
 

@@ -53,6 +53,7 @@ func TestReads(t *testing.T) {
 		}{
 			{"single key", "Nums", spanner.Key{3}, []int64{3}},
 			{"missing key", "Nums", spanner.Key{42}, nil},
+			{"empty key set", "Nums", spanner.KeySets(), nil},
 			{"keys come back in key order", "Nums", spanner.KeySets(spanner.Key{5}, spanner.Key{1}, spanner.Key{3}), []int64{1, 3, 5}},
 			{"duplicates read once", "Nums", spanner.KeySets(spanner.Key{2}, spanner.Key{2}, spanner.KeyRange{Start: spanner.Key{1}, End: spanner.Key{3}, Kind: spanner.ClosedClosed}), []int64{1, 2, 3}},
 			{"closed open", "Nums", spanner.KeyRange{Start: spanner.Key{3}, End: spanner.Key{6}, Kind: spanner.ClosedOpen}, []int64{3, 4, 5}},
