@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	_ "google.golang.org/grpc/encoding/gzip" // the client may compress requests with gzip
 	"net"
 	"strconv"
 	"sync"

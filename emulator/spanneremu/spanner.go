@@ -2,6 +2,7 @@ package spanneremu
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	sppb "cloud.google.com/go/spanner/apiv1/spannerpb"
@@ -36,6 +37,12 @@ func (sp *spannerService) session(name string) (*session, *engine.DB, error) {
 	}
 	ss, err := sp.s.sessions.get(name)
 	if err != nil {
+		// Sessions die with their database: while it is gone, Spanner says so rather than
+		// blaming the session (the client treats "Database not found" as fatal).
+		db := name[:strings.Index(name, "/sessions/")]
+		if _, dbErr := sp.s.eng.Database(db); dbErr != nil {
+			return nil, nil, dbErr
+		}
 		return nil, nil, err
 	}
 	db, err := sp.s.eng.Database(ss.database)

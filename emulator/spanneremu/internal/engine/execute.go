@@ -62,6 +62,8 @@ func (t *Txn) BatchDML(ctx context.Context, sts []Statement) ([]*Result, error) 
 }
 
 func parseStatement(sqlText string) (ast.Statement, error) {
+	// Spanner accepts one trailing semicolon after a query or DML statement.
+	sqlText = strings.TrimSuffix(strings.TrimSpace(sqlText), ";")
 	stmt, err := memefish.ParseStatement("", sqlText)
 	if err != nil {
 		return nil, errorf(codes.InvalidArgument, "Syntax error: %s", strings.TrimSpace(cleanParseError(err)))

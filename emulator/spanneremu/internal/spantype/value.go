@@ -289,22 +289,9 @@ func writeJSON(b *bytes.Buffer, v any) {
 	}
 }
 
-func normalizeJSONNumber(s string) string {
-	if _, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return s
-	}
-	if _, err := strconv.ParseUint(s, 10, 64); err == nil {
-		return s
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return s
-	}
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-		return strconv.FormatFloat(f, 'f', -1, 64)
-	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
-}
+// normalizeJSONNumber keeps a number as written: Spanner returns JSON numbers with the digits
+// they were stored with.
+func normalizeJSONNumber(s string) string { return s }
 
 func writeJSONString(b *bytes.Buffer, s string) {
 	enc, _ := json.Marshal(s)

@@ -350,17 +350,15 @@ func (c *compiler) resolveName(names []string, sc *scope) (Arg, error) {
 }
 
 func (s *scope) resolveHead(names []string) (Arg, []string, bool, error) {
-	// A column name takes precedence over a range variable of the same name.
-	col, ok, err := s.lookupCol(names[0])
-	if err != nil {
-		return Arg{}, nil, false, err
-	}
-	if ok {
-		return Arg{SQL: col.sql, Type: col.typ}, names[1:], true, nil
-	}
+	// A range variable (table alias, UNNEST alias) takes precedence over a column of the same
+	// name, as in ZetaSQL.
 	rv := s.lookupVar(names[0])
 	if rv == nil {
-		return Arg{}, nil, false, nil
+		col, ok, err := s.lookupCol(names[0])
+		if err != nil || !ok {
+			return Arg{}, nil, false, err
+		}
+		return Arg{SQL: col.sql, Type: col.typ}, names[1:], true, nil
 	}
 	if rv.value != nil {
 		return *rv.value, names[1:], true, nil

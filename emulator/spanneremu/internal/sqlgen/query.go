@@ -27,6 +27,11 @@ func (c *compiler) compileQueryStatement(s *ast.QueryStatement) error {
 	if err != nil {
 		return err
 	}
+	for _, col := range r.cols {
+		if col.Type.Code == spantype.Struct {
+			return unimplementedf("Unsupported query shape: A struct value cannot be returned as a column value. Rewrite the query to flatten the struct fields in the result.")
+		}
+	}
 	c.out.Columns = r.cols
 	c.finish(r.sql)
 	c.fillParamTypes()
