@@ -98,11 +98,16 @@ func columnSQL(c *Column) string {
 // lengthCheckSQL renders the CHECK constraint of a STRING(N) or BYTES(N) column ("" for other
 // columns). length() counts the characters of TEXT and the bytes of BLOB, as Spanner counts.
 func lengthCheckSQL(t *Table, c *Column) string {
-	if (c.Type.Code != spantype.String && c.Type.Code != spantype.Bytes) || c.Type.Length == 0 {
-		return ""
+	name := Quote(LengthConstraintPrefix + t.Name + "." + c.Name)
+	switch {
+	case (c.Type.Code == spantype.String || c.Type.Code == spantype.Bytes) && c.Type.Length > 0:
+		return fmt.Sprintf("CONSTRAINT %s CHECK (length(%s) <= %d)", name, Quote(c.SQLiteName), c.Type.Length)
+	case c.Type.Code == spantype.Array && (c.Type.Elem.Code == spantype.String || c.Type.Elem.Code == spantype.Bytes) && c.Type.Elem.Length > 0:
+		// spq_array_max_len (registered by the translator) is the longest element's length.
+		return fmt.Sprintf("CONSTRAINT %s CHECK (spq_array_max_len(%s, %s) <= %d)", name, Quote(c.SQLiteName),
+			sqlString(c.Type.String()), c.Type.Elem.Length)
 	}
-	return fmt.Sprintf("CONSTRAINT %s CHECK (length(%s) <= %d)",
-		Quote(LengthConstraintPrefix+t.Name+"."+c.Name), Quote(c.SQLiteName), c.Type.Length)
+	return ""
 }
 
 // addColumnSQL returns SQLite's ALTER TABLE ADD COLUMN for c, or "" when SQLite cannot add

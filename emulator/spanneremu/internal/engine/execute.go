@@ -109,6 +109,9 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 			if err != nil {
 				return err
 			}
+			if c.ReadsInfoSchema && t.mode != ReadOnly {
+				return errorf(codes.InvalidArgument, "INFORMATION_SCHEMA can only be queried in read-only or single-use transactions.")
+			}
 			if st.PlanOnly {
 				res = planResult(c, declared)
 				return nil

@@ -126,8 +126,13 @@ func applyWrite(ctx context.Context, conn execer, schema *catalog.Schema, w *spp
 			vals[i] = v
 		}
 		key := make([]any, len(kc))
+		size := 0
 		for i, p := range keyPos {
 			key[i] = vals[p]
+			size += storedSize(vals[p])
+		}
+		if size > maxKeySize {
+			return errorf(codes.InvalidArgument, "Key too large for table %s: the key is %d bytes, the limit is %d bytes.", t.Name, size, maxKeySize)
 		}
 		wc := &writeContext{table: t, key: renderKey(kc, key), insert: kind != writeUpdate, schema: schema}
 		if kind == writeReplace {
@@ -158,6 +163,22 @@ func applyWrite(ctx context.Context, conn execer, schema *catalog.Schema, w *spp
 		}
 	}
 	return nil
+}
+
+// maxKeySize is Spanner's limit on the size of a key (8 KiB).
+const maxKeySize = 8192
+
+// storedSize approximates a value's size as Spanner counts it for the key limit.
+func storedSize(v any) int {
+	switch x := v.(type) {
+	case string:
+		return len(x)
+	case []byte:
+		return len(x)
+	case nil:
+		return 1
+	}
+	return 8
 }
 
 // writeSQL renders the statement for one row of a write mutation.

@@ -135,14 +135,17 @@ func (c *compiler) checkAssignable(t *catalog.Table, col *catalog.Column, v Arg)
 	if v.IsNullLiteral {
 		return Arg{SQL: "NULL", Type: col.Type}, nil
 	}
-	if v.Type.Equal(col.Type) {
-		return v, nil
+	if !v.Type.Equal(col.Type) {
+		co, err := sqlfuncs.Coerce(v, col.Type)
+		if err != nil {
+			return Arg{}, invalidf("Value of type %s cannot be assigned to %s.%s, which has type %s", v.Type, t.Name, col.Name, col.Type)
+		}
+		v = co
 	}
-	co, err := sqlfuncs.Coerce(v, col.Type)
-	if err != nil {
-		return Arg{}, invalidf("Value of type %s cannot be assigned to %s.%s, which has type %s", v.Type, t.Name, col.Name, col.Type)
+	if col.AllowCommitTimestamp {
+		v.SQL = "spq_not_future(" + v.SQL + ")"
 	}
-	return co, nil
+	return v, nil
 }
 
 func (c *compiler) compileInsert(x *ast.Insert) (string, error) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
+	"unicode/utf8"
 
 	"modernc.org/sqlite"
 
@@ -25,6 +27,8 @@ func Register() {
 		sqlite.MustRegisterDeterministicScalarFunction("spq_elem", 2, spqElem)
 		sqlite.MustRegisterDeterministicScalarFunction("spq_json_elem", 2, spqJSONElem)
 		sqlite.MustRegisterDeterministicScalarFunction("spq_raise", 2, spqRaise)
+		sqlite.MustRegisterDeterministicScalarFunction("spq_array_max_len", 2, spqArrayMaxLen)
+		sqlite.MustRegisterScalarFunction("spq_not_future", 1, spqNotFuture)
 		sqlite.MustRegisterCollationUtf8(catalog.NumericCollation, compareNumeric)
 	})
 }
@@ -120,4 +124,44 @@ func compareNumeric(a, b string) int {
 		return strings.Compare(a, b)
 	}
 	return ra.Cmp(rb)
+}
+
+// spqArrayMaxLen(array, type) is the length of the longest element of an ARRAY<STRING> (in
+// characters) or ARRAY<BYTES> (in bytes), for the length check of ARRAY<STRING(N)> columns.
+func spqArrayMaxLen(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	s, ok := args[0].(string)
+	if !ok {
+		return nil, nil
+	}
+	t, err := cachedType(args[1])
+	if err != nil {
+		return nil, err
+	}
+	elems, err := spantype.DecodeArray(t, s)
+	if err != nil {
+		return nil, fmt.Errorf("%sINTERNAL: %v", sqlfuncs.RuntimeErrorPrefix, err)
+	}
+	var max int64
+	for _, e := range elems {
+		var n int64
+		switch x := e.(type) {
+		case string:
+			n = int64(utf8.RuneCountInString(x))
+		case []byte:
+			n = int64(len(x))
+		}
+		if n > max {
+			max = n
+		}
+	}
+	return max, nil
+}
+
+// spqNotFuture(ts) passes a TIMESTAMP through unless it is in the future: a column with
+// allow_commit_timestamp must not hold a time after the commit.
+func spqNotFuture(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	if s, ok := args[0].(string); ok && s != spantype.PendingCommitTimestamp && s > spantype.FormatTimestamp(time.Now()) {
+		return nil, fmt.Errorf("%sFAILED_PRECONDITION: Cannot write timestamps in the future %s to a column with allow_commit_timestamp", sqlfuncs.RuntimeErrorPrefix, s)
+	}
+	return args[0], nil
 }

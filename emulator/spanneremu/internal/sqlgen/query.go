@@ -643,6 +643,9 @@ func (c *compiler) bindTable(name, alias string, sc *scope) (string, error) {
 	if !ok {
 		return "", invalidf("Table not found: %s", name)
 	}
+	if t.InfoSchema {
+		c.out.ReadsInfoSchema = true
+	}
 	for _, col := range t.Columns {
 		if col.Hidden && strings.HasPrefix(col.Name, "_") {
 			continue

@@ -38,6 +38,9 @@ type Compiled struct {
 	ParamTypes map[string]spantype.Type
 	// Columns are the result columns (for DML, the THEN RETURN columns).
 	Columns []Column
+	// ReadsInfoSchema is set when the statement reads INFORMATION_SCHEMA, which Spanner allows
+	// only outside read-write transactions.
+	ReadsInfoSchema bool
 	// Volatile is set when the SQL embeds the statement's time (CURRENT_TIMESTAMP), so the
 	// translation must not be reused for another execution.
 	Volatile bool
