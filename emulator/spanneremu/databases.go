@@ -277,3 +277,16 @@ func (d *databaseAdminService) ListDatabaseOperations(_ context.Context, req *da
 	}
 	return &databasepb.ListDatabaseOperationsResponse{Operations: ops[start:end], NextPageToken: next}, nil
 }
+
+// ListBackups answers with no backups: the emulator has no backups, and clients (the Go
+// client's test harness among them) list them while cleaning up an instance.
+func (d *databaseAdminService) ListBackups(_ context.Context, req *databasepb.ListBackupsRequest) (*databasepb.ListBackupsResponse, error) {
+	instance := req.GetParent()
+	if _, err := checkInstanceName(instance); err != nil {
+		return nil, err
+	}
+	if !d.s.instances.exists(instance) {
+		return nil, instanceNotFound(instance)
+	}
+	return &databasepb.ListBackupsResponse{}, nil
+}

@@ -48,9 +48,16 @@ type DB struct {
 	mu      sync.Mutex
 	txns    map[string]*Txn
 	occ     occState
+	history history
 	lastTS  time.Time
-	closed  bool
-	ddlLock sync.Mutex
+	// creating is true while CreateDatabase applies the initial DDL; createdSeq is the commit
+	// sequence number of the database as created.
+	creating   bool
+	createdSeq uint64
+	// lastRead is the newest read timestamp handed out (see nextCommitTimestamp).
+	lastRead time.Time
+	closed   bool
+	ddlLock  sync.Mutex
 }
 
 func openDB(e *Engine, name, path string, create bool) (*DB, error) {
@@ -64,7 +71,7 @@ func openDB(e *Engine, name, path string, create bool) (*DB, error) {
 	if err != nil {
 		return nil, internalf("open %s: %v", path, err)
 	}
-	sqldb.SetMaxOpenConns(maxPinnedSnapshots + 32)
+	sqldb.SetMaxOpenConns(maxPinnedSnapshots + maxVersions + 32)
 	sqldb.SetMaxIdleConns(16)
 	ctx := context.Background()
 	writer, err := sqldb.Conn(ctx)
@@ -82,6 +89,7 @@ func openDB(e *Engine, name, path string, create bool) (*DB, error) {
 	}
 	schema := catalog.Empty()
 	if create {
+		db.creating = true
 		db.created = time.Now().UTC()
 		if _, err := writer.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+metaTable+` (k TEXT PRIMARY KEY, v TEXT)`); err != nil {
 			return fail(internalf("initialise %s: %v", path, err))
@@ -139,6 +147,7 @@ func (db *DB) close() {
 	for _, t := range txns {
 		t.abort("the database was dropped or the emulator is shutting down")
 	}
+	db.closeHistory()
 	db.pool.close()
 	db.writer.Close()
 	db.sqldb.Close()
@@ -154,6 +163,7 @@ func (db *DB) applyDDL(ctx context.Context, stmts []string) error {
 		return contextError(ctx)
 	}
 	defer func() { <-db.lock }()
+	db.retainVersion()
 
 	old := db.Schema()
 	ns, sqls, err := catalog.Apply(old, stmts, compiler)
@@ -197,9 +207,14 @@ func (db *DB) applyDDL(ctx context.Context, stmts []string) error {
 		return rollback(internalf("ddl: %v", err))
 	}
 	db.schema.Store(ns)
+	// A schema change is a commit: it gets a timestamp, and every optimistic read before it
+	// is invalid.
+	ts := db.nextCommitTimestamp()
 	db.mu.Lock()
+	db.lastTS = ts
 	db.occ.seq++
 	db.occ.allSeq = db.occ.seq
+	db.history.recordCommitMark(db.occ.seq, ts)
 	db.mu.Unlock()
 	return nil
 }
@@ -283,8 +298,14 @@ func (db *DB) nextCommitTimestamp() time.Time {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	ts := time.Now().UTC().Truncate(time.Microsecond)
-	if !ts.After(db.lastTS) {
-		ts = db.lastTS.Add(time.Microsecond)
+	// After every earlier commit, and after every read timestamp handed out, so that a read
+	// at a returned timestamp never misses a commit made later.
+	floor := db.lastTS
+	if db.lastRead.After(floor) {
+		floor = db.lastRead.Truncate(time.Microsecond)
+	}
+	if !ts.After(floor) {
+		ts = floor.Add(time.Microsecond)
 	}
 	return ts
 }
@@ -293,7 +314,7 @@ func (db *DB) nextCommitTimestamp() time.Time {
 func (db *DB) recordCommit(ts time.Time, ws *writeSet) {
 	db.mu.Lock()
 	db.lastTS = ts
-	db.occ.record(ws)
+	db.history.recordCommitMark(db.occ.record(ws), ts)
 	db.mu.Unlock()
 }
 
@@ -303,8 +324,9 @@ func (db *DB) readTimestamp() time.Time {
 	defer db.mu.Unlock()
 	now := time.Now().UTC()
 	if db.lastTS.After(now) {
-		return db.lastTS
+		now = db.lastTS
 	}
+	db.lastRead = now
 	return now
 }
 
@@ -335,6 +357,7 @@ func (db *DB) abortIdle(now time.Time) {
 	}
 	db.occ.prune(oldest)
 	db.mu.Unlock()
+	db.trimHistory(now)
 	for _, t := range snaps {
 		if t.mu.TryLock() {
 			t.releaseSnapshot()
@@ -386,6 +409,7 @@ func (db *DB) runInternalWrite(t *catalog.Table, q string, args ...any) (int64, 
 		return 0, fmt.Errorf("shutting down")
 	}
 	defer func() { <-db.lock }()
+	db.retainVersion()
 	db.mu.Lock()
 	closed := db.closed
 	db.mu.Unlock()

@@ -157,6 +157,11 @@ func (e *Engine) CreateDatabase(ctx context.Context, name string, ddl []string) 
 	if err == nil && len(ddl) > 0 {
 		err = db.applyDDL(ctx, ddl)
 	}
+	if err == nil {
+		db.mu.Lock()
+		db.creating, db.createdSeq = false, db.occ.seq
+		db.mu.Unlock()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err != nil {

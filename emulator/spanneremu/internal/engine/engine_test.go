@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 const testDB = "projects/p/instances/i/databases/d"
@@ -244,6 +245,59 @@ func TestPendingCommitTimestamp(t *testing.T) {
 	for _, r := range query(t, db, "SELECT Ts FROM Events") {
 		if diff := cmp.Diff(want, r[0], protocmp.Transform()); diff != "" {
 			t.Errorf("Ts (-want +got):\n%s", diff)
+		}
+	}
+}
+
+// Exact-timestamp reads see the database as it was, from kept versions.
+func TestExactTimestampRead(t *testing.T) {
+	db := newTestDB(t, singers)
+	ctx := context.Background()
+	cols := []string{"SingerId", "Name"}
+	write := func(m *sppb.Mutation) time.Time {
+		t.Helper()
+		tx, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+		ts, err := tx.Commit(ctx, []*sppb.Mutation{m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	ts1 := write(insert("Singers", cols, row(str("1"), str("a"))))
+	ts2 := write(update("Singers", cols, row(str("1"), str("b"))))
+	at := func(ts time.Time) []*structpb.Value {
+		t.Helper()
+		ro, err := db.Begin(TxnOptions{Mode: ReadOnly, SingleUse: true,
+			ReadOnly: &sppb.TransactionOptions_ReadOnly{TimestampBound: &sppb.TransactionOptions_ReadOnly_ReadTimestamp{ReadTimestamp: timestamppb.New(ts)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ro.Rollback()
+		res, err := ro.ExecuteSQL(ctx, Statement{SQL: "SELECT Name FROM Singers"})
+		if err != nil {
+			t.Fatalf("read at %v: %v", ts, err)
+		}
+		if got := ro.ReadTimestamp(); !got.Equal(ts) {
+			t.Errorf("ReadTimestamp() = %v, want %v", got, ts)
+		}
+		var names []*structpb.Value
+		for _, r := range res.Rows {
+			names = append(names, r[0])
+		}
+		return names
+	}
+	for _, tt := range []struct {
+		name string
+		ts   time.Time
+		want []*structpb.Value
+	}{
+		{"before the first write", ts1.Add(-time.Microsecond), nil},
+		{"at the first write", ts1, []*structpb.Value{str("a")}},
+		{"between the writes", ts2.Add(-time.Microsecond), []*structpb.Value{str("a")}},
+		{"at the second write", ts2, []*structpb.Value{str("b")}},
+	} {
+		if diff := cmp.Diff(tt.want, at(tt.ts), protocmp.Transform()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}
 	}
 }

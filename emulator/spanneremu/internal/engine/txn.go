@@ -54,6 +54,12 @@ type Txn struct {
 	schema    *catalog.Schema
 	readTS    time.Time
 	readSeq   uint64
+	// exactTS is the timestamp of an exact-staleness or read-timestamp bound (zero for strong
+	// and bounded staleness, which read the newest data); version is the kept version that
+	// shows the database at exactTS when newer commits exist.
+	exactTS  time.Time
+	version  *version
+	pinnedAt time.Time // the newest commit the pinned snapshot shows
 }
 
 type pendingTimestamp struct {
@@ -67,6 +73,14 @@ func (db *DB) Begin(opts TxnOptions) (*Txn, error) {
 	id := make([]byte, 16)
 	rand.Read(id)
 	t := &Txn{db: db, id: id, mode: opts.Mode, singleUse: opts.SingleUse}
+	if ro := opts.ReadOnly; opts.Mode == ReadOnly && ro != nil {
+		switch {
+		case ro.GetReadTimestamp() != nil:
+			t.exactTS = ro.GetReadTimestamp().AsTime()
+		case ro.GetExactStaleness() != nil:
+			t.exactTS = time.Now().Add(-ro.GetExactStaleness().AsDuration())
+		}
+	}
 	t.touch()
 	if opts.Mode != ReadOnly {
 		t.readTS = time.Now().UTC()
@@ -120,13 +134,27 @@ func (t *Txn) ReadTimestamp() time.Time {
 // fixed while writers commit. The caller holds t.mu.
 func (t *Txn) openSnapshot() error {
 	db := t.db
-	ctx := context.Background()
 	t.snapped = true
 	t.schema = db.Schema()
+	if !t.exactTS.IsZero() {
+		return t.openExactSnapshot()
+	}
 	if t.singleUse {
 		t.readTS, t.readSeq = db.readTimestamp(), db.currentSeq()
 		return nil
 	}
+	if err := t.pinCurrent(); err != nil {
+		return err
+	}
+	t.readTS = db.readTimestamp()
+	return nil
+}
+
+// pinCurrent pins a reader connection inside a SQLite read transaction over the current data,
+// recording the sequence number and newest commit timestamp that data reflects.
+func (t *Txn) pinCurrent() error {
+	db := t.db
+	ctx := context.Background()
 	db.makeRoomForSnapshot()
 	conn, err := db.sqldb.Conn(ctx)
 	if err != nil {
@@ -148,11 +176,44 @@ func (t *Txn) openSnapshot() error {
 	}
 	t.conn = conn
 	db.setPinned(t, true)
-	t.readTS, t.readSeq = db.readTimestamp(), db.currentSeq()
+	db.mu.Lock()
+	t.readSeq, t.pinnedAt = db.occ.seq, db.lastTS
+	db.mu.Unlock()
+	return nil
+}
+
+// openExactSnapshot gives the transaction the database as of exactTS: the current data when
+// nothing has been committed since, else a kept version.
+func (t *Txn) openExactSnapshot() error {
+	db := t.db
+	if wait := time.Until(t.exactTS); wait > 0 {
+		// A read timestamp in the future: Spanner waits for it.
+		time.Sleep(min(wait, 10*time.Second))
+	}
+	t.readTS = t.exactTS
+	if err := t.pinCurrent(); err != nil {
+		return err
+	}
+	if !t.pinnedAt.After(t.exactTS) {
+		return nil
+	}
+	t.releaseSnapshot()
+	v, err := db.versionAt(t.exactTS)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		return internalf("no version for %s", t.exactTS)
+	}
+	t.version, t.schema, t.readSeq = v, v.schema, v.seq
 	return nil
 }
 
 func (t *Txn) releaseSnapshot() {
+	if t.version != nil {
+		t.db.releaseVersion(t.version)
+		t.version = nil
+	}
 	if t.conn != nil {
 		t.conn.ExecContext(context.Background(), "ROLLBACK")
 		t.conn.Close()
@@ -172,6 +233,11 @@ func (t *Txn) snapshotRead(fn func(q querier, s *catalog.Schema) error) error {
 	}
 	if t.conn != nil {
 		return fn(t.conn, t.schema)
+	}
+	if v := t.version; v != nil {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return fn(v.conn, v.schema)
 	}
 	db := t.db
 	if t.singleUse {
@@ -240,6 +306,7 @@ func (t *Txn) acquireLock(ctx context.Context) error {
 		return abortedError(t.abortReason)
 	}
 	t.footprints = nil
+	db.retainVersion()
 	if _, err := db.writer.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
 		<-db.lock
 		return internalf("begin: %v", err)

@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
+)
+
+// Version history for exact-timestamp reads (ReadTimestamp, ExactStaleness).
+//
+// Just before a write changes the database (a commit, DDL, the row deletion sweeper), the
+// state it is about to replace is kept as a version: a reader connection pinned in a SQLite
+// read transaction (WAL mode keeps its view fixed) together with the schema of that moment.
+// A version made at commit sequence n with timestamp ts shows the database exactly for the
+// read timestamps from ts up to (not including) the timestamp of commit n+1. The newest state
+// needs no version: it is the current data.
+//
+// Versions cost a pinned connection each, and a reader that never goes away keeps SQLite from
+// restarting its WAL, so history is bounded: at most maxVersions, none older than
+// historyWindow, and all of it is dropped when the WAL grows past maxWALBytes. A read older
+// than the retained history fails with FAILED_PRECONDITION, as a read older than Spanner's
+// version GC does.
+
+const (
+	maxVersions   = 64
+	historyWindow = time.Minute
+	maxWALBytes   = 256 << 20
+)
+
+type version struct {
+	seq    uint64
+	ts     time.Time
+	schema *catalog.Schema
+	conn   *sql.Conn
+
+	mu      sync.Mutex // serializes reads on conn
+	refs    int        // guarded by history.mu
+	evicted bool       // guarded by history.mu
+}
+
+type commitMark struct {
+	seq uint64
+	ts  time.Time
+}
+
+type history struct {
+	mu       sync.Mutex
+	versions []*version   // oldest first
+	commits  []commitMark // recent commits, oldest first
+}
+
+// recordCommitMark notes the timestamp of commit seq. Caller holds DB.mu.
+func (h *history) recordCommitMark(seq uint64, ts time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.commits = append(h.commits, commitMark{seq, ts})
+	if len(h.commits) > 4*maxVersions {
+		h.commits = append(h.commits[:0:0], h.commits[len(h.commits)-2*maxVersions:]...)
+	}
+}
+
+// retainVersion keeps the current state as a version before a write replaces it. The caller
+// holds the write lock, so the state cannot change underneath.
+func (db *DB) retainVersion() {
+	db.mu.Lock()
+	seq, ts, creating := db.occ.seq, db.lastTS, db.creating
+	db.mu.Unlock()
+	if creating {
+		return // nothing to keep before the database exists
+	}
+	h := &db.history
+	h.mu.Lock()
+	if n := len(h.versions); n > 0 && h.versions[n-1].seq == seq {
+		h.mu.Unlock()
+		return
+	}
+	h.mu.Unlock()
+	ctx := context.Background()
+	conn, err := db.sqldb.Conn(ctx)
+	if err != nil {
+		db.e.opts.Logf("spanneremu: keep version: %v", err)
+		return
+	}
+	var n int
+	if _, err := conn.ExecContext(ctx, "BEGIN"); err == nil {
+		err = conn.QueryRowContext(ctx, "SELECT count(*) FROM "+metaTable).Scan(&n)
+	}
+	if err != nil {
+		conn.Close()
+		db.e.opts.Logf("spanneremu: keep version: %v", err)
+		return
+	}
+	v := &version{seq: seq, ts: ts, schema: db.Schema(), conn: conn}
+	h.mu.Lock()
+	h.versions = append(h.versions, v)
+	var drop []*version
+	for len(h.versions) > maxVersions || (len(h.versions) > 0 && time.Since(h.versions[0].ts) > historyWindow) {
+		drop = append(drop, h.evictOldestLocked())
+	}
+	h.mu.Unlock()
+	closeVersions(drop)
+}
+
+// evictOldestLocked removes the oldest version and returns it if it can be closed now.
+func (h *history) evictOldestLocked() *version {
+	v := h.versions[0]
+	h.versions = h.versions[1:]
+	v.evicted = true
+	if v.refs == 0 {
+		return v
+	}
+	return nil
+}
+
+func closeVersions(vs []*version) {
+	for _, v := range vs {
+		if v != nil {
+			v.conn.ExecContext(context.Background(), "ROLLBACK")
+			v.conn.Close()
+		}
+	}
+}
+
+// versionAt returns the version showing the database at ts, with a reference the caller
+// releases with releaseVersion; nil when ts is at or after the newest commit (the current data
+// shows it).
+func (db *DB) versionAt(ts time.Time) (*version, error) {
+	db.mu.Lock()
+	last, created := db.lastTS, db.createdSeq
+	db.mu.Unlock()
+	if !ts.Before(last) {
+		return nil, nil
+	}
+	h := &db.history
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := len(h.versions) - 1; i >= 0; i-- {
+		v := h.versions[i]
+		if v.ts.After(ts) {
+			continue
+		}
+		next, known := h.commitAfterLocked(v.seq)
+		if known && !next.After(ts) {
+			break // a later commit, whose version was not kept, covers ts
+		}
+		v.refs++
+		return v, nil
+	}
+	// Before the database was created it had no rows: the version kept of the database as
+	// created shows that (Spanner returns empty results for such reads).
+	if len(h.versions) > 0 && h.versions[0].seq == created && ts.Before(h.versions[0].ts) {
+		h.versions[0].refs++
+		return h.versions[0], nil
+	}
+	return nil, errorf(codes.FailedPrecondition, "Read timestamp %s is older than the history the emulator keeps (the last %d versions, at most %s old).",
+		ts.UTC().Format(time.RFC3339Nano), maxVersions, historyWindow)
+}
+
+// commitAfterLocked is the timestamp of commit seq+1, if it is known.
+func (h *history) commitAfterLocked(seq uint64) (time.Time, bool) {
+	for i := len(h.commits) - 1; i >= 0; i-- {
+		if h.commits[i].seq == seq+1 {
+			return h.commits[i].ts, true
+		}
+		if h.commits[i].seq <= seq {
+			break
+		}
+	}
+	return time.Time{}, false
+}
+
+func (db *DB) releaseVersion(v *version) {
+	h := &db.history
+	h.mu.Lock()
+	v.refs--
+	closeNow := v.evicted && v.refs == 0
+	h.mu.Unlock()
+	if closeNow {
+		closeVersions([]*version{v})
+	}
+}
+
+// trimHistory drops expired versions, and all of them when the WAL has grown large (readers
+// that never end keep SQLite from restarting the WAL).
+func (db *DB) trimHistory(now time.Time) {
+	all := false
+	if fi, err := os.Stat(db.path + "-wal"); err == nil && fi.Size() > maxWALBytes {
+		all = true
+	}
+	h := &db.history
+	h.mu.Lock()
+	var drop []*version
+	for len(h.versions) > 0 && (all || now.Sub(h.versions[0].ts) > historyWindow) {
+		drop = append(drop, h.evictOldestLocked())
+	}
+	h.mu.Unlock()
+	closeVersions(drop)
+}
+
+// closeHistory drops every version (the database is closing).
+func (db *DB) closeHistory() {
+	h := &db.history
+	h.mu.Lock()
+	drop := h.versions
+	h.versions = nil
+	for _, v := range drop {
+		v.evicted = true
+	}
+	h.mu.Unlock()
+	closeVersions(drop)
+}
