@@ -138,8 +138,11 @@ func columnType(name string, st ast.SchemaType) (spantype.Type, error) {
 		}
 		return spantype.ArrayOf(elem), nil
 	case *ast.NamedType:
-		// PROTO and ENUM types would have to come from a proto bundle, which the emulator does
-		// not support, so any named type is unknown.
+		// UUID is a built-in type that the parser sees as a name. PROTO and ENUM types would
+		// have to come from a proto bundle, which the emulator does not support.
+		if len(st.Path) == 1 && strings.EqualFold(st.Path[0].Name, "UUID") {
+			return spantype.TUUID, nil
+		}
 		return spantype.Type{}, invalidf("Type not found: %s", st.SQL())
 	}
 	return spantype.Type{}, invalidf("Unsupported column type: %s", st.SQL())

@@ -49,6 +49,8 @@ const (
 	JSON
 	Array
 	Struct
+	// UUID is stored as its canonical lower-case text, whose order is the order of its bytes.
+	UUID
 )
 
 // Type is a GoogleSQL type. Elem is set for Array; Fields for Struct. Length is the declared
@@ -78,6 +80,7 @@ var (
 	TDate      = Type{Code: Date}
 	TTimestamp = Type{Code: Timestamp}
 	TJSON      = Type{Code: JSON}
+	TUUID      = Type{Code: UUID}
 	TUnknown   = Type{}
 )
 
@@ -153,6 +156,8 @@ func (t Type) String() string {
 		return "TIMESTAMP"
 	case JSON:
 		return "JSON"
+	case UUID:
+		return "UUID"
 	case Array:
 		return "ARRAY<" + t.Elem.String() + ">"
 	case Struct:
@@ -202,8 +207,10 @@ func FromProto(p *sppb.Type) (Type, error) {
 		return TFloat32, nil
 	case sppb.TypeCode_NUMERIC:
 		return TNumeric, nil
-	case sppb.TypeCode_STRING, sppb.TypeCode_UUID:
+	case sppb.TypeCode_STRING:
 		return TString, nil
+	case sppb.TypeCode_UUID:
+		return TUUID, nil
 	case sppb.TypeCode_BYTES, sppb.TypeCode_PROTO:
 		return TBytes, nil
 	case sppb.TypeCode_DATE:
@@ -256,6 +263,8 @@ func (t Type) Proto() *sppb.Type {
 		return &sppb.Type{Code: sppb.TypeCode_TIMESTAMP}
 	case JSON:
 		return &sppb.Type{Code: sppb.TypeCode_JSON}
+	case UUID:
+		return &sppb.Type{Code: sppb.TypeCode_UUID}
 	case Array:
 		return &sppb.Type{Code: sppb.TypeCode_ARRAY, ArrayElementType: t.Elem.Proto()}
 	case Struct:
@@ -291,6 +300,8 @@ func ParseScalarName(name string) (Type, bool) {
 		return TTimestamp, true
 	case "JSON":
 		return TJSON, true
+	case "UUID":
+		return TUUID, true
 	}
 	return TUnknown, false
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 	_ "time/tzdata" // the default time zone must resolve on machines without zoneinfo
 
+	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -434,6 +435,12 @@ func ToStorage(t Type, v *structpb.Value) (any, error) {
 			return nil, badWire(t, v)
 		}
 		return NormalizeJSON(s.StringValue)
+	case UUID:
+		s, ok := v.Kind.(*structpb.Value_StringValue)
+		if !ok {
+			return nil, badWire(t, v)
+		}
+		return NormalizeUUID(s.StringValue)
 	case Array, Struct:
 		lv, ok := v.Kind.(*structpb.Value_ListValue)
 		if !ok {
@@ -460,6 +467,16 @@ func ToStorage(t Type, v *structpb.Value) (any, error) {
 		}
 	}
 	return nil, badWire(t, v)
+}
+
+// NormalizeUUID parses a UUID ("0123abcd-...", upper or lower case, with or without braces or
+// a urn:uuid: prefix) into its canonical lower-case form.
+func NormalizeUUID(s string) (string, error) {
+	u, err := uuid.Parse(strings.TrimSpace(s))
+	if err != nil {
+		return "", fmt.Errorf("invalid UUID value %q", s)
+	}
+	return u.String(), nil
 }
 
 // StoreFloat returns the storage form of a float.
@@ -748,7 +765,7 @@ func FromStorage(t Type, s any) (*structpb.Value, error) {
 			return nil, fmt.Errorf("corrupt TIMESTAMP %q", str)
 		}
 		return structpb.NewStringValue(FormatWireTimestamp(ts)), nil
-	case Numeric, String, Date, JSON:
+	case Numeric, String, Date, JSON, UUID:
 		return structpb.NewStringValue(toStr(s)), nil
 	case Array, Struct:
 		elems, err := DecodeArray(t, toStr(s))

@@ -71,7 +71,8 @@ func castable(from, to spantype.Type) bool {
 		spantype.Float64:   {spantype.Int64, spantype.Float32, spantype.Numeric, spantype.String},
 		spantype.Float32:   {spantype.Int64, spantype.Float64, spantype.Numeric, spantype.String},
 		spantype.Numeric:   {spantype.Int64, spantype.Float64, spantype.Float32, spantype.String},
-		spantype.String:    {spantype.Bool, spantype.Int64, spantype.Float64, spantype.Float32, spantype.Numeric, spantype.Bytes, spantype.Date, spantype.Timestamp},
+		spantype.String:    {spantype.Bool, spantype.Int64, spantype.Float64, spantype.Float32, spantype.Numeric, spantype.Bytes, spantype.Date, spantype.Timestamp, spantype.UUID},
+		spantype.UUID:      {spantype.String},
 		spantype.Bytes:     {spantype.String},
 		spantype.Date:      {spantype.String, spantype.Timestamp},
 		spantype.Timestamp: {spantype.String, spantype.Date},
@@ -131,6 +132,16 @@ func castValue(v driver.Value, from, to spantype.Type) (driver.Value, error) {
 	}
 	if from.Equal(to) || from.Code == spantype.Unknown {
 		return v, nil
+	}
+	switch {
+	case to.Code == spantype.UUID && from.Code == spantype.String:
+		u, err := spantype.NormalizeUUID(asString(v))
+		if err != nil {
+			return nil, outOfRange("Invalid input to UUID: %q", asString(v))
+		}
+		return u, nil
+	case to.Code == spantype.String && from.Code == spantype.UUID:
+		return asString(v), nil
 	}
 	switch to.Code {
 	case spantype.Bool:

@@ -22,6 +22,13 @@ func init() {
 		}
 		return Arg{SQL: "spf_generate_uuid()", Type: tS}, nil
 	}
+	// NEW_UUID() is GENERATE_UUID() typed as UUID.
+	scalars["NEW_UUID"] = func(c Call) (Arg, error) {
+		if len(c.Args) != 0 {
+			return Arg{}, arity(c, "0")
+		}
+		return Arg{SQL: "spf_generate_uuid()", Type: spantype.TUUID}, nil
+	}
 	scalarFuncs = append(scalarFuncs, goFunc{name: "spf_generate_uuid", nargs: 0, volatile: true,
 		fn: func([]driver.Value) (driver.Value, error) { return newUUID(), nil }})
 

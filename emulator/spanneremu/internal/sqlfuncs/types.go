@@ -266,7 +266,7 @@ func coerce(x Arg, to spantype.Type) (Arg, bool, error) {
 				return Arg{}, false, errorf("Could not cast literal %q to type JSON", *x.StringLiteral)
 			}
 			return retyped(sqlString(j))
-		case spantype.Date, spantype.Timestamp, spantype.Numeric:
+		case spantype.Date, spantype.Timestamp, spantype.Numeric, spantype.UUID:
 			v, err := castValue(*x.StringLiteral, spantype.TString, to)
 			if err != nil {
 				return Arg{}, false, errorf("Could not cast literal %q to type %s", *x.StringLiteral, to)
