@@ -119,6 +119,9 @@ func (sp *spannerService) runSQL(ctx context.Context, req *sppb.ExecuteSqlReques
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDirectedRead(run, req.GetDirectedReadOptions()); err != nil {
+		return nil, err
+	}
 	st := engine.Statement{
 		SQL:        req.GetSql(),
 		Params:     req.GetParams(),
@@ -151,6 +154,16 @@ func (sp *spannerService) runSQL(ctx context.Context, req *sppb.ExecuteSqlReques
 	return o, nil
 }
 
+// checkDirectedRead rejects directed read options outside read-only transactions, as Spanner
+// does (the emulator has one replica, so in read-only transactions they change nothing).
+func checkDirectedRead(run *txnRun, d *sppb.DirectedReadOptions) error {
+	if d == nil || !run.readWrite {
+		return nil
+	}
+	run.end(true)
+	return errorf(codes.InvalidArgument, "Directed reads can only be performed in a read-only transaction.")
+}
+
 // runRead runs a ReadRequest, for Read and StreamingRead alike.
 func (sp *spannerService) runRead(ctx context.Context, req *sppb.ReadRequest) (*outcome, error) {
 	ss, db, err := sp.session(req.GetSession())
@@ -163,6 +176,9 @@ func (sp *spannerService) runRead(ctx context.Context, req *sppb.ReadRequest) (*
 	}
 	if run.pdml {
 		return nil, errorf(codes.InvalidArgument, "Reads are not allowed in partitioned DML transactions")
+	}
+	if err := checkDirectedRead(run, req.GetDirectedReadOptions()); err != nil {
+		return nil, err
 	}
 	res, err := run.txn.Read(ctx, engine.ReadRequest{
 		Table:   req.GetTable(),

@@ -20,6 +20,8 @@ type queryResult struct {
 	sqlNames []string
 	// asValue marks SELECT AS STRUCT / AS VALUE: a value table with one column.
 	asValue bool
+	// notNull marks columns that can never be NULL (ARRAY subqueries), when known.
+	notNull []bool
 }
 
 func (c *compiler) compileQueryStatement(s *ast.QueryStatement) error {
@@ -27,9 +29,12 @@ func (c *compiler) compileQueryStatement(s *ast.QueryStatement) error {
 	if err != nil {
 		return err
 	}
-	for _, col := range r.cols {
+	for i, col := range r.cols {
 		if col.Type.Code == spantype.Struct {
 			return unimplementedf("Unsupported query shape: A struct value cannot be returned as a column value. Rewrite the query to flatten the struct fields in the result.")
+		}
+		if col.Type.Code == spantype.Array && col.Type.Elem.Code == spantype.Struct && (i >= len(r.notNull) || !r.notNull[i]) {
+			return unimplementedf("Unsupported query shape: This query can return a null-valued array of struct, which is not supported by Spanner.")
 		}
 	}
 	c.out.Columns = r.cols
@@ -222,9 +227,10 @@ func (c *compiler) compileCompound(q *ast.CompoundQuery, outer *scope) (*queryRe
 
 // selectItem is one translated select-list column.
 type selectItem struct {
-	name string
-	arg  Arg
-	sql  string // generated output name
+	name    string
+	arg     Arg
+	sql     string // generated output name
+	notNull bool   // an ARRAY subquery, never NULL
 }
 
 func (c *compiler) compileSelect(sel *ast.Select, outer *scope, ob *ast.OrderBy, lim *ast.Limit) (*queryResult, error) {
@@ -284,6 +290,7 @@ func (c *compiler) compileSelect(sel *ast.Select, outer *scope, ob *ast.OrderBy,
 		outs[i] = it.arg.SQL + " AS " + it.sql
 		res.cols = append(res.cols, Column{Name: it.name, Type: it.arg.Type})
 		res.sqlNames = append(res.sqlNames, it.sql)
+		res.notNull = append(res.notNull, it.notNull)
 	}
 	b.WriteString(strings.Join(outs, ", "))
 	if fromSQL != "" {
@@ -471,13 +478,13 @@ func (c *compiler) compileSelectItem(it ast.SelectItem, sc *scope) ([]selectItem
 		if err != nil {
 			return nil, err
 		}
-		return []selectItem{{name: x.As.Alias.Name, arg: a}}, nil
+		return []selectItem{{name: x.As.Alias.Name, arg: a, notNull: isArraySubquery(x.Expr)}}, nil
 	case *ast.ExprSelectItem:
 		a, err := c.compileExpr(x.Expr, sc)
 		if err != nil {
 			return nil, err
 		}
-		return []selectItem{{name: impliedName(x.Expr), arg: a}}, nil
+		return []selectItem{{name: impliedName(x.Expr), arg: a, notNull: isArraySubquery(x.Expr)}}, nil
 	}
 	return nil, unimplementedf("Unsupported select item %T", it)
 }
@@ -510,6 +517,19 @@ func applyStarModifiers(c *compiler, items []selectItem, ex *ast.StarModifierExc
 		}
 	}
 	return items, nil
+}
+
+func isArraySubquery(e ast.Expr) bool {
+	for {
+		switch x := e.(type) {
+		case *ast.ParenExpr:
+			e = x.Expr
+		case *ast.ArraySubQuery:
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // impliedName is the column name GoogleSQL gives an unaliased select item.
