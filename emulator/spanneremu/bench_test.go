@@ -118,7 +118,26 @@ func runWorkers(b *testing.B, workers int, unit string, op func(ctx context.Cont
 			}
 		}()
 	}
+	// Log the rate of every 10 s interval, so a long run (-benchtime 60s -v) shows whether
+	// throughput degrades as the run goes on.
+	stop := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(10 * time.Second)
+		defer tick.Stop()
+		last, lastAt := int64(0), start
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-tick.C:
+				n := min(next.Load(), int64(b.N))
+				b.Logf("%s: %.0f %s", now.Sub(start).Round(time.Second), float64(n-last)/now.Sub(lastAt).Seconds(), unit)
+				last, lastAt = n, now
+			}
+		}
+	}()
 	wg.Wait()
+	close(stop)
 	elapsed := time.Since(start)
 	b.StopTimer()
 	close(errs)

@@ -66,7 +66,7 @@ func openDB(e *Engine, name, path string, create bool) (*DB, error) {
 		sync = "NORMAL"
 	}
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=busy_timeout(20000)" +
-		"&_pragma=synchronous(" + sync + ")&_pragma=recursive_triggers(1)"
+		"&_pragma=synchronous(" + sync + ")&_pragma=recursive_triggers(1)&_pragma=cache_size(-32768)"
 	sqldb, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, internalf("open %s: %v", path, err)
@@ -344,7 +344,7 @@ func (db *DB) abortIdle(now time.Time) {
 		}
 		last := time.Unix(0, t.lastUsed.Load())
 		if t.finished() {
-			if now.Sub(last) > 2*db.e.opts.IdleTimeout+time.Minute {
+			if now.Sub(last) > db.e.opts.IdleTimeout {
 				delete(db.txns, k)
 			}
 			continue

@@ -30,7 +30,10 @@ import (
 const (
 	maxVersions   = 64
 	historyWindow = time.Minute
-	maxWALBytes   = 256 << 20
+	maxWALBytes   = 64 << 20
+	// historyPause is how long no version is kept after history was dropped for a large WAL:
+	// long enough for the checkpoint that truncates it to find no reader.
+	historyPause = 250 * time.Millisecond
 )
 
 type version struct {
@@ -50,9 +53,10 @@ type commitMark struct {
 }
 
 type history struct {
-	mu       sync.Mutex
-	versions []*version   // oldest first
-	commits  []commitMark // recent commits, oldest first
+	mu          sync.Mutex
+	pausedUntil time.Time
+	versions    []*version   // oldest first
+	commits     []commitMark // recent commits, oldest first
 }
 
 // recordCommitMark notes the timestamp of commit seq. Caller holds DB.mu.
@@ -76,7 +80,7 @@ func (db *DB) retainVersion() {
 	}
 	h := &db.history
 	h.mu.Lock()
-	if n := len(h.versions); n > 0 && h.versions[n-1].seq == seq {
+	if n := len(h.versions); (n > 0 && h.versions[n-1].seq == seq) || time.Now().Before(h.pausedUntil) {
 		h.mu.Unlock()
 		return
 	}
@@ -186,21 +190,46 @@ func (db *DB) releaseVersion(v *version) {
 	}
 }
 
-// trimHistory drops expired versions, and all of them when the WAL has grown large (readers
-// that never end keep SQLite from restarting the WAL).
+// trimHistory drops expired versions. When the WAL has grown large it drops all of them,
+// keeps none for a moment, and truncates the WAL: SQLite can only restart its WAL when no
+// reader holds an old snapshot, and kept versions are exactly such readers.
 func (db *DB) trimHistory(now time.Time) {
-	all := false
-	if fi, err := os.Stat(db.path + "-wal"); err == nil && fi.Size() > maxWALBytes {
-		all = true
-	}
+	fi, err := os.Stat(db.path + "-wal")
+	large := err == nil && fi.Size() > maxWALBytes
 	h := &db.history
 	h.mu.Lock()
+	if large {
+		h.pausedUntil = now.Add(historyPause)
+	}
 	var drop []*version
-	for len(h.versions) > 0 && (all || now.Sub(h.versions[0].ts) > historyWindow) {
+	for len(h.versions) > 0 && (large || now.Sub(h.versions[0].ts) > historyWindow) {
 		drop = append(drop, h.evictOldestLocked())
 	}
 	h.mu.Unlock()
 	closeVersions(drop)
+	if large {
+		db.truncateWAL()
+	}
+}
+
+// truncateWAL checkpoints and truncates the WAL if no reader is in the way; it gives up at
+// once otherwise (the janitor tries again on its next round).
+func (db *DB) truncateWAL() {
+	timer := time.NewTimer(50 * time.Millisecond)
+	defer timer.Stop()
+	select {
+	case db.lock <- struct{}{}:
+	case <-timer.C:
+		return
+	}
+	defer func() { <-db.lock }()
+	ctx := context.Background()
+	db.writer.ExecContext(ctx, "PRAGMA busy_timeout=100")
+	defer db.writer.ExecContext(ctx, "PRAGMA busy_timeout=20000")
+	var busy, logFrames, checkpointed int
+	if err := db.writer.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &checkpointed); err != nil || busy != 0 {
+		db.e.opts.Logf("spanneremu: %s: WAL not truncated yet (readers still open): %v", db.name, err)
+	}
 }
 
 // closeHistory drops every version (the database is closing).

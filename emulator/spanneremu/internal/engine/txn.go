@@ -379,6 +379,14 @@ func (t *Txn) finish() {
 	t.pending = nil
 	t.footprints = nil
 	t.done.Store(true)
+	if t.state != aborted {
+		// Committed and rolled-back transactions are forgotten at once (thousands end every
+		// second); aborted ones stay a while so that the client's next call on them learns
+		// that they were aborted.
+		t.db.mu.Lock()
+		delete(t.db.txns, string(t.id))
+		t.db.mu.Unlock()
+	}
 }
 
 // Rollback ends the transaction, discarding its writes. Rolling back a finished transaction is
