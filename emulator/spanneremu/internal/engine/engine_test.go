@@ -18,7 +18,14 @@ const testDB = "projects/p/instances/i/databases/d"
 
 func newTestDB(t *testing.T, ddl ...string) *DB {
 	t.Helper()
-	e, err := New(Options{})
+	_, db := newTestEngine(t, Options{}, ddl...)
+	return db
+}
+
+// newTestEngine starts an engine with opts and creates the test database with ddl.
+func newTestEngine(t *testing.T, opts Options, ddl ...string) (*Engine, *DB) {
+	t.Helper()
+	e, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +37,7 @@ func newTestDB(t *testing.T, ddl ...string) *DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return db
+	return e, db
 }
 
 func str(s string) *structpb.Value { return structpb.NewStringValue(s) }
@@ -129,16 +136,8 @@ func TestOptimisticReadConflict(t *testing.T) {
 // A transaction waiting for the write lock longer than LockWait is aborted, and the holder is
 // unaffected.
 func TestLockWaitAborts(t *testing.T) {
-	e, err := New(Options{LockWait: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e, db := newTestEngine(t, Options{LockWait: 20 * time.Millisecond}, singers)
 	ctx := context.Background()
-	if err := e.CreateDatabase(ctx, testDB, []string{singers}); err != nil {
-		t.Fatal(err)
-	}
-	db, _ := e.Database(testDB)
 	holder, _ := db.Begin(TxnOptions{Mode: ReadWrite})
 	if _, err := holder.ExecuteSQL(ctx, Statement{SQL: "SELECT 1"}); err != nil {
 		t.Fatal(err)
@@ -157,16 +156,8 @@ func TestLockWaitAborts(t *testing.T) {
 
 // An abandoned transaction holding the lock is aborted by the janitor, so others proceed.
 func TestIdleTransactionReleasesLock(t *testing.T) {
-	e, err := New(Options{IdleTimeout: 50 * time.Millisecond, LockWait: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	_, db := newTestEngine(t, Options{IdleTimeout: 50 * time.Millisecond, LockWait: 5 * time.Second}, singers)
 	ctx := context.Background()
-	if err := e.CreateDatabase(ctx, testDB, []string{singers}); err != nil {
-		t.Fatal(err)
-	}
-	db, _ := e.Database(testDB)
 	abandoned, _ := db.Begin(TxnOptions{Mode: ReadWrite})
 	if _, err := abandoned.ExecuteSQL(ctx, Statement{SQL: "SELECT 1"}); err != nil {
 		t.Fatal(err)
@@ -182,16 +173,8 @@ func TestIdleTransactionReleasesLock(t *testing.T) {
 // A read-only transaction keeps its snapshot while others commit; after its snapshot is
 // released it still reads as long as nothing changed, and fails clearly once data changed.
 func TestReadOnlySnapshot(t *testing.T) {
-	e, err := New(Options{SnapshotIdle: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	_, db := newTestEngine(t, Options{SnapshotIdle: time.Millisecond}, singers)
 	ctx := context.Background()
-	if err := e.CreateDatabase(ctx, testDB, []string{singers}); err != nil {
-		t.Fatal(err)
-	}
-	db, _ := e.Database(testDB)
 	cols := []string{"SingerId", "Name"}
 	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")))); err != nil {
 		t.Fatal(err)
@@ -209,7 +192,7 @@ func TestReadOnlySnapshot(t *testing.T) {
 	}
 	// Release the snapshot as the janitor would after SnapshotIdle.
 	db.abortIdle(time.Now().Add(time.Second))
-	_, err = ro.Read(ctx, ReadRequest{Table: "Singers", Columns: cols, KeySet: &sppb.KeySet{All: true}})
+	_, err := ro.Read(ctx, ReadRequest{Table: "Singers", Columns: cols, KeySet: &sppb.KeySet{All: true}})
 	if status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("read of a released snapshot after a commit: got %v, want FAILED_PRECONDITION", err)
 	}

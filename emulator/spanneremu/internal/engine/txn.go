@@ -36,7 +36,8 @@ type Txn struct {
 	lastUsed    atomic.Int64 // unix nanos of the last request
 	done        atomic.Bool
 
-	// Read-write: hasLock is true from the first read or write until the end.
+	// Read-write: hasLock is true from the first SQL statement (or the commit) until the end;
+	// Read calls before that are optimistic (see occ.go).
 	hasLock bool
 	// pending lists the rows written with PENDING_COMMIT_TIMESTAMP() by DML, fixed at commit.
 	pending []pendingTimestamp
@@ -68,7 +69,8 @@ type pendingTimestamp struct {
 	key    []any
 }
 
-// Begin starts a transaction. Read-only transactions take their snapshot now.
+// Begin starts a transaction. It takes no lock and no snapshot: those come with the
+// transaction's first operation.
 func (db *DB) Begin(opts TxnOptions) (*Txn, error) {
 	id := make([]byte, 16)
 	rand.Read(id)
@@ -90,7 +92,6 @@ func (db *DB) Begin(opts TxnOptions) (*Txn, error) {
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
-		t.releaseSnapshot()
 		return nil, errorf(codes.NotFound, "Database not found: %s", db.name)
 	}
 	db.txns[string(id)] = t
