@@ -122,7 +122,7 @@ func (sp *spannerService) openTxn(db *engine.DB, database string, sel *sppb.Tran
 		if err != nil {
 			return nil, err
 		}
-		return &txnRun{txn: txn, readWrite: true}, nil
+		return &txnRun{txn: txn, readWrite: txn.Mode() == engine.ReadWrite}, nil
 	case *sppb.TransactionSelector_Begin:
 		opts, err := txnOptions(s.Begin)
 		if err != nil {

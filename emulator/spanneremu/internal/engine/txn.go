@@ -114,6 +114,9 @@ func (t *Txn) touch() { t.lastUsed.Store(time.Now().UnixNano()) }
 
 func (t *Txn) finished() bool { return t.done.Load() }
 
+// Mode returns the transaction's kind.
+func (t *Txn) Mode() Mode { return t.mode }
+
 // ID returns the transaction id.
 func (t *Txn) ID() []byte { return t.id }
 
