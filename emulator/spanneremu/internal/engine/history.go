@@ -208,7 +208,31 @@ func (db *DB) trimHistory(now time.Time) {
 	h.mu.Unlock()
 	closeVersions(drop)
 	if large {
+		db.releaseIdleSnapshots(now, largeWALSnapshotIdle)
 		db.truncateWAL()
+	}
+}
+
+// largeWALSnapshotIdle is how idle a read-only transaction's snapshot may be before it is
+// released early because the WAL has grown large: the Go client never ends read-only
+// transactions, so under sustained load their snapshots would otherwise always hold the WAL.
+const largeWALSnapshotIdle = 100 * time.Millisecond
+
+// releaseIdleSnapshots releases pinned read-only snapshots idle longer than idle.
+func (db *DB) releaseIdleSnapshots(now time.Time, idle time.Duration) {
+	db.mu.Lock()
+	var ts []*Txn
+	for t := range db.pinned {
+		if now.Sub(time.Unix(0, t.lastUsed.Load())) > idle {
+			ts = append(ts, t)
+		}
+	}
+	db.mu.Unlock()
+	for _, t := range ts {
+		if t.mu.TryLock() {
+			t.releaseSnapshot()
+			t.mu.Unlock()
+		}
 	}
 }
 
