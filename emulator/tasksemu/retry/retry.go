@@ -64,20 +64,28 @@ func (p Policy) Backoff(k int) time.Duration {
 }
 
 // Exhausted reports whether a task that has been attempted attempts times, first at firstAttempt,
-// may not be retried at now. Cloud Tasks stops retrying only when both limits are reached: the task
-// has been attempted MaxAttempts times and MaxRetryDuration has passed since its first attempt.
+// may not be retried at now.
 //
-// MaxAttempts < 0 is unlimited: it is never reached, so the task is retried forever.
-// MaxRetryDuration <= 0 means the queue sets no time limit, so MaxAttempts alone decides (as in
-// production, where a queue with the default policy gives up after 100 attempts).
+// Cloud Tasks stops retrying only when max_attempts and max_retry_duration are both satisfied: the
+// task has been attempted MaxAttempts times and MaxRetryDuration has passed since its first
+// attempt. A limit the queue leaves unlimited (MaxAttempts -1, MaxRetryDuration 0) does not hold
+// retrying back on its own, so the other limit alone decides: the default policy (100 attempts,
+// no duration) gives up after 100 attempts, and 1h with unlimited attempts gives up after 1h. Only
+// when both are unlimited is the task retried forever (in production, until the task retention
+// limit; that is the dispatcher's business, not this function's).
 func (p Policy) Exhausted(attempts int, firstAttempt, now time.Time) bool {
-	if p.MaxAttempts < 0 || attempts < int(p.MaxAttempts) {
+	limitAttempts := p.MaxAttempts >= 0
+	limitDuration := p.MaxRetryDuration > 0
+	if !limitAttempts && !limitDuration {
 		return false
 	}
-	if p.MaxRetryDuration <= 0 {
-		return true
+	if limitAttempts && attempts < int(p.MaxAttempts) {
+		return false
 	}
-	return now.Sub(firstAttempt) >= p.MaxRetryDuration
+	if limitDuration && now.Sub(firstAttempt) < p.MaxRetryDuration {
+		return false
+	}
+	return true
 }
 
 // RetryAfter parses a Retry-After header value, either delay-seconds ("120") or an HTTP-date
@@ -108,10 +116,26 @@ func RetryAfter(header string, now time.Time) (time.Duration, bool) {
 	return max(t.Sub(now), 0), true
 }
 
-// DefaultBurst is the max_burst_size Cloud Tasks derives from max_dispatches_per_second when a
-// queue does not set one.
+// MaxBurst is the largest max_burst_size Cloud Tasks reports for a queue.
+const MaxBurst = 500
+
+// DefaultBurst is the max_burst_size the emulator derives from max_dispatches_per_second.
+//
+// In Cloud Tasks v2, max_burst_size is output only: Cloud Tasks picks it from
+// max_dispatches_per_second when the queue is created, and picks it again whenever UpdateQueue
+// changes the rate (or touches a queue created from queue.yaml/xml, whose burst was bucket_size).
+// The documentation gives no exact formula; it says the value is generally at least
+// max_dispatches_per_second but may be higher to absorb bursts, and (in the v2beta docs) that the
+// maximum is 500. The emulator therefore uses ceil(rate), at least 1 and at most MaxBurst: for
+// the default 500 dispatches/s that is 500, i.e. one second's worth of dispatches.
 func DefaultBurst(rate float64) int {
-	return max(1, int(math.Ceil(rate/5)))
+	if math.IsNaN(rate) || rate <= 1 {
+		return 1
+	}
+	if rate >= MaxBurst {
+		return MaxBurst
+	}
+	return int(math.Ceil(rate))
 }
 
 // Bucket is a token bucket: Rate tokens per second, capacity Burst. Safe for concurrent use.
@@ -132,19 +156,26 @@ func NewBucket(rate float64, burst int, now time.Time) *Bucket {
 	return b
 }
 
-// Take takes one token at now if available (true), else returns false and how long until one is available.
+// Take takes one token at now if available (true), else returns false and how long until one is
+// available. A zero or negative rate never refills the bucket; the wait is then math.MaxInt64.
 func (b *Bucket) Take(now time.Time) (bool, time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill(now)
-	if b.tokens >= 1 {
-		b.tokens--
+	// epsilon absorbs float rounding in refill (e.g. 3/s for 1/3 s earning 0.999...), which would
+	// otherwise deny a token at the exact instant it is due and ask the caller to wait 1ns.
+	const epsilon = 1e-9
+	if b.tokens >= 1-epsilon {
+		b.tokens = max(b.tokens-1, 0)
 		return true, 0
 	}
 	if b.rate <= 0 {
 		return false, math.MaxInt64
 	}
 	wait := math.Ceil((1 - b.tokens) / b.rate * float64(time.Second))
+	if wait >= math.MaxInt64 {
+		return false, math.MaxInt64
+	}
 	return false, time.Duration(wait)
 }
 
@@ -157,8 +188,13 @@ func (b *Bucket) SetRate(rate float64, burst int, now time.Time) {
 	b.tokens = min(b.tokens, b.burst)
 }
 
+// set stores the limits. A burst below 1 would never let a token through, so it counts as 1;
+// a NaN or negative rate counts as 0 (no refill).
 func (b *Bucket) set(rate float64, burst int) {
-	b.rate = max(rate, 0)
+	if !(rate > 0) {
+		rate = 0
+	}
+	b.rate = rate
 	b.burst = float64(max(burst, 1))
 }
 
