@@ -35,7 +35,8 @@ const (
 	keyBits = 2048
 )
 
-// Issuer signs RS256 ID tokens and serves its discovery document and JWKS.
+// Issuer signs RS256 ID tokens and serves its discovery document and JWKS. It is immutable after
+// NewIssuer and safe for concurrent use (the dispatcher mints from many goroutines).
 type Issuer struct {
 	url    string
 	key    *rsa.PrivateKey
@@ -176,6 +177,10 @@ func (i *Issuer) Verify(token, audience string, now time.Time) (Claims, error) {
 	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256})
 	if err != nil {
 		return Claims{}, fmt.Errorf("oidc: verify token: %w", err)
+	}
+	// A consumer picks the JWKS key by kid, so a token naming another key would not verify there.
+	if len(tok.Headers) != 1 || tok.Headers[0].KeyID != i.kid {
+		return Claims{}, errors.New("oidc: verify token: kid does not name the issuer's key")
 	}
 	var c idClaims
 	if err := tok.Claims(&i.key.PublicKey, &c); err != nil {
