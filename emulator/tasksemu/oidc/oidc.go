@@ -247,12 +247,20 @@ func LoadOrCreateKey(path string) (*rsa.PrivateKey, error) {
 	// overwrite one whose tokens may already be in flight.
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, os.ErrExist) {
-		return LoadOrCreateKey(path)
+		// Read once more rather than recurse: a dangling symlink at path is "not there" to
+		// ReadFile yet "exists" to O_EXCL, and must give an error, not a loop.
+		if data, err = os.ReadFile(path); err != nil {
+			return nil, fmt.Errorf("oidc: read key: %w", err)
+		}
+		return parseKey(path, data)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("oidc: create key: %w", err)
 	}
-	if _, err := f.Write(data); err != nil {
+	if _, err = f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
 		f.Close()
 		os.Remove(path)
 		return nil, fmt.Errorf("oidc: write key: %w", err)

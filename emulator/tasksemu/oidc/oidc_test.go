@@ -472,6 +472,17 @@ func TestLoadOrCreateKey(t *testing.T) {
 	}
 }
 
+func TestLoadOrCreateKeyDanglingSymlink(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "key.pem")
+	if err := os.Symlink(filepath.Join(dir, "missing"), path); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	if _, err := LoadOrCreateKey(path); err == nil {
+		t.Error("LoadOrCreateKey through a dangling symlink succeeded, want an error")
+	}
+}
+
 func TestLoadKeyFormats(t *testing.T) {
 	k, _ := testKeys(t)
 	pkcs8, err := x509.MarshalPKCS8PrivateKey(k)

@@ -11,7 +11,9 @@ import (
 	"time"
 )
 
-// Policy is a queue's retry_config.
+// Policy is a queue's retry_config. Fields hold the queue's effective values: an unset field in a
+// CreateQueue request must be replaced by DefaultPolicy's before it reaches here (a zero
+// MaxAttempts here means "no attempts allowed", not "default").
 type Policy struct {
 	MaxAttempts      int32         // -1 = unlimited
 	MaxRetryDuration time.Duration // 0 = unlimited
