@@ -335,39 +335,9 @@ func (sp *spannerService) Commit(ctx context.Context, req *sppb.CommitRequest) (
 	}
 	resp := &sppb.CommitResponse{CommitTimestamp: timestamppb.New(ts)}
 	if req.GetReturnCommitStats() {
-		resp.CommitStats = &sppb.CommitResponse_CommitStats{MutationCount: mutationCount(req.GetMutations())}
+		resp.CommitStats = &sppb.CommitResponse_CommitStats{MutationCount: db.MutationCount(req.GetMutations())}
 	}
 	return resp, nil
-}
-
-// mutationCount counts mutations the way Spanner's commit stats do for the user's writes: one
-// per column per written row, one per deleted key or range. Spanner also counts index
-// entries, which the gRPC layer cannot see.
-func mutationCount(muts []*sppb.Mutation) int64 {
-	var n int64
-	for _, m := range muts {
-		switch op := m.GetOperation().(type) {
-		case *sppb.Mutation_Insert:
-			n += writeCount(op.Insert)
-		case *sppb.Mutation_Update:
-			n += writeCount(op.Update)
-		case *sppb.Mutation_InsertOrUpdate:
-			n += writeCount(op.InsertOrUpdate)
-		case *sppb.Mutation_Replace:
-			n += writeCount(op.Replace)
-		case *sppb.Mutation_Delete_:
-			ks := op.Delete.GetKeySet()
-			if ks.GetAll() {
-				n++
-			}
-			n += int64(len(ks.GetKeys()) + len(ks.GetRanges()))
-		}
-	}
-	return n
-}
-
-func writeCount(w *sppb.Mutation_Write) int64 {
-	return int64(len(w.GetColumns()) * len(w.GetValues()))
 }
 
 // Rollback releases a transaction. Rolling back one that was already aborted succeeds: the

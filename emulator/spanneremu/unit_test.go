@@ -148,29 +148,6 @@ func TestStreamOutcome(t *testing.T) {
 	}
 }
 
-func TestMutationCount(t *testing.T) {
-	write := func(cols, rows int) *sppb.Mutation_Write {
-		w := &sppb.Mutation_Write{Table: "T"}
-		for range cols {
-			w.Columns = append(w.Columns, "C")
-		}
-		for range rows {
-			w.Values = append(w.Values, &structpb.ListValue{})
-		}
-		return w
-	}
-	muts := []*sppb.Mutation{
-		{Operation: &sppb.Mutation_Insert{Insert: write(3, 2)}},
-		{Operation: &sppb.Mutation_Update{Update: write(2, 1)}},
-		{Operation: &sppb.Mutation_Delete_{Delete: &sppb.Mutation_Delete{Table: "T", KeySet: &sppb.KeySet{
-			Keys: []*structpb.ListValue{{}, {}}, Ranges: []*sppb.KeyRange{{}},
-		}}}},
-	}
-	if got, want := mutationCount(muts), int64(6+2+3); got != want {
-		t.Errorf("mutationCount = %d, want %d", got, want)
-	}
-}
-
 func TestOperationStoreBound(t *testing.T) {
 	st := newOperationStore(3)
 	var names []string

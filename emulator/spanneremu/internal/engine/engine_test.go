@@ -284,3 +284,28 @@ func TestExactTimestampRead(t *testing.T) {
 		}
 	}
 }
+
+// Commit statistics count written cells and, per row, the columns of every index a write
+// changes.
+func TestMutationCount(t *testing.T) {
+	db := newTestDB(t,
+		`CREATE TABLE Accounts (Id INT64 NOT NULL, Nickname STRING(MAX), Balance INT64) PRIMARY KEY (Id)`,
+		`CREATE INDEX ByNickname ON Accounts (Nickname) STORING (Balance)`)
+	cols := []string{"Id", "Balance"}
+	tests := []struct {
+		name string
+		muts []*sppb.Mutation
+		want int64
+	}{
+		{"update of a stored column", []*sppb.Mutation{update("Accounts", cols, row(str("1"), str("5")), row(str("2"), str("6")))}, 2 * (2 + 2)},
+		{"insert writes every index", []*sppb.Mutation{insert("Accounts", []string{"Id"}, row(str("3")))}, 1 + 2},
+		{"update of an unindexed column", []*sppb.Mutation{update("Accounts", []string{"Id"}, row(str("1")))}, 1},
+		{"deletes", []*sppb.Mutation{{Operation: &sppb.Mutation_Delete_{Delete: &sppb.Mutation_Delete{Table: "Accounts",
+			KeySet: &sppb.KeySet{Keys: []*structpb.ListValue{row(str("1")), row(str("2"))}, Ranges: []*sppb.KeyRange{{}}}}}}}, 3},
+	}
+	for _, tt := range tests {
+		if got := db.MutationCount(tt.muts); got != tt.want {
+			t.Errorf("%s: MutationCount = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
