@@ -1,0 +1,280 @@
+// Package tasksemu is an in-process and standalone emulator of Google Cloud Tasks (API v2) for
+// HTTP targets. Applications and tests talk to it with the official Go client
+// (cloud.google.com/go/cloudtasks/apiv2) pointed at Addr() with option.WithEndpoint,
+// option.WithoutAuthentication and insecure gRPC credentials.
+//
+// Unlike a mock, it dispatches tasks the way production does: at schedule_time, within the
+// queue's rate limits, with the Cloud Tasks request headers, an OIDC token signed by a key
+// published at HTTPAddr() (so receivers verify it exactly as they verify Google's), and with
+// retries that follow the queue's retry_config. See README.md for what differs from production.
+package tasksemu
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"google.golang.org/grpc"
+
+	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
+	"github.com/spanmart/spanmart/emulator/tasksemu/retry"
+)
+
+// DefaultServiceAccount is the e-mail put in OIDC tokens when a task names no service account.
+const DefaultServiceAccount = "cloud-tasks-emulator@emulator.iam.gserviceaccount.com"
+
+// QueueConfig describes a queue created when the emulator starts. Zero fields take Cloud Tasks'
+// defaults. A queue that already exists (restored from DataDir) is left as it is.
+type QueueConfig struct {
+	Name                    string // projects/P/locations/L/queues/Q
+	MaxDispatchesPerSecond  float64
+	MaxBurstSize            int
+	MaxConcurrentDispatches int
+	Retry                   retry.Policy
+}
+
+// Options configures Start.
+type Options struct {
+	Host     string // default 127.0.0.1
+	Port     int    // gRPC port; 0 picks a free one
+	HTTPPort int    // OIDC discovery, JWKS and status page; 0 picks a free one
+	// DataDir keeps queues, pending tasks and the OIDC signing key across restarts.
+	// Empty means everything lives in memory.
+	DataDir string
+	Queues  []QueueConfig
+	// NameReuseWindow is how long a task name stays taken after the task was deleted or
+	// completed (production: about 1 h, the default).
+	NameReuseWindow time.Duration
+	// QueueReuseWindow is how long a deleted queue's name cannot be re-created
+	// (production: up to 3 days, the default).
+	QueueReuseWindow time.Duration
+	// ServiceAccount is the e-mail in OIDC tokens of tasks that name none.
+	ServiceAccount string
+	// Logf, if set, receives one line per dispatch and per notable event.
+	Logf func(format string, args ...any)
+}
+
+// Server is a running emulator.
+type Server struct {
+	opts   Options
+	issuer *oidc.Issuer
+
+	grpcLis, httpLis net.Listener
+	grpcSrv          *grpc.Server
+	httpSrv          *http.Server
+	store            *store
+
+	mu        sync.Mutex
+	queues    map[string]*queue
+	queueTomb map[string]time.Time // deleted queue name -> deletion time
+	taskTomb  map[string]time.Time // full task name -> time it was deleted or completed
+	tombAdds  int
+	closed    bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start starts the emulator and returns once it accepts RPCs. ctx only bounds start-up.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	if opts.NameReuseWindow <= 0 {
+		opts.NameReuseWindow = time.Hour
+	}
+	if opts.QueueReuseWindow <= 0 {
+		opts.QueueReuseWindow = 72 * time.Hour
+	}
+	if opts.ServiceAccount == "" {
+		opts.ServiceAccount = DefaultServiceAccount
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	s := &Server{
+		opts:      opts,
+		queues:    map[string]*queue{},
+		queueTomb: map[string]time.Time{},
+		taskTomb:  map[string]time.Time{},
+	}
+	var key *rsa.PrivateKey
+	var err error
+	if opts.DataDir != "" {
+		key, err = oidc.LoadOrCreateKey(filepath.Join(opts.DataDir, "oidc-key.pem"))
+	} else {
+		key, err = rsa.GenerateKey(rand.Reader, 2048)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tasksemu: signing key: %w", err)
+	}
+	var lc net.ListenConfig
+	s.grpcLis, err = lc.Listen(ctx, "tcp", net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("tasksemu: listen: %w", err)
+	}
+	s.httpLis, err = lc.Listen(ctx, "tcp", net.JoinHostPort(opts.Host, strconv.Itoa(opts.HTTPPort)))
+	if err != nil {
+		s.grpcLis.Close()
+		return nil, fmt.Errorf("tasksemu: listen: %w", err)
+	}
+	s.issuer, err = oidc.NewIssuer(s.Issuer(), key)
+	if err != nil {
+		s.grpcLis.Close()
+		s.httpLis.Close()
+		return nil, fmt.Errorf("tasksemu: oidc issuer: %w", err)
+	}
+	if opts.DataDir != "" {
+		s.store, err = openStore(opts.DataDir)
+		if err == nil {
+			err = s.store.load(s)
+		}
+		if err != nil {
+			s.grpcLis.Close()
+			s.httpLis.Close()
+			return nil, fmt.Errorf("tasksemu: data dir: %w", err)
+		}
+	}
+	for _, qc := range opts.Queues {
+		if err := s.createConfigured(qc); err != nil {
+			s.shutdown()
+			return nil, fmt.Errorf("tasksemu: queue %s: %w", qc.Name, err)
+		}
+	}
+	s.mu.Lock()
+	for _, q := range s.queues {
+		q.start(s)
+	}
+	s.mu.Unlock()
+
+	s.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(8 << 20))
+	cloudtaskspb.RegisterCloudTasksServer(s.grpcSrv, &service{s: s})
+	go s.grpcSrv.Serve(s.grpcLis)
+	s.httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go s.httpSrv.Serve(s.httpLis)
+	if s.store != nil {
+		s.store.startFlusher(s)
+	}
+	return s, nil
+}
+
+// Addr is the gRPC endpoint, host:port.
+func (s *Server) Addr() string { return s.grpcLis.Addr().String() }
+
+// HTTPAddr is the host:port of the OIDC discovery, JWKS and status endpoints.
+func (s *Server) HTTPAddr() string { return s.httpLis.Addr().String() }
+
+// Issuer is the OIDC issuer URL put in the iss claim of tokens.
+func (s *Server) Issuer() string { return "http://" + s.HTTPAddr() }
+
+// Close stops the servers and every dispatcher (in-flight requests are cancelled and their
+// tasks stay pending) and, with a DataDir, writes the final state.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		if s.grpcSrv != nil {
+			s.grpcSrv.Stop()
+		}
+		if s.httpSrv != nil {
+			s.httpSrv.Close()
+		}
+		s.closeErr = s.shutdown()
+	})
+	return s.closeErr
+}
+
+func (s *Server) shutdown() error {
+	s.mu.Lock()
+	s.closed = true
+	qs := make([]*queue, 0, len(s.queues))
+	for _, q := range s.queues {
+		qs = append(qs, q)
+	}
+	s.mu.Unlock()
+	for _, q := range qs {
+		q.stopAndWait()
+	}
+	s.grpcLis.Close()
+	s.httpLis.Close()
+	if s.store != nil {
+		return s.store.close(s)
+	}
+	return nil
+}
+
+// createConfigured creates a queue from Options.Queues unless it exists already.
+func (s *Server) createConfigured(qc QueueConfig) error {
+	if _, err := parseQueueName(qc.Name); err != nil {
+		return err
+	}
+	pb := defaultQueue(qc.Name)
+	rl, rc := pb.RateLimits, pb.RetryConfig
+	if qc.MaxDispatchesPerSecond > 0 {
+		rl.MaxDispatchesPerSecond = qc.MaxDispatchesPerSecond
+		rl.MaxBurstSize = int32(retry.DefaultBurst(qc.MaxDispatchesPerSecond))
+	}
+	if qc.MaxBurstSize > 0 {
+		rl.MaxBurstSize = int32(qc.MaxBurstSize)
+	}
+	if qc.MaxConcurrentDispatches > 0 {
+		rl.MaxConcurrentDispatches = int32(qc.MaxConcurrentDispatches)
+	}
+	p := qc.Retry
+	if p != (retry.Policy{}) {
+		if p.MaxAttempts != 0 {
+			rc.MaxAttempts = p.MaxAttempts
+		}
+		rc.MaxRetryDuration = durOrNil(p.MaxRetryDuration)
+		if p.MinBackoff > 0 {
+			rc.MinBackoff = durOrNil(p.MinBackoff)
+		}
+		if p.MaxBackoff > 0 {
+			rc.MaxBackoff = durOrNil(p.MaxBackoff)
+		}
+		if p.MaxDoublings > 0 {
+			rc.MaxDoublings = p.MaxDoublings
+		}
+	}
+	if err := validateQueue(pb); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.queues[qc.Name]; ok {
+		return nil
+	}
+	s.queues[qc.Name] = newQueue(pb, time.Now())
+	s.dirtyLocked()
+	return nil
+}
+
+// dirtyLocked tells the store that state changed. s.mu is held.
+func (s *Server) dirtyLocked() {
+	if s.store != nil {
+		s.store.markDirty()
+	}
+}
+
+// tombstoneTaskLocked keeps a finished task's name taken for NameReuseWindow.
+func (s *Server) tombstoneTaskLocked(name string, now time.Time) {
+	s.taskTomb[name] = now
+	s.tombAdds++
+	if s.tombAdds >= 1024 {
+		s.tombAdds = 0
+		for n, t := range s.taskTomb {
+			if now.Sub(t) >= s.opts.NameReuseWindow {
+				delete(s.taskTomb, n)
+			}
+		}
+	}
+}
+
+var errClosed = errors.New("tasksemu: server closed")
