@@ -193,3 +193,6 @@ func wantCode(t *testing.T, err error, want codes.Code) {
 		t.Errorf("got code %v (%v), want %v", got, err, want)
 	}
 }
+
+// codeOf is the gRPC code of err.
+func codeOf(err error) codes.Code { return status.Code(err) }
