@@ -380,7 +380,6 @@ func TestDeleteQueueStopsGoroutines(t *testing.T) {
 	waitGoroutines(t, before)
 }
 
-
 // waitGoroutines polls until no more than want goroutines run, and dumps them if that never happens.
 func waitGoroutines(t *testing.T, want int) {
 	t.Helper()

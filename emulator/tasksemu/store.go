@@ -1,9 +1,196 @@
 package tasksemu
 
-type store struct{}
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"time"
 
-func openStore(dir string) (*store, error) { return &store{}, nil }
-func (st *store) load(s *Server) error     { return nil }
-func (st *store) startFlusher(s *Server)   {}
-func (st *store) markDirty()               {}
-func (st *store) close(s *Server) error    { return nil }
+	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// snapshotFile is the name, inside DataDir, of the state written by the store.
+const snapshotFile = "tasks.json"
+
+// flushDelay batches bursts of changes into one write; it bounds what a crash (kill -9) loses.
+const flushDelay = 20 * time.Millisecond
+
+// store keeps the emulator's state in DataDir as one JSON snapshot, rewritten atomically
+// (temporary file, fsync, rename) shortly after every change and on Close.
+type store struct {
+	path  string
+	dirty chan struct{} // buffered: one pending signal is enough
+	stop  chan struct{}
+	done  chan struct{} // closed when the flusher has returned; nil until it starts
+}
+
+type snapshot struct {
+	Version       int                  `json:"version"`
+	Queues        []snapQueue          `json:"queues"`
+	DeletedQueues map[string]time.Time `json:"deleted_queues,omitempty"`
+	FinishedTasks map[string]time.Time `json:"finished_tasks,omitempty"`
+}
+
+type snapQueue struct {
+	Queue json.RawMessage `json:"queue"` // cloudtaskspb.Queue in protojson
+	Tasks []snapTask      `json:"tasks"`
+}
+
+type snapTask struct {
+	Task       json.RawMessage `json:"task"` // cloudtaskspb.Task in protojson, FULL view
+	Execs      int32           `json:"execs,omitempty"`
+	PrevCode   int             `json:"prev_code,omitempty"`
+	PrevReason string          `json:"prev_reason,omitempty"`
+}
+
+func openStore(dir string) (*store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return &store{
+		path:  filepath.Join(dir, snapshotFile),
+		dirty: make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+	}, nil
+}
+
+// load restores queues (not yet started), pending tasks and name tombstones into s.
+func (st *store) load(s *Server) error {
+	data, err := os.ReadFile(st.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var snap snapshot
+	if err := json.Unmarshal(data, &snap); err != nil {
+		return fmt.Errorf("%s: %w", st.path, err)
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sq := range snap.Queues {
+		pb := &cloudtaskspb.Queue{}
+		if err := protojson.Unmarshal(sq.Queue, pb); err != nil {
+			return fmt.Errorf("%s: queue: %w", st.path, err)
+		}
+		q := newQueue(pb, now)
+		for _, st2 := range sq.Tasks {
+			tpb := &cloudtaskspb.Task{}
+			if err := protojson.Unmarshal(st2.Task, tpb); err != nil {
+				return fmt.Errorf("%s: task: %w", st.path, err)
+			}
+			t := &task{pb: tpb, execs: st2.Execs, prevCode: st2.PrevCode, prevReason: st2.PrevReason}
+			q.tasks[t.id()] = t
+		}
+		s.queues[pb.Name] = q
+	}
+	for name, at := range snap.DeletedQueues {
+		if now.Sub(at) < s.opts.QueueReuseWindow {
+			s.queueTomb[name] = at
+		}
+	}
+	for name, at := range snap.FinishedTasks {
+		if now.Sub(at) < s.opts.NameReuseWindow {
+			s.taskTomb[name] = at
+		}
+	}
+	return nil
+}
+
+func (st *store) markDirty() {
+	select {
+	case st.dirty <- struct{}{}:
+	default:
+	}
+}
+
+func (st *store) startFlusher(s *Server) {
+	st.done = make(chan struct{})
+	go func() {
+		defer close(st.done)
+		for {
+			select {
+			case <-st.stop:
+				return
+			case <-st.dirty:
+			}
+			select {
+			case <-st.stop:
+				return // close writes the final state
+			case <-time.After(flushDelay):
+			}
+			if err := st.write(s); err != nil {
+				s.opts.Logf("tasksemu: saving state: %v", err)
+			}
+		}
+	}()
+}
+
+// close stops the flusher and writes the final state.
+func (st *store) close(s *Server) error {
+	close(st.stop)
+	if st.done != nil {
+		<-st.done
+	}
+	return st.write(s)
+}
+
+func (st *store) write(s *Server) error {
+	data, err := s.encodeSnapshot()
+	if err != nil {
+		return err
+	}
+	tmp := st.path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, st.path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(st.path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+func (s *Server) encodeSnapshot() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap := snapshot{Version: 1, DeletedQueues: maps.Clone(s.queueTomb), FinishedTasks: maps.Clone(s.taskTomb)}
+	for _, q := range s.queues {
+		var sq snapQueue
+		var err error
+		if sq.Queue, err = protojson.Marshal(q.pb); err != nil {
+			return nil, err
+		}
+		for _, t := range q.tasks {
+			stk := snapTask{Execs: t.execs, PrevCode: t.prevCode, PrevReason: t.prevReason}
+			if stk.Task, err = protojson.Marshal(t.pb); err != nil {
+				return nil, err
+			}
+			sq.Tasks = append(sq.Tasks, stk)
+		}
+		snap.Queues = append(snap.Queues, sq)
+	}
+	return json.Marshal(snap)
+}
