@@ -393,3 +393,81 @@ func waitGoroutines(t *testing.T, want int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestMaxRetryDuration(t *testing.T) {
+	tg := newTarget(t, func(n int, w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
+	rc := fastRetry(2)
+	rc.MaxBackoff = durationpb.New(20 * time.Millisecond)
+	rc.MaxRetryDuration = durationpb.New(300 * time.Millisecond)
+	q := createQueue(t, ct, &cloudtaskspb.Queue{RetryConfig: rc}).Name
+	created := createTask(t, ct, q, httpTask(tg.URL))
+	eventually(t, 10*time.Second, "the task to be given up", func() bool {
+		_, err := ct.GetTask(context.Background(), &cloudtaskspb.GetTaskRequest{Name: created.Name})
+		return codeOf(err) == codes.NotFound
+	})
+	// Both limits must be reached: more than max_attempts attempts, spread over max_retry_duration.
+	ds := tg.deliveries()
+	if len(ds) <= 2 {
+		t.Errorf("%d attempts, want more than max_attempts=2 while max_retry_duration runs", len(ds))
+	}
+	if span := ds[len(ds)-1].at.Sub(ds[0].at); span < 250*time.Millisecond {
+		t.Errorf("attempts spanned %v, want about max_retry_duration (300ms)", span)
+	}
+}
+
+func TestRunTaskInFlightIsNotDuplicated(t *testing.T) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	tg := newTarget(t, func(n int, w http.ResponseWriter, r *http.Request) { <-release })
+	q := createQueue(t, ct, nil).Name
+	created := createTask(t, ct, q, httpTask(tg.URL))
+	tg.waitDeliveries(t, 1, 5*time.Second)
+	for range 3 {
+		if _, err := ct.RunTask(ctx, &cloudtaskspb.RunTaskRequest{Name: created.Name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(release)
+	eventually(t, 5*time.Second, "the task to complete", func() bool {
+		_, err := ct.GetTask(ctx, &cloudtaskspb.GetTaskRequest{Name: created.Name})
+		return codeOf(err) == codes.NotFound
+	})
+	if n := len(tg.deliveries()); n != 1 {
+		t.Errorf("%d deliveries, want 1", n)
+	}
+}
+
+func TestCloseStopsGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	release := make(chan struct{})
+	defer close(release)
+	tg := newTarget(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	ctx := context.Background()
+	s, err := Start(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := newClient(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		q := createQueue(t, c, nil).Name
+		for range 5 {
+			createTask(t, c, q, httpTask(tg.URL))
+		}
+	}
+	tg.waitDeliveries(t, 15, 5*time.Second) // all in flight, held by the target
+	c.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tg.CloseClientConnections()
+	// The target's own listener goroutine is the only addition.
+	waitGoroutines(t, before+1)
+}
