@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"math/big"
 	"net/url"
+	"regexp"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
@@ -23,6 +25,9 @@ const (
 	maxTaskSize             = 1 << 20
 	maxURLLength            = 2083
 )
+
+// headerNameRE is an HTTP header name (RFC 9110 token).
+var headerNameRE = regexp.MustCompile("^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$")
 
 // task is a pending task. Guarded by Server.mu.
 type task struct {
@@ -104,6 +109,11 @@ func prepareTask(queueName string, in *cloudtaskspb.Task, now time.Time) (*cloud
 	}
 	if len(hr.Body) > 0 && !bodyAllowed(hr.HttpMethod) {
 		return nil, bad("a body is only allowed with POST, PUT or PATCH, not %v", hr.HttpMethod)
+	}
+	for k, v := range hr.Headers {
+		if !headerNameRE.MatchString(k) || strings.ContainsAny(v, "\r\n\x00") {
+			return nil, bad("http_request.headers: invalid header %q", k)
+		}
 	}
 	if tok := hr.GetOidcToken(); tok != nil && tok.ServiceAccountEmail == "" {
 		return nil, bad("http_request.oidc_token.service_account_email is required")

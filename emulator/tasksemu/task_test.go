@@ -66,6 +66,8 @@ func TestCreateTaskValidation(t *testing.T) {
 		{"ftp url", httpTask("ftp://example.com/")},
 		{"body with GET", withReq(func(r *cloudtaskspb.HttpRequest) { r.HttpMethod = cloudtaskspb.HttpMethod_GET; r.Body = []byte("x") })},
 		{"body with DELETE", withReq(func(r *cloudtaskspb.HttpRequest) { r.HttpMethod = cloudtaskspb.HttpMethod_DELETE; r.Body = []byte("x") })},
+		{"bad header name", withReq(func(r *cloudtaskspb.HttpRequest) { r.Headers = map[string]string{"Bad Name": "x"} })},
+		{"bad header value", withReq(func(r *cloudtaskspb.HttpRequest) { r.Headers = map[string]string{"X-A": "a\r\nX-B: b"} })},
 		{"too large", withReq(func(r *cloudtaskspb.HttpRequest) { r.Body = make([]byte, 1<<20+1) })},
 		{"deadline too short", &cloudtaskspb.Task{DispatchDeadline: durationpb.New(14 * time.Second), MessageType: httpTask("http://x/").MessageType}},
 		{"deadline too long", &cloudtaskspb.Task{DispatchDeadline: durationpb.New(31 * time.Minute), MessageType: httpTask("http://x/").MessageType}},
