@@ -188,6 +188,7 @@ func (q *queue) run(s *Server, a attempt) {
 	now := time.Now()
 	pb := t.pb
 	pb.DispatchCount++
+	q.attempts[outcomeClass(out)]++
 	if out.code != 0 {
 		pb.ResponseCount++
 	}
@@ -233,6 +234,17 @@ func (q *queue) run(s *Server, a attempt) {
 		t.prevCode, t.prevReason = out.code, "HTTP_"+strconv.Itoa(out.code)
 	}
 	s.opts.Logf("tasksemu: %s %s -> %s (retry %d in %v)", a.method, pb.Name, describe(out), pb.DispatchCount, delay)
+}
+
+// outcomeClass labels an attempt for the attempts counter.
+func outcomeClass(out outcome) string {
+	switch {
+	case out.timedOut:
+		return "timeout"
+	case out.code == 0:
+		return "error"
+	}
+	return strconv.Itoa(out.code/100) + "xx"
 }
 
 func describe(out outcome) string {

@@ -2,9 +2,13 @@ package tasksemu
 
 import (
 	"encoding/json"
+	"fmt"
 	"html/template"
+	"io"
 	"net/http"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -15,6 +19,7 @@ func (s *Server) httpHandler() http.Handler {
 	mux.Handle("GET /.well-known/openid-configuration", s.issuer.Handler())
 	mux.Handle("GET /jwks", s.issuer.Handler())
 	mux.HandleFunc("GET /status", s.serveStatusJSON)
+	mux.HandleFunc("GET /metrics", s.serveMetrics)
 	mux.HandleFunc("GET /{$}", s.serveStatusHTML)
 	return mux
 }
@@ -77,4 +82,51 @@ func (s *Server) serveStatusHTML(w http.ResponseWriter, r *http.Request) {
 		Addr, Issuer string
 		Queues       []QueueStatus
 	}{s.Addr(), s.Issuer(), s.sortedStatus()})
+}
+
+// serveMetrics exposes queue gauges and attempt counters in the Prometheus text format.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	type attempts struct {
+		queue, class string
+		n            int64
+	}
+	var counts []attempts
+	s.mu.Lock()
+	for name, q := range s.queues {
+		for class, n := range q.attempts {
+			counts = append(counts, attempts{name, class, n})
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(counts, func(i, j int) bool {
+		if counts[i].queue != counts[j].queue {
+			return counts[i].queue < counts[j].queue
+		}
+		return counts[i].class < counts[j].class
+	})
+	queues := s.sortedStatus()
+	var b strings.Builder
+	gauge := func(name, help string, value func(QueueStatus) string) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
+		for _, q := range queues {
+			fmt.Fprintf(&b, "%s{queue=%q} %s\n", name, q.Name, value(q))
+		}
+	}
+	gauge("tasksemu_queue_depth", "Pending tasks, including those in flight.", func(q QueueStatus) string { return strconv.Itoa(q.Depth) })
+	gauge("tasksemu_queue_oldest_task_age_seconds", "Age of the oldest pending task.", func(q QueueStatus) string {
+		return strconv.FormatFloat(q.OldestTaskAgeSeconds, 'f', 3, 64)
+	})
+	gauge("tasksemu_queue_in_flight", "Dispatches waiting for a response.", func(q QueueStatus) string { return strconv.Itoa(q.InFlight) })
+	gauge("tasksemu_queue_paused", "1 when the queue is paused.", func(q QueueStatus) string {
+		if q.State == "PAUSED" {
+			return "1"
+		}
+		return "0"
+	})
+	b.WriteString("# HELP tasksemu_attempts_total Finished dispatch attempts by outcome (2xx, 4xx, 5xx, timeout, error).\n# TYPE tasksemu_attempts_total counter\n")
+	for _, c := range counts {
+		fmt.Fprintf(&b, "tasksemu_attempts_total{queue=%q,outcome=%q} %d\n", c.queue, c.class, c.n)
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	io.WriteString(w, b.String())
 }

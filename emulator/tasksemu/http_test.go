@@ -106,3 +106,36 @@ func TestStatusPage(t *testing.T) {
 		t.Errorf("GET / = %s %q", resp.Status, body)
 	}
 }
+
+func TestMetrics(t *testing.T) {
+	s, c := startServer(t, Options{})
+	ctx := context.Background()
+	tg := newTarget(t, nil)
+	paused := createQueue(t, c, nil).Name
+	if _, err := c.PauseQueue(ctx, &cloudtaskspb.PauseQueueRequest{Name: paused}); err != nil {
+		t.Fatal(err)
+	}
+	createTask(t, c, paused, httpTask(tg.URL))
+	running := createQueue(t, c, nil).Name
+	done := createTask(t, c, running, httpTask(tg.URL))
+	eventually(t, 5*time.Second, "the task to complete", func() bool {
+		_, err := c.GetTask(ctx, &cloudtaskspb.GetTaskRequest{Name: done.Name})
+		return err != nil
+	})
+	resp, err := http.Get("http://" + s.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`tasksemu_queue_depth{queue="` + paused + `"} 1`,
+		`tasksemu_queue_paused{queue="` + paused + `"} 1`,
+		`tasksemu_queue_depth{queue="` + running + `"} 0`,
+		`tasksemu_attempts_total{queue="` + running + `",outcome="2xx"} 1`,
+	} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+}

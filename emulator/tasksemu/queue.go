@@ -30,6 +30,7 @@ type queue struct {
 	tasks    map[string]*task    // by short id
 	bucket   *retry.Bucket       // safe for concurrent use
 	inflight int
+	attempts map[string]int64 // finished attempts by outcome class (2xx, 4xx, 5xx, timeout, error), for /metrics
 
 	// Set by start; wake is buffered so a signal is never lost while the dispatcher is busy.
 	wake     chan struct{}
@@ -43,10 +44,11 @@ type queue struct {
 func newQueue(pb *cloudtaskspb.Queue, now time.Time) *queue {
 	rl := pb.GetRateLimits()
 	return &queue{
-		pb:     pb,
-		tasks:  map[string]*task{},
-		bucket: retry.NewBucket(rl.GetMaxDispatchesPerSecond(), int(rl.GetMaxBurstSize()), now),
-		wake:   make(chan struct{}, 1),
+		pb:       pb,
+		tasks:    map[string]*task{},
+		attempts: map[string]int64{},
+		bucket:   retry.NewBucket(rl.GetMaxDispatchesPerSecond(), int(rl.GetMaxBurstSize()), now),
+		wake:     make(chan struct{}, 1),
 	}
 }
 
