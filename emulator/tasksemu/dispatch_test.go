@@ -471,3 +471,16 @@ func TestCloseStopsGoroutines(t *testing.T) {
 	// The target's own listener goroutine is the only addition.
 	waitGoroutines(t, before+1)
 }
+
+func TestRetryAfterIgnoredOnOtherStatuses(t *testing.T) {
+	tg := newTarget(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 0 {
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(http.StatusConflict)
+		}
+	})
+	q := createQueue(t, ct, &cloudtaskspb.Queue{RetryConfig: fastRetry(5)}).Name
+	createTask(t, ct, q, httpTask(tg.URL))
+	// A 409's Retry-After is not considered: the retry follows min_backoff (10ms), not 30s.
+	tg.waitDeliveries(t, 2, 10*time.Second)
+}
