@@ -14,10 +14,7 @@ import (
 
 	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -50,10 +47,7 @@ func TestMain(m *testing.M) {
 }
 
 func newClient(ctx context.Context, s *Server) (*cloudtasks.Client, error) {
-	return cloudtasks.NewClient(ctx,
-		option.WithEndpoint(s.Addr()),
-		option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
+	return cloudtasks.NewClient(ctx, s.ClientOptions()...)
 }
 
 func startServer(t *testing.T, opts Options) (*Server, *cloudtasks.Client) {

@@ -23,7 +23,9 @@ import (
 	"time"
 
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"google.golang.org/api/option"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
 	"github.com/spanmart/spanmart/emulator/tasksemu/retry"
@@ -169,6 +171,17 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 
 // Addr is the gRPC endpoint, host:port.
 func (s *Server) Addr() string { return s.grpcLis.Addr().String() }
+
+// ClientOptions point the official client at the emulator:
+//
+//	client, err := cloudtasks.NewClient(ctx, srv.ClientOptions()...)
+func (s *Server) ClientOptions() []option.ClientOption {
+	return []option.ClientOption{
+		option.WithEndpoint(s.Addr()),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+	}
+}
 
 // HTTPAddr is the host:port of the OIDC discovery, JWKS and status endpoints.
 func (s *Server) HTTPAddr() string { return s.httpLis.Addr().String() }
