@@ -153,6 +153,7 @@ func (q *queue) startLocked(s *Server, t *task, now time.Time) {
 			a.email = s.opts.ServiceAccount
 		}
 	}
+	applyHTTPTarget(&a, q.pb.GetHttpTarget(), s.opts.ServiceAccount)
 	t.running = true
 	q.inflight++
 	q.dispatch.Add(1)
@@ -270,11 +271,8 @@ func (q *queue) send(s *Server, a attempt) outcome {
 		return outcome{err: err}
 	}
 	for k, v := range a.headers {
-		switch {
-		case strings.EqualFold(k, "Host"):
-			req.Host = v
-		case strings.EqualFold(k, "Content-Length"):
-		default:
+		// Host and Content-Length are derived from the URL and the body, as in production.
+		if !strings.EqualFold(k, "Host") && !strings.EqualFold(k, "Content-Length") {
 			req.Header[http.CanonicalHeaderKey(k)] = []string{v}
 		}
 	}

@@ -197,6 +197,14 @@ func validateQueue(q *cloudtaskspb.Queue) error {
 	case rc.GetMaxDoublings() < 0:
 		return bad("retry_config.max_doublings must not be negative")
 	}
+	if uo := q.GetHttpTarget().GetUriOverride(); uo != nil {
+		if uo.Host != nil && uo.GetHost() == "" {
+			return bad("http_target.uri_override.host must not be empty")
+		}
+		if uo.GetPort() < 0 || uo.GetPort() > 65535 {
+			return bad("http_target.uri_override.port must be in [0, 65535]")
+		}
+	}
 	return nil
 }
 
