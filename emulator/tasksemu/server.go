@@ -19,13 +19,16 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
 	"github.com/spanmart/spanmart/emulator/tasksemu/retry"
@@ -158,7 +161,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.mu.Unlock()
 
-	s.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(8 << 20))
+	s.grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(8<<20), grpc.ChainUnaryInterceptor(s.durableInterceptor))
 	cloudtaskspb.RegisterCloudTasksServer(s.grpcSrv, &service{s: s})
 	go s.grpcSrv.Serve(s.grpcLis)
 	s.httpSrv = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
@@ -267,6 +270,30 @@ func (s *Server) createConfigured(qc QueueConfig) error {
 	s.queues[qc.Name] = newQueue(pb, time.Now())
 	s.dirtyLocked()
 	return nil
+}
+
+// durableInterceptor makes every successful mutating RPC wait until the data dir holds its
+// change: a task CreateTask acknowledged survives a crash of the emulator, as it survives one
+// of Cloud Tasks (the relay marks events published once CreateTask succeeded).
+func (s *Server) durableInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	if err != nil || s.store == nil || isReadOnlyRPC(info.FullMethod) {
+		return resp, err
+	}
+	select {
+	case werr := <-s.store.durable():
+		if werr != nil {
+			return nil, status.Errorf(codes.Unavailable, "the change could not be saved to the data dir: %v", werr)
+		}
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	return resp, nil
+}
+
+func isReadOnlyRPC(method string) bool {
+	name := method[strings.LastIndex(method, "/")+1:]
+	return strings.HasPrefix(name, "Get") || strings.HasPrefix(name, "List") || name == "TestIamPermissions"
 }
 
 // dirtyLocked tells the store that state changed. s.mu is held.

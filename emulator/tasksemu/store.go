@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
@@ -17,8 +18,13 @@ import (
 // snapshotFile is the name, inside DataDir, of the state written by the store.
 const snapshotFile = "tasks.json"
 
-// flushDelay batches bursts of changes into one write; it bounds what a crash (kill -9) loses.
+// flushDelay batches bursts of background changes (dispatch bookkeeping) into one write.
+// Changes a client was told about are never left to it: every mutating RPC waits for a write
+// that includes its change (see durable), so a crash (kill -9) loses nothing acknowledged.
 const flushDelay = 20 * time.Millisecond
+
+// groupCommitDelay is how long the flusher gathers RPCs waiting for durability into one write.
+const groupCommitDelay = time.Millisecond
 
 // store keeps the emulator's state in DataDir as one JSON snapshot, rewritten atomically
 // (temporary file, fsync, rename) shortly after every change and on Close.
@@ -27,6 +33,50 @@ type store struct {
 	dirty chan struct{} // buffered: one pending signal is enough
 	stop  chan struct{}
 	done  chan struct{} // closed when the flusher has returned; nil until it starts
+
+	mu      sync.Mutex
+	waiters []chan error // RPCs waiting for the next write
+	closed  bool
+}
+
+// durable returns a channel that receives the outcome of the next write, which includes every
+// change made before the call.
+func (st *store) durable() <-chan error {
+	c := make(chan error, 1)
+	st.mu.Lock()
+	if st.closed {
+		st.mu.Unlock()
+		c <- errors.New("the emulator is shutting down")
+		return c
+	}
+	st.waiters = append(st.waiters, c)
+	st.mu.Unlock()
+	st.markDirty()
+	return c
+}
+
+func (st *store) takeWaiters() []chan error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	w := st.waiters
+	st.waiters = nil
+	return w
+}
+
+func (st *store) hasWaiters() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.waiters) > 0
+}
+
+// flush writes the state and tells the waiters registered before it started.
+func (st *store) flush(s *Server) error {
+	w := st.takeWaiters()
+	err := st.write(s)
+	for _, c := range w {
+		c <- err
+	}
+	return err
 }
 
 type snapshot struct {
@@ -121,12 +171,16 @@ func (st *store) startFlusher(s *Server) {
 				return
 			case <-st.dirty:
 			}
+			delay := flushDelay
+			if st.hasWaiters() {
+				delay = groupCommitDelay
+			}
 			select {
 			case <-st.stop:
 				return // close writes the final state
-			case <-time.After(flushDelay):
+			case <-time.After(delay):
 			}
-			if err := st.write(s); err != nil {
+			if err := st.flush(s); err != nil {
 				s.opts.Logf("tasksemu: saving state: %v", err)
 			}
 		}
@@ -139,7 +193,11 @@ func (st *store) close(s *Server) error {
 	if st.done != nil {
 		<-st.done
 	}
-	return st.write(s)
+	err := st.flush(s)
+	st.mu.Lock()
+	st.closed = true
+	st.mu.Unlock()
+	return err
 }
 
 func (st *store) write(s *Server) error {
