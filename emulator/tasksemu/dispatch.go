@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -78,36 +77,23 @@ func (q *queue) dispatchReadyLocked(s *Server, now time.Time) time.Duration {
 		// Resume, UpdateQueue and finished attempts poke the dispatcher.
 		return idleWait
 	}
-	next := idleWait
-	var ready []*task
-	for _, t := range q.tasks {
-		if t.running {
-			continue
-		}
-		if d := t.pb.ScheduleTime.AsTime().Sub(now); d > 0 {
-			next = min(next, d)
-			continue
-		}
-		ready = append(ready, t)
-	}
-	sort.Slice(ready, func(i, j int) bool {
-		a, b := ready[i].pb.ScheduleTime.AsTime(), ready[j].pb.ScheduleTime.AsTime()
-		if !a.Equal(b) {
-			return a.Before(b)
-		}
-		return ready[i].pb.Name < ready[j].pb.Name
-	})
-	for _, t := range ready {
-		if q.inflight >= int(rl.GetMaxConcurrentDispatches()) {
+	for {
+		t := q.nextDueLocked()
+		if t == nil {
 			return idleWait
+		}
+		if d := t.dueAt.Sub(now); d > 0 {
+			return d
+		}
+		if q.inflight >= int(rl.GetMaxConcurrentDispatches()) {
+			return idleWait // a finished attempt pokes the dispatcher
 		}
 		ok, wait := q.bucket.Take(now)
 		if !ok {
-			return min(next, max(wait, time.Millisecond))
+			return max(wait, time.Millisecond)
 		}
 		q.startLocked(s, t, now)
 	}
-	return next
 }
 
 // attempt is what one dispatch needs, copied under the lock.
@@ -180,6 +166,7 @@ func (q *queue) run(s *Server, a attempt) {
 	if q.ctx.Err() != nil {
 		// The queue is being deleted or the server closed: the attempt was cancelled and does not count.
 		t.running = false
+		q.scheduleLocked(t)
 		return
 	}
 	if q.tasks[t.id()] != t {
@@ -226,6 +213,7 @@ func (q *queue) run(s *Server, a attempt) {
 		}
 	}
 	pb.ScheduleTime = timestamppb.New(now.Add(delay))
+	q.scheduleLocked(t)
 	switch {
 	case out.timedOut:
 		t.prevCode, t.prevReason = http.StatusGatewayTimeout, "DEADLINE_EXCEEDED"

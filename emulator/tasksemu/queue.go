@@ -28,6 +28,7 @@ const (
 type queue struct {
 	pb       *cloudtaskspb.Queue // name, rate limits, retry config, state, purge time
 	tasks    map[string]*task    // by short id
+	due      dueHeap             // pending tasks by due time (see due.go)
 	bucket   *retry.Bucket       // safe for concurrent use
 	inflight int
 	attempts map[string]int64 // finished attempts by outcome class (2xx, 4xx, 5xx, timeout, error), for /metrics

@@ -273,7 +273,7 @@ func (sv *service) CreateTask(ctx context.Context, req *cloudtaskspb.CreateTaskR
 		}
 		delete(s.taskTomb, pb.Name)
 	}
-	q.tasks[t.id()] = t
+	q.addLocked(t)
 	q.poke()
 	s.dirtyLocked()
 	return t.view(req.GetResponseView()), nil

@@ -137,7 +137,7 @@ func (st *store) load(s *Server) error {
 				return fmt.Errorf("%s: task: %w", st.path, err)
 			}
 			t := &task{pb: tpb, execs: st2.Execs, prevCode: st2.PrevCode, prevReason: st2.PrevReason}
-			q.tasks[t.id()] = t
+			q.addLocked(t)
 		}
 		s.queues[pb.Name] = q
 	}

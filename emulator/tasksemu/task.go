@@ -33,10 +33,11 @@ var headerNameRE = regexp.MustCompile("^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$")
 type task struct {
 	pb *cloudtaskspb.Task // full view; ScheduleTime is when the next attempt is due
 
-	execs      int32  // attempts answered with a non-5xx response (X-CloudTasks-TaskExecutionCount)
-	prevCode   int    // previous attempt's status code (X-CloudTasks-TaskPreviousResponse), 0 = none
-	prevReason string // why the previous attempt is retried (X-CloudTasks-TaskRetryReason)
-	running    bool   // an attempt is in flight
+	execs      int32     // attempts answered with a non-5xx response (X-CloudTasks-TaskExecutionCount)
+	prevCode   int       // previous attempt's status code (X-CloudTasks-TaskPreviousResponse), 0 = none
+	prevReason string    // why the previous attempt is retried (X-CloudTasks-TaskRetryReason)
+	running    bool      // an attempt is in flight
+	dueAt      time.Time // schedule_time when the task last entered the queue's due heap
 }
 
 func (t *task) id() string { return shortID(t.pb.GetName()) }
