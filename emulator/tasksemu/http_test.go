@@ -2,6 +2,8 @@ package tasksemu
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+
+	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
 )
 
 func getJSON(t *testing.T, url string, v any) {
@@ -137,5 +141,37 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(string(body), want+"\n") {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
+	}
+}
+
+// IssuerURL and SigningKey replace the defaults: tokens carry that issuer and verify with that
+// key, and the discovery document (still served on the HTTP port) names it.
+func TestIssuerAndKeyOptions(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const iss = "https://tasks.example.internal"
+	emu, _ := startServer(t, Options{IssuerURL: iss, SigningKey: key})
+	if emu.Issuer() != iss {
+		t.Errorf("Issuer() = %q, want %q", emu.Issuer(), iss)
+	}
+	var disc struct {
+		Issuer string `json:"issuer"`
+	}
+	getJSON(t, "http://"+emu.HTTPAddr()+"/.well-known/openid-configuration", &disc)
+	if disc.Issuer != iss {
+		t.Errorf("discovery issuer = %q, want %q", disc.Issuer, iss)
+	}
+	tok, err := emu.issuer.Mint("aud", "sa@example.com", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := oidc.NewIssuer(iss, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := verifier.Verify(tok, "aud", time.Now()); err != nil {
+		t.Errorf("token does not verify with the configured key and issuer: %v", err)
 	}
 }

@@ -64,6 +64,13 @@ type Options struct {
 	QueueReuseWindow time.Duration
 	// ServiceAccount is the e-mail in OIDC tokens of tasks that name none.
 	ServiceAccount string
+	// IssuerURL is the "iss" of OIDC tokens; default "http://" + HTTPAddr(), where the
+	// discovery document and JWKS are served. Set it when consumers reach the HTTP port
+	// under another name (a container network, a proxy).
+	IssuerURL string
+	// SigningKey signs OIDC tokens; default: the key in DataDir/oidc-key.pem (created on first
+	// use), or a fresh key per process without a DataDir.
+	SigningKey *rsa.PrivateKey
 	// Logf, if set, receives one line per dispatch and per notable event.
 	Logf func(format string, args ...any)
 }
@@ -112,11 +119,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		queueTomb: map[string]time.Time{},
 		taskTomb:  map[string]time.Time{},
 	}
-	var key *rsa.PrivateKey
+	key := opts.SigningKey
 	var err error
-	if opts.DataDir != "" {
+	switch {
+	case key != nil:
+	case opts.DataDir != "":
 		key, err = oidc.LoadOrCreateKey(filepath.Join(opts.DataDir, "oidc-key.pem"))
-	} else {
+	default:
 		key, err = rsa.GenerateKey(rand.Reader, 2048)
 	}
 	if err != nil {
@@ -190,7 +199,12 @@ func (s *Server) ClientOptions() []option.ClientOption {
 func (s *Server) HTTPAddr() string { return s.httpLis.Addr().String() }
 
 // Issuer is the OIDC issuer URL put in the iss claim of tokens.
-func (s *Server) Issuer() string { return "http://" + s.HTTPAddr() }
+func (s *Server) Issuer() string {
+	if s.opts.IssuerURL != "" {
+		return s.opts.IssuerURL
+	}
+	return "http://" + s.HTTPAddr()
+}
 
 // Close stops the servers and every dispatcher (in-flight requests are cancelled and their
 // tasks stay pending) and, with a DataDir, writes the final state.

@@ -13,13 +13,16 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spanmart/spanmart/emulator/tasksemu"
+	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
 )
 
 // queueFlags collects repeated -queue flags.
@@ -33,8 +36,48 @@ func (q *queueFlags) String() string {
 	return strings.Join(names, ",")
 }
 
-func (q *queueFlags) Set(name string) error {
-	*q = append(*q, tasksemu.QueueConfig{Name: name})
+// Set parses NAME or NAME?setting=value&...: max_dispatches_per_second, max_burst_size,
+// max_concurrent_dispatches, max_attempts, max_retry_duration, min_backoff, max_backoff,
+// max_doublings (durations as Go durations: 100ms, 10s, 1h).
+func (q *queueFlags) Set(v string) error {
+	name, query, _ := strings.Cut(v, "?")
+	qc := tasksemu.QueueConfig{Name: name}
+	settings, err := url.ParseQuery(query)
+	if err != nil {
+		return fmt.Errorf("queue %s: %w", name, err)
+	}
+	for key, vals := range settings {
+		val := vals[len(vals)-1]
+		var err error
+		switch key {
+		case "max_dispatches_per_second":
+			qc.MaxDispatchesPerSecond, err = strconv.ParseFloat(val, 64)
+		case "max_burst_size":
+			qc.MaxBurstSize, err = strconv.Atoi(val)
+		case "max_concurrent_dispatches":
+			qc.MaxConcurrentDispatches, err = strconv.Atoi(val)
+		case "max_attempts":
+			var n int64
+			n, err = strconv.ParseInt(val, 10, 32)
+			qc.Retry.MaxAttempts = int32(n)
+		case "max_doublings":
+			var n int64
+			n, err = strconv.ParseInt(val, 10, 32)
+			qc.Retry.MaxDoublings = int32(n)
+		case "max_retry_duration":
+			qc.Retry.MaxRetryDuration, err = time.ParseDuration(val)
+		case "min_backoff":
+			qc.Retry.MinBackoff, err = time.ParseDuration(val)
+		case "max_backoff":
+			qc.Retry.MaxBackoff, err = time.ParseDuration(val)
+		default:
+			return fmt.Errorf("queue %s: unknown setting %q", name, key)
+		}
+		if err != nil {
+			return fmt.Errorf("queue %s: %s: %w", name, key, err)
+		}
+	}
+	*q = append(*q, qc)
 	return nil
 }
 
@@ -43,18 +86,29 @@ func main() {
 		opts    tasksemu.Options
 		queues  queueFlags
 		verbose bool
+		keyFile string
 	)
 	flag.StringVar(&opts.Host, "host", "127.0.0.1", "interface to listen on")
 	flag.IntVar(&opts.Port, "port", 8123, "gRPC port (0 picks a free one)")
 	flag.IntVar(&opts.HTTPPort, "http-port", 8124, "port of the OIDC discovery/JWKS endpoints and the status page (0 picks a free one)")
 	flag.StringVar(&opts.DataDir, "data-dir", "", "directory that keeps queues, pending tasks and the OIDC key across restarts (default: in memory)")
-	flag.Var(&queues, "queue", "queue to create at start with default settings (repeatable)")
+	flag.Var(&queues, "queue", "queue to create at start: NAME or NAME?max_dispatches_per_second=100&max_attempts=5&min_backoff=100ms... (repeatable)")
+	flag.StringVar(&opts.IssuerURL, "issuer", "", "OIDC issuer URL put in tokens (default http://HOST:HTTP-PORT)")
+	flag.StringVar(&keyFile, "signing-key", "", "PEM file with the RSA key that signs OIDC tokens (created if missing; default DATA-DIR/oidc-key.pem or a fresh key)")
 	flag.DurationVar(&opts.NameReuseWindow, "name-reuse-window", time.Hour, "how long a deleted or executed task's name stays taken")
 	flag.DurationVar(&opts.QueueReuseWindow, "queue-reuse-window", 72*time.Hour, "how long a deleted queue's name cannot be re-created")
 	flag.StringVar(&opts.ServiceAccount, "service-account", tasksemu.DefaultServiceAccount, "default e-mail in OIDC tokens")
 	flag.BoolVar(&verbose, "v", false, "log every dispatch to standard error")
 	flag.Parse()
 	opts.Queues = queues
+	if keyFile != "" {
+		key, err := oidc.LoadOrCreateKey(keyFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tasksemu:", err)
+			os.Exit(2)
+		}
+		opts.SigningKey = key
+	}
 
 	logger := log.New(os.Stderr, "", log.LstdFlags|log.Lmicroseconds)
 	if verbose {

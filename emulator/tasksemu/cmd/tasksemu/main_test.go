@@ -13,9 +13,12 @@ import (
 
 	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/spanmart/spanmart/emulator/tasksemu/retry"
 )
 
 // TestCommand builds the command, waits for its ready line, uses it with the official client
@@ -90,5 +93,28 @@ func TestCommand(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("exit after SIGTERM: %v", err)
+	}
+}
+
+func TestQueueFlag(t *testing.T) {
+	var q queueFlags
+	if err := q.Set("projects/p/locations/l/queues/a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Set("projects/p/locations/l/queues/b?max_dispatches_per_second=100&max_burst_size=10&max_concurrent_dispatches=5&max_attempts=-1&max_retry_duration=1h&min_backoff=10ms&max_backoff=2s&max_doublings=3"); err != nil {
+		t.Fatal(err)
+	}
+	want := queueFlags{
+		{Name: "projects/p/locations/l/queues/a"},
+		{Name: "projects/p/locations/l/queues/b", MaxDispatchesPerSecond: 100, MaxBurstSize: 10, MaxConcurrentDispatches: 5,
+			Retry: retry.Policy{MaxAttempts: -1, MaxRetryDuration: time.Hour, MinBackoff: 10 * time.Millisecond, MaxBackoff: 2 * time.Second, MaxDoublings: 3}},
+	}
+	if diff := cmp.Diff(want, q); diff != "" {
+		t.Errorf("queues (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"q?nope=1", "q?max_attempts=x", "q?min_backoff=5"} {
+		if err := q.Set(bad); err == nil {
+			t.Errorf("Set(%q) succeeded, want an error", bad)
+		}
 	}
 }
