@@ -120,6 +120,17 @@ func aggSQL(fn string, c Call, args ...string) string {
 	return sqlCall(fn, args...)
 }
 
+// unary adapts an aggregate of exactly one argument.
+func unary(f func(c Call, x Arg) (Arg, error)) func(Call) (Arg, error) {
+	return func(c Call) (Arg, error) {
+		x, err := oneArg(c)
+		if err != nil {
+			return Arg{}, err
+		}
+		return f(c, x)
+	}
+}
+
 func oneArg(c Call) (Arg, error) {
 	if len(c.Args) != 1 {
 		return Arg{}, arity(c, "1")
@@ -164,24 +175,16 @@ func init() {
 		c.Distinct = true
 		return aggregates["COUNT"](c)
 	}
-	aggregates["COUNTIF"] = func(c Call) (Arg, error) {
-		x, err := oneArg(c)
-		if err != nil {
-			return Arg{}, err
-		}
+	aggregates["COUNTIF"] = unary(func(c Call, x Arg) (Arg, error) {
 		if err := expectBool("COUNTIF", x); err != nil {
 			return Arg{}, aggNoSignature(c)
 		}
 		// COUNTIF(DISTINCT x) counts distinct TRUE values, so it is 0 or 1, like
 		// COUNT(DISTINCT CASE WHEN x THEN 1 END).
 		return Arg{SQL: aggSQL("COUNT", c, "CASE WHEN "+x.SQL+" THEN 1 END"), Type: tI}, nil
-	}
+	})
 	for _, name := range []string{"SUM", "AVG"} {
-		aggregates[name] = func(c Call) (Arg, error) {
-			x, err := oneArg(c)
-			if err != nil {
-				return Arg{}, err
-			}
+		aggregates[name] = unary(func(c Call, x Arg) (Arg, error) {
 			t := x.Type
 			switch t.Code {
 			case spantype.Unknown:
@@ -198,14 +201,10 @@ func init() {
 			}
 			fn := "spf_" + strings.ToLower(name) + "_" + strings.ToLower(t.String())
 			return Arg{SQL: aggSQL(fn, c, x.SQL), Type: ret}, nil
-		}
+		})
 	}
 	for _, name := range []string{"MIN", "MAX"} {
-		aggregates[name] = func(c Call) (Arg, error) {
-			x, err := oneArg(c)
-			if err != nil {
-				return Arg{}, err
-			}
+		aggregates[name] = unary(func(c Call, x Arg) (Arg, error) {
 			switch x.Type.Code {
 			case spantype.Float64, spantype.Float32, spantype.Numeric:
 				fn := "spf_" + strings.ToLower(name) + "_" + strings.ToLower(stripLength(x.Type).String())
@@ -220,63 +219,43 @@ func init() {
 			// SQLite's min/max order INTEGER, TEXT and BLOB values exactly as GoogleSQL orders
 			// INT64, BOOL, STRING, BYTES, DATE and TIMESTAMP in their storage forms.
 			return Arg{SQL: aggSQL(name, c, x.SQL), Type: x.Type}, nil
-		}
+		})
 	}
 	for _, name := range []string{"LOGICAL_AND", "LOGICAL_OR"} {
 		sqlName := map[string]string{"LOGICAL_AND": "MIN", "LOGICAL_OR": "MAX"}[name]
-		aggregates[name] = func(c Call) (Arg, error) {
-			x, err := oneArg(c)
-			if err != nil {
-				return Arg{}, err
-			}
+		aggregates[name] = unary(func(c Call, x Arg) (Arg, error) {
 			if err := expectBool(c.Name, x); err != nil {
 				return Arg{}, aggNoSignature(c)
 			}
 			// On 0/1 values, MIN is AND and MAX is OR, both skipping NULLs.
 			return Arg{SQL: aggSQL(sqlName, c, x.SQL), Type: tB}, nil
-		}
+		})
 	}
 	for _, name := range []string{"STDDEV", "STDDEV_SAMP", "VARIANCE", "VAR_SAMP"} {
 		fn := "spf_var_samp"
 		if strings.HasPrefix(name, "STDDEV") {
 			fn = "spf_stddev_samp"
 		}
-		aggregates[name] = func(c Call) (Arg, error) {
-			x, err := oneArg(c)
-			if err != nil {
-				return Arg{}, err
-			}
+		aggregates[name] = unary(func(c Call, x Arg) (Arg, error) {
 			if !isNumOrNull(x.Type) {
 				return Arg{}, aggNoSignature(c)
 			}
 			return Arg{SQL: aggSQL(fn, c, x.SQL), Type: tF}, nil
-		}
+		})
 	}
-	aggregates["ANY_VALUE"] = func(c Call) (Arg, error) {
-		x, err := oneArg(c)
-		if err != nil {
-			return Arg{}, err
-		}
+	aggregates["ANY_VALUE"] = unary(func(c Call, x Arg) (Arg, error) {
 		return Arg{SQL: aggSQL("spf_any_value", c, x.SQL), Type: x.Type}, nil
-	}
+	})
 	for _, name := range []string{"BIT_AND", "BIT_OR", "BIT_XOR"} {
 		fn := "spf_" + strings.ToLower(name)
-		aggregates[name] = func(c Call) (Arg, error) {
-			x, err := oneArg(c)
-			if err != nil {
-				return Arg{}, err
-			}
+		aggregates[name] = unary(func(c Call, x Arg) (Arg, error) {
 			if !isIntLike(x.Type) {
 				return Arg{}, aggNoSignature(c)
 			}
 			return Arg{SQL: aggSQL(fn, c, x.SQL), Type: tI}, nil
-		}
+		})
 	}
-	aggregates["ARRAY_AGG"] = func(c Call) (Arg, error) {
-		x, err := oneArg(c)
-		if err != nil {
-			return Arg{}, err
-		}
+	aggregates["ARRAY_AGG"] = unary(func(c Call, x Arg) (Arg, error) {
 		if x.Type.Code == spantype.Array {
 			return Arg{}, errorf("ARRAY_AGG does not support arguments of type %s: arrays of arrays are not allowed", x.Type)
 		}
@@ -294,12 +273,8 @@ func init() {
 			t = tI
 		}
 		return Arg{SQL: aggSQL("spf_array_agg", c, sqlCall(elem, x.SQL, tagSQL(t))), Type: spantype.ArrayOf(t)}, nil
-	}
-	aggregates["ARRAY_CONCAT_AGG"] = func(c Call) (Arg, error) {
-		x, err := oneArg(c)
-		if err != nil {
-			return Arg{}, err
-		}
+	})
+	aggregates["ARRAY_CONCAT_AGG"] = unary(func(c Call, x Arg) (Arg, error) {
 		t := x.Type
 		switch t.Code {
 		case spantype.Unknown:
@@ -312,7 +287,7 @@ func init() {
 			return Arg{}, errorf("ARRAY_CONCAT_AGG does not support DISTINCT")
 		}
 		return Arg{SQL: aggSQL("spf_array_concat_agg", c, x.SQL), Type: t}, nil
-	}
+	})
 	aggregates["STRING_AGG"] = func(c Call) (Arg, error) {
 		if len(c.Args) != 1 && len(c.Args) != 2 {
 			return Arg{}, arity(c, "1 or 2")
