@@ -98,6 +98,20 @@ func (sv *service) GetQueue(ctx context.Context, req *cloudtaskspb.GetQueueReque
 }
 
 // pageToken encodes the last name returned; the next page starts after it.
+// page returns, in key order, the items of the first n keys (all keys past the previous page)
+// and the token of the next page ("" when these are the last).
+func page[T any](keys []string, n int, item func(key string) T) ([]T, string) {
+	sort.Strings(keys)
+	var out []T
+	for i, k := range keys {
+		if i == n {
+			return out, pageToken(keys[i-1])
+		}
+		out = append(out, item(k))
+	}
+	return out, ""
+}
+
 func pageToken(last string) string { return base64.RawURLEncoding.EncodeToString([]byte(last)) }
 
 func parsePage(size int32, token string) (int, string, error) {
@@ -142,15 +156,8 @@ func (sv *service) ListQueues(ctx context.Context, req *cloudtaskspb.ListQueuesR
 			names = append(names, name)
 		}
 	}
-	sort.Strings(names)
 	resp := &cloudtaskspb.ListQueuesResponse{}
-	for i, name := range names {
-		if i == n {
-			resp.NextPageToken = pageToken(names[i-1])
-			break
-		}
-		resp.Queues = append(resp.Queues, s.queues[name].view())
-	}
+	resp.Queues, resp.NextPageToken = page(names, n, func(name string) *cloudtaskspb.Queue { return s.queues[name].view() })
 	return resp, nil
 }
 
@@ -325,15 +332,8 @@ func (sv *service) ListTasks(ctx context.Context, req *cloudtaskspb.ListTasksReq
 			ids = append(ids, id)
 		}
 	}
-	sort.Strings(ids)
 	resp := &cloudtaskspb.ListTasksResponse{}
-	for i, id := range ids {
-		if i == n {
-			resp.NextPageToken = pageToken(ids[i-1])
-			break
-		}
-		resp.Tasks = append(resp.Tasks, q.tasks[id].view(req.GetResponseView()))
-	}
+	resp.Tasks, resp.NextPageToken = page(ids, n, func(id string) *cloudtaskspb.Task { return q.tasks[id].view(req.GetResponseView()) })
 	return resp, nil
 }
 
