@@ -110,6 +110,19 @@ func (c *compiler) compileThenReturn(tr *ast.ThenReturn, sc *scope) error {
 	return nil
 }
 
+// dmlValue translates a value written into a column: an expression, or exactly
+// PENDING_COMMIT_TIMESTAMP().
+func (c *compiler) dmlValue(e ast.Expr, sc *scope) (Arg, error) {
+	if call, ok := e.(*ast.CallExpr); ok && len(call.Func.Idents) == 1 &&
+		strings.EqualFold(call.Func.Idents[0].Name, "PENDING_COMMIT_TIMESTAMP") {
+		if len(call.Args) != 0 {
+			return Arg{}, invalidf("PENDING_COMMIT_TIMESTAMP takes no arguments")
+		}
+		return Arg{SQL: pendingCommitTimestampSQL, Type: spantype.TTimestamp}, nil
+	}
+	return c.compileExpr(e, sc)
+}
+
 // checkAssignable validates a value written to a column and records pending commit timestamps.
 func (c *compiler) checkAssignable(t *catalog.Table, col *catalog.Column, v Arg) (Arg, error) {
 	if col.Generated != nil {
@@ -209,7 +222,7 @@ func (c *compiler) compileInsert(x *ast.Insert) (string, error) {
 					vals[i] = defaultSQL(cols[i])
 					continue
 				}
-				v, err := c.compileExpr(de.Expr, &scope{})
+				v, err := c.dmlValue(de.Expr, &scope{})
 				if err != nil {
 					return "", err
 				}
@@ -331,7 +344,7 @@ func (c *compiler) compileUpdate(x *ast.Update) (string, error) {
 		if item.DefaultExpr.Default {
 			v = Arg{SQL: defaultSQL(col), Type: col.Type}
 		} else {
-			if v, err = c.compileExpr(item.DefaultExpr.Expr, sc); err != nil {
+			if v, err = c.dmlValue(item.DefaultExpr.Expr, sc); err != nil {
 				return "", err
 			}
 			if v, err = c.checkAssignable(t, col, v); err != nil {

@@ -657,10 +657,9 @@ func (c *compiler) compileCall(x *ast.CallExpr, sc *scope) (Arg, error) {
 	}
 	name := strings.ToUpper(strings.Join(names, "."))
 	if name == "PENDING_COMMIT_TIMESTAMP" {
-		if len(x.Args) != 0 {
-			return Arg{}, invalidf("PENDING_COMMIT_TIMESTAMP takes no arguments")
-		}
-		return Arg{SQL: pendingCommitTimestampSQL, Type: spantype.TTimestamp}, nil
+		// Only the value written into a column may be PENDING_COMMIT_TIMESTAMP() (see
+		// dmlValue); anywhere else the commit timestamp is not known yet.
+		return Arg{}, invalidf("The PENDING_COMMIT_TIMESTAMP() function may only be used as a value for INSERT or UPDATE of an appropriately typed column. It cannot be used in SELECT, or as the input to any other scalar expression.")
 	}
 	if c.now != nil && len(x.Args) == 0 {
 		// CURRENT_TIMESTAMP is one value for the whole statement.

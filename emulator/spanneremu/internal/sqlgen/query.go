@@ -318,7 +318,14 @@ func (c *compiler) compileSelect(sel *ast.Select, outer *scope, ob *ast.OrderBy,
 		b.WriteString(" GROUP BY " + strings.Join(gs, ", "))
 	}
 	if sel.Having != nil {
-		h, err := c.compileCondition(sel.Having.Expr, sc, "HAVING")
+		// HAVING sees the FROM columns and, after them, the select-list aliases.
+		hsc := &scope{parent: sc.parent, vars: sc.vars, cols: append([]scopeCol(nil), sc.cols...)}
+		for _, it := range items {
+			if it.name != "" {
+				hsc.cols = append(hsc.cols, scopeCol{name: it.name, typ: it.arg.Type, sql: it.arg.SQL})
+			}
+		}
+		h, err := c.compileCondition(sel.Having.Expr, hsc, "HAVING")
 		if err != nil {
 			return nil, err
 		}
