@@ -183,8 +183,8 @@ func validateQueue(q *cloudtaskspb.Queue) error {
 		return status.Errorf(codes.InvalidArgument, format, args...)
 	}
 	switch {
-	case rl.GetMaxDispatchesPerSecond() <= 0 || rl.GetMaxDispatchesPerSecond() > maxRate:
-		return bad("rate_limits.max_dispatches_per_second must be in (0, %v], got %v", maxRate, rl.GetMaxDispatchesPerSecond())
+	case rl.GetMaxDispatchesPerSecond() <= 0:
+		return bad("rate_limits.max_dispatches_per_second must be positive, got %v", rl.GetMaxDispatchesPerSecond())
 	case rl.GetMaxConcurrentDispatches() < 1 || rl.GetMaxConcurrentDispatches() > maxConcurrency:
 		return bad("rate_limits.max_concurrent_dispatches must be in [1, %d], got %d", maxConcurrency, rl.GetMaxConcurrentDispatches())
 	case rc.GetMaxAttempts() < -1:

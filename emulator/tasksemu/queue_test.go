@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
@@ -236,5 +237,23 @@ func TestListQueuesPaginates(t *testing.T) {
 	q, err := c.ListQueues(ctx, &cloudtaskspb.ListQueuesRequest{Parent: loc, Filter: "state: PAUSED"}).Next()
 	if err != nil || q.Name != want[3] {
 		t.Errorf("filtered ListQueues = %v, %v; want %s", q, err, want[3])
+	}
+}
+
+// MaxDispatchRate lifts production's 500/s cap for load tests; the default server keeps it.
+func TestMaxDispatchRateOption(t *testing.T) {
+	_, c := startServer(t, Options{MaxDispatchRate: 5000})
+	q := &cloudtaskspb.Queue{Name: uniqueQueue(t), RateLimits: &cloudtaskspb.RateLimits{MaxDispatchesPerSecond: 2000}}
+	got, err := c.CreateQueue(context.Background(), &cloudtaskspb.CreateQueueRequest{Parent: loc, Queue: q})
+	if err != nil {
+		t.Fatalf("CreateQueue at 2000/s with the cap lifted: %v", err)
+	}
+	if r := got.GetRateLimits().GetMaxDispatchesPerSecond(); r != 2000 {
+		t.Errorf("max_dispatches_per_second = %v, want 2000", r)
+	}
+	q.RateLimits.MaxDispatchesPerSecond = 5001
+	_, err = c.UpdateQueue(context.Background(), &cloudtaskspb.UpdateQueueRequest{Queue: q})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("UpdateQueue above the lifted cap: got %v, want INVALID_ARGUMENT", err)
 	}
 }

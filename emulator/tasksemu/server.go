@@ -64,6 +64,9 @@ type Options struct {
 	QueueReuseWindow time.Duration
 	// ServiceAccount is the e-mail in OIDC tokens of tasks that name none.
 	ServiceAccount string
+	// MaxDispatchRate is the highest max_dispatches_per_second a queue may be given: 500, as in
+	// production, unless raised (for load tests of a single queue).
+	MaxDispatchRate float64
 	// IssuerURL is the "iss" of OIDC tokens; default "http://" + HTTPAddr(), where the
 	// discovery document and JWKS are served. Set it when consumers reach the HTTP port
 	// under another name (a container network, a proxy).
@@ -273,7 +276,7 @@ func (s *Server) createConfigured(qc QueueConfig) error {
 			rc.MaxDoublings = p.MaxDoublings
 		}
 	}
-	if err := validateQueue(pb); err != nil {
+	if err := s.validateQueue(pb); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -283,6 +286,21 @@ func (s *Server) createConfigured(qc QueueConfig) error {
 	}
 	s.queues[qc.Name] = newQueue(pb, time.Now())
 	s.dirtyLocked()
+	return nil
+}
+
+// validateQueue checks a queue's settings, including the rate cap of this server.
+func (s *Server) validateQueue(q *cloudtaskspb.Queue) error {
+	if err := validateQueue(q); err != nil {
+		return err
+	}
+	limit := s.opts.MaxDispatchRate
+	if limit <= 0 {
+		limit = maxRate
+	}
+	if r := q.GetRateLimits().GetMaxDispatchesPerSecond(); r > limit {
+		return status.Errorf(codes.InvalidArgument, "rate_limits.max_dispatches_per_second must be in (0, %v], got %v", limit, r)
+	}
 	return nil
 }
 

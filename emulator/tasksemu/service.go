@@ -63,6 +63,9 @@ func (s *Server) createQueue(in *cloudtaskspb.Queue) (*cloudtaskspb.Queue, error
 	if err := applyQueue(pb, in, allQueueFields); err != nil {
 		return nil, err
 	}
+	if err := s.validateQueue(pb); err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -186,6 +189,9 @@ func (sv *service) UpdateQueue(ctx context.Context, req *cloudtaskspb.UpdateQueu
 	}
 	pb := proto.Clone(q.pb).(*cloudtaskspb.Queue)
 	if err := applyQueue(pb, in, paths); err != nil {
+		return nil, err
+	}
+	if err := sv.s.validateQueue(pb); err != nil {
 		return nil, err
 	}
 	q.pb = pb

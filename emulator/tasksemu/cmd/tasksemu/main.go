@@ -93,6 +93,7 @@ func main() {
 	flag.IntVar(&opts.HTTPPort, "http-port", 8124, "port of the OIDC discovery/JWKS endpoints and the status page (0 picks a free one)")
 	flag.StringVar(&opts.DataDir, "data-dir", "", "directory that keeps queues, pending tasks and the OIDC key across restarts (default: in memory)")
 	flag.Var(&queues, "queue", "queue to create at start: NAME or NAME?max_dispatches_per_second=100&max_attempts=5&min_backoff=100ms... (repeatable)")
+	flag.Float64Var(&opts.MaxDispatchRate, "max-dispatch-rate", 500, "highest max_dispatches_per_second a queue may be given (production: 500)")
 	flag.StringVar(&opts.IssuerURL, "issuer", "", "OIDC issuer URL put in tokens (default http://HOST:HTTP-PORT)")
 	flag.StringVar(&keyFile, "signing-key", "", "PEM file with the RSA key that signs OIDC tokens (created if missing; default DATA-DIR/oidc-key.pem or a fresh key)")
 	flag.DurationVar(&opts.NameReuseWindow, "name-reuse-window", time.Hour, "how long a deleted or executed task's name stays taken")
