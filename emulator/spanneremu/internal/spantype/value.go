@@ -756,7 +756,7 @@ func FromStorage(t Type, s any) (*structpb.Value, error) {
 			return structpb.NewStringValue(base64.StdEncoding.EncodeToString([]byte(x))), nil
 		}
 	case Timestamp:
-		str := toStr(s)
+		str := StorageString(s)
 		if str == PendingCommitTimestamp {
 			return nil, ErrPendingCommitTimestamp
 		}
@@ -766,9 +766,9 @@ func FromStorage(t Type, s any) (*structpb.Value, error) {
 		}
 		return structpb.NewStringValue(FormatWireTimestamp(ts)), nil
 	case Numeric, String, Date, JSON, UUID:
-		return structpb.NewStringValue(toStr(s)), nil
+		return structpb.NewStringValue(StorageString(s)), nil
 	case Array, Struct:
-		elems, err := DecodeArray(t, toStr(s))
+		elems, err := DecodeArray(t, StorageString(s))
 		if err != nil {
 			return nil, err
 		}
@@ -812,7 +812,9 @@ func toInt(s any) int64 {
 	return 0
 }
 
-func toStr(s any) string {
+// StorageString renders a storage value as text (the storage form of STRING-like types, or the
+// decimal form of a number).
+func StorageString(s any) string {
 	switch x := s.(type) {
 	case string:
 		return x

@@ -211,19 +211,7 @@ func asFloat(v driver.Value) (float64, error) {
 	return 0, internalErr("expected a FLOAT64 value, got %v", describe(v))
 }
 
-func asString(v driver.Value) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case []byte:
-		return string(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	}
-	return fmt.Sprint(v)
-}
+func asString(v driver.Value) string { return spantype.StorageString(v) }
 
 func asBytes(v driver.Value) []byte {
 	switch x := v.(type) {
