@@ -129,9 +129,6 @@ func openDB(e *Engine, name, path string, create bool) (*DB, error) {
 // Schema returns the current schema.
 func (db *DB) Schema() *catalog.Schema { return db.schema.Load() }
 
-// Name returns the database's resource name.
-func (db *DB) Name() string { return db.name }
-
 func (db *DB) close() {
 	db.mu.Lock()
 	if db.closed {

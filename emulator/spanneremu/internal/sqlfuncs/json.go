@@ -157,68 +157,58 @@ func pathOf(a []driver.Value) string {
 	return "$"
 }
 
+// defJSONAt registers the Go function name(json[, path]): it finds the value at the JSONPath
+// and renders it; a missing value, or one render rejects, is NULL.
+func defJSONAt(name string, render func(v any) (driver.Value, bool)) {
+	defStrict(name, -1, func(a []driver.Value) (driver.Value, error) {
+		doc, err := docArg(a[0])
+		if err != nil {
+			return nil, err
+		}
+		v, ok, err := jsonAt(doc, pathOf(a))
+		if err != nil || !ok {
+			return nil, err
+		}
+		out, ok := render(v)
+		if !ok {
+			return nil, nil
+		}
+		return out, nil
+	})
+}
+
 func init() {
 	defFunc("JSON_VALUE", jsonFuncSig("spf_json_value", tS, tS)...)
-	defStrict("spf_json_value", -1, func(a []driver.Value) (driver.Value, error) {
-		doc, err := docArg(a[0])
-		if err != nil {
-			return nil, err
-		}
-		v, ok, err := jsonAt(doc, pathOf(a))
-		if err != nil || !ok {
-			return nil, err
-		}
-		return jsonScalarString(v), nil
-	})
+	defJSONAt("spf_json_value", func(v any) (driver.Value, bool) { return jsonScalarString(v), true })
 	defFunc("JSON_QUERY", jsonFuncSig("spf_json_query", tJ, tS)...)
-	defStrict("spf_json_query", -1, func(a []driver.Value) (driver.Value, error) {
-		doc, err := docArg(a[0])
-		if err != nil {
-			return nil, err
-		}
-		v, ok, err := jsonAt(doc, pathOf(a))
-		if err != nil || !ok {
-			return nil, err
-		}
-		return jsonText(v), nil
-	})
+	defJSONAt("spf_json_query", func(v any) (driver.Value, bool) { return jsonText(v), true })
 	defFunc("JSON_VALUE_ARRAY", jsonFuncSig("spf_json_value_array", tAS, tAS)...)
-	defStrict("spf_json_value_array", -1, func(a []driver.Value) (driver.Value, error) {
-		doc, err := docArg(a[0])
-		if err != nil {
-			return nil, err
-		}
-		v, ok, err := jsonAt(doc, pathOf(a))
+	defJSONAt("spf_json_value_array", func(v any) (driver.Value, bool) {
 		arr, isArr := v.([]any)
-		if err != nil || !ok || !isArr {
-			return nil, err
+		if !isArr {
+			return nil, false
 		}
 		out := make([]any, len(arr))
 		for i, e := range arr {
 			switch e.(type) {
 			case map[string]any, []any:
-				return nil, nil
+				return nil, false
 			}
 			out[i] = jsonScalarString(e)
 		}
-		return encodeArray(tS, out), nil
+		return encodeArray(tS, out), true
 	})
 	defFunc("JSON_QUERY_ARRAY", jsonFuncSig("spf_json_query_array", spantype.ArrayOf(tJ), tAS)...)
-	defStrict("spf_json_query_array", -1, func(a []driver.Value) (driver.Value, error) {
-		doc, err := docArg(a[0])
-		if err != nil {
-			return nil, err
-		}
-		v, ok, err := jsonAt(doc, pathOf(a))
+	defJSONAt("spf_json_query_array", func(v any) (driver.Value, bool) {
 		arr, isArr := v.([]any)
-		if err != nil || !ok || !isArr {
-			return nil, err
+		if !isArr {
+			return nil, false
 		}
 		out := make([]any, len(arr))
 		for i, e := range arr {
 			out[i] = jsonText(e)
 		}
-		return encodeArray(tS, out), nil
+		return encodeArray(tS, out), true
 	})
 	defFunc("PARSE_JSON", sig(tJ, func(a []Arg) string { return sqlCall("spf_parse_json", a[0].SQL) }, tS))
 	defStrict("spf_parse_json", 1, func(a []driver.Value) (driver.Value, error) {
