@@ -36,6 +36,33 @@ func (r *Runner) Apply(ctx context.Context, migs []Migration) ([]Migration, erro
 	if err := r.ensureTable(ctx); err != nil {
 		return nil, err
 	}
+	todo, err := r.plan(ctx, migs)
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range todo {
+		if err := r.applyOne(ctx, m); err != nil {
+			return todo[:i], err
+		}
+	}
+	return todo, nil
+}
+
+// Pending returns the migrations Apply would apply, changing nothing.
+func (r *Runner) Pending(ctx context.Context, migs []Migration) ([]Migration, error) {
+	exists, err := r.tableExists(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return migs, nil
+	}
+	return r.plan(ctx, migs)
+}
+
+// plan compares the files with SchemaMigrations and returns what is left to apply, or an error
+// when the two disagree in a way only a person should resolve.
+func (r *Runner) plan(ctx context.Context, migs []Migration) ([]Migration, error) {
 	done, err := r.recorded(ctx)
 	if err != nil {
 		return nil, err
@@ -64,14 +91,11 @@ func (r *Runner) Apply(ctx context.Context, migs []Migration) ([]Migration, erro
 		}
 	}
 	// Applying out of order would give a database no file sequence describes.
-	for i, m := range todo {
+	for _, m := range todo {
 		for _, later := range migs {
 			if later.Stream == m.Stream && later.Version > m.Version && done[streamVersion(later.Stream, later.Version)].checksum != "" {
 				return nil, fmt.Errorf("database %s: %s is not applied but the later %s is; migrations must be added at the end of a stream", r.Database, m, later)
 			}
-		}
-		if err := r.applyOne(ctx, m); err != nil {
-			return todo[:i], err
 		}
 	}
 	return todo, nil
