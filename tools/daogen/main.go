@@ -1,0 +1,59 @@
+// Command daogen generates the typed Spanner data access packages of gen/dao from the migrations
+// of every database listed in pkg/dbschema. It is run by go generate (see gen/dao/doc.go):
+//
+//	go run ./tools/daogen -out gen/dao            # from the repository root
+//	go generate ./gen/dao/...                     # the same, through the directive
+//
+// Output is deterministic, so running it again is a no-op; files of dropped tables are removed.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spanmart/spanmart/tools/daogen/generator"
+)
+
+func main() {
+	out := flag.String("out", "gen/dao", "directory of the generated packages (one subdirectory <db>db per database)")
+	dbs := flag.String("db", "", "comma-separated databases to generate (default: all of pkg/dbschema)")
+	flag.Parse()
+	if err := run(*out, *dbs); err != nil {
+		fmt.Fprintln(os.Stderr, "daogen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(out, dbs string) error {
+	var only []string
+	if dbs != "" {
+		only = strings.Split(dbs, ",")
+	}
+	files, err := generator.GenerateAll(only...)
+	if err != nil {
+		return err
+	}
+	byPkg := map[string]map[string][]byte{}
+	for name, src := range files {
+		pkg, file, _ := strings.Cut(name, "/")
+		if byPkg[pkg] == nil {
+			byPkg[pkg] = map[string][]byte{}
+		}
+		byPkg[pkg][file] = src
+	}
+	pkgs := make([]string, 0, len(byPkg))
+	for p := range byPkg {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	for _, p := range pkgs {
+		if err := generator.Write(filepath.Join(out, p), byPkg[p]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
