@@ -1,0 +1,89 @@
+package platform
+
+import (
+	"fmt"
+	"net"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// DefaultMaxBodyBytes is the request body limit when MAX_BODY_BYTES is unset.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Config is the part of a binary's configuration every Spanmart binary shares.
+type Config struct {
+	Service      string // K_SERVICE (set by Cloud Run), else the binary's own name
+	Version      string // K_REVISION (set by Cloud Run), else the module version, else "dev"
+	Port         int    // PORT, default 8080; 0 picks a free port
+	LogLevel     string // LOG_LEVEL: debug, info, warn or error
+	Project      string // GOOGLE_CLOUD_PROJECT, else the project of the service's database
+	MaxBodyBytes int64  // MAX_BODY_BYTES, default 1 MiB
+
+	// Listener, when set, is used instead of listening on Port. Tests pass one; it never comes
+	// from the environment.
+	Listener net.Listener
+}
+
+// LoadConfig reads the shared variables. service is the binary's name and defaultProject the
+// project of its (first) database, used for trace ids when GOOGLE_CLOUD_PROJECT is unset.
+func LoadConfig(env *Env, service, defaultProject string) Config {
+	return Config{
+		Service:      env.String("K_SERVICE", service),
+		Version:      env.String("K_REVISION", buildVersion()),
+		Port:         env.Int("PORT", 8080, 0, 65535),
+		LogLevel:     env.Enum("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		Project:      env.String("GOOGLE_CLOUD_PROJECT", defaultProject),
+		MaxBodyBytes: env.Int64("MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, 1<<40),
+	}
+}
+
+// LogOptions returns the logger settings of c.
+func (c Config) LogOptions() LogOptions {
+	return LogOptions{Service: c.Service, Version: c.Version, Level: c.LogLevel}
+}
+
+// ServerOptions returns the server settings of c with log as the base logger.
+func (c Config) ServerOptions(log *zap.Logger) ServerOptions {
+	return ServerOptions{
+		Service:      c.Service,
+		Version:      c.Version,
+		Project:      c.Project,
+		MaxBodyBytes: c.MaxBodyBytes,
+		Logger:       log,
+	}
+}
+
+// Listen returns c.Listener or a new listener on c.Port (all interfaces, as Cloud Run expects).
+func (c Config) Listen() (net.Listener, error) {
+	if c.Listener != nil {
+		return c.Listener, nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(c.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("listen on port %d: %w", c.Port, err)
+	}
+	return ln, nil
+}
+
+// ShutdownBudget is how long a graceful shutdown may take: Cloud Run sends SIGKILL 10 s after
+// SIGTERM, and closing the Spanner clients needs the rest.
+const ShutdownBudget = 8 * time.Second
+
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return s.Value[:12]
+		}
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	return "dev"
+}

@@ -1,0 +1,209 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+)
+
+// ServerOptions configures NewServer. Config.ServerOptions fills it from the environment.
+type ServerOptions struct {
+	Service      string
+	Version      string
+	Project      string // for trace ids in logs
+	Logger       *zap.Logger
+	MaxBodyBytes int64 // 0 means DefaultMaxBodyBytes
+
+	// ShutdownTimeout bounds the graceful shutdown; 0 means ShutdownBudget.
+	ShutdownTimeout time.Duration
+	// CheckTimeout bounds each readiness check; 0 means 2 s (probes time out soon after).
+	CheckTimeout time.Duration
+	// ErrorMapper maps the service's domain errors to statuses (see MapErrors).
+	ErrorMapper ErrorMapper
+}
+
+// Check is one readiness dependency.
+type Check struct {
+	Name string
+	Func func(ctx context.Context) error
+}
+
+// Server is an echo instance with Spanmart's middleware, error handler and operational
+// endpoints (/healthz, /readyz, /metrics). Register routes on Echo, metrics on Registry.
+type Server struct {
+	Echo     *echo.Echo
+	Registry *prometheus.Registry
+
+	opts     ServerOptions
+	log      *zap.Logger
+	metrics  *httpMetrics
+	mu       sync.Mutex
+	checks   []Check
+	draining atomic.Bool
+}
+
+// Paths of the operational endpoints. Their successful requests are logged at debug level only:
+// probes would otherwise drown the access log.
+const (
+	PathHealthz = "/healthz"
+	PathReadyz  = "/readyz"
+	PathMetrics = "/metrics"
+)
+
+// NewServer returns a server with the operational endpoints registered.
+func NewServer(o ServerOptions) *Server {
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = ShutdownBudget
+	}
+	if o.CheckTimeout <= 0 {
+		o.CheckTimeout = 2 * time.Second
+	}
+	s := &Server{
+		Echo:     echo.New(),
+		Registry: prometheus.NewRegistry(),
+		opts:     o,
+		log:      o.Logger,
+	}
+	s.metrics = newHTTPMetrics(s.Registry)
+	e := s.Echo
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(s.observe, s.recoverPanics, s.limitBody)
+	e.GET(PathHealthz, s.healthz)
+	e.GET(PathReadyz, s.readyz)
+	e.GET(PathMetrics, echo.WrapHandler(promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry})))
+	return s
+}
+
+// AddCheck adds a readiness dependency.
+func (s *Server) AddCheck(c Check) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checks = append(s.checks, c)
+}
+
+// Run listens as cfg says and serves until ctx is done, then shuts down gracefully.
+func (s *Server) Run(ctx context.Context, cfg Config) error {
+	ln, err := cfg.Listen()
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx is done. Then it fails /readyz, stops accepting connections and
+// waits for in-flight requests for at most ShutdownTimeout before closing the rest. It returns nil
+// after a clean shutdown.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.Echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	s.log.Info("shutting down", zap.Duration("budget", s.opts.ShutdownTimeout))
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		hs.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	if s.draining.Load() {
+		return NewProblem(http.StatusServiceUnavailable, "shutting down")
+	}
+	s.mu.Lock()
+	checks := append([]Check(nil), s.checks...)
+	s.mu.Unlock()
+
+	results := make([]error, len(checks))
+	var wg sync.WaitGroup
+	for i, ch := range checks {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(c.Request().Context(), s.opts.CheckTimeout)
+			defer cancel()
+			results[i] = ch.Func(ctx)
+		})
+	}
+	wg.Wait()
+
+	status := map[string]string{}
+	var failed []string
+	for i, ch := range checks {
+		if err := results[i]; err != nil {
+			status[ch.Name] = err.Error()
+			failed = append(failed, ch.Name)
+			continue
+		}
+		status[ch.Name] = "ok"
+	}
+	if len(failed) > 0 {
+		sort.Strings(failed)
+		p := NewProblem(http.StatusServiceUnavailable, "not ready: "+strings.Join(failed, ", "))
+		p.Extensions = map[string]any{"checks": status}
+		return p
+	}
+	return c.JSON(http.StatusOK, map[string]any{"status": "ok", "checks": status})
+}
+
+// handleError is the one echo HTTPErrorHandler: every error becomes problem+json.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		Logger(c.Request().Context()).Warn("error after response was committed", zap.Error(err))
+		return
+	}
+	p := problemFor(err, s.opts.ErrorMapper)
+	p.Instance = c.Request().URL.Path
+	if id := RequestID(c.Request().Context()); id != "" {
+		if p.Extensions == nil {
+			p.Extensions = map[string]any{}
+		}
+		p.Extensions["request_id"] = id
+	}
+	c.Set(ctxKeyError, err)
+	if c.Request().Method == http.MethodHead {
+		c.NoContent(p.Status)
+		return
+	}
+	c.Response().Header().Set(echo.HeaderContentType, ContentTypeProblem)
+	if werr := c.JSON(p.Status, p); werr != nil {
+		Logger(c.Request().Context()).Warn("write problem response", zap.Error(werr))
+	}
+}
