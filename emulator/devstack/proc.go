@@ -1,0 +1,165 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// A proc is one child process: an emulator or a service.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	tail *tail
+
+	// ready is closed when the process prints its ready line (emulators only).
+	ready     chan struct{}
+	readyOnce sync.Once
+	// done is closed when the process has exited and its output is flushed; err is then its exit
+	// status.
+	done chan struct{}
+	err  error
+	// stopping is set before the devstack stops the process, so its exit is not reported as a crash.
+	stopping bool
+	mu       sync.Mutex
+}
+
+// procSpec says how to run a child.
+type procSpec struct {
+	name string
+	bin  string
+	args []string
+	env  []string // added to (and overriding) the devstack's own environment
+	// readyPrefix, if set, is the start of the line the process prints once it serves.
+	readyPrefix string
+}
+
+// exited reports whether the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// exitError describes how the process ended, with its last lines of output.
+func (p *proc) exitError() error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s exited unexpectedly (%v)", p.name, p.err)
+	if lines := p.tail.get(); len(lines) > 0 {
+		fmt.Fprintf(&b, "; its last %d lines:\n", len(lines))
+		for _, l := range lines {
+			fmt.Fprintf(&b, "    %s\n", l)
+		}
+	}
+	return errors.New(strings.TrimRight(b.String(), "\n"))
+}
+
+// stop sends SIGTERM to the process's group and waits up to timeout (or until force is closed) for
+// it to exit, then kills the group.
+func (p *proc) stop(timeout time.Duration, force <-chan struct{}, con *console) {
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	if p.exited() {
+		return
+	}
+	pid := p.cmd.Process.Pid
+	if err := signalGroup(pid, syscall.SIGTERM); err != nil {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return
+	case <-t.C:
+		con.say("%s did not exit within %s of SIGTERM: killing it", p.name, timeout)
+	case <-force:
+		con.say("killing %s", p.name)
+	}
+	if err := signalGroup(pid, syscall.SIGKILL); err != nil {
+		p.cmd.Process.Kill()
+	}
+	<-p.done
+}
+
+// spawner starts every child from one goroutine locked to its OS thread for the life of the process.
+// On Linux a child's Pdeathsig fires when the thread that forked it exits, not the process; Go may
+// retire threads, so forking from an arbitrary goroutine could SIGTERM a healthy child at a random
+// moment. A locked thread whose goroutine never returns is never retired.
+type spawner struct {
+	reqs chan spawnReq
+}
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	errc chan error
+}
+
+func newSpawner() *spawner {
+	s := &spawner{reqs: make(chan spawnReq)}
+	go func() {
+		runtime.LockOSThread() // never unlocked: see the type's comment
+		for r := range s.reqs {
+			r.errc <- r.cmd.Start()
+		}
+	}()
+	return s
+}
+
+func (s *spawner) start(cmd *exec.Cmd) error {
+	errc := make(chan error, 1)
+	s.reqs <- spawnReq{cmd: cmd, errc: errc}
+	return <-errc
+}
+
+// startProc starts a child whose output goes to con (and its log file) and exits reports on
+// exited when it ends.
+func startProc(sp *spawner, con *console, spec procSpec, logPath string, exited chan<- *proc) (*proc, error) {
+	if err := con.register(spec.name, logPath); err != nil {
+		return nil, err
+	}
+	p := &proc{
+		name:  spec.name,
+		tail:  &tail{n: 30},
+		ready: make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	emit := func(line string) {
+		p.tail.add(line)
+		con.line(spec.name, line)
+		if spec.readyPrefix != "" && strings.HasPrefix(line, spec.readyPrefix) {
+			p.readyOnce.Do(func() { close(p.ready) })
+		}
+	}
+	stdout, stderr := &lineWriter{emit: emit}, &lineWriter{emit: emit}
+	cmd := exec.Command(spec.bin, spec.args...)
+	cmd.Env = append(os.Environ(), spec.env...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = sysProcAttr()
+	// If the child leaves a grandchild holding its output open, Wait must not hang on it forever.
+	cmd.WaitDelay = 2 * time.Second
+	if err := sp.start(cmd); err != nil {
+		return nil, fmt.Errorf("start %s (%s): %w", spec.name, spec.bin, err)
+	}
+	p.cmd = cmd
+	con.say("started %s (pid %d), log %s", spec.name, cmd.Process.Pid, logPath)
+	go func() {
+		err := cmd.Wait()
+		stdout.flush()
+		stderr.flush()
+		p.err = err
+		close(p.done)
+		exited <- p
+	}()
+	return p, nil
+}

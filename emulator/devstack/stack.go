@@ -1,0 +1,399 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spanmart/spanmart/pkg/dbschema"
+)
+
+// Names of the local Google Cloud resources.
+const (
+	project  = "spanmart-local"
+	instance = "projects/" + project + "/instances/dev"
+	location = "projects/" + project + "/locations/us-central1"
+)
+
+func databaseName(db string) string { return instance + "/databases/" + db }
+
+// stack is one run of the dev stack.
+type stack struct {
+	cfg   config
+	state stateLayout
+	con   *console
+
+	sp     *spawner
+	procs  []*proc // in start order
+	exited chan *proc
+	// force is closed by a second Ctrl-C: stop without waiting for graceful exits.
+	force  chan struct{}
+	unlock func()
+}
+
+func newStack(cfg config) (*stack, error) {
+	st := &stack{
+		cfg:    cfg,
+		state:  stateLayout{root: cfg.stateDir},
+		con:    newConsole(os.Stdout, procNames()...),
+		exited: make(chan *proc, 16),
+		force:  make(chan struct{}),
+	}
+	if err := st.state.prepare(); err != nil {
+		return nil, err
+	}
+	unlock, err := lockState(st.state)
+	if err != nil {
+		return nil, err
+	}
+	st.unlock = unlock
+	if err := st.con.register("devstack", st.state.log("devstack")); err != nil {
+		unlock()
+		return nil, err
+	}
+	return st, nil
+}
+
+// procNames are the names that can appear in the console's name column.
+func procNames() []string {
+	names := []string{"go build", "spanneremu", "tasksemu"}
+	for _, s := range services {
+		names = append(names, s.name)
+	}
+	return names
+}
+
+func (st *stack) close() {
+	st.con.close()
+	if st.unlock != nil {
+		st.unlock()
+	}
+}
+
+func (st *stack) port(p int) int { return p + st.cfg.portOffset }
+
+func (st *stack) spannerAddr() string { return fmt.Sprintf("%s:%d", host, st.port(spannerPort)) }
+func (st *stack) tasksAddr() string   { return fmt.Sprintf("%s:%d", host, st.port(tasksPort)) }
+func (st *stack) tasksHTTP() string   { return fmt.Sprintf("http://%s:%d", host, st.port(tasksHTTPPort)) }
+func (st *stack) serviceURL(s service) string {
+	return fmt.Sprintf("http://%s:%d", host, st.port(s.port))
+}
+
+// listeners are the ports this run needs.
+func (st *stack) listeners() []listener {
+	ls := []listener{
+		{"Spanner emulator gRPC", st.port(spannerPort)},
+		{"Cloud Tasks emulator gRPC", st.port(tasksPort)},
+		{"Cloud Tasks emulator HTTP", st.port(tasksHTTPPort)},
+	}
+	if !st.cfg.noServices {
+		for _, s := range services {
+			ls = append(ls, listener{s.name, st.port(s.port)})
+		}
+	}
+	return ls
+}
+
+// up brings the whole stack up and returns once every process is ready.
+func (st *stack) up(ctx context.Context) error {
+	start := time.Now()
+	// A second Ctrl-C while stopping means "now".
+	go func() {
+		<-ctx.Done()
+		sig := make(chan os.Signal, 1)
+		notifySignals(sig)
+		<-sig
+		close(st.force)
+	}()
+
+	for _, l := range st.listeners() {
+		if l.port <= 0 || l.port > 65535 {
+			return fmt.Errorf("-port-offset %d puts %s on port %d, outside 1-65535", st.cfg.portOffset, l.what, l.port)
+		}
+	}
+	if err := checkPortsFree(st.listeners(), st.cfg.portOffset); err != nil {
+		return err
+	}
+	if err := st.build(ctx); err != nil {
+		return err
+	}
+	if err := st.startEmulators(ctx); err != nil {
+		return err
+	}
+	if err := st.setup(ctx); err != nil {
+		return err
+	}
+	if !st.cfg.noServices {
+		if err := st.startServices(ctx); err != nil {
+			return err
+		}
+	}
+	st.con.say("everything is up after %s", time.Since(start).Round(100*time.Millisecond))
+	st.con.raw(st.summary())
+	// The one line scripts and tests wait for.
+	st.con.raw("ready\n")
+	return nil
+}
+
+// build compiles every binary into STATE/bin with one `go build`, which shares the build cache with
+// everything else and relinks only binaries whose inputs changed, so a restart takes well under a
+// second when nothing changed.
+func (st *stack) build(ctx context.Context) error {
+	pkgs := []string{"./emulator/spanneremu/cmd/spanneremu", "./emulator/tasksemu/cmd/tasksemu"}
+	if !st.cfg.noServices {
+		for _, s := range services {
+			pkgs = append(pkgs, s.pkg)
+		}
+	}
+	start := time.Now()
+	st.con.say("building %d binaries into %s", len(pkgs), st.state.bin())
+	args := append([]string{"build", "-o", st.state.bin() + string(filepath.Separator)}, pkgs...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = st.cfg.repo
+	w := &lineWriter{emit: func(line string) { st.con.line("go build", line) }}
+	cmd.Stdout, cmd.Stderr = w, w
+	err := cmd.Run()
+	w.flush()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("go build %s: %w (the compiler's messages are above)", strings.Join(pkgs, " "), err)
+	}
+	st.con.say("built in %s", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+func (st *stack) bin(name string) string { return filepath.Join(st.state.bin(), name) }
+
+func (st *stack) start(spec procSpec) (*proc, error) {
+	p, err := startProc(st.sp, st.con, spec, st.state.log(spec.name), st.exited)
+	if err != nil {
+		return nil, err
+	}
+	st.procs = append(st.procs, p)
+	return p, nil
+}
+
+// startEmulators starts both emulators and waits for their ready lines.
+func (st *stack) startEmulators(ctx context.Context) error {
+	if st.sp == nil {
+		st.sp = newSpawner()
+	}
+	var verbose []string
+	if st.cfg.verbose {
+		verbose = []string{"-v"}
+	}
+	spanner, err := st.start(procSpec{
+		name: "spanneremu",
+		bin:  st.bin("spanneremu"),
+		args: append([]string{"-host", host, "-port", strconv.Itoa(st.port(spannerPort)),
+			"-data-dir", st.state.spanner()}, verbose...),
+		readyPrefix: "spanneremu: ready on",
+	})
+	if err != nil {
+		return err
+	}
+	tasks, err := st.start(procSpec{
+		name: "tasksemu",
+		bin:  st.bin("tasksemu"),
+		args: append([]string{"-host", host, "-port", strconv.Itoa(st.port(tasksPort)),
+			"-http-port", strconv.Itoa(st.port(tasksHTTPPort)), "-data-dir", st.state.tasks()}, verbose...),
+		readyPrefix: "tasksemu: ready on",
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range []*proc{spanner, tasks} {
+		if err := st.waitReady(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitReady waits for an emulator's ready line.
+func (st *stack) waitReady(ctx context.Context, p *proc) error {
+	t := time.NewTimer(st.cfg.readyTimeout)
+	defer t.Stop()
+	select {
+	case <-p.ready:
+		return nil
+	case <-p.done:
+		return p.exitError()
+	case <-t.C:
+		return fmt.Errorf("%s did not print its ready line within %s (-ready-timeout); see %s", p.name, st.cfg.readyTimeout, st.state.log(p.name))
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// serviceEnv is the environment of a service: the same variables it reads on Cloud Run, pointed at
+// the emulators.
+func (st *stack) serviceEnv(s service) []string {
+	env := []string{
+		"PORT=" + strconv.Itoa(st.port(s.port)),
+		"SPANNER_EMULATOR_HOST=" + st.spannerAddr(),
+		"CLOUD_TASKS_EMULATOR_HOST=" + st.tasksAddr(),
+		"GOOGLE_CLOUD_PROJECT=" + project,
+		"LOG_LEVEL=" + st.cfg.logLevel,
+	}
+	if s.database != "" {
+		env = append(env, "SPANNER_DATABASE="+databaseName(s.database))
+	} else {
+		var sources []string
+		for _, db := range dbschema.Databases() {
+			sources = append(sources, databaseName(db.Name))
+		}
+		env = append(env, "RELAY_SOURCES="+strings.Join(sources, ","))
+	}
+	return env
+}
+
+// startServices starts the five services and waits until every /readyz answers 200.
+func (st *stack) startServices(ctx context.Context) error {
+	var started []*proc
+	for _, s := range services {
+		p, err := st.start(procSpec{name: s.name, bin: st.bin(s.name), env: st.serviceEnv(s)})
+		if err != nil {
+			return err
+		}
+		started = append(started, p)
+	}
+	return st.waitHealthy(ctx, started)
+}
+
+// waitHealthy polls every service's /readyz until each has answered 200 once, failing fast when a
+// process exits and after -ready-timeout otherwise.
+func (st *stack) waitHealthy(ctx context.Context, procs []*proc) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(st.cfg.readyTimeout)
+	start := time.Now()
+	pending := map[string]service{}
+	for _, s := range services {
+		pending[s.name] = s
+	}
+	last := map[string]string{} // the latest answer of each pending service, for the timeout message
+	interval := 50 * time.Millisecond
+	for {
+		for _, p := range procs {
+			if p.exited() {
+				return p.exitError()
+			}
+		}
+		for name, s := range pending {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, st.serviceURL(s)+"/readyz", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				last[name] = err.Error()
+				continue
+			}
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				st.con.say("%s is ready (%s/readyz answered 200 after %s)", name, st.serviceURL(s), time.Since(start).Round(10*time.Millisecond))
+				delete(pending, name)
+				continue
+			}
+			last[name] = fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			fmt.Fprintf(&b, "not ready within %s (-ready-timeout):", st.cfg.readyTimeout)
+			for _, p := range procs {
+				if _, ok := pending[p.name]; !ok {
+					continue
+				}
+				fmt.Fprintf(&b, "\n  %s: last /readyz answer: %s; its last lines:", p.name, last[p.name])
+				for _, l := range p.tail.get() {
+					fmt.Fprintf(&b, "\n    %s", l)
+				}
+			}
+			return errors.New(b.String())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+		interval = min(interval*2, 250*time.Millisecond)
+	}
+}
+
+// serve waits until Ctrl-C (ctx) or until a process exits on its own, which stops the whole stack:
+// a half-running system would only produce confusing errors elsewhere.
+func (st *stack) serve(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		st.con.say("stopping (press Ctrl-C again to kill at once)")
+		return ctx.Err()
+	case p := <-st.exited:
+		return fmt.Errorf("%w; stopping everything", p.exitError())
+	}
+}
+
+// down stops every process, services before the emulators they depend on (reverse start order).
+func (st *stack) down() {
+	for i := len(st.procs) - 1; i >= 0; i-- {
+		p := st.procs[i]
+		if !p.exited() {
+			st.con.say("stopping %s (pid %d)", p.name, p.cmd.Process.Pid)
+		}
+		p.stop(st.cfg.stopTimeout, st.force, st.con)
+	}
+	st.procs = nil
+}
+
+// summary is the table printed once everything is ready.
+func (st *stack) summary() string {
+	var b strings.Builder
+	row := func(cols ...string) { fmt.Fprintf(&b, "  %-22s %-26s %s\n", cols[0], cols[1], cols[2]) }
+	b.WriteString("\n")
+	row("WHAT", "WHERE", "NOTES")
+	if !st.cfg.noServices {
+		for _, s := range services {
+			db := "reads every outbox"
+			if s.database != "" {
+				db = "database " + s.database
+			}
+			row(s.name, st.serviceURL(s), "/healthz /readyz /metrics; "+db)
+		}
+	}
+	row("Spanner emulator", st.spannerAddr(), "gRPC; instance "+instance)
+	row("Cloud Tasks emulator", st.tasksAddr(), "gRPC; queues "+location+"/queues/*-inbox")
+	row("Cloud Tasks status", st.tasksHTTP()+"/", "queues and depths; /status (JSON), /metrics, /jwks")
+	row("logs", st.state.logs(), "one NAME.log per process")
+	b.WriteString("\n  Point tools and your own processes at the emulators with:\n")
+	fmt.Fprintf(&b, "    export SPANNER_EMULATOR_HOST=%s CLOUD_TASKS_EMULATOR_HOST=%s GOOGLE_CLOUD_PROJECT=%s\n", st.spannerAddr(), st.tasksAddr(), project)
+	var dbs []string
+	for _, db := range dbschema.Databases() {
+		dbs = append(dbs, db.Name)
+	}
+	fmt.Fprintf(&b, "  Databases: %s/databases/{%s}\n", instance, strings.Join(dbs, ","))
+	if st.cfg.noServices {
+		b.WriteString("  Services were not started (-no-services); each one reads PORT, SPANNER_DATABASE, LOG_LEVEL and the variables above.\n")
+	}
+	if !st.cfg.smoke {
+		b.WriteString("  Press Ctrl-C to stop everything.\n")
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func notifySignals(c chan<- os.Signal) { signal.Notify(c, os.Interrupt, syscall.SIGTERM) }
