@@ -119,6 +119,8 @@ func (r *Reservation) SetCommitTimestamps() {
 }
 
 // ReservationsBySkuIndex is the name of the index ReservationsBySku ON Reservations (Sku, Status).
+// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().
 const ReservationsBySkuIndex = "ReservationsBySku"
 
 // ReservationsBySkuKey returns a key (Sku, Status) of index ReservationsBySku.
@@ -139,5 +141,5 @@ func ReadReservationsBySkuBySku(ctx context.Context, r dao.Reader, sku string) (
 // ReadReservationsBySkuKeys reads the Reservations rows whose key of index ReservationsBySku is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadReservationsBySkuKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Reservation, error) {
-	return readIndex[Reservation](ctx, r, ReservationsTable, ReservationsBySkuIndex, keys, limit, reservationKeyColumns, ReservationColumns(), "Reservations")
+	return readIndex[Reservation](ctx, r, ReservationsTable, ReservationsBySkuIndex, false, keys, limit, reservationKeyColumns, ReservationColumns(), "Reservations")
 }

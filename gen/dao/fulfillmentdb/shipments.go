@@ -125,6 +125,8 @@ func (s *Shipment) SetCommitTimestamps() {
 }
 
 // ShipmentsByOrderIndex is the name of the UNIQUE index ShipmentsByOrder ON Shipments (OrderId).
+// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().
 const ShipmentsByOrderIndex = "ShipmentsByOrder"
 
 // ShipmentsByOrderKey returns a key (OrderId) of index ShipmentsByOrder.
@@ -134,11 +136,11 @@ func ShipmentsByOrderKey(orderId string) spanner.Key {
 
 // ReadShipmentsByOrder reads the Shipments row with the given key of unique index ShipmentsByOrder; no row is dao.ErrNotFound.
 func ReadShipmentsByOrder(ctx context.Context, r dao.Reader, orderId string) (*Shipment, error) {
-	return readUnique[Shipment](ctx, r, ShipmentsTable, ShipmentsByOrderIndex, ShipmentsByOrderKey(orderId), shipmentKeyColumns, ShipmentColumns(), "Shipment")
+	return readUnique[Shipment](ctx, r, ShipmentsTable, ShipmentsByOrderIndex, false, ShipmentsByOrderKey(orderId), shipmentKeyColumns, ShipmentColumns(), "Shipment")
 }
 
 // ReadShipmentsByOrderKeys reads the Shipments rows whose key of index ShipmentsByOrder is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadShipmentsByOrderKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Shipment, error) {
-	return readIndex[Shipment](ctx, r, ShipmentsTable, ShipmentsByOrderIndex, keys, limit, shipmentKeyColumns, ShipmentColumns(), "Shipments")
+	return readIndex[Shipment](ctx, r, ShipmentsTable, ShipmentsByOrderIndex, false, keys, limit, shipmentKeyColumns, ShipmentColumns(), "Shipments")
 }

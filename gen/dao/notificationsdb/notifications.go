@@ -133,6 +133,8 @@ func (n *Notification) SetCommitTimestamps() {
 }
 
 // NotificationsByOrderIndex is the name of the index NotificationsByOrder ON Notifications (OrderId).
+// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().
 const NotificationsByOrderIndex = "NotificationsByOrder"
 
 // NotificationsByOrderKey returns a key (OrderId) of index NotificationsByOrder.
@@ -148,5 +150,5 @@ func ReadNotificationsByOrder(ctx context.Context, r dao.Reader, orderId string)
 // ReadNotificationsByOrderKeys reads the Notifications rows whose key of index NotificationsByOrder is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadNotificationsByOrderKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Notification, error) {
-	return readIndex[Notification](ctx, r, NotificationsTable, NotificationsByOrderIndex, keys, limit, notificationKeyColumns, NotificationColumns(), "Notifications")
+	return readIndex[Notification](ctx, r, NotificationsTable, NotificationsByOrderIndex, false, keys, limit, notificationKeyColumns, NotificationColumns(), "Notifications")
 }

@@ -63,10 +63,14 @@ func readRows[T any](iter *spanner.RowIterator, what string) ([]*T, error) {
 	return out, nil
 }
 
-// readIndex reads the primary keys of the rows of index at keys (in index order, at most limit
-// rows when limit > 0), then the rows themselves: an index holds only its key, the primary key and
-// its STORING columns, so whole rows come from the table.
-func readIndex[T any, P keyed[T]](ctx context.Context, r dao.Reader, table, index string, keys spanner.KeySet, limit int, primaryKey, columns []string, what string) ([]*T, error) {
+// readIndex reads the rows of index at keys, in index order, at most limit rows when limit > 0.
+// An index holds only its key, the primary key and its STORING columns: unless it covers every
+// column, readIndex reads the primary keys from the index, then the rows from the table, so it needs
+// a transaction that allows two reads (not client.Single()).
+func readIndex[T any, P keyed[T]](ctx context.Context, r dao.Reader, table, index string, covering bool, keys spanner.KeySet, limit int, primaryKey, columns []string, what string) ([]*T, error) {
+	if covering {
+		return readRows[T](r.ReadWithOptions(ctx, table, keys, columns, &spanner.ReadOptions{Index: index, Limit: limit}), what+" by index "+index)
+	}
 	ids, err := readRows[T](r.ReadWithOptions(ctx, table, keys, primaryKey, &spanner.ReadOptions{Index: index, Limit: limit}), what+" by index "+index)
 	if err != nil || len(ids) == 0 {
 		return nil, err
@@ -93,8 +97,8 @@ func readIndex[T any, P keyed[T]](ctx context.Context, r dao.Reader, table, inde
 }
 
 // readUnique is readIndex for the full key of a unique index: one row or dao.ErrNotFound.
-func readUnique[T any, P keyed[T]](ctx context.Context, r dao.Reader, table, index string, key spanner.Key, primaryKey, columns []string, what string) (*T, error) {
-	rows, err := readIndex[T, P](ctx, r, table, index, key, 0, primaryKey, columns, what)
+func readUnique[T any, P keyed[T]](ctx context.Context, r dao.Reader, table, index string, covering bool, key spanner.Key, primaryKey, columns []string, what string) (*T, error) {
+	rows, err := readIndex[T, P](ctx, r, table, index, covering, key, 0, primaryKey, columns, what)
 	if err != nil {
 		return nil, err
 	}

@@ -125,6 +125,8 @@ func (o *Order) SetCommitTimestamps() {
 }
 
 // OrdersByCustomerIndex is the name of the index OrdersByCustomer ON Orders (CustomerId, CreatedAt DESC).
+// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().
 const OrdersByCustomerIndex = "OrdersByCustomer"
 
 // OrdersByCustomerKey returns a key (CustomerId, CreatedAt DESC) of index OrdersByCustomer.
@@ -145,5 +147,5 @@ func ReadOrdersByCustomerByCustomerId(ctx context.Context, r dao.Reader, custome
 // ReadOrdersByCustomerKeys reads the Orders rows whose key of index OrdersByCustomer is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadOrdersByCustomerKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Order, error) {
-	return readIndex[Order](ctx, r, OrdersTable, OrdersByCustomerIndex, keys, limit, orderKeyColumns, OrderColumns(), "Orders")
+	return readIndex[Order](ctx, r, OrdersTable, OrdersByCustomerIndex, false, keys, limit, orderKeyColumns, OrderColumns(), "Orders")
 }

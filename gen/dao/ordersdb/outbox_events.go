@@ -138,6 +138,8 @@ func (o *OutboxEvent) SetCommitTimestamps() {
 }
 
 // OutboxPendingIndex is the name of the NULL_FILTERED index OutboxPending ON OutboxEvents (PendingShard, CreatedAt).
+// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().
 const OutboxPendingIndex = "OutboxPending"
 
 // OutboxPendingKey returns a key (PendingShard, CreatedAt) of index OutboxPending.
@@ -158,7 +160,7 @@ func ReadOutboxPendingByPendingShard(ctx context.Context, r dao.Reader, pendingS
 // ReadOutboxPendingKeys reads the OutboxEvents rows whose key of index OutboxPending is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadOutboxPendingKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*OutboxEvent, error) {
-	return readIndex[OutboxEvent](ctx, r, OutboxEventsTable, OutboxPendingIndex, keys, limit, outboxEventKeyColumns, OutboxEventColumns(), "OutboxEvents")
+	return readIndex[OutboxEvent](ctx, r, OutboxEventsTable, OutboxPendingIndex, false, keys, limit, outboxEventKeyColumns, OutboxEventColumns(), "OutboxEvents")
 }
 
 // OutboxEventAppend is an unpublished outbox row: the relay picks it up through index OutboxPending.

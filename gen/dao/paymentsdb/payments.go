@@ -133,6 +133,8 @@ func (p *Payment) SetCommitTimestamps() {
 }
 
 // PaymentsByOrderIndex is the name of the index PaymentsByOrder ON Payments (OrderId).
+// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().
 const PaymentsByOrderIndex = "PaymentsByOrder"
 
 // PaymentsByOrderKey returns a key (OrderId) of index PaymentsByOrder.
@@ -148,10 +150,12 @@ func ReadPaymentsByOrder(ctx context.Context, r dao.Reader, orderId string) ([]*
 // ReadPaymentsByOrderKeys reads the Payments rows whose key of index PaymentsByOrder is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadPaymentsByOrderKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Payment, error) {
-	return readIndex[Payment](ctx, r, PaymentsTable, PaymentsByOrderIndex, keys, limit, paymentKeyColumns, PaymentColumns(), "Payments")
+	return readIndex[Payment](ctx, r, PaymentsTable, PaymentsByOrderIndex, false, keys, limit, paymentKeyColumns, PaymentColumns(), "Payments")
 }
 
 // PaymentsByProviderPaymentIndex is the name of the UNIQUE NULL_FILTERED index PaymentsByProviderPayment ON Payments (Provider, ProviderPaymentId).
+// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().
 const PaymentsByProviderPaymentIndex = "PaymentsByProviderPayment"
 
 // PaymentsByProviderPaymentKey returns a key (Provider, ProviderPaymentId) of index PaymentsByProviderPayment.
@@ -161,7 +165,7 @@ func PaymentsByProviderPaymentKey(provider string, providerPaymentId string) spa
 
 // ReadPaymentsByProviderPayment reads the Payments row with the given key of unique index PaymentsByProviderPayment; no row is dao.ErrNotFound.
 func ReadPaymentsByProviderPayment(ctx context.Context, r dao.Reader, provider string, providerPaymentId string) (*Payment, error) {
-	return readUnique[Payment](ctx, r, PaymentsTable, PaymentsByProviderPaymentIndex, PaymentsByProviderPaymentKey(provider, providerPaymentId), paymentKeyColumns, PaymentColumns(), "Payment")
+	return readUnique[Payment](ctx, r, PaymentsTable, PaymentsByProviderPaymentIndex, false, PaymentsByProviderPaymentKey(provider, providerPaymentId), paymentKeyColumns, PaymentColumns(), "Payment")
 }
 
 // ReadPaymentsByProviderPaymentByProvider reads the Payments rows whose key of index PaymentsByProviderPayment starts with (Provider), in index order.
@@ -172,5 +176,5 @@ func ReadPaymentsByProviderPaymentByProvider(ctx context.Context, r dao.Reader, 
 // ReadPaymentsByProviderPaymentKeys reads the Payments rows whose key of index PaymentsByProviderPayment is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadPaymentsByProviderPaymentKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Payment, error) {
-	return readIndex[Payment](ctx, r, PaymentsTable, PaymentsByProviderPaymentIndex, keys, limit, paymentKeyColumns, PaymentColumns(), "Payments")
+	return readIndex[Payment](ctx, r, PaymentsTable, PaymentsByProviderPaymentIndex, false, keys, limit, paymentKeyColumns, PaymentColumns(), "Payments")
 }

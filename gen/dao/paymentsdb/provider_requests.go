@@ -127,6 +127,8 @@ func (p *ProviderRequest) SetCommitTimestamps() {
 }
 
 // ProviderRequestsByPaymentIndex is the name of the index ProviderRequestsByPayment ON ProviderRequests (PaymentId).
+// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().
 const ProviderRequestsByPaymentIndex = "ProviderRequestsByPayment"
 
 // ProviderRequestsByPaymentKey returns a key (PaymentId) of index ProviderRequestsByPayment.
@@ -142,5 +144,5 @@ func ReadProviderRequestsByPayment(ctx context.Context, r dao.Reader, paymentId 
 // ReadProviderRequestsByPaymentKeys reads the ProviderRequests rows whose key of index ProviderRequestsByPayment is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadProviderRequestsByPaymentKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*ProviderRequest, error) {
-	return readIndex[ProviderRequest](ctx, r, ProviderRequestsTable, ProviderRequestsByPaymentIndex, keys, limit, providerRequestKeyColumns, ProviderRequestColumns(), "ProviderRequests")
+	return readIndex[ProviderRequest](ctx, r, ProviderRequestsTable, ProviderRequestsByPaymentIndex, false, keys, limit, providerRequestKeyColumns, ProviderRequestColumns(), "ProviderRequests")
 }

@@ -200,7 +200,7 @@ type fieldView struct {
 
 type indexView struct {
 	Name, Const, KeyFunc, Func, KeysFunc string
-	Unique, NullFiltered                 bool
+	Unique, NullFiltered, Covering       bool
 	Describe                             string
 	Keys                                 []fieldView
 	Prefixes                             []prefixView
@@ -327,6 +327,7 @@ func newTableView(s *Schema, t *Table, n names) (*tableView, error) {
 			iv.Prefixes = append(iv.Prefixes, prefixView{Func: iv.Func + "By" + concat(iv.Keys[:i]), Keys: iv.Keys[:i]})
 		}
 		iv.Describe = describe(iv.Keys)
+		iv.Covering = covers(t, ix)
 		for _, name := range []string{iv.Const, iv.KeyFunc, iv.Func, iv.KeysFunc} {
 			if err := n.add(name, "index "+ix.Name); err != nil {
 				return nil, err
@@ -382,3 +383,17 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"describe": describe,
 	"quote":    func(s string) string { return fmt.Sprintf("%q", s) },
 }).Parse(dbTemplate + tableTemplate))
+
+// covers reports whether index ix holds every column of t (key, primary key and STORING columns).
+func covers(t *Table, ix *Index) bool {
+	held := map[string]bool{}
+	for _, n := range append(append(keyNames(ix.Keys), keyNames(t.PrimaryKey)...), ix.Storing...) {
+		held[n] = true
+	}
+	for _, c := range t.Columns {
+		if !held[c.Name] {
+			return false
+		}
+	}
+	return true
+}

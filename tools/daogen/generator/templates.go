@@ -65,10 +65,14 @@ func readRows[T any](iter *spanner.RowIterator, what string) ([]*T, error) {
 	return out, nil
 }
 
-// readIndex reads the primary keys of the rows of index at keys (in index order, at most limit
-// rows when limit > 0), then the rows themselves: an index holds only its key, the primary key and
-// its STORING columns, so whole rows come from the table.
-func readIndex[T any, P keyed[T]](ctx context.Context, r dao.Reader, table, index string, keys spanner.KeySet, limit int, primaryKey, columns []string, what string) ([]*T, error) {
+// readIndex reads the rows of index at keys, in index order, at most limit rows when limit > 0.
+// An index holds only its key, the primary key and its STORING columns: unless it covers every
+// column, readIndex reads the primary keys from the index, then the rows from the table, so it needs
+// a transaction that allows two reads (not client.Single()).
+func readIndex[T any, P keyed[T]](ctx context.Context, r dao.Reader, table, index string, covering bool, keys spanner.KeySet, limit int, primaryKey, columns []string, what string) ([]*T, error) {
+	if covering {
+		return readRows[T](r.ReadWithOptions(ctx, table, keys, columns, &spanner.ReadOptions{Index: index, Limit: limit}), what+" by index "+index)
+	}
 	ids, err := readRows[T](r.ReadWithOptions(ctx, table, keys, primaryKey, &spanner.ReadOptions{Index: index, Limit: limit}), what+" by index "+index)
 	if err != nil || len(ids) == 0 {
 		return nil, err
@@ -95,8 +99,8 @@ func readIndex[T any, P keyed[T]](ctx context.Context, r dao.Reader, table, inde
 }
 
 // readUnique is readIndex for the full key of a unique index: one row or dao.ErrNotFound.
-func readUnique[T any, P keyed[T]](ctx context.Context, r dao.Reader, table, index string, key spanner.Key, primaryKey, columns []string, what string) (*T, error) {
-	rows, err := readIndex[T, P](ctx, r, table, index, key, 0, primaryKey, columns, what)
+func readUnique[T any, P keyed[T]](ctx context.Context, r dao.Reader, table, index string, covering bool, key spanner.Key, primaryKey, columns []string, what string) (*T, error) {
+	rows, err := readIndex[T, P](ctx, r, table, index, covering, key, 0, primaryKey, columns, what)
 	if err != nil {
 		return nil, err
 	}
@@ -244,6 +248,8 @@ func ({{.Recv}} *{{.Type}}) SetCommitTimestamps() {
 {{end}}
 {{range $ix := .Indexes}}
 // {{.Const}} is the name of the {{if .Unique}}UNIQUE {{end}}{{if .NullFiltered}}NULL_FILTERED {{end}}index {{.Name}} ON {{$t.T.Name}} {{.Describe}}.
+{{if .Covering}}// It covers every column: its reads are single reads.{{else}}// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().{{end}}
 const {{.Const}} = {{quote .Name}}
 
 // {{.KeyFunc}} returns a key {{.Describe}} of index {{.Name}}.
@@ -253,7 +259,7 @@ func {{.KeyFunc}}({{params .Keys}}) spanner.Key {
 {{if .Unique}}
 // {{.Func}} reads the {{$t.T.Name}} row with the given key of unique index {{.Name}}; no row is dao.ErrNotFound.
 func {{.Func}}(ctx context.Context, r dao.Reader, {{params .Keys}}) (*{{$t.Type}}, error) {
-	return readUnique[{{$t.Type}}](ctx, r, {{$t.Const}}, {{.Const}}, {{.KeyFunc}}({{args .Keys}}), {{$t.Lower}}KeyColumns, {{$t.Type}}Columns(), {{quote $t.Type}})
+	return readUnique[{{$t.Type}}](ctx, r, {{$t.Const}}, {{.Const}}, {{.Covering}}, {{.KeyFunc}}({{args .Keys}}), {{$t.Lower}}KeyColumns, {{$t.Type}}Columns(), {{quote $t.Type}})
 }
 {{else}}
 // {{.Func}} reads the {{$t.T.Name}} rows with the given key of index {{.Name}}, in index order.
@@ -269,7 +275,7 @@ func {{.Func}}(ctx context.Context, r dao.Reader, {{params .Keys}}) ([]*{{$t.Typ
 // {{.KeysFunc}} reads the {{$t.T.Name}} rows whose key of index {{.Name}} is in keys, in index order,
 // at most limit rows when limit > 0.
 func {{.KeysFunc}}(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*{{$t.Type}}, error) {
-	return readIndex[{{$t.Type}}](ctx, r, {{$t.Const}}, {{.Const}}, keys, limit, {{$t.Lower}}KeyColumns, {{$t.Type}}Columns(), {{quote $t.T.Name}})
+	return readIndex[{{$t.Type}}](ctx, r, {{$t.Const}}, {{.Const}}, {{.Covering}}, keys, limit, {{$t.Lower}}KeyColumns, {{$t.Type}}Columns(), {{quote $t.T.Name}})
 }
 {{end}}
 {{with .Outbox}}

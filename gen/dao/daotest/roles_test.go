@@ -1,0 +1,142 @@
+package daotest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"cloud.google.com/go/spanner"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+
+	"github.com/spanmart/spanmart/gen/dao"
+	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
+	"github.com/spanmart/spanmart/gen/dao/ordersdb"
+	"github.com/spanmart/spanmart/gen/dao/paymentsdb"
+	"github.com/spanmart/spanmart/pkg/dbschema"
+)
+
+// TestOutboxAppend: the append builder writes an unpublished row (commit timestamp, no PublishedAt, no
+// attempts) in the same transaction as a state change, and the relay's index finds it.
+func TestOutboxAppend(t *testing.T) {
+	ctx := context.Background()
+	client, _ := env.NewDatabase(t, dbschema.Orders)
+	ev := &ordersdb.OutboxEventAppend{
+		EventId: "8d7a2a3e-0000-4000-8000-0000000000aa", AggregateType: "order", AggregateId: "o-9", AggregateVersion: 1,
+		EventType: "order.created", SchemaVersion: 1, Payload: js(map[string]any{"orderId": "o-9"}),
+		OccurredAt: t0, PendingShard: 5,
+	}
+	ts, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+		o := order("o-9", "c-9")
+		return txn.BufferWrite([]*spanner.Mutation{o.Insert(), ev.Insert()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ordersdb.ReadOutboxEvent(ctx, client.Single(), ev.EventId)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &ordersdb.OutboxEvent{
+		EventId: ev.EventId, AggregateType: "order", AggregateId: "o-9", AggregateVersion: 1, EventType: "order.created",
+		SchemaVersion: 1, Payload: ev.Payload, OccurredAt: t0, CreatedAt: ts, PendingShard: i64(5), Attempts: 0,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outbox row (-want +got):\n%s", diff)
+	}
+	txn := client.ReadOnlyTransaction()
+	defer txn.Close()
+	pending, err := ordersdb.ReadOutboxPendingKeys(ctx, txn, spanner.Key{int64(5)}.AsPrefix(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 1 || pending[0].EventId != ev.EventId {
+		t.Errorf("pending rows of shard 5 = %v, want the appended event", pending)
+	}
+	// Appending the same event again fails: the outbox is append-only.
+	if _, err := client.Apply(ctx, []*spanner.Mutation{ev.Insert()}); spanner.ErrCode(err) != codes.AlreadyExists {
+		t.Errorf("second append: %v, want AlreadyExists", err)
+	}
+}
+
+// TestInboxInsertOrIgnore: the inbox statement inserts once; a redelivery affects no row.
+func TestInboxInsertOrIgnore(t *testing.T) {
+	ctx := context.Background()
+	client, _ := env.NewDatabase(t, dbschema.Fulfillment)
+	run := func() int64 {
+		t.Helper()
+		var n int64
+		_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+			var err error
+			n, err = txn.Update(ctx, fulfillmentdb.InsertOrIgnoreProcessedEvent("e-1", "fulfillment"))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := run(); n != 1 {
+		t.Errorf("first delivery: row count %d, want 1", n)
+	}
+	if n := run(); n != 0 {
+		t.Errorf("second delivery: row count %d, want 0", n)
+	}
+	row, err := fulfillmentdb.ReadProcessedEvent(ctx, client.Single(), "e-1", "fulfillment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.ProcessedAt.IsZero() {
+		t.Error("ProcessedAt is zero, want the commit timestamp")
+	}
+	// Another consumer of the same event has its own record.
+	if _, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+		n, err := txn.Update(ctx, fulfillmentdb.InsertOrIgnoreProcessedEvent("e-1", "other"))
+		if err == nil && n != 1 {
+			t.Errorf("other consumer: row count %d, want 1", n)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConstraints: CHECK and unique index violations surface as errors of the generated mutations.
+func TestConstraints(t *testing.T) {
+	ctx := context.Background()
+	t.Run("check", func(t *testing.T) {
+		client, _ := env.NewDatabase(t, dbschema.Fulfillment)
+		inv := &fulfillmentdb.Inventory{Sku: "SKU-1", OnHand: 1, Reserved: 2}
+		inv.SetCommitTimestamps()
+		if _, err := client.Apply(ctx, []*spanner.Mutation{inv.Insert()}); err == nil {
+			t.Fatal("Reserved > OnHand was accepted")
+		}
+		if _, err := fulfillmentdb.ReadInventory(ctx, client.Single(), "SKU-1"); !errors.Is(err, dao.ErrNotFound) {
+			t.Fatalf("read after failed insert: %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("unique index", func(t *testing.T) {
+		client, _ := env.NewDatabase(t, dbschema.Payments)
+		p := func(id string) *paymentsdb.Payment {
+			x := &paymentsdb.Payment{PaymentId: id, OrderId: "o-1", Provider: "sandbox", Method: "CARD", Status: "REQUESTED",
+				AmountMinor: 100, Currency: "JPY", ProviderPaymentId: str("pp-1"), Version: 1}
+			x.SetCommitTimestamps()
+			return x
+		}
+		apply(t, client, p("p-1").Insert())
+		if _, err := client.Apply(ctx, []*spanner.Mutation{p("p-2").Insert()}); err == nil {
+			t.Fatal("a second payment with the same provider payment id was accepted")
+		}
+	})
+	t.Run("partial update of a missing row", func(t *testing.T) {
+		client, _ := env.NewDatabase(t, dbschema.Orders)
+		o := order("missing", "c")
+		m, err := o.UpdateColumns(ordersdb.OrderColStatus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.Apply(ctx, []*spanner.Mutation{m}); spanner.ErrCode(err) != codes.NotFound {
+			t.Fatalf("update of a missing row: %v, want NotFound", err)
+		}
+	})
+}
