@@ -39,6 +39,7 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	log.Info("starting",
 		zap.String("service", cfg.Service),
 		zap.String("version", cfg.Version),
+		zap.Int("port", platform.Port(ln)),
 		zap.String("addr", ln.Addr().String()),
 		zap.Strings("sources", names),
 		zap.String("emulator", platform.EmulatorHost()))

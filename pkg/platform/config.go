@@ -68,6 +68,14 @@ func (c Config) Listen() (net.Listener, error) {
 	return ln, nil
 }
 
+// Port returns the TCP port ln listens on (useful with PORT=0), 0 for non-TCP listeners.
+func Port(ln net.Listener) int {
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		return a.Port
+	}
+	return 0
+}
+
 // ShutdownBudget is how long a graceful shutdown may take: Cloud Run sends SIGKILL 10 s after
 // SIGTERM, and closing the Spanner clients needs the rest.
 const ShutdownBudget = 8 * time.Second

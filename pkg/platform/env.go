@@ -123,7 +123,7 @@ func (e *Env) Databases(name string) []DatabaseName {
 		}
 		db, err := ParseDatabaseName(part)
 		if err != nil {
-			e.Invalid(name, v, err)
+			e.Invalid(name, v, fmt.Errorf("%s: %w", part, err))
 			return nil
 		}
 		if seen[db] {

@@ -127,7 +127,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
-	s.log.Info("shutting down", zap.Duration("budget", s.opts.ShutdownTimeout))
+	s.log.Info("shutting down", zap.Stringer("budget", s.opts.ShutdownTimeout))
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
 	defer cancel()
 	err := hs.Shutdown(sctx)
@@ -138,6 +138,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		hs.Close()
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	s.log.Info("http server stopped")
 	return nil
 }
 

@@ -28,6 +28,7 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	log.Info("starting",
 		zap.String("service", cfg.Service),
 		zap.String("version", cfg.Version),
+		zap.Int("port", platform.Port(ln)),
 		zap.String("addr", ln.Addr().String()),
 		zap.String("database", cfg.Database.String()),
 		zap.String("emulator", platform.EmulatorHost()))

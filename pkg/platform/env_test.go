@@ -1,0 +1,139 @@
+package platform_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/pkg/platform/platformtest"
+)
+
+func TestEnvReportsEveryProblemAtOnce(t *testing.T) {
+	env := platform.NewEnv(platformtest.Getenv(map[string]string{
+		"PORT":           "x",
+		"LOG_LEVEL":      "loud",
+		"MAX_BODY_BYTES": "0",
+		"RELAY_SOURCES":  "projects/p/instances/inst/databases/db,nonsense",
+	}))
+	env.Database("SPANNER_DATABASE")
+	env.Required("OTHER")
+	env.Databases("RELAY_SOURCES")
+	platform.LoadConfig(env, "svc", "")
+	err := env.Err()
+	if err == nil {
+		t.Fatal("Err() = nil, want an error")
+	}
+	want := `missing SPANNER_DATABASE, OTHER; ` +
+		`invalid RELAY_SOURCES "projects/p/instances/inst/databases/db,nonsense": nonsense: want projects/PROJECT/instances/INSTANCE/databases/DATABASE; ` +
+		`invalid PORT "x": not an integer; ` +
+		`invalid LOG_LEVEL "loud": want one of debug, info, warn, error; ` +
+		`invalid MAX_BODY_BYTES "0": want 1..1099511627776`
+	if diff := cmp.Diff(want, err.Error()); diff != "" {
+		t.Errorf("Err() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadConfigDefaults(t *testing.T) {
+	env := platform.NewEnv(platformtest.Getenv(nil))
+	got := platform.LoadConfig(env, "orders", "proj")
+	if err := env.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := platform.Config{Service: "orders", Port: 8080, LogLevel: "info", Project: "proj", MaxBodyBytes: 1 << 20}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(platform.Config{}, "Version")); diff != "" {
+		t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
+	}
+	if got.Version == "" {
+		t.Error("Version is empty")
+	}
+}
+
+func TestLoadConfigFromEnv(t *testing.T) {
+	env := platform.NewEnv(platformtest.Getenv(map[string]string{
+		"K_SERVICE":            "orders-canary",
+		"K_REVISION":           "orders-00042-abc",
+		"PORT":                 "0",
+		"LOG_LEVEL":            "WARN",
+		"GOOGLE_CLOUD_PROJECT": "prod",
+		"MAX_BODY_BYTES":       "2048",
+	}))
+	got := platform.LoadConfig(env, "orders", "proj")
+	if err := env.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := platform.Config{Service: "orders-canary", Version: "orders-00042-abc", Port: 0, LogLevel: "warn", Project: "prod", MaxBodyBytes: 2048}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestEnvDatabases(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		want        []platform.DatabaseName
+		wantErr     string
+	}{
+		{
+			name:  "two",
+			value: " projects/p/instances/inst/databases/orders , projects/p/instances/inst/databases/payments",
+			want: []platform.DatabaseName{
+				{Project: "p", Instance: "inst", Database: "orders"},
+				{Project: "p", Instance: "inst", Database: "payments"},
+			},
+		},
+		{name: "duplicate", value: "projects/p/instances/inst/databases/orders,projects/p/instances/inst/databases/orders",
+			wantErr: `invalid RELAY_SOURCES "projects/p/instances/inst/databases/orders,projects/p/instances/inst/databases/orders": projects/p/instances/inst/databases/orders is listed twice`},
+		{name: "only commas", value: ",,", wantErr: `invalid RELAY_SOURCES ",,": no database names`},
+		{name: "unset", value: "", wantErr: "missing RELAY_SOURCES"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := platform.NewEnv(platformtest.Getenv(map[string]string{"RELAY_SOURCES": tc.value}))
+			got := env.Databases("RELAY_SOURCES")
+			var gotErr string
+			if err := env.Err(); err != nil {
+				gotErr = err.Error()
+			}
+			if diff := cmp.Diff(tc.wantErr, gotErr); diff != "" {
+				t.Errorf("error mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Databases mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseDatabaseName(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    platform.DatabaseName
+		wantErr bool
+	}{
+		{in: "projects/spanmart-local/instances/dev/databases/orders", want: platform.DatabaseName{Project: "spanmart-local", Instance: "dev", Database: "orders"}},
+		{in: "projects/example.com:shop/instances/main-1/databases/pay_ments", want: platform.DatabaseName{Project: "example.com:shop", Instance: "main-1", Database: "pay_ments"}},
+		{in: "orders", wantErr: true},
+		{in: "projects/p/instances/inst/databases/", wantErr: true},
+		{in: "projects/p/instances/i/databases/d", wantErr: true},
+		{in: "projects/p/instances/inst/databases/d/extra", wantErr: true},
+		{in: "projects/P/instances/inst/databases/d", wantErr: true},
+		{in: "projects/p/instances/1i/databases/d", wantErr: true},
+		{in: "projects/p/instances/inst/databases/this-name-is-much-too-long-for-spanner", wantErr: true},
+		{in: "projects/p/instances/inst/databases/Orders", wantErr: true},
+		{in: "projects/p/instance/i/databases/d", wantErr: true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := platform.ParseDatabaseName(tc.in)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("ParseDatabaseName(%q) error = %v, want error %v", tc.in, err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s", diff)
+			}
+			if err == nil && got.String() != tc.in {
+				t.Errorf("String() = %q, want %q", got.String(), tc.in)
+			}
+		})
+	}
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/spanmart/spanmart/pkg/dbschema"
+	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/pkg/platform/platformtest"
+	"github.com/spanmart/spanmart/pkg/spannertest"
+)
+
+var env *spannertest.Env
+
+func TestMain(m *testing.M) {
+	// TestMainExits re-runs this test binary as the service itself.
+	if os.Getenv("SPANMART_TEST_RUN_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(spannertest.Main(m, &env))
+}
+
+func TestLoadConfig(t *testing.T) {
+	_, err := loadConfig(platformtest.Getenv(map[string]string{"PORT": "x", "LOG_LEVEL": "verbose"}))
+	want := `missing SPANNER_DATABASE; invalid PORT "x": not an integer; invalid LOG_LEVEL "verbose": want one of debug, info, warn, error`
+	if err == nil || err.Error() != want {
+		t.Errorf("loadConfig error = %v, want %s", err, want)
+	}
+
+	got, err := loadConfig(platformtest.Getenv(map[string]string{"SPANNER_DATABASE": "projects/shop-prod/instances/main/databases/orders"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCfg := config{
+		Config:   platform.Config{Service: "orders", Port: 8080, LogLevel: "info", Project: "shop-prod", MaxBodyBytes: 1 << 20},
+		Database: platform.DatabaseName{Project: "shop-prod", Instance: "main", Database: "orders"},
+	}
+	if diff := cmp.Diff(wantCfg, got, cmpopts.IgnoreFields(platform.Config{}, "Version")); diff != "" {
+		t.Errorf("loadConfig mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestMainExits(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SPANMART_TEST_RUN_MAIN=1", "SPANNER_DATABASE=", "PORT=x")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("exit = %v, want status 2; output %s", err, out)
+	}
+	want := "orders: configuration: missing SPANNER_DATABASE; invalid PORT \"x\": not an integer\n"
+	if diff := cmp.Diff(want, string(out)); diff != "" {
+		t.Errorf("output mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestRun(t *testing.T) {
+	_, db := env.NewDatabase(t, dbschema.Orders)
+	cfg, err := loadConfig(platformtest.Getenv(map[string]string{"SPANNER_DATABASE": db, "PORT": "0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, logs := platformtest.NewLogger(t, serviceName)
+	r := platformtest.Start(t, func(ctx context.Context) error { return run(ctx, cfg, log) })
+	url := platformtest.StartedURL(t, logs)
+
+	if started := logs.Find(t, "starting"); started["service"] != "orders" || started["database"] != db {
+		t.Errorf("starting line = %v, want service orders and database %s", started, db)
+	}
+	platformtest.WaitStatus(t, url+"/healthz", 200)
+	platformtest.WaitStatus(t, url+"/readyz", 200)
+	var info map[string]string
+	if err := json.Unmarshal(platformtest.WaitStatus(t, url+"/", 200), &info); err != nil {
+		t.Fatal(err)
+	}
+	if info["service"] != "orders" {
+		t.Errorf("GET / = %v, want service orders", info)
+	}
+	if metrics := string(platformtest.WaitStatus(t, url+"/metrics", 200)); !strings.Contains(metrics, "http_requests_total") {
+		t.Error("/metrics lacks http_requests_total")
+	}
+	if err := r.Stop(t); err != nil {
+		t.Errorf("run = %v, want nil after cancellation", err)
+	}
+}
+
+func TestRunDatabaseMissing(t *testing.T) {
+	cfg, err := loadConfig(platformtest.Getenv(map[string]string{"SPANNER_DATABASE": spannertest.Instance + "/databases/nosuch", "PORT": "0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, logs := platformtest.NewLogger(t, serviceName)
+	r := platformtest.Start(t, func(ctx context.Context) error { return run(ctx, cfg, log) })
+	url := platformtest.StartedURL(t, logs)
+	platformtest.WaitStatus(t, url+"/healthz", 200)
+	platformtest.WaitStatus(t, url+"/readyz", 503)
+	if err := r.Stop(t); err != nil {
+		t.Errorf("run = %v, want nil after cancellation", err)
+	}
+}
