@@ -17,7 +17,10 @@
 // IIndex, IKey(...), ReadI(ctx, r, key...) (a unique index gives one row or ErrNotFound, any other a
 // slice), ReadIBy<Columns>(ctx, r, prefix...) for each key prefix and ReadIKeys(ctx, r, keySet,
 // limit). Reads take a Reader, so they run in a read-write transaction, a read-only transaction or a
-// single read (client.Single()) alike; mutations are buffered with txn.BufferWrite.
+// single read (client.Single()) alike, with one exception: an index that does not store every column
+// is read in two steps (the index, then the table), which needs a read-write or multi-use read-only
+// transaction (client.ReadOnlyTransaction()). Mutations are buffered with txn.BufferWrite or applied
+// with client.Apply.
 //
 //	_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
 //		o, err := ordersdb.ReadOrder(ctx, txn, id)
@@ -64,7 +67,6 @@ var ErrNotFound = errors.New("dao: row not found")
 type Reader interface {
 	ReadRow(ctx context.Context, table string, key spanner.Key, columns []string) (*spanner.Row, error)
 	Read(ctx context.Context, table string, keys spanner.KeySet, columns []string) *spanner.RowIterator
-	ReadUsingIndex(ctx context.Context, table, index string, keys spanner.KeySet, columns []string) *spanner.RowIterator
 	ReadWithOptions(ctx context.Context, table string, keys spanner.KeySet, columns []string, opts *spanner.ReadOptions) *spanner.RowIterator
 }
 
