@@ -20,6 +20,18 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// daotest/typesdb: the golden "types" case of the generator, compiled and run by daotest.
+	types, err := generator.FromDir("types", "../../tools/daogen/testdata/types")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := generator.Generate(types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range files {
+		want["daotest/"+types.Package()+"/"+name] = src
+	}
 	names := make([]string, 0, len(want))
 	pkgs := map[string]bool{}
 	for name := range want {

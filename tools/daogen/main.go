@@ -3,6 +3,7 @@
 //
 //	go run ./tools/daogen -out gen/dao            # from the repository root
 //	go generate ./gen/dao/...                     # the same, through the directive
+//	go run ./tools/daogen -schema DIR -name NAME -out OUT   # one directory of migrations → OUT/NAMEdb
 //
 // Output is deterministic, so running it again is a no-op; files of dropped tables are removed.
 package main
@@ -21,8 +22,16 @@ import (
 func main() {
 	out := flag.String("out", "gen/dao", "directory of the generated packages (one subdirectory <db>db per database)")
 	dbs := flag.String("db", "", "comma-separated databases to generate (default: all of pkg/dbschema)")
+	schema := flag.String("schema", "", "generate from this directory of migrations instead of pkg/dbschema (with -name)")
+	name := flag.String("name", "", "with -schema: the database name; the package is <name>db")
 	flag.Parse()
-	if err := run(*out, *dbs); err != nil {
+	var err error
+	if *schema != "" {
+		err = runDir(*out, *name, *schema)
+	} else {
+		err = run(*out, *dbs)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "daogen:", err)
 		os.Exit(1)
 	}
@@ -56,4 +65,19 @@ func run(out, dbs string) error {
 		}
 	}
 	return nil
+}
+
+func runDir(out, name, dir string) error {
+	if name == "" {
+		return fmt.Errorf("-schema needs -name")
+	}
+	d, err := generator.FromDir(name, dir)
+	if err != nil {
+		return err
+	}
+	files, err := generator.Generate(d)
+	if err != nil {
+		return err
+	}
+	return generator.Write(filepath.Join(out, d.Package()), files)
 }

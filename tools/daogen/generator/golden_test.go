@@ -4,38 +4,20 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/spanmart/spanmart/pkg/migrate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/*/ from the generator's output")
 
-// loadCase reads the migrations of testdata/<name>/*.sql, in file name order.
+// loadCase reads the migrations of testdata/<name>/ (NNNN_description.sql, in version order).
 func loadCase(t *testing.T, dir string) Database {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.sql"))
+	d, err := FromDir(filepath.Base(dir), dir)
 	if err != nil {
 		t.Fatal(err)
-	}
-	sort.Strings(files)
-	d := Database{Name: filepath.Base(dir), Sources: []string{"tools/daogen/" + filepath.ToSlash(strings.TrimPrefix(dir, "../"))}}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stmts, err := migrate.SplitStatements(filepath.ToSlash(f), string(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range stmts {
-			d.Statements = append(d.Statements, Statement{File: filepath.ToSlash(f), SQL: s})
-		}
 	}
 	return d
 }
