@@ -59,6 +59,8 @@ func TestGenerateErrors(t *testing.T) {
 			"CREATE TABLE Item (Id STRING(36) NOT NULL) PRIMARY KEY (Id)",
 			"CREATE TABLE Items (Id STRING(36) NOT NULL) PRIMARY KEY (Id)",
 		}, "collides"},
+		{"table named like a declaration of db.go", []string{"CREATE TABLE Databases (Id STRING(36) NOT NULL) PRIMARY KEY (Id)"}, "collides with db.go"},
+		{"key parameters collide", []string{"CREATE TABLE T (Type STRING(36) NOT NULL, type_ INT64 NOT NULL) PRIMARY KEY (Type, type_)"}, "both become parameter type_"},
 		{"outbox without its columns", []string{"CREATE TABLE OutboxEvents (EventId STRING(36) NOT NULL) PRIMARY KEY (EventId)"}, "OutboxEvents needs a nullable column PendingShard"},
 	}
 	for _, tt := range tests {

@@ -46,6 +46,10 @@ func GenerateSchema(d Database, s *Schema) (map[string][]byte, error) {
 	header := fmt.Sprintf("%s from %s. DO NOT EDIT.", HeaderPrefix, strings.Join(d.Sources, ", "))
 	files := map[string][]byte{}
 	names := newNames()
+	// The declarations of db.go.
+	for _, n := range []string{"Database", "Tables", "keyed", "readRow", "readRows", "readIndex", "readUnique", "partialUpdate"} {
+		names[n] = "db.go"
+	}
 	var tables []*tableView
 	for _, t := range s.Tables {
 		v, err := newTableView(s, t, names)
@@ -304,7 +308,11 @@ func newTableView(s *Schema, t *Table, n names) (*tableView, error) {
 		v.Key = append(v.Key, f)
 	}
 	v.Describe = describe(v.Key)
-	for _, name := range []string{v.Type, v.Const, v.Type + "Columns", v.Type + "Key", "Read" + v.Type, "Read" + v.Type + "Rows", "Delete" + v.Type, "Delete" + v.Type + "Rows"} {
+	if err := uniqueParams(v.Key); err != nil {
+		return nil, fmt.Errorf("primary key: %w", err)
+	}
+	for _, name := range []string{v.Type, v.Const, v.Type + "Columns", v.Type + "Key", "Read" + v.Type, "Read" + v.Type + "Rows",
+		"Delete" + v.Type, "Delete" + v.Type + "Rows", v.Lower + "WriteColumns", v.Lower + "KeyColumns"} {
 		if err := n.add(name, "table "+t.Name); err != nil {
 			return nil, err
 		}
@@ -325,6 +333,9 @@ func newTableView(s *Schema, t *Table, n names) (*tableView, error) {
 		}
 		for i := 1; i < len(iv.Keys); i++ {
 			iv.Prefixes = append(iv.Prefixes, prefixView{Func: iv.Func + "By" + concat(iv.Keys[:i]), Keys: iv.Keys[:i]})
+		}
+		if err := uniqueParams(iv.Keys); err != nil {
+			return nil, fmt.Errorf("index %s: %w", ix.Name, err)
 		}
 		iv.Describe = describe(iv.Keys)
 		iv.Covering = covers(t, ix)
@@ -396,4 +407,16 @@ func covers(t *Table, ix *Index) bool {
 		}
 	}
 	return true
+}
+
+// uniqueParams fails when two key columns map to one parameter name (Id and ID both give id).
+func uniqueParams(keys []fieldView) error {
+	seen := map[string]string{}
+	for _, k := range keys {
+		if prev, dup := seen[k.Param]; dup {
+			return fmt.Errorf("columns %s and %s both become parameter %s", prev, k.Column, k.Param)
+		}
+		seen[k.Param] = k.Column
+	}
+	return nil
 }
