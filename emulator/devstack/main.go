@@ -22,7 +22,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -70,6 +69,12 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	switch cfg.logLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		fmt.Fprintf(os.Stderr, "devstack: -log-level %q: want debug, info, warn or error\n", cfg.logLevel)
+		os.Exit(2)
+	}
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "devstack: unexpected arguments %q (flags only; see -h)\n", flag.Args())
 		os.Exit(2)
@@ -102,8 +107,9 @@ func run(ctx context.Context, cfg config) error {
 		err = st.serve(ctx)
 	}
 	st.down()
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		// Stopped by Ctrl-C or SIGTERM: that is how a dev stack is meant to end.
+	if err != nil && ctx.Err() != nil {
+		// Stopped by Ctrl-C or SIGTERM, whatever step was running (and failed because of it): that is
+		// how a dev stack is meant to end.
 		st.con.say("stopped")
 		return nil
 	}

@@ -54,13 +54,17 @@ func (p *proc) exited() bool {
 func (p *proc) exitError() error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s exited unexpectedly (%v)", p.name, p.err)
-	if lines := p.tail.get(); len(lines) > 0 {
-		fmt.Fprintf(&b, "; its last %d lines:\n", len(lines))
-		for _, l := range lines {
-			fmt.Fprintf(&b, "    %s\n", l)
-		}
+	lines := p.tail.get()
+	switch {
+	case len(lines) == 1:
+		b.WriteString("; its last line:")
+	case len(lines) > 1:
+		fmt.Fprintf(&b, "; its last %d lines:", len(lines))
 	}
-	return errors.New(strings.TrimRight(b.String(), "\n"))
+	for _, l := range lines {
+		fmt.Fprintf(&b, "\n    %s", l)
+	}
+	return errors.New(b.String())
 }
 
 // stop sends SIGTERM to the process's group and waits up to timeout (or until force is closed) for

@@ -286,7 +286,8 @@ func (st *stack) waitHealthy(ctx context.Context, procs []*proc) error {
 	last := map[string]string{} // the latest answer of each pending service, for the timeout message
 	interval := 50 * time.Millisecond
 	for {
-		for _, p := range procs {
+		// An emulator dying makes the services unready too: report the cause, not the symptom.
+		for _, p := range st.procs {
 			if p.exited() {
 				return p.exitError()
 			}
