@@ -54,6 +54,20 @@ func run(out, dbs string) error {
 		}
 		byPkg[pkg][file] = src
 	}
+	if len(only) == 0 {
+		// A database that left pkg/dbschema: its package loses its generated files (hand-written ones stay).
+		dirs, err := filepath.Glob(filepath.Join(out, "*db"))
+		if err != nil {
+			return err
+		}
+		for _, dir := range dirs {
+			if _, ok := byPkg[filepath.Base(dir)]; !ok {
+				if err := generator.Write(dir, nil); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	pkgs := make([]string, 0, len(byPkg))
 	for p := range byPkg {
 		pkgs = append(pkgs, p)
