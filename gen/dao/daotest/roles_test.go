@@ -140,3 +140,27 @@ func TestConstraints(t *testing.T) {
 		}
 	})
 }
+
+// TestInterleaved: the lines of an order are read with a key prefix and go with their order.
+func TestInterleaved(t *testing.T) {
+	ctx := context.Background()
+	client, _ := env.NewDatabase(t, dbschema.Orders)
+	o := order("o-7", "c-7")
+	ms := []*spanner.Mutation{o.Insert()}
+	for i := int64(1); i <= 3; i++ {
+		it := &ordersdb.OrderItem{OrderId: "o-7", LineNo: i, Sku: "SKU", Quantity: i, UnitPriceMinor: 100}
+		ms = append(ms, it.Insert())
+	}
+	apply(t, client, ms...)
+	lines, err := ordersdb.ReadOrderItemRows(ctx, client.Single(), ordersdb.OrderKey("o-7").AsPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 3 || lines[2].LineNo != 3 {
+		t.Fatalf("lines of o-7 = %v, want 3 in key order", lines)
+	}
+	apply(t, client, ordersdb.DeleteOrder("o-7"))
+	if _, err := ordersdb.ReadOrderItem(ctx, client.Single(), "o-7", 1); !errors.Is(err, dao.ErrNotFound) {
+		t.Fatalf("line after deleting its order: %v, want ErrNotFound (ON DELETE CASCADE)", err)
+	}
+}
