@@ -9,7 +9,7 @@
 //
 //	cfg, err := loadConfig(os.Getenv)          // built on platform.Env and platform.LoadConfig
 //	log, err := platform.NewLogger(os.Stdout, cfg.Config.LogOptions())
-//	client, err := platform.NewSpannerClient(ctx, cfg.Database)
+//	client, err := platform.NewSpannerClient(ctx, cfg.Database.String())
 //	srv := platform.NewServer(cfg.Config.ServerOptions(log))
 //	srv.AddCheck(platform.SpannerCheck("spanner", client))
 //	httpapi.Register(srv.Echo, ...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"strconv"
+	"strings"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -120,6 +121,30 @@ func (s sourceLocation) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 		enc.AddString("function", s.Function)
 	}
 	return nil
+}
+
+// SetGlobalLogger makes log the process-wide logger, for main only: zap.L() (and so Logger
+// outside a request) returns it, and the standard library's log package, which the Spanner
+// client and net/http write to, goes through it at WARNING, so no line escapes the JSON format.
+// The returned function undoes both.
+func SetGlobalLogger(log *zap.Logger) (restore func()) {
+	undoGlobals := zap.ReplaceGlobals(log)
+	undoStd, err := zap.RedirectStdLogAt(log.Named("stdlog"), zapcore.WarnLevel)
+	if err != nil { // only for levels above DPanic
+		undoStd = func() {}
+	}
+	return func() {
+		undoStd()
+		undoGlobals()
+	}
+}
+
+// lineWriter logs each write as one line at WARNING; echo's own logger writes through it.
+type lineWriter struct{ log *zap.Logger }
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	w.log.Warn(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 type loggerKey struct{}

@@ -2,6 +2,8 @@ package platform_test
 
 import (
 	"context"
+	"fmt"
+	stdlog "log"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +82,27 @@ func TestLoggerFromContext(t *testing.T) {
 	}
 	if got := platform.Logger(context.Background()); got == nil {
 		t.Error("Logger(ctx without logger) = nil")
+	}
+}
+
+func TestSetGlobalLogger(t *testing.T) {
+	logs := &platformtest.Logs{}
+	log, err := platform.NewLogger(logs, platform.LogOptions{Service: "s", NoSourceLocation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := platform.SetGlobalLogger(log)
+	stdlog.Print("from the standard library")
+	platform.Logger(context.Background()).Info("outside a request")
+	restore()
+	stdlog.Print("after restore")
+
+	var got []string
+	for _, e := range logs.Entries(t) {
+		got = append(got, fmt.Sprint(e["severity"], " ", e["message"]))
+	}
+	want := []string{"WARNING from the standard library", "INFO outside a request"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("entries mismatch (-want +got):\n%s", diff)
 	}
 }

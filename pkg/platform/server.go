@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	gommonlog "github.com/labstack/gommon/log"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
@@ -86,6 +87,11 @@ func NewServer(o ServerOptions) *Server {
 	e := s.Echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	// echo logs little itself (e.g. "response already committed", a handler bug worth seeing);
+	// keep it in the JSON stream.
+	e.Logger.SetOutput(lineWriter{s.log.Named("echo").WithOptions(zap.WithCaller(false))})
+	e.Logger.SetHeader("${short_file}:${line}")
+	e.Logger.SetLevel(gommonlog.WARN)
 	e.Use(s.observe, s.recoverPanics, s.limitBody)
 	e.GET(PathHealthz, s.healthz)
 	e.GET(PathReadyz, s.readyz)

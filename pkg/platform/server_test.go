@@ -484,3 +484,27 @@ func TestShutdownBudgetExceeded(t *testing.T) {
 		t.Errorf("Serve = %v, want a deadline error when requests outlive the budget", err)
 	}
 }
+
+func TestErrorAfterResponseCommitted(t *testing.T) {
+	ts := startServer(t, platform.ServerOptions{}, func(e *echo.Echo) {
+		e.GET("/late", func(c echo.Context) error {
+			if err := c.String(http.StatusOK, "done"); err != nil {
+				return err
+			}
+			c.Response().WriteHeader(http.StatusTeapot) // echo itself complains about this one
+			return errors.New("late failure")
+		})
+	})
+	if resp := get(t, ts.url+"/late", nil); resp.status != http.StatusOK || string(resp.body) != "done" {
+		t.Errorf("GET /late = %d %q, want the 200 already sent", resp.status, resp.body)
+	}
+	if line := ts.logs.Find(t, "error after response was committed"); line["severity"] != "WARNING" || line["error"] != "late failure" {
+		t.Errorf("log line = %v, want WARNING with the error", line)
+	}
+	echoLine := ts.logs.FindFunc(t, "echo's warning", func(e map[string]any) bool {
+		return strings.HasSuffix(fmt.Sprint(e["message"]), " response already committed")
+	})
+	if line := echoLine; line["severity"] != "WARNING" || line["logger"] != "echo" {
+		t.Errorf("echo's own line = %v, want WARNING from logger echo", line)
+	}
+}

@@ -27,6 +27,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "fulfillment: logger: %v\n", err)
 		os.Exit(2)
 	}
+	defer platform.SetGlobalLogger(log)()
 	if err := run(ctx, cfg, log); err != nil {
 		log.Error("fulfillment stopped", zap.Error(err))
 		log.Sync()

@@ -27,6 +27,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "gateway-abstraction: logger: %v\n", err)
 		os.Exit(2)
 	}
+	defer platform.SetGlobalLogger(log)()
 	if err := run(ctx, cfg, log); err != nil {
 		log.Error("gateway-abstraction stopped", zap.Error(err))
 		log.Sync()

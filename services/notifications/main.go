@@ -27,6 +27,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "notifications: logger: %v\n", err)
 		os.Exit(2)
 	}
+	defer platform.SetGlobalLogger(log)()
 	if err := run(ctx, cfg, log); err != nil {
 		log.Error("notifications stopped", zap.Error(err))
 		log.Sync()

@@ -27,6 +27,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "orders: logger: %v\n", err)
 		os.Exit(2)
 	}
+	defer platform.SetGlobalLogger(log)()
 	if err := run(ctx, cfg, log); err != nil {
 		log.Error("orders stopped", zap.Error(err))
 		log.Sync()

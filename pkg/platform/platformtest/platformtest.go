@@ -65,10 +65,16 @@ func (l *Logs) Entries(t testing.TB) []map[string]any {
 // log) are written after the response has been sent.
 func (l *Logs) Find(t testing.TB, message string) map[string]any {
 	t.Helper()
+	return l.FindFunc(t, "log line "+message, func(e map[string]any) bool { return e["message"] == message })
+}
+
+// FindFunc returns the first entry match accepts, waiting for it.
+func (l *Logs) FindFunc(t testing.TB, what string, match func(map[string]any) bool) map[string]any {
+	t.Helper()
 	var got map[string]any
-	Eventually(t, "log line "+message, func() bool {
+	Eventually(t, what, func() bool {
 		for _, e := range l.Entries(t) {
-			if e["message"] == message {
+			if match(e) {
 				got = e
 				return true
 			}
