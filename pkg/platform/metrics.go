@@ -15,7 +15,7 @@ type httpMetrics struct {
 
 // newHTTPMetrics registers the request metrics and the Go and process collectors on reg. Each
 // server has its own registry, so tests and several servers in one process do not collide.
-func newHTTPMetrics(reg *prometheus.Registry) *httpMetrics {
+func newHTTPMetrics(reg *prometheus.Registry, service, version string) *httpMetrics {
 	m := &httpMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "http_requests_total",
@@ -27,7 +27,13 @@ func newHTTPMetrics(reg *prometheus.Registry) *httpMetrics {
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"route", "method"}),
 	}
-	reg.MustRegister(m.requests, m.duration,
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "spanmart_build_info",
+		Help:        "Always 1; its labels name the running service and version.",
+		ConstLabels: prometheus.Labels{"service": service, "version": version},
+	})
+	info.Set(1)
+	reg.MustRegister(m.requests, m.duration, info,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

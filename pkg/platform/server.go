@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"net"
 	"net/http"
 	"sort"
@@ -17,11 +18,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // ServerOptions configures NewServer. Config.ServerOptions fills it from the environment.
 type ServerOptions struct {
-	Service      string
+	Service      string // labels of spanmart_build_info
 	Version      string
 	Project      string // for trace ids in logs
 	Logger       *zap.Logger
@@ -83,7 +85,7 @@ func NewServer(o ServerOptions) *Server {
 		opts:     o,
 		log:      o.Logger,
 	}
-	s.metrics = newHTTPMetrics(s.Registry)
+	s.metrics = newHTTPMetrics(s.Registry, o.Service, o.Version)
 	e := s.Echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -123,7 +125,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           s.Echo,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
+		ErrorLog:          httpErrorLog(s.log),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -146,6 +148,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.log.Info("http server stopped")
 	return nil
+}
+
+// httpErrorLog is net/http's logger (accept errors, broken handlers) at WARNING.
+func httpErrorLog(log *zap.Logger) *stdlog.Logger {
+	l, err := zap.NewStdLogAt(log.Named("http"), zapcore.WarnLevel)
+	if err != nil {
+		return zap.NewStdLog(log.Named("http"))
+	}
+	return l
 }
 
 func (s *Server) healthz(c echo.Context) error {

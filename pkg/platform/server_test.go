@@ -372,7 +372,7 @@ func TestErrorHandler(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	ts := startServer(t, platform.ServerOptions{}, func(e *echo.Echo) {
+	ts := startServer(t, platform.ServerOptions{Version: "v1"}, func(e *echo.Echo) {
 		e.GET("/items/:id", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 	})
 	get(t, ts.url+"/items/1", nil)
@@ -387,6 +387,7 @@ func TestMetrics(t *testing.T) {
 		`http_requests_total{method="GET",route="/items/:id",status="204"} 2`,
 		`http_request_duration_seconds_bucket{method="GET",route="/items/:id",le="0.005"}`,
 		`http_request_duration_seconds_count{method="GET",route="/items/:id"} 2`,
+		`spanmart_build_info{service="test",version="v1"} 1`,
 		"go_goroutines ",
 		"process_cpu_seconds_total ",
 	} {
