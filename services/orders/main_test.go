@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -22,7 +21,7 @@ var env *spannertest.Env
 
 func TestMain(m *testing.M) {
 	// TestMainExits re-runs this test binary as the service itself.
-	if os.Getenv("SPANMART_TEST_RUN_MAIN") == "1" {
+	if platformtest.IsMainProcess() {
 		main()
 		os.Exit(0)
 	}
@@ -50,17 +49,27 @@ func TestLoadConfig(t *testing.T) {
 }
 
 func TestMainExits(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SPANMART_TEST_RUN_MAIN=1", "SPANNER_DATABASE=", "PORT=x")
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
-		t.Fatalf("exit = %v, want status 2; output %s", err, out)
+	out, code := platformtest.RunMain(t, "SPANNER_DATABASE=", "PORT=x")
+	if code != 2 {
+		t.Errorf("exit code = %d, want 2", code)
 	}
 	want := "orders: configuration: missing SPANNER_DATABASE; invalid PORT \"x\": not an integer\n"
-	if diff := cmp.Diff(want, string(out)); diff != "" {
+	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("output mismatch (-want +got):\n%s", diff)
 	}
+}
+
+// TestMainSIGTERM runs the service as its own process, as Cloud Run does, and stops it the way
+// Cloud Run does: it must drain and exit 0.
+func TestMainSIGTERM(t *testing.T) {
+	_, db := env.NewDatabase(t, dbschema.Orders)
+	p := platformtest.StartMain(t, "SPANNER_DATABASE="+db, "PORT=0", "LOG_LEVEL=debug")
+	url := platformtest.StartedURL(t, p.Logs)
+	platformtest.WaitStatus(t, url+"/readyz", 200)
+	if code := p.Signal(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit code after SIGTERM = %d, want 0", code)
+	}
+	p.Logs.Find(t, "http server stopped")
 }
 
 func TestRun(t *testing.T) {

@@ -7,9 +7,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -190,4 +193,97 @@ func StartedURL(t testing.TB, logs *Logs) string {
 		t.Fatalf("starting line has no port: %v", line)
 	}
 	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
+}
+
+// mainEnv marks a re-executed test binary that should run main instead of the tests.
+const mainEnv = "SPANMART_TEST_RUN_MAIN"
+
+// IsMainProcess reports whether this test binary was started by StartMain or RunMain to act as the
+// program itself; a TestMain then calls main instead of running tests:
+//
+//	func TestMain(m *testing.M) {
+//		if platformtest.IsMainProcess() {
+//			main()
+//			os.Exit(0)
+//		}
+//		...
+//	}
+func IsMainProcess() bool { return os.Getenv(mainEnv) == "1" }
+
+// mainCommand re-executes the test binary as the program, with env added to this process's.
+func mainCommand(env []string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), mainEnv+"=1"), env...)
+	return cmd
+}
+
+// RunMain runs the program to completion and returns its combined output and exit code.
+func RunMain(t testing.TB, env ...string) (output string, exitCode int) {
+	t.Helper()
+	out, err := mainCommand(env).CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return string(out), 0
+	case errors.As(err, &exit):
+		return string(out), exit.ExitCode()
+	default:
+		t.Fatalf("run main: %v", err)
+		return "", 0
+	}
+}
+
+// Process is the program running as a child process.
+type Process struct {
+	Cmd  *exec.Cmd
+	Logs *Logs // its standard output, JSON lines
+	done chan error
+}
+
+// StartMain starts the program as a child process; it is killed when the test ends if still running.
+func StartMain(t testing.TB, env ...string) *Process {
+	t.Helper()
+	p := &Process{Cmd: mainCommand(env), Logs: &Logs{}, done: make(chan error, 1)}
+	p.Cmd.Stdout = p.Logs
+	p.Cmd.Stderr = &lineLogger{t: t}
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.Cmd.Wait() }()
+	t.Cleanup(func() {
+		p.Cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// Signal sends sig and waits for the process to exit, returning its exit code.
+func (p *Process) Signal(t testing.TB, sig os.Signal) (exitCode int) {
+	t.Helper()
+	if err := p.Cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		p.done <- err // for the cleanup
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(Timeout):
+		t.Fatalf("process did not exit within %s of %v", Timeout, sig)
+		return -1
+	}
+}
+
+// lineLogger passes a child's standard error to the test log.
+type lineLogger struct{ t testing.TB }
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.t.Logf("stderr: %s", strings.TrimSpace(string(p)))
+	return len(p), nil
 }
