@@ -1,20 +1,49 @@
 // Package platform is the runtime every Spanmart binary shares: configuration from environment
 // variables, a zap logger that writes Cloud Logging's structured JSON, an echo server with the
-// middleware a Cloud Run service needs (request ids, trace correlation, panic recovery, access log,
-// body limit, RFC 9457 problem responses, Prometheus metrics, health and readiness endpoints,
-// graceful shutdown) and a Spanner client constructor that works unchanged against Cloud Spanner
-// and an emulator.
+// middleware a Cloud Run service needs and a Spanner client constructor that works unchanged
+// against Cloud Spanner and an emulator. Business code sees little of it: handlers return errors
+// and log through Logger(ctx).
 //
-// A service's main wires it together:
+// # Configuration
 //
-//	cfg, err := loadConfig(os.Getenv)          // built on platform.Env and platform.LoadConfig
-//	log, err := platform.NewLogger(os.Stdout, cfg.Config.LogOptions())
+// Env reads variables and collects every problem, so a bad deployment is fixed in one round trip
+// (`missing SPANNER_DATABASE; invalid PORT "x": not an integer`). LoadConfig reads the variables
+// all binaries share:
+//
+//	PORT                  listen port, default 8080 (0 picks a free one)
+//	LOG_LEVEL             debug, info (default), warn or error
+//	GOOGLE_CLOUD_PROJECT  project of trace ids in logs; default the project of the database
+//	MAX_BODY_BYTES        request body limit, default 1048576
+//	K_SERVICE, K_REVISION set by Cloud Run; default the binary's name and its build version
+//
+// SPANNER_EMULATOR_HOST is read by the Spanner client library itself.
+//
+// # Logging
+//
+// NewLogger writes severity, message, time, serviceContext and
+// logging.googleapis.com/sourceLocation. Inside a request, Logger(ctx) returns a logger that also
+// carries request_id and the logging.googleapis.com/trace, spanId and trace_sampled fields taken
+// from traceparent or X-Cloud-Trace-Context, so Cloud Logging groups a request's lines under its
+// trace.
+//
+// # Server
+//
+// NewServer returns an echo instance with, outermost first: request id (X-Request-Id honoured or
+// generated, echoed in the response), trace and request logger, metrics and one access log line in
+// Cloud Logging's httpRequest shape; panic recovery; the body limit. One error handler turns every
+// error into RFC 9457 problem+json: *Problem as given, *echo.HTTPError with its code, an oversized
+// body as 413, domain errors through ServerOptions.ErrorMapper, anything else as a 500 whose
+// detail is hidden. Only 5xx are logged as errors. It serves /healthz (liveness, no
+// dependencies), /readyz (every Check, e.g. SpannerCheck; 503 naming the failed ones) and /metrics
+// (a per-server Prometheus registry). Serve shuts down gracefully when its context ends.
+//
+// A binary's run function wires it together:
+//
 //	client, err := platform.NewSpannerClient(ctx, cfg.Database.String())
-//	srv := platform.NewServer(cfg.Config.ServerOptions(log))
+//	...
+//	defer client.Close() // after the server has drained
+//	srv := platform.NewServer(cfg.ServerOptions(log))
 //	srv.AddCheck(platform.SpannerCheck("spanner", client))
 //	httpapi.Register(srv.Echo, ...)
-//	return srv.Run(ctx, cfg.Config)            // returns after a graceful shutdown
-//
-// Handlers get their request-scoped logger with Logger(ctx) and return errors; one error handler
-// turns them into problem+json.
+//	return srv.Run(ctx, cfg.Config)
 package platform
