@@ -14,9 +14,11 @@ import (
 // in front (colored on a terminal), and a copy without the prefix to STATE/logs/NAME.log. Lines are
 // written whole under one lock, so output of concurrent processes never interleaves mid-line.
 type console struct {
-	mu     sync.Mutex
-	out    io.Writer
-	color  bool
+	mu    sync.Mutex
+	out   io.Writer
+	color bool
+	// pretty shows the services' JSON log lines as "SEVERITY message key=value" (see prettyLog).
+	pretty bool
 	width  int                 // of the name column
 	files  map[string]*os.File // log file per name
 	colors map[string]string
@@ -30,6 +32,7 @@ func newConsole(out *os.File, names ...string) *console {
 	c := &console{
 		out:    out,
 		color:  isTerminal(out),
+		pretty: true,
 		width:  len("devstack"),
 		files:  map[string]*os.File{},
 		colors: map[string]string{"devstack": "\x1b[1m"},
@@ -71,16 +74,19 @@ func (c *console) register(name, logPath string) error {
 }
 
 // line writes one line of name's output.
-func (c *console) line(name, text string) {
+func (c *console) line(name, text string) { c.write(name, text, text) }
+
+// write shows display on the terminal and appends raw to name's log file.
+func (c *console) write(name, display, raw string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	label := fmt.Sprintf("%-*s", c.width, name)
 	if c.color {
 		label = c.colors[name] + label + "\x1b[0m"
 	}
-	fmt.Fprintf(c.out, "%s | %s\n", label, text)
+	fmt.Fprintf(c.out, "%s | %s\n", label, display)
 	if f := c.files[name]; f != nil {
-		fmt.Fprintln(f, text)
+		fmt.Fprintln(f, raw)
 	}
 }
 

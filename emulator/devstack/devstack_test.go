@@ -243,10 +243,17 @@ func startStack(t *testing.T, bin string, args ...string) *running {
 			r.cmd.Process.Signal(syscall.SIGTERM)
 			<-r.done
 		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		if t.Failed() {
-			r.mu.Lock()
 			t.Logf("devstack output:\n%s", strings.Join(r.lines, "\n"))
-			r.mu.Unlock()
+			return
+		}
+		// Where the time went, for -v.
+		for _, l := range r.lines {
+			if strings.Contains(l, "built in") || strings.Contains(l, "everything is up") {
+				t.Log(l)
+			}
 		}
 	})
 	return r

@@ -46,6 +46,7 @@ type config struct {
 	stopTimeout  time.Duration
 	logLevel     string
 	verbose      bool
+	rawLogs      bool
 }
 
 func main() {
@@ -63,6 +64,7 @@ func main() {
 	flag.DurationVar(&cfg.readyTimeout, "ready-timeout", 2*time.Minute, "how long to wait for each step (emulator start, schema, every /readyz) before giving up")
 	flag.DurationVar(&cfg.stopTimeout, "stop-timeout", 10*time.Second, "how long a process may take to exit after SIGTERM before it is killed")
 	flag.StringVar(&cfg.logLevel, "log-level", "info", "LOG_LEVEL given to the services (debug, info, warn, error)")
+	flag.BoolVar(&cfg.rawLogs, "raw-logs", false, "show the services' JSON log lines as they are, instead of as \"SEVERITY message key=value ...\" (log files always keep the JSON)")
 	flag.BoolVar(&cfg.verbose, "v", false, "run the emulators with -v (one log line per RPC diagnostic / task dispatch)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: go run ./emulator/devstack [flags]\n\nRuns the Spanner and Cloud Tasks emulators and every Spanmart service locally (see emulator/devstack/README.md).\n\nFlags:\n")
@@ -84,14 +86,18 @@ func main() {
 		os.Exit(2)
 	}
 
-	// The first SIGINT/SIGTERM cancels ctx (an orderly stop); a second one makes the stop kill at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT/SIGTERM/SIGHUP (a closed terminal) cancels ctx, an orderly stop; a second one
+	// makes the stop kill at once.
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	if err := run(ctx, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "devstack: error:", err)
 		os.Exit(1)
 	}
 }
+
+// stopSignals end the dev stack.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 func run(ctx context.Context, cfg config) error {
 	if cfg.clean {

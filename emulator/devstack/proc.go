@@ -139,8 +139,14 @@ func startProc(sp *spawner, con *console, spec procSpec, logPath string, exited 
 		done:  make(chan struct{}),
 	}
 	emit := func(line string) {
-		p.tail.add(line)
-		con.line(spec.name, line)
+		display := line
+		if con.pretty {
+			if pretty, ok := prettyLog(line); ok {
+				display = pretty
+			}
+		}
+		p.tail.add(display)
+		con.write(spec.name, display, line)
 		if spec.readyPrefix != "" && strings.HasPrefix(line, spec.readyPrefix) {
 			p.readyOnce.Do(func() { close(p.ready) })
 		}

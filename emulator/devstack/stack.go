@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spanmart/spanmart/pkg/dbschema"
@@ -57,6 +56,7 @@ func newStack(cfg config) (*stack, error) {
 		return nil, err
 	}
 	st.unlock = unlock
+	st.con.pretty = !cfg.rawLogs
 	if err := st.con.register("devstack", st.state.log("devstack")); err != nil {
 		unlock()
 		return nil, err
@@ -397,4 +397,4 @@ func (st *stack) summary() string {
 	return b.String()
 }
 
-func notifySignals(c chan<- os.Signal) { signal.Notify(c, os.Interrupt, syscall.SIGTERM) }
+func notifySignals(c chan<- os.Signal) { signal.Notify(c, stopSignals...) }
