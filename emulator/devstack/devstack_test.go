@@ -128,6 +128,18 @@ func TestStack(t *testing.T) {
 		}
 		assertNoChildren(t, state)
 	})
+	if t.Failed() {
+		return
+	}
+
+	t.Run("clean", func(t *testing.T) {
+		if out, err := exec.Command(bin, "-state-dir", state, "-clean").CombinedOutput(); err != nil {
+			t.Fatalf("devstack -clean: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(state); !os.IsNotExist(err) {
+			t.Errorf("state directory still exists after -clean (stat: %v)", err)
+		}
+	})
 }
 
 // trackSources opens every source file of the binaries the stack builds. The go command caches a
