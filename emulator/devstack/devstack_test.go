@@ -63,7 +63,7 @@ func TestStack(t *testing.T) {
 
 	t.Run("smoke", func(t *testing.T) {
 		r := startStack(t, bin, append(args, "-smoke")...)
-		if code := r.wait(t, 4*time.Minute); code != 0 {
+		if code := r.wait(t, 8*time.Minute); code != 0 {
 			t.Fatalf("devstack -smoke exited with %d, want 0", code)
 		}
 		if !r.saw("smoke check passed") {

@@ -25,9 +25,6 @@ type proc struct {
 	// status.
 	done chan struct{}
 	err  error
-	// stopping is set before the devstack stops the process, so its exit is not reported as a crash.
-	stopping bool
-	mu       sync.Mutex
 }
 
 // procSpec says how to run a child.
@@ -70,9 +67,6 @@ func (p *proc) exitError() error {
 // stop sends SIGTERM to the process's group and waits up to timeout (or until force is closed) for
 // it to exit, then kills the group.
 func (p *proc) stop(timeout time.Duration, force <-chan struct{}, con *console) {
-	p.mu.Lock()
-	p.stopping = true
-	p.mu.Unlock()
 	if p.exited() {
 		return
 	}

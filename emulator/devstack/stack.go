@@ -146,8 +146,8 @@ func (st *stack) up(ctx context.Context) error {
 }
 
 // build compiles every binary into STATE/bin with one `go build`, which shares the build cache with
-// everything else and relinks only binaries whose inputs changed, so a restart takes well under a
-// second when nothing changed.
+// everything else and relinks only binaries whose inputs changed (go build leaves an up-to-date
+// binary alone), so a restart with nothing changed builds in about a second.
 func (st *stack) build(ctx context.Context) error {
 	pkgs := []string{"./emulator/spanneremu/cmd/spanneremu", "./emulator/tasksemu/cmd/tasksemu"}
 	if !st.cfg.noServices {
