@@ -9,6 +9,9 @@ import (
 	"regexp"
 
 	"cloud.google.com/go/spanner"
+
+	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
+	"github.com/spanmart/spanmart/gen/dao/ordersdb"
 )
 
 // seedJSON is the catalog the dev stack loads into an empty database. It is compiled in, so the
@@ -69,14 +72,12 @@ func parseSeed(data []byte) ([]seedProduct, error) {
 // restart keeps whatever the previous runs (orders, reservations, manual edits) made of the data.
 // The two tables are in different databases and are checked separately, so an emptied Inventory
 // is restocked without touching the catalog.
-//
-// Plain mutations for now; the generated DAO (gen/dao) can replace them once it exists.
 func (st *stack) seedCatalog(ctx context.Context, orders, fulfillment *spanner.Client) error {
 	products, err := parseSeed(seedJSON)
 	if err != nil {
 		return err
 	}
-	n, err := countRows(ctx, orders, "Products")
+	n, err := countRows(ctx, orders, ordersdb.ProductsTable)
 	if err != nil {
 		return err
 	}
@@ -85,9 +86,12 @@ func (st *stack) seedCatalog(ctx context.Context, orders, fulfillment *spanner.C
 	} else {
 		var ms []*spanner.Mutation
 		for _, p := range products {
-			ms = append(ms, spanner.InsertOrUpdate("Products",
-				[]string{"Sku", "Name", "Description", "PriceMinor", "Currency", "Active", "CreatedAt", "UpdatedAt"},
-				[]any{p.SKU, p.Name, p.Description, p.PriceMinor, p.Currency, p.Active, spanner.CommitTimestamp, spanner.CommitTimestamp}))
+			row := &ordersdb.Product{
+				Sku: p.SKU, Name: p.Name, PriceMinor: p.PriceMinor, Currency: p.Currency, Active: p.Active,
+				Description: spanner.NullString{StringVal: p.Description, Valid: p.Description != ""},
+			}
+			row.SetCommitTimestamps()
+			ms = append(ms, row.InsertOrUpdate())
 		}
 		if _, err := orders.Apply(ctx, ms); err != nil {
 			return fmt.Errorf("seed Products: %w", err)
@@ -95,7 +99,7 @@ func (st *stack) seedCatalog(ctx context.Context, orders, fulfillment *spanner.C
 		st.con.say("seed: %d products written to Products (orders database)", len(ms))
 	}
 
-	n, err = countRows(ctx, fulfillment, "Inventory")
+	n, err = countRows(ctx, fulfillment, fulfillmentdb.InventoryTable)
 	if err != nil {
 		return err
 	}
@@ -105,9 +109,9 @@ func (st *stack) seedCatalog(ctx context.Context, orders, fulfillment *spanner.C
 	}
 	var ms []*spanner.Mutation
 	for _, p := range products {
-		ms = append(ms, spanner.InsertOrUpdate("Inventory",
-			[]string{"Sku", "OnHand", "Reserved", "UpdatedAt"},
-			[]any{p.SKU, p.OnHand, int64(0), spanner.CommitTimestamp}))
+		row := &fulfillmentdb.Inventory{Sku: p.SKU, OnHand: p.OnHand}
+		row.SetCommitTimestamps()
+		ms = append(ms, row.InsertOrUpdate())
 	}
 	if _, err := fulfillment.Apply(ctx, ms); err != nil {
 		return fmt.Errorf("seed Inventory: %w", err)

@@ -37,8 +37,8 @@ func queueName(id string) string { return location + "/queues/" + id }
 //     never give up first (a queue dropping a task would lose the event silently). 72 h survives a
 //     weekend outage, and is far below the 30-day ProcessedEvents retention, which must exceed the
 //     longest redelivery window (ARCHITECTURE.md §3).
-//   - Back-off from 100 ms (Cloud Tasks' default: a 409 "early event" is retried quickly, and Cloud
-//     Tasks ignores Retry-After on 409) doubling 10 times to a 60 s cap, so an outage of a consumer
+//   - Back-off from 100 ms (Cloud Tasks' default), so an event that arrived before its predecessor
+//     is retried quickly (Cloud Tasks honours Retry-After only on 429 and 503), doubling 10 times to a 60 s cap, so an outage of a consumer
 //     is retried every minute rather than every hour (Cloud Tasks' default cap).
 //   - 100 dispatches/s and 100 concurrent per consumer: a backlog drains fast without one consumer's
 //     flood starving the others (every service shares the one Spanner instance).
