@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,7 +19,7 @@ import (
 var env *spannertest.Env
 
 func TestMain(m *testing.M) {
-	// TestMainExits re-runs this test binary as the relay itself.
+	// TestMainExits and TestBinary re-run this test binary as the relay itself.
 	if platformtest.IsMainProcess() {
 		main()
 		os.Exit(0)
@@ -65,17 +64,14 @@ func TestMainExits(t *testing.T) {
 	}
 }
 
-// TestMainSIGTERM runs the relay as its own process, as Cloud Run does, and stops it the way
-// Cloud Run does: it must drain and exit 0.
-func TestMainSIGTERM(t *testing.T) {
-	_, orders := env.NewDatabase(t, dbschema.Orders)
-	p := platformtest.StartMain(t, "RELAY_SOURCES="+orders, "PORT=0")
-	url := platformtest.StartedURL(t, p.Logs)
-	platformtest.WaitStatus(t, url+"/readyz", 200)
-	if code := p.Signal(t, syscall.SIGTERM); code != 0 {
-		t.Errorf("exit code after SIGTERM = %d, want 0", code)
-	}
-	p.Logs.Find(t, "http server stopped")
+func TestBinary(t *testing.T) {
+	platformtest.TestBinary(t, env, platformtest.Binary[config]{
+		Name:    serviceName,
+		Schemas: []string{dbschema.Orders, dbschema.Payments},
+		Env:     func(dbs []string) map[string]string { return map[string]string{"RELAY_SOURCES": strings.Join(dbs, ",")} },
+		Load:    loadConfig,
+		Run:     run,
+	})
 }
 
 func TestRun(t *testing.T) {

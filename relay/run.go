@@ -7,7 +7,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/spanmart/spanmart/pkg/platform"
-	"github.com/spanmart/spanmart/relay/internal/httpapi"
 )
 
 // run serves until ctx is done, then shuts down gracefully and closes the Spanner clients.
@@ -30,18 +29,5 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 		// Readiness fails if any source is unreachable: its outbox would silently back up.
 		srv.AddCheck(platform.SpannerCheck("spanner "+db.String(), client))
 	}
-	httpapi.Register(srv.Echo, httpapi.Info{Service: cfg.Service, Version: cfg.Version})
-
-	ln, err := cfg.Listen()
-	if err != nil {
-		return err
-	}
-	log.Info("starting",
-		zap.String("service", cfg.Service),
-		zap.String("version", cfg.Version),
-		zap.Int("port", platform.Port(ln)),
-		zap.String("addr", ln.Addr().String()),
-		zap.Strings("sources", names),
-		zap.String("emulator", platform.EmulatorHost()))
-	return srv.Serve(ctx, ln)
+	return srv.Run(ctx, cfg.Config, zap.Strings("sources", names))
 }

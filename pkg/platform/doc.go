@@ -33,17 +33,19 @@
 // Cloud Logging's httpRequest shape; panic recovery; the body limit. One error handler turns every
 // error into RFC 9457 problem+json: *Problem as given, *echo.HTTPError with its code, an oversized
 // body as 413, domain errors through ServerOptions.ErrorMapper, anything else as a 500 whose
-// detail is hidden. Only 5xx are logged as errors. It serves /healthz (liveness, no
-// dependencies), /readyz (every Check, e.g. SpannerCheck; 503 naming the failed ones) and /metrics
+// detail is hidden. Only 5xx are logged as errors. It serves / (service name and version),
+// /healthz (liveness, no dependencies), /readyz (every Check, e.g. SpannerCheck; 503 naming the failed ones) and /metrics
 // (a per-server Prometheus registry). Serve shuts down gracefully when its context ends.
 //
-// A binary's run function wires it together:
+// A binary's main is one line, platform.Main(serviceName, loadConfig, run): Main reads the
+// configuration (exit 2 naming every problem), builds the logger and runs until SIGTERM. run wires
+// the binary together:
 //
 //	client, err := platform.NewSpannerClient(ctx, cfg.Database.String())
 //	...
 //	defer client.Close() // after the server has drained
 //	srv := platform.NewServer(cfg.ServerOptions(log))
 //	srv.AddCheck(platform.SpannerCheck("spanner", client))
-//	httpapi.Register(srv.Echo, ...)
-//	return srv.Run(ctx, cfg.Config)
+//	httpapi.Register(srv.Echo, ...) // the service's own routes
+//	return srv.Run(ctx, cfg.Config, zap.String("database", cfg.Database.String()))
 package platform

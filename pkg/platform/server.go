@@ -95,6 +95,7 @@ func NewServer(o ServerOptions) *Server {
 	e.Logger.SetHeader("${short_file}:${line}")
 	e.Logger.SetLevel(gommonlog.WARN)
 	e.Use(s.observe, s.recoverPanics, s.limitBody)
+	e.GET("/", s.info)
 	e.GET(PathHealthz, s.healthz)
 	e.GET(PathReadyz, s.readyz)
 	e.GET(PathMetrics, echo.WrapHandler(promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry})))
@@ -108,12 +109,21 @@ func (s *Server) AddCheck(c Check) {
 	s.checks = append(s.checks, c)
 }
 
-// Run listens as cfg says and serves until ctx is done, then shuts down gracefully.
-func (s *Server) Run(ctx context.Context, cfg Config) error {
+// Run listens as cfg says, logs one "starting" line (service, version, port, address, the
+// emulator in use, and fields such as the databases), and serves until ctx is done, then shuts
+// down gracefully.
+func (s *Server) Run(ctx context.Context, cfg Config, fields ...zap.Field) error {
 	ln, err := cfg.Listen()
 	if err != nil {
 		return err
 	}
+	s.log.Info("starting", append([]zap.Field{
+		zap.String("service", cfg.Service),
+		zap.String("version", cfg.Version),
+		zap.Int("port", Port(ln)),
+		zap.String("addr", ln.Addr().String()),
+		zap.String("emulator", EmulatorHost()),
+	}, fields...)...)
 	return s.Serve(ctx, ln)
 }
 
@@ -157,6 +167,11 @@ func httpErrorLog(log *zap.Logger) *stdlog.Logger {
 		return zap.NewStdLog(log.Named("http"))
 	}
 	return l
+}
+
+// info answers GET / with the service's name and version, so anyone can tell what answers on a port.
+func (s *Server) info(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"service": s.opts.Service, "version": s.opts.Version})
 }
 
 func (s *Server) healthz(c echo.Context) error {

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"os"
-	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,7 +16,7 @@ import (
 var env *spannertest.Env
 
 func TestMain(m *testing.M) {
-	// TestMainExits re-runs this test binary as the service itself.
+	// TestBinary re-runs this test binary as the service itself.
 	if platformtest.IsMainProcess() {
 		main()
 		os.Exit(0)
@@ -48,71 +44,12 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
-func TestMainExits(t *testing.T) {
-	out, code := platformtest.RunMain(t, "SPANNER_DATABASE=", "PORT=x")
-	if code != 2 {
-		t.Errorf("exit code = %d, want 2", code)
-	}
-	want := "gateway-abstraction: configuration: missing SPANNER_DATABASE; invalid PORT \"x\": not an integer\n"
-	if diff := cmp.Diff(want, out); diff != "" {
-		t.Errorf("output mismatch (-want +got):\n%s", diff)
-	}
-}
-
-// TestMainSIGTERM runs the service as its own process, as Cloud Run does, and stops it the way
-// Cloud Run does: it must drain and exit 0.
-func TestMainSIGTERM(t *testing.T) {
-	_, db := env.NewDatabase(t, dbschema.Payments)
-	p := platformtest.StartMain(t, "SPANNER_DATABASE="+db, "PORT=0", "LOG_LEVEL=debug")
-	url := platformtest.StartedURL(t, p.Logs)
-	platformtest.WaitStatus(t, url+"/readyz", 200)
-	if code := p.Signal(t, syscall.SIGTERM); code != 0 {
-		t.Errorf("exit code after SIGTERM = %d, want 0", code)
-	}
-	p.Logs.Find(t, "http server stopped")
-}
-
-func TestRun(t *testing.T) {
-	_, db := env.NewDatabase(t, dbschema.Payments)
-	cfg, err := loadConfig(platformtest.Getenv(map[string]string{"SPANNER_DATABASE": db, "PORT": "0"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log, logs := platformtest.NewLogger(t, serviceName)
-	r := platformtest.Start(t, func(ctx context.Context) error { return run(ctx, cfg, log) })
-	url := platformtest.StartedURL(t, logs)
-
-	if started := logs.Find(t, "starting"); started["service"] != "gateway-abstraction" || started["database"] != db {
-		t.Errorf("starting line = %v, want service gateway-abstraction and database %s", started, db)
-	}
-	platformtest.WaitStatus(t, url+"/healthz", 200)
-	platformtest.WaitStatus(t, url+"/readyz", 200)
-	var info map[string]string
-	if err := json.Unmarshal(platformtest.WaitStatus(t, url+"/", 200), &info); err != nil {
-		t.Fatal(err)
-	}
-	if info["service"] != "gateway-abstraction" {
-		t.Errorf("GET / = %v, want service gateway-abstraction", info)
-	}
-	if metrics := string(platformtest.WaitStatus(t, url+"/metrics", 200)); !strings.Contains(metrics, "http_requests_total") {
-		t.Error("/metrics lacks http_requests_total")
-	}
-	if err := r.Stop(t); err != nil {
-		t.Errorf("run = %v, want nil after cancellation", err)
-	}
-}
-
-func TestRunDatabaseMissing(t *testing.T) {
-	cfg, err := loadConfig(platformtest.Getenv(map[string]string{"SPANNER_DATABASE": spannertest.Instance + "/databases/nosuch", "PORT": "0"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log, logs := platformtest.NewLogger(t, serviceName)
-	r := platformtest.Start(t, func(ctx context.Context) error { return run(ctx, cfg, log) })
-	url := platformtest.StartedURL(t, logs)
-	platformtest.WaitStatus(t, url+"/healthz", 200)
-	platformtest.WaitStatus(t, url+"/readyz", 503)
-	if err := r.Stop(t); err != nil {
-		t.Errorf("run = %v, want nil after cancellation", err)
-	}
+func TestBinary(t *testing.T) {
+	platformtest.TestBinary(t, env, platformtest.Binary[config]{
+		Name:    serviceName,
+		Schemas: []string{dbschema.Payments},
+		Env:     func(dbs []string) map[string]string { return map[string]string{"SPANNER_DATABASE": dbs[0]} },
+		Load:    loadConfig,
+		Run:     run,
+	})
 }
