@@ -68,9 +68,11 @@ func TestBinary(t *testing.T) {
 	platformtest.TestBinary(t, env, platformtest.Binary[config]{
 		Name:    serviceName,
 		Schemas: []string{dbschema.Orders, dbschema.Payments},
-		Env:     func(dbs []string) map[string]string { return map[string]string{"RELAY_SOURCES": strings.Join(dbs, ",")} },
-		Load:    loadConfig,
-		Run:     run,
+		Env: func(dbs []string) map[string]string {
+			return map[string]string{"RELAY_SOURCES": strings.Join(dbs, ",")}
+		},
+		Load: loadConfig,
+		Run:  run,
 	})
 }
 
