@@ -1,5 +1,7 @@
 // Package dao holds the pieces shared by the generated, typed Spanner data access packages under
-// gen/dao: ErrNotFound, the Reader interface their read functions take and NullCommitTimestamp.
+// gen/dao: ErrNotFound, the Reader interface their read functions take, NullCommitTimestamp and the
+// runtime the generated functions call (ReadRow, ReadRows, ReadIndex, ReadUnique, PartialUpdate,
+// Keyed), written once here instead of in every generated package.
 //
 // The packages themselves, one per service database (ordersdb, fulfillmentdb, paymentsdb,
 // notificationsdb), are written by tools/daogen from the migrations listed in pkg/dbschema and are

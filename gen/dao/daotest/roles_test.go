@@ -164,3 +164,26 @@ func TestInterleaved(t *testing.T) {
 		t.Fatalf("line after deleting its order: %v, want ErrNotFound (ON DELETE CASCADE)", err)
 	}
 }
+
+// TestIndexOrderAndLimit: a read through an index that does not store every column (two reads: the
+// index, then the table) keeps the index order and the limit.
+func TestIndexOrderAndLimit(t *testing.T) {
+	ctx := context.Background()
+	client, _ := env.NewDatabase(t, dbschema.Orders)
+	for _, id := range []string{"o-b", "o-a", "o-c"} {
+		apply(t, client, order(id, "c-limit").Insert()) // one commit each: CreatedAt ascending in this order
+	}
+	rows, err := readOnly(t, client, func(r dao.Reader) ([]*ordersdb.Order, error) {
+		return ordersdb.ReadOrdersByCustomerKeys(ctx, r, spanner.Key{"c-limit"}.AsPrefix(), 2)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range rows {
+		got = append(got, o.OrderId)
+	}
+	if diff := cmp.Diff([]string{"o-c", "o-a"}, got); diff != "" { // CreatedAt DESC, limit 2
+		t.Errorf("orders of c-limit by OrdersByCustomer (-want +got):\n%s", diff)
+	}
+}

@@ -52,12 +52,12 @@ func (i *Inventory) Key() spanner.Key {
 
 // ReadInventory reads the Inventory row with the given key; a missing row is dao.ErrNotFound.
 func ReadInventory(ctx context.Context, r dao.Reader, sku string) (*Inventory, error) {
-	return readRow[Inventory](ctx, r, InventoryTable, InventoryKey(sku), InventoryColumns(), "Inventory")
+	return dao.ReadRow[Inventory](ctx, r, InventoryTable, InventoryKey(sku), InventoryColumns(), "Inventory")
 }
 
 // ReadInventoryRows reads the Inventory rows in keys, in primary key order.
 func ReadInventoryRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*Inventory, error) {
-	return readRows[Inventory](r.Read(ctx, InventoryTable, keys, InventoryColumns()), "Inventory")
+	return dao.ReadRows[Inventory](r.Read(ctx, InventoryTable, keys, InventoryColumns()), "Inventory")
 }
 
 func (i *Inventory) values() []any {
@@ -87,7 +87,7 @@ func (i *Inventory) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (InventoryCol* constants) of the
 // existing row i; the key columns are always included.
 func (i *Inventory) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(InventoryTable, inventoryKeyColumns, inventoryWriteColumns, i.values(), columns)
+	return dao.PartialUpdate(InventoryTable, inventoryKeyColumns, inventoryWriteColumns, i.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with i's key.

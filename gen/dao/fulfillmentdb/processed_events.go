@@ -50,12 +50,12 @@ func (p *ProcessedEvent) Key() spanner.Key {
 
 // ReadProcessedEvent reads the ProcessedEvents row with the given key; a missing row is dao.ErrNotFound.
 func ReadProcessedEvent(ctx context.Context, r dao.Reader, eventId string, consumer string) (*ProcessedEvent, error) {
-	return readRow[ProcessedEvent](ctx, r, ProcessedEventsTable, ProcessedEventKey(eventId, consumer), ProcessedEventColumns(), "ProcessedEvent")
+	return dao.ReadRow[ProcessedEvent](ctx, r, ProcessedEventsTable, ProcessedEventKey(eventId, consumer), ProcessedEventColumns(), "ProcessedEvent")
 }
 
 // ReadProcessedEventRows reads the ProcessedEvents rows in keys, in primary key order.
 func ReadProcessedEventRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*ProcessedEvent, error) {
-	return readRows[ProcessedEvent](r.Read(ctx, ProcessedEventsTable, keys, ProcessedEventColumns()), "ProcessedEvents")
+	return dao.ReadRows[ProcessedEvent](r.Read(ctx, ProcessedEventsTable, keys, ProcessedEventColumns()), "ProcessedEvents")
 }
 
 func (p *ProcessedEvent) values() []any {
@@ -85,7 +85,7 @@ func (p *ProcessedEvent) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (ProcessedEventCol* constants) of the
 // existing row p; the key columns are always included.
 func (p *ProcessedEvent) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(ProcessedEventsTable, processedEventKeyColumns, processedEventWriteColumns, p.values(), columns)
+	return dao.PartialUpdate(ProcessedEventsTable, processedEventKeyColumns, processedEventWriteColumns, p.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with p's key.

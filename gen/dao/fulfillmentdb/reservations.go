@@ -56,12 +56,12 @@ func (r *Reservation) Key() spanner.Key {
 
 // ReadReservation reads the Reservations row with the given key; a missing row is dao.ErrNotFound.
 func ReadReservation(ctx context.Context, r dao.Reader, orderId string, sku string) (*Reservation, error) {
-	return readRow[Reservation](ctx, r, ReservationsTable, ReservationKey(orderId, sku), ReservationColumns(), "Reservation")
+	return dao.ReadRow[Reservation](ctx, r, ReservationsTable, ReservationKey(orderId, sku), ReservationColumns(), "Reservation")
 }
 
 // ReadReservationRows reads the Reservations rows in keys, in primary key order.
 func ReadReservationRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*Reservation, error) {
-	return readRows[Reservation](r.Read(ctx, ReservationsTable, keys, ReservationColumns()), "Reservations")
+	return dao.ReadRows[Reservation](r.Read(ctx, ReservationsTable, keys, ReservationColumns()), "Reservations")
 }
 
 func (r *Reservation) values() []any {
@@ -91,7 +91,7 @@ func (r *Reservation) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (ReservationCol* constants) of the
 // existing row r; the key columns are always included.
 func (r *Reservation) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(ReservationsTable, reservationKeyColumns, reservationWriteColumns, r.values(), columns)
+	return dao.PartialUpdate(ReservationsTable, reservationKeyColumns, reservationWriteColumns, r.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with r's key.
@@ -141,5 +141,5 @@ func ReadReservationsBySkuBySku(ctx context.Context, r dao.Reader, sku string) (
 // ReadReservationsBySkuKeys reads the Reservations rows whose key of index ReservationsBySku is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadReservationsBySkuKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Reservation, error) {
-	return readIndex[Reservation](ctx, r, ReservationsTable, ReservationsBySkuIndex, false, keys, limit, reservationKeyColumns, ReservationColumns(), "Reservations")
+	return dao.ReadIndex[Reservation](ctx, r, ReservationsTable, ReservationsBySkuIndex, false, keys, limit, reservationKeyColumns, ReservationColumns(), "Reservations")
 }

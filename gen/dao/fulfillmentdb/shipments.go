@@ -62,12 +62,12 @@ func (s *Shipment) Key() spanner.Key {
 
 // ReadShipment reads the Shipments row with the given key; a missing row is dao.ErrNotFound.
 func ReadShipment(ctx context.Context, r dao.Reader, shipmentId string) (*Shipment, error) {
-	return readRow[Shipment](ctx, r, ShipmentsTable, ShipmentKey(shipmentId), ShipmentColumns(), "Shipment")
+	return dao.ReadRow[Shipment](ctx, r, ShipmentsTable, ShipmentKey(shipmentId), ShipmentColumns(), "Shipment")
 }
 
 // ReadShipmentRows reads the Shipments rows in keys, in primary key order.
 func ReadShipmentRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*Shipment, error) {
-	return readRows[Shipment](r.Read(ctx, ShipmentsTable, keys, ShipmentColumns()), "Shipments")
+	return dao.ReadRows[Shipment](r.Read(ctx, ShipmentsTable, keys, ShipmentColumns()), "Shipments")
 }
 
 func (s *Shipment) values() []any {
@@ -97,7 +97,7 @@ func (s *Shipment) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (ShipmentCol* constants) of the
 // existing row s; the key columns are always included.
 func (s *Shipment) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(ShipmentsTable, shipmentKeyColumns, shipmentWriteColumns, s.values(), columns)
+	return dao.PartialUpdate(ShipmentsTable, shipmentKeyColumns, shipmentWriteColumns, s.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with s's key.
@@ -136,11 +136,11 @@ func ShipmentsByOrderKey(orderId string) spanner.Key {
 
 // ReadShipmentsByOrder reads the Shipments row with the given key of unique index ShipmentsByOrder; no row is dao.ErrNotFound.
 func ReadShipmentsByOrder(ctx context.Context, r dao.Reader, orderId string) (*Shipment, error) {
-	return readUnique[Shipment](ctx, r, ShipmentsTable, ShipmentsByOrderIndex, false, ShipmentsByOrderKey(orderId), shipmentKeyColumns, ShipmentColumns(), "Shipment")
+	return dao.ReadUnique[Shipment](ctx, r, ShipmentsTable, ShipmentsByOrderIndex, false, ShipmentsByOrderKey(orderId), shipmentKeyColumns, ShipmentColumns(), "Shipment")
 }
 
 // ReadShipmentsByOrderKeys reads the Shipments rows whose key of index ShipmentsByOrder is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadShipmentsByOrderKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Shipment, error) {
-	return readIndex[Shipment](ctx, r, ShipmentsTable, ShipmentsByOrderIndex, false, keys, limit, shipmentKeyColumns, ShipmentColumns(), "Shipments")
+	return dao.ReadIndex[Shipment](ctx, r, ShipmentsTable, ShipmentsByOrderIndex, false, keys, limit, shipmentKeyColumns, ShipmentColumns(), "Shipments")
 }

@@ -70,12 +70,12 @@ func (n *Notification) Key() spanner.Key {
 
 // ReadNotification reads the Notifications row with the given key; a missing row is dao.ErrNotFound.
 func ReadNotification(ctx context.Context, r dao.Reader, eventId string, template string) (*Notification, error) {
-	return readRow[Notification](ctx, r, NotificationsTable, NotificationKey(eventId, template), NotificationColumns(), "Notification")
+	return dao.ReadRow[Notification](ctx, r, NotificationsTable, NotificationKey(eventId, template), NotificationColumns(), "Notification")
 }
 
 // ReadNotificationRows reads the Notifications rows in keys, in primary key order.
 func ReadNotificationRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*Notification, error) {
-	return readRows[Notification](r.Read(ctx, NotificationsTable, keys, NotificationColumns()), "Notifications")
+	return dao.ReadRows[Notification](r.Read(ctx, NotificationsTable, keys, NotificationColumns()), "Notifications")
 }
 
 func (n *Notification) values() []any {
@@ -105,7 +105,7 @@ func (n *Notification) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (NotificationCol* constants) of the
 // existing row n; the key columns are always included.
 func (n *Notification) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(NotificationsTable, notificationKeyColumns, notificationWriteColumns, n.values(), columns)
+	return dao.PartialUpdate(NotificationsTable, notificationKeyColumns, notificationWriteColumns, n.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with n's key.
@@ -150,5 +150,5 @@ func ReadNotificationsByOrder(ctx context.Context, r dao.Reader, orderId string)
 // ReadNotificationsByOrderKeys reads the Notifications rows whose key of index NotificationsByOrder is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadNotificationsByOrderKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Notification, error) {
-	return readIndex[Notification](ctx, r, NotificationsTable, NotificationsByOrderIndex, false, keys, limit, notificationKeyColumns, NotificationColumns(), "Notifications")
+	return dao.ReadIndex[Notification](ctx, r, NotificationsTable, NotificationsByOrderIndex, false, keys, limit, notificationKeyColumns, NotificationColumns(), "Notifications")
 }

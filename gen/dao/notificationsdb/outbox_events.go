@@ -76,12 +76,12 @@ func (o *OutboxEvent) Key() spanner.Key {
 
 // ReadOutboxEvent reads the OutboxEvents row with the given key; a missing row is dao.ErrNotFound.
 func ReadOutboxEvent(ctx context.Context, r dao.Reader, eventId string) (*OutboxEvent, error) {
-	return readRow[OutboxEvent](ctx, r, OutboxEventsTable, OutboxEventKey(eventId), OutboxEventColumns(), "OutboxEvent")
+	return dao.ReadRow[OutboxEvent](ctx, r, OutboxEventsTable, OutboxEventKey(eventId), OutboxEventColumns(), "OutboxEvent")
 }
 
 // ReadOutboxEventRows reads the OutboxEvents rows in keys, in primary key order.
 func ReadOutboxEventRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*OutboxEvent, error) {
-	return readRows[OutboxEvent](r.Read(ctx, OutboxEventsTable, keys, OutboxEventColumns()), "OutboxEvents")
+	return dao.ReadRows[OutboxEvent](r.Read(ctx, OutboxEventsTable, keys, OutboxEventColumns()), "OutboxEvents")
 }
 
 func (o *OutboxEvent) values() []any {
@@ -111,7 +111,7 @@ func (o *OutboxEvent) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (OutboxEventCol* constants) of the
 // existing row o; the key columns are always included.
 func (o *OutboxEvent) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(OutboxEventsTable, outboxEventKeyColumns, outboxEventWriteColumns, o.values(), columns)
+	return dao.PartialUpdate(OutboxEventsTable, outboxEventKeyColumns, outboxEventWriteColumns, o.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with o's key.
@@ -160,7 +160,7 @@ func ReadOutboxPendingByPendingShard(ctx context.Context, r dao.Reader, pendingS
 // ReadOutboxPendingKeys reads the OutboxEvents rows whose key of index OutboxPending is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadOutboxPendingKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*OutboxEvent, error) {
-	return readIndex[OutboxEvent](ctx, r, OutboxEventsTable, OutboxPendingIndex, false, keys, limit, outboxEventKeyColumns, OutboxEventColumns(), "OutboxEvents")
+	return dao.ReadIndex[OutboxEvent](ctx, r, OutboxEventsTable, OutboxPendingIndex, false, keys, limit, outboxEventKeyColumns, OutboxEventColumns(), "OutboxEvents")
 }
 
 // OutboxEventAppend is an unpublished outbox row: the relay picks it up through index OutboxPending.

@@ -54,12 +54,12 @@ func (o *OutboxLease) Key() spanner.Key {
 
 // ReadOutboxLease reads the OutboxLeases row with the given key; a missing row is dao.ErrNotFound.
 func ReadOutboxLease(ctx context.Context, r dao.Reader, shard int64) (*OutboxLease, error) {
-	return readRow[OutboxLease](ctx, r, OutboxLeasesTable, OutboxLeaseKey(shard), OutboxLeaseColumns(), "OutboxLease")
+	return dao.ReadRow[OutboxLease](ctx, r, OutboxLeasesTable, OutboxLeaseKey(shard), OutboxLeaseColumns(), "OutboxLease")
 }
 
 // ReadOutboxLeaseRows reads the OutboxLeases rows in keys, in primary key order.
 func ReadOutboxLeaseRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*OutboxLease, error) {
-	return readRows[OutboxLease](r.Read(ctx, OutboxLeasesTable, keys, OutboxLeaseColumns()), "OutboxLeases")
+	return dao.ReadRows[OutboxLease](r.Read(ctx, OutboxLeasesTable, keys, OutboxLeaseColumns()), "OutboxLeases")
 }
 
 func (o *OutboxLease) values() []any {
@@ -89,7 +89,7 @@ func (o *OutboxLease) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (OutboxLeaseCol* constants) of the
 // existing row o; the key columns are always included.
 func (o *OutboxLease) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(OutboxLeasesTable, outboxLeaseKeyColumns, outboxLeaseWriteColumns, o.values(), columns)
+	return dao.PartialUpdate(OutboxLeasesTable, outboxLeaseKeyColumns, outboxLeaseWriteColumns, o.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with o's key.

@@ -60,12 +60,12 @@ func (i *IdempotencyKey) Key() spanner.Key {
 
 // ReadIdempotencyKey reads the IdempotencyKeys row with the given key; a missing row is dao.ErrNotFound.
 func ReadIdempotencyKey(ctx context.Context, r dao.Reader, keyHash string) (*IdempotencyKey, error) {
-	return readRow[IdempotencyKey](ctx, r, IdempotencyKeysTable, IdempotencyKeyKey(keyHash), IdempotencyKeyColumns(), "IdempotencyKey")
+	return dao.ReadRow[IdempotencyKey](ctx, r, IdempotencyKeysTable, IdempotencyKeyKey(keyHash), IdempotencyKeyColumns(), "IdempotencyKey")
 }
 
 // ReadIdempotencyKeyRows reads the IdempotencyKeys rows in keys, in primary key order.
 func ReadIdempotencyKeyRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*IdempotencyKey, error) {
-	return readRows[IdempotencyKey](r.Read(ctx, IdempotencyKeysTable, keys, IdempotencyKeyColumns()), "IdempotencyKeys")
+	return dao.ReadRows[IdempotencyKey](r.Read(ctx, IdempotencyKeysTable, keys, IdempotencyKeyColumns()), "IdempotencyKeys")
 }
 
 func (i *IdempotencyKey) values() []any {
@@ -95,7 +95,7 @@ func (i *IdempotencyKey) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (IdempotencyKeyCol* constants) of the
 // existing row i; the key columns are always included.
 func (i *IdempotencyKey) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(IdempotencyKeysTable, idempotencyKeyKeyColumns, idempotencyKeyWriteColumns, i.values(), columns)
+	return dao.PartialUpdate(IdempotencyKeysTable, idempotencyKeyKeyColumns, idempotencyKeyWriteColumns, i.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with i's key.

@@ -53,12 +53,12 @@ func (o *OrderItem) Key() spanner.Key {
 
 // ReadOrderItem reads the OrderItems row with the given key; a missing row is dao.ErrNotFound.
 func ReadOrderItem(ctx context.Context, r dao.Reader, orderId string, lineNo int64) (*OrderItem, error) {
-	return readRow[OrderItem](ctx, r, OrderItemsTable, OrderItemKey(orderId, lineNo), OrderItemColumns(), "OrderItem")
+	return dao.ReadRow[OrderItem](ctx, r, OrderItemsTable, OrderItemKey(orderId, lineNo), OrderItemColumns(), "OrderItem")
 }
 
 // ReadOrderItemRows reads the OrderItems rows in keys, in primary key order.
 func ReadOrderItemRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*OrderItem, error) {
-	return readRows[OrderItem](r.Read(ctx, OrderItemsTable, keys, OrderItemColumns()), "OrderItems")
+	return dao.ReadRows[OrderItem](r.Read(ctx, OrderItemsTable, keys, OrderItemColumns()), "OrderItems")
 }
 
 func (o *OrderItem) values() []any {
@@ -88,7 +88,7 @@ func (o *OrderItem) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (OrderItemCol* constants) of the
 // existing row o; the key columns are always included.
 func (o *OrderItem) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(OrderItemsTable, orderItemKeyColumns, orderItemWriteColumns, o.values(), columns)
+	return dao.PartialUpdate(OrderItemsTable, orderItemKeyColumns, orderItemWriteColumns, o.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with o's key (and its interleaved children).

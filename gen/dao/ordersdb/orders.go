@@ -62,12 +62,12 @@ func (o *Order) Key() spanner.Key {
 
 // ReadOrder reads the Orders row with the given key; a missing row is dao.ErrNotFound.
 func ReadOrder(ctx context.Context, r dao.Reader, orderId string) (*Order, error) {
-	return readRow[Order](ctx, r, OrdersTable, OrderKey(orderId), OrderColumns(), "Order")
+	return dao.ReadRow[Order](ctx, r, OrdersTable, OrderKey(orderId), OrderColumns(), "Order")
 }
 
 // ReadOrderRows reads the Orders rows in keys, in primary key order.
 func ReadOrderRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*Order, error) {
-	return readRows[Order](r.Read(ctx, OrdersTable, keys, OrderColumns()), "Orders")
+	return dao.ReadRows[Order](r.Read(ctx, OrdersTable, keys, OrderColumns()), "Orders")
 }
 
 func (o *Order) values() []any {
@@ -97,7 +97,7 @@ func (o *Order) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (OrderCol* constants) of the
 // existing row o; the key columns are always included.
 func (o *Order) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(OrdersTable, orderKeyColumns, orderWriteColumns, o.values(), columns)
+	return dao.PartialUpdate(OrdersTable, orderKeyColumns, orderWriteColumns, o.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with o's key.
@@ -147,5 +147,5 @@ func ReadOrdersByCustomerByCustomerId(ctx context.Context, r dao.Reader, custome
 // ReadOrdersByCustomerKeys reads the Orders rows whose key of index OrdersByCustomer is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadOrdersByCustomerKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Order, error) {
-	return readIndex[Order](ctx, r, OrdersTable, OrdersByCustomerIndex, false, keys, limit, orderKeyColumns, OrderColumns(), "Orders")
+	return dao.ReadIndex[Order](ctx, r, OrdersTable, OrdersByCustomerIndex, false, keys, limit, orderKeyColumns, OrderColumns(), "Orders")
 }

@@ -60,12 +60,12 @@ func (p *Product) Key() spanner.Key {
 
 // ReadProduct reads the Products row with the given key; a missing row is dao.ErrNotFound.
 func ReadProduct(ctx context.Context, r dao.Reader, sku string) (*Product, error) {
-	return readRow[Product](ctx, r, ProductsTable, ProductKey(sku), ProductColumns(), "Product")
+	return dao.ReadRow[Product](ctx, r, ProductsTable, ProductKey(sku), ProductColumns(), "Product")
 }
 
 // ReadProductRows reads the Products rows in keys, in primary key order.
 func ReadProductRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*Product, error) {
-	return readRows[Product](r.Read(ctx, ProductsTable, keys, ProductColumns()), "Products")
+	return dao.ReadRows[Product](r.Read(ctx, ProductsTable, keys, ProductColumns()), "Products")
 }
 
 func (p *Product) values() []any {
@@ -95,7 +95,7 @@ func (p *Product) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (ProductCol* constants) of the
 // existing row p; the key columns are always included.
 func (p *Product) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(ProductsTable, productKeyColumns, productWriteColumns, p.values(), columns)
+	return dao.PartialUpdate(ProductsTable, productKeyColumns, productWriteColumns, p.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with p's key.

@@ -68,12 +68,12 @@ func (d *DeadLetter) Key() spanner.Key {
 
 // ReadDeadLetter reads the DeadLetters row with the given key; a missing row is dao.ErrNotFound.
 func ReadDeadLetter(ctx context.Context, r dao.Reader, eventId string, consumer string) (*DeadLetter, error) {
-	return readRow[DeadLetter](ctx, r, DeadLettersTable, DeadLetterKey(eventId, consumer), DeadLetterColumns(), "DeadLetter")
+	return dao.ReadRow[DeadLetter](ctx, r, DeadLettersTable, DeadLetterKey(eventId, consumer), DeadLetterColumns(), "DeadLetter")
 }
 
 // ReadDeadLetterRows reads the DeadLetters rows in keys, in primary key order.
 func ReadDeadLetterRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*DeadLetter, error) {
-	return readRows[DeadLetter](r.Read(ctx, DeadLettersTable, keys, DeadLetterColumns()), "DeadLetters")
+	return dao.ReadRows[DeadLetter](r.Read(ctx, DeadLettersTable, keys, DeadLetterColumns()), "DeadLetters")
 }
 
 func (d *DeadLetter) values() []any {
@@ -103,7 +103,7 @@ func (d *DeadLetter) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (DeadLetterCol* constants) of the
 // existing row d; the key columns are always included.
 func (d *DeadLetter) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(DeadLettersTable, deadLetterKeyColumns, deadLetterWriteColumns, d.values(), columns)
+	return dao.PartialUpdate(DeadLettersTable, deadLetterKeyColumns, deadLetterWriteColumns, d.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with d's key.

@@ -70,12 +70,12 @@ func (p *Payment) Key() spanner.Key {
 
 // ReadPayment reads the Payments row with the given key; a missing row is dao.ErrNotFound.
 func ReadPayment(ctx context.Context, r dao.Reader, paymentId string) (*Payment, error) {
-	return readRow[Payment](ctx, r, PaymentsTable, PaymentKey(paymentId), PaymentColumns(), "Payment")
+	return dao.ReadRow[Payment](ctx, r, PaymentsTable, PaymentKey(paymentId), PaymentColumns(), "Payment")
 }
 
 // ReadPaymentRows reads the Payments rows in keys, in primary key order.
 func ReadPaymentRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*Payment, error) {
-	return readRows[Payment](r.Read(ctx, PaymentsTable, keys, PaymentColumns()), "Payments")
+	return dao.ReadRows[Payment](r.Read(ctx, PaymentsTable, keys, PaymentColumns()), "Payments")
 }
 
 func (p *Payment) values() []any {
@@ -105,7 +105,7 @@ func (p *Payment) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (PaymentCol* constants) of the
 // existing row p; the key columns are always included.
 func (p *Payment) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(PaymentsTable, paymentKeyColumns, paymentWriteColumns, p.values(), columns)
+	return dao.PartialUpdate(PaymentsTable, paymentKeyColumns, paymentWriteColumns, p.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with p's key.
@@ -150,7 +150,7 @@ func ReadPaymentsByOrder(ctx context.Context, r dao.Reader, orderId string) ([]*
 // ReadPaymentsByOrderKeys reads the Payments rows whose key of index PaymentsByOrder is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadPaymentsByOrderKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Payment, error) {
-	return readIndex[Payment](ctx, r, PaymentsTable, PaymentsByOrderIndex, false, keys, limit, paymentKeyColumns, PaymentColumns(), "Payments")
+	return dao.ReadIndex[Payment](ctx, r, PaymentsTable, PaymentsByOrderIndex, false, keys, limit, paymentKeyColumns, PaymentColumns(), "Payments")
 }
 
 // PaymentsByProviderPaymentIndex is the name of the UNIQUE NULL_FILTERED index PaymentsByProviderPayment ON Payments (Provider, ProviderPaymentId).
@@ -165,7 +165,7 @@ func PaymentsByProviderPaymentKey(provider string, providerPaymentId string) spa
 
 // ReadPaymentsByProviderPayment reads the Payments row with the given key of unique index PaymentsByProviderPayment; no row is dao.ErrNotFound.
 func ReadPaymentsByProviderPayment(ctx context.Context, r dao.Reader, provider string, providerPaymentId string) (*Payment, error) {
-	return readUnique[Payment](ctx, r, PaymentsTable, PaymentsByProviderPaymentIndex, false, PaymentsByProviderPaymentKey(provider, providerPaymentId), paymentKeyColumns, PaymentColumns(), "Payment")
+	return dao.ReadUnique[Payment](ctx, r, PaymentsTable, PaymentsByProviderPaymentIndex, false, PaymentsByProviderPaymentKey(provider, providerPaymentId), paymentKeyColumns, PaymentColumns(), "Payment")
 }
 
 // ReadPaymentsByProviderPaymentByProvider reads the Payments rows whose key of index PaymentsByProviderPayment starts with (Provider), in index order.
@@ -176,5 +176,5 @@ func ReadPaymentsByProviderPaymentByProvider(ctx context.Context, r dao.Reader, 
 // ReadPaymentsByProviderPaymentKeys reads the Payments rows whose key of index PaymentsByProviderPayment is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadPaymentsByProviderPaymentKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Payment, error) {
-	return readIndex[Payment](ctx, r, PaymentsTable, PaymentsByProviderPaymentIndex, false, keys, limit, paymentKeyColumns, PaymentColumns(), "Payments")
+	return dao.ReadIndex[Payment](ctx, r, PaymentsTable, PaymentsByProviderPaymentIndex, false, keys, limit, paymentKeyColumns, PaymentColumns(), "Payments")
 }

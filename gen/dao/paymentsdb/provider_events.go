@@ -58,12 +58,12 @@ func (p *ProviderEvent) Key() spanner.Key {
 
 // ReadProviderEvent reads the ProviderEvents row with the given key; a missing row is dao.ErrNotFound.
 func ReadProviderEvent(ctx context.Context, r dao.Reader, eventKey string) (*ProviderEvent, error) {
-	return readRow[ProviderEvent](ctx, r, ProviderEventsTable, ProviderEventKey(eventKey), ProviderEventColumns(), "ProviderEvent")
+	return dao.ReadRow[ProviderEvent](ctx, r, ProviderEventsTable, ProviderEventKey(eventKey), ProviderEventColumns(), "ProviderEvent")
 }
 
 // ReadProviderEventRows reads the ProviderEvents rows in keys, in primary key order.
 func ReadProviderEventRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*ProviderEvent, error) {
-	return readRows[ProviderEvent](r.Read(ctx, ProviderEventsTable, keys, ProviderEventColumns()), "ProviderEvents")
+	return dao.ReadRows[ProviderEvent](r.Read(ctx, ProviderEventsTable, keys, ProviderEventColumns()), "ProviderEvents")
 }
 
 func (p *ProviderEvent) values() []any {
@@ -93,7 +93,7 @@ func (p *ProviderEvent) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (ProviderEventCol* constants) of the
 // existing row p; the key columns are always included.
 func (p *ProviderEvent) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(ProviderEventsTable, providerEventKeyColumns, providerEventWriteColumns, p.values(), columns)
+	return dao.PartialUpdate(ProviderEventsTable, providerEventKeyColumns, providerEventWriteColumns, p.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with p's key.

@@ -64,12 +64,12 @@ func (p *ProviderRequest) Key() spanner.Key {
 
 // ReadProviderRequest reads the ProviderRequests row with the given key; a missing row is dao.ErrNotFound.
 func ReadProviderRequest(ctx context.Context, r dao.Reader, idempotencyKey string) (*ProviderRequest, error) {
-	return readRow[ProviderRequest](ctx, r, ProviderRequestsTable, ProviderRequestKey(idempotencyKey), ProviderRequestColumns(), "ProviderRequest")
+	return dao.ReadRow[ProviderRequest](ctx, r, ProviderRequestsTable, ProviderRequestKey(idempotencyKey), ProviderRequestColumns(), "ProviderRequest")
 }
 
 // ReadProviderRequestRows reads the ProviderRequests rows in keys, in primary key order.
 func ReadProviderRequestRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*ProviderRequest, error) {
-	return readRows[ProviderRequest](r.Read(ctx, ProviderRequestsTable, keys, ProviderRequestColumns()), "ProviderRequests")
+	return dao.ReadRows[ProviderRequest](r.Read(ctx, ProviderRequestsTable, keys, ProviderRequestColumns()), "ProviderRequests")
 }
 
 func (p *ProviderRequest) values() []any {
@@ -99,7 +99,7 @@ func (p *ProviderRequest) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (ProviderRequestCol* constants) of the
 // existing row p; the key columns are always included.
 func (p *ProviderRequest) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(ProviderRequestsTable, providerRequestKeyColumns, providerRequestWriteColumns, p.values(), columns)
+	return dao.PartialUpdate(ProviderRequestsTable, providerRequestKeyColumns, providerRequestWriteColumns, p.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with p's key.
@@ -144,5 +144,5 @@ func ReadProviderRequestsByPayment(ctx context.Context, r dao.Reader, paymentId 
 // ReadProviderRequestsByPaymentKeys reads the ProviderRequests rows whose key of index ProviderRequestsByPayment is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadProviderRequestsByPaymentKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*ProviderRequest, error) {
-	return readIndex[ProviderRequest](ctx, r, ProviderRequestsTable, ProviderRequestsByPaymentIndex, false, keys, limit, providerRequestKeyColumns, ProviderRequestColumns(), "ProviderRequests")
+	return dao.ReadIndex[ProviderRequest](ctx, r, ProviderRequestsTable, ProviderRequestsByPaymentIndex, false, keys, limit, providerRequestKeyColumns, ProviderRequestColumns(), "ProviderRequests")
 }

@@ -47,7 +47,7 @@ func GenerateSchema(d Database, s *Schema) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	names := newNames()
 	// The declarations of db.go.
-	for _, n := range []string{"Database", "Tables", "keyed", "readRow", "readRows", "readIndex", "readUnique", "partialUpdate"} {
+	for _, n := range []string{"Database", "Tables"} {
 		names[n] = "db.go"
 	}
 	var tables []*tableView

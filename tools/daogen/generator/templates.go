@@ -8,135 +8,12 @@ const dbTemplate = `{{define "db"}}{{.Header}}
 // github.com/spanmart/spanmart/gen/dao for how to use it.
 package {{.Package}}
 
-import (
-	"context"
-	"fmt"
-
-	"cloud.google.com/go/spanner"
-	"google.golang.org/grpc/codes"
-
-	"github.com/spanmart/spanmart/gen/dao"
-)
-
 // Database is the name of the database.
 const Database = {{quote .DB.Name}}
 
 // Tables returns the names of the tables of the database, parents before their interleaved children.
 func Tables() []string {
 	return []string{ {{range .Tables}}{{.Const}}, {{end}} }
-}
-
-// keyed is a row type: a pointer to it can say its primary key.
-type keyed[T any] interface {
-	*T
-	Key() spanner.Key
-}
-
-// readRow reads the row at key, mapping a missing row to dao.ErrNotFound.
-func readRow[T any](ctx context.Context, r dao.Reader, table string, key spanner.Key, columns []string, what string) (*T, error) {
-	row, err := r.ReadRow(ctx, table, key, columns)
-	if spanner.ErrCode(err) == codes.NotFound {
-		return nil, fmt.Errorf("read %s %v: %w", what, key, dao.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s %v: %w", what, key, err)
-	}
-	v := new(T)
-	if err := row.ToStruct(v); err != nil {
-		return nil, fmt.Errorf("read %s %v: %w", what, key, err)
-	}
-	return v, nil
-}
-
-// readRows decodes every row of iter.
-func readRows[T any](iter *spanner.RowIterator, what string) ([]*T, error) {
-	var out []*T
-	err := iter.Do(func(row *spanner.Row) error {
-		v := new(T)
-		if err := row.ToStruct(v); err != nil {
-			return err
-		}
-		out = append(out, v)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
-	}
-	return out, nil
-}
-
-// readIndex reads the rows of index at keys, in index order, at most limit rows when limit > 0.
-// An index holds only its key, the primary key and its STORING columns: unless it covers every
-// column, readIndex reads the primary keys from the index, then the rows from the table, so it needs
-// a transaction that allows two reads (not client.Single()).
-func readIndex[T any, P keyed[T]](ctx context.Context, r dao.Reader, table, index string, covering bool, keys spanner.KeySet, limit int, primaryKey, columns []string, what string) ([]*T, error) {
-	if covering {
-		return readRows[T](r.ReadWithOptions(ctx, table, keys, columns, &spanner.ReadOptions{Index: index, Limit: limit}), what+" by index "+index)
-	}
-	ids, err := readRows[T](r.ReadWithOptions(ctx, table, keys, primaryKey, &spanner.ReadOptions{Index: index, Limit: limit}), what+" by index "+index)
-	if err != nil || len(ids) == 0 {
-		return nil, err
-	}
-	pks := make([]spanner.Key, len(ids))
-	for i, id := range ids {
-		pks[i] = P(id).Key()
-	}
-	rows, err := readRows[T](r.Read(ctx, table, spanner.KeySetFromKeys(pks...), columns), what)
-	if err != nil {
-		return nil, err
-	}
-	byKey := make(map[string]*T, len(rows))
-	for _, row := range rows {
-		byKey[P(row).Key().String()] = row
-	}
-	out := make([]*T, 0, len(pks))
-	for _, pk := range pks {
-		if row, ok := byKey[pk.String()]; ok {
-			out = append(out, row)
-		}
-	}
-	return out, nil
-}
-
-// readUnique is readIndex for the full key of a unique index: one row or dao.ErrNotFound.
-func readUnique[T any, P keyed[T]](ctx context.Context, r dao.Reader, table, index string, covering bool, key spanner.Key, primaryKey, columns []string, what string) (*T, error) {
-	rows, err := readIndex[T, P](ctx, r, table, index, covering, key, 0, primaryKey, columns, what)
-	if err != nil {
-		return nil, err
-	}
-	switch len(rows) {
-	case 0:
-		return nil, fmt.Errorf("read %s by %s %v: %w", what, index, key, dao.ErrNotFound)
-	case 1:
-		return rows[0], nil
-	default:
-		return nil, fmt.Errorf("read %s by %s %v: %d rows in a unique index", what, index, key, len(rows))
-	}
-}
-
-// partialUpdate is an Update mutation of the key columns and the given columns only; values holds the
-// value of every column of all.
-func partialUpdate(table string, primaryKey, all []string, values []any, columns []string) (*spanner.Mutation, error) {
-	index := make(map[string]int, len(all))
-	for i, c := range all {
-		index[c] = i
-	}
-	seen := make(map[string]bool, len(primaryKey)+len(columns))
-	cols := make([]string, 0, len(primaryKey)+len(columns))
-	vals := make([]any, 0, len(primaryKey)+len(columns))
-	for _, c := range append(primaryKey[:len(primaryKey):len(primaryKey)], columns...) {
-		i, ok := index[c]
-		if !ok {
-			return nil, fmt.Errorf("update %s: no writable column %q", table, c)
-		}
-		if seen[c] {
-			continue
-		}
-		seen[c] = true
-		cols = append(cols, c)
-		vals = append(vals, values[i])
-	}
-	return spanner.Update(table, cols, vals), nil
 }
 {{end}}`
 
@@ -185,12 +62,12 @@ func ({{.Recv}} *{{.Type}}) Key() spanner.Key {
 
 // Read{{.Type}} reads the {{.T.Name}} row with the given key; a missing row is dao.ErrNotFound.
 func Read{{.Type}}(ctx context.Context, r dao.Reader, {{params .Key}}) (*{{.Type}}, error) {
-	return readRow[{{.Type}}](ctx, r, {{.Const}}, {{.Type}}Key({{args .Key}}), {{.Type}}Columns(), {{quote .Type}})
+	return dao.ReadRow[{{.Type}}](ctx, r, {{.Const}}, {{.Type}}Key({{args .Key}}), {{.Type}}Columns(), {{quote .Type}})
 }
 
 // Read{{.Type}}Rows reads the {{.T.Name}} rows in keys, in primary key order.
 func Read{{.Type}}Rows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*{{.Type}}, error) {
-	return readRows[{{.Type}}](r.Read(ctx, {{.Const}}, keys, {{.Type}}Columns()), {{quote .T.Name}})
+	return dao.ReadRows[{{.Type}}](r.Read(ctx, {{.Const}}, keys, {{.Type}}Columns()), {{quote .T.Name}})
 }
 
 func ({{.Recv}} *{{.Type}}) values() []any {
@@ -220,7 +97,7 @@ func ({{.Recv}} *{{.Type}}) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns ({{.ColPrefix}}* constants) of the
 // existing row {{.Recv}}; the key columns are always included.
 func ({{.Recv}} *{{.Type}}) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate({{.Const}}, {{.Lower}}KeyColumns, {{.Lower}}WriteColumns, {{.Recv}}.values(), columns)
+	return dao.PartialUpdate({{.Const}}, {{.Lower}}KeyColumns, {{.Lower}}WriteColumns, {{.Recv}}.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with {{.Recv}}'s key{{if .T.Cascade}} (and its interleaved children){{end}}.
@@ -259,7 +136,7 @@ func {{.KeyFunc}}({{params .Keys}}) spanner.Key {
 {{if .Unique}}
 // {{.Func}} reads the {{$t.T.Name}} row with the given key of unique index {{.Name}}; no row is dao.ErrNotFound.
 func {{.Func}}(ctx context.Context, r dao.Reader, {{params .Keys}}) (*{{$t.Type}}, error) {
-	return readUnique[{{$t.Type}}](ctx, r, {{$t.Const}}, {{.Const}}, {{.Covering}}, {{.KeyFunc}}({{args .Keys}}), {{$t.Lower}}KeyColumns, {{$t.Type}}Columns(), {{quote $t.Type}})
+	return dao.ReadUnique[{{$t.Type}}](ctx, r, {{$t.Const}}, {{.Const}}, {{.Covering}}, {{.KeyFunc}}({{args .Keys}}), {{$t.Lower}}KeyColumns, {{$t.Type}}Columns(), {{quote $t.Type}})
 }
 {{else}}
 // {{.Func}} reads the {{$t.T.Name}} rows with the given key of index {{.Name}}, in index order.
@@ -275,7 +152,7 @@ func {{.Func}}(ctx context.Context, r dao.Reader, {{params .Keys}}) ([]*{{$t.Typ
 // {{.KeysFunc}} reads the {{$t.T.Name}} rows whose key of index {{.Name}} is in keys, in index order,
 // at most limit rows when limit > 0.
 func {{.KeysFunc}}(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*{{$t.Type}}, error) {
-	return readIndex[{{$t.Type}}](ctx, r, {{$t.Const}}, {{.Const}}, {{.Covering}}, keys, limit, {{$t.Lower}}KeyColumns, {{$t.Type}}Columns(), {{quote $t.T.Name}})
+	return dao.ReadIndex[{{$t.Type}}](ctx, r, {{$t.Const}}, {{.Const}}, {{.Covering}}, keys, limit, {{$t.Lower}}KeyColumns, {{$t.Type}}Columns(), {{quote $t.T.Name}})
 }
 {{end}}
 {{with .Outbox}}

@@ -104,12 +104,12 @@ func (a *AllType) Key() spanner.Key {
 
 // ReadAllType reads the AllTypes row with the given key; a missing row is dao.ErrNotFound.
 func ReadAllType(ctx context.Context, r dao.Reader, id string, seq int64) (*AllType, error) {
-	return readRow[AllType](ctx, r, AllTypesTable, AllTypeKey(id, seq), AllTypeColumns(), "AllType")
+	return dao.ReadRow[AllType](ctx, r, AllTypesTable, AllTypeKey(id, seq), AllTypeColumns(), "AllType")
 }
 
 // ReadAllTypeRows reads the AllTypes rows in keys, in primary key order.
 func ReadAllTypeRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*AllType, error) {
-	return readRows[AllType](r.Read(ctx, AllTypesTable, keys, AllTypeColumns()), "AllTypes")
+	return dao.ReadRows[AllType](r.Read(ctx, AllTypesTable, keys, AllTypeColumns()), "AllTypes")
 }
 
 func (a *AllType) values() []any {
@@ -139,7 +139,7 @@ func (a *AllType) Replace() *spanner.Mutation {
 // UpdateColumns returns a mutation updating only the given columns (AllTypeCol* constants) of the
 // existing row a; the key columns are always included.
 func (a *AllType) UpdateColumns(columns ...string) (*spanner.Mutation, error) {
-	return partialUpdate(AllTypesTable, allTypeKeyColumns, allTypeWriteColumns, a.values(), columns)
+	return dao.PartialUpdate(AllTypesTable, allTypeKeyColumns, allTypeWriteColumns, a.values(), columns)
 }
 
 // Delete returns a mutation deleting the row with a's key.
@@ -182,5 +182,5 @@ func ReadAllTypesByS(ctx context.Context, r dao.Reader, s string) ([]*AllType, e
 // ReadAllTypesBySKeys reads the AllTypes rows whose key of index AllTypesByS is in keys, in index order,
 // at most limit rows when limit > 0.
 func ReadAllTypesBySKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*AllType, error) {
-	return readIndex[AllType](ctx, r, AllTypesTable, AllTypesBySIndex, true, keys, limit, allTypeKeyColumns, AllTypeColumns(), "AllTypes")
+	return dao.ReadIndex[AllType](ctx, r, AllTypesTable, AllTypesBySIndex, true, keys, limit, allTypeKeyColumns, AllTypeColumns(), "AllTypes")
 }
