@@ -3,9 +3,14 @@
 // runtime the generated functions call (ReadRow, ReadRows, ReadIndex, ReadUnique, PartialUpdate,
 // Keyed), written once here instead of in every generated package.
 //
-// The packages themselves, one per service database (ordersdb, fulfillmentdb, paymentsdb,
-// notificationsdb), are written by tools/daogen from the migrations listed in pkg/dbschema and are
-// never edited by hand: change a schema with a new migration and run
+// The packages themselves are written by tools/daogen from the migrations listed in pkg/dbschema and
+// are never edited by hand: one per service database (ordersdb, fulfillmentdb, paymentsdb,
+// notificationsdb) with the tables of the service's own migrations, and one per migration stream that
+// several databases share, with that stream's tables: outboxdb, the outbox and inbox tables of
+// pkg/outboxlib/schema (OutboxEvents, ProcessedEvents, OutboxLeases, DeadLetters) that every service
+// database carries, generated once and used with a client or transaction of any of them. A database's
+// Tables() lists its own tables; outboxdb.Tables() lists the rest. Change a schema with a new migration
+// and run
 //
 //	go generate ./gen/dao/...
 //
@@ -45,10 +50,20 @@
 // Commit timestamps: a column with allow_commit_timestamp takes spanner.CommitTimestamp (nullable ones
 // NullCommitTimestamp); the generated SetCommitTimestamps sets every NOT NULL one, as an insert wants.
 //
-// Every database carries the shared outbox and inbox tables, so every package also has
-// OutboxEventAppend (whose Insert writes an unpublished outbox row: CreatedAt = commit timestamp,
-// PublishedAt NULL, Attempts 0, PendingShard required) and InsertOrIgnoreProcessedEvent (the inbox
-// statement: a row count of 0 means the event was already processed). pkg/outboxlib builds on them.
+// The shared outbox and inbox tables also have typed builders in outboxdb: OutboxEventAppend (whose
+// Insert writes an unpublished outbox row: CreatedAt = commit timestamp, PublishedAt NULL, Attempts 0,
+// PendingShard required) and InsertOrIgnoreProcessedEvent (the inbox statement: a row count of 0 means
+// the event was already processed). pkg/outboxlib builds on them, for every service database alike:
+//
+//	_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+//		n, err := txn.Update(ctx, outboxdb.InsertOrIgnoreProcessedEvent(eventID, "fulfillment"))
+//		if err != nil || n == 0 {
+//			return err // n == 0: a redelivery, already processed
+//		}
+//		// ... the state change, then in the same transaction:
+//		ev := &outboxdb.OutboxEventAppend{EventId: id, EventType: "inventory.reserved", PendingShard: shard /* , ... */}
+//		return txn.BufferWrite([]*spanner.Mutation{ev.Insert()})
+//	})
 package dao
 
 //go:generate go run ../../tools/daogen -out .

@@ -13,8 +13,9 @@ import (
 
 const fix = "run `go generate ./gen/dao/...` from the repository root and commit the result"
 
-// TestGeneratedCodeIsFresh regenerates every package in memory and compares it with the files in
-// this directory, so a migration committed without regenerating fails here (no .git needed).
+// TestGeneratedCodeIsFresh regenerates every package in memory (the packages of the databases, the
+// package of the shared outbox stream, outboxdb, and daotest/typesdb) and compares it with the files
+// in this directory, so a migration committed without regenerating fails here (no .git needed).
 func TestGeneratedCodeIsFresh(t *testing.T) {
 	want, err := generator.GenerateAll()
 	if err != nil {
@@ -49,6 +50,15 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 			t.Errorf("gen/dao/%s is stale (%s):\n%s", name, fix, firstDifference(string(want[name]), string(got)))
 		}
 	}
+	// A package no longer generated (a database that left pkg/dbschema, a stream no longer shared)
+	// must not keep generated files either.
+	dirs, err := filepath.Glob("*db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		pkgs[dir] = true
+	}
 	for pkg := range pkgs {
 		files, err := filepath.Glob(filepath.Join(pkg, "*.go"))
 		if err != nil {
@@ -56,7 +66,7 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 		}
 		for _, f := range files {
 			if _, ok := want[filepath.ToSlash(f)]; !ok && generator.IsGenerated(f) {
-				t.Errorf("gen/dao/%s is generated code of a table that no longer exists: %s", filepath.ToSlash(f), fix)
+				t.Errorf("gen/dao/%s is generated code of a table or package that is no longer generated: %s", filepath.ToSlash(f), fix)
 			}
 		}
 	}

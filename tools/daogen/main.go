@@ -1,11 +1,15 @@
 // Command daogen generates the typed Spanner data access packages of gen/dao from the migrations
-// of every database listed in pkg/dbschema. It is run by go generate (see gen/dao/doc.go):
+// of every database listed in pkg/dbschema: one package per database for the tables of its own
+// streams, and one per stream that several databases share (outboxdb for the outbox stream). It is
+// run by go generate (see gen/dao/doc.go):
 //
 //	go run ./tools/daogen -out gen/dao            # from the repository root
 //	go generate ./gen/dao/...                     # the same, through the directive
 //	go run ./tools/daogen -schema DIR -name NAME -out OUT   # one directory of migrations → OUT/NAMEdb
 //
-// Output is deterministic, so running it again is a no-op; files of dropped tables are removed.
+// Output is deterministic, so running it again is a no-op; files of dropped tables (and of packages
+// no longer generated) are removed. -db also generates the packages of the streams the named
+// databases share.
 package main
 
 import (
@@ -55,7 +59,8 @@ func run(out, dbs string) error {
 		byPkg[pkg][file] = src
 	}
 	if len(only) == 0 {
-		// A database that left pkg/dbschema: its package loses its generated files (hand-written ones stay).
+		// A database that left pkg/dbschema, or a stream no longer shared: its package loses its
+		// generated files (hand-written ones stay), and its directory if nothing is left in it.
 		dirs, err := filepath.Glob(filepath.Join(out, "*db"))
 		if err != nil {
 			return err

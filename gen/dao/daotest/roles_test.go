@@ -12,6 +12,7 @@ import (
 	"github.com/spanmart/spanmart/gen/dao"
 	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
 	"github.com/spanmart/spanmart/gen/dao/ordersdb"
+	"github.com/spanmart/spanmart/gen/dao/outboxdb"
 	"github.com/spanmart/spanmart/gen/dao/paymentsdb"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 )
@@ -21,7 +22,7 @@ import (
 func TestOutboxAppend(t *testing.T) {
 	ctx := context.Background()
 	client, _ := env.NewDatabase(t, dbschema.Orders)
-	ev := &ordersdb.OutboxEventAppend{
+	ev := &outboxdb.OutboxEventAppend{
 		EventId: "8d7a2a3e-0000-4000-8000-0000000000aa", AggregateType: "order", AggregateId: "o-9", AggregateVersion: 1,
 		EventType: "order.created", SchemaVersion: 1, Payload: js(map[string]any{"orderId": "o-9"}),
 		OccurredAt: t0, PendingShard: 5,
@@ -33,11 +34,11 @@ func TestOutboxAppend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ordersdb.ReadOutboxEvent(ctx, client.Single(), ev.EventId)
+	got, err := outboxdb.ReadOutboxEvent(ctx, client.Single(), ev.EventId)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &ordersdb.OutboxEvent{
+	want := &outboxdb.OutboxEvent{
 		EventId: ev.EventId, AggregateType: "order", AggregateId: "o-9", AggregateVersion: 1, EventType: "order.created",
 		SchemaVersion: 1, Payload: ev.Payload, OccurredAt: t0, CreatedAt: ts, PendingShard: i64(5), Attempts: 0,
 	}
@@ -46,7 +47,7 @@ func TestOutboxAppend(t *testing.T) {
 	}
 	txn := client.ReadOnlyTransaction()
 	defer txn.Close()
-	pending, err := ordersdb.ReadOutboxPendingKeys(ctx, txn, spanner.Key{int64(5)}.AsPrefix(), 10)
+	pending, err := outboxdb.ReadOutboxPendingKeys(ctx, txn, spanner.Key{int64(5)}.AsPrefix(), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestInboxInsertOrIgnore(t *testing.T) {
 		var n int64
 		_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
 			var err error
-			n, err = txn.Update(ctx, fulfillmentdb.InsertOrIgnoreProcessedEvent("e-1", "fulfillment"))
+			n, err = txn.Update(ctx, outboxdb.InsertOrIgnoreProcessedEvent("e-1", "fulfillment"))
 			return err
 		})
 		if err != nil {
@@ -82,7 +83,7 @@ func TestInboxInsertOrIgnore(t *testing.T) {
 	if n := run(); n != 0 {
 		t.Errorf("second delivery: row count %d, want 0", n)
 	}
-	row, err := fulfillmentdb.ReadProcessedEvent(ctx, client.Single(), "e-1", "fulfillment")
+	row, err := outboxdb.ReadProcessedEvent(ctx, client.Single(), "e-1", "fulfillment")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestInboxInsertOrIgnore(t *testing.T) {
 	}
 	// Another consumer of the same event has its own record.
 	if _, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
-		n, err := txn.Update(ctx, fulfillmentdb.InsertOrIgnoreProcessedEvent("e-1", "other"))
+		n, err := txn.Update(ctx, outboxdb.InsertOrIgnoreProcessedEvent("e-1", "other"))
 		if err == nil && n != 1 {
 			t.Errorf("other consumer: row count %d, want 1", n)
 		}

@@ -9,20 +9,22 @@ import (
 	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
 	"github.com/spanmart/spanmart/gen/dao/notificationsdb"
 	"github.com/spanmart/spanmart/gen/dao/ordersdb"
+	"github.com/spanmart/spanmart/gen/dao/outboxdb"
 	"github.com/spanmart/spanmart/gen/dao/paymentsdb"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 )
 
-// databases lists, per database, its generated table list and a case for each table.
+// databases lists, per database, its generated tables (those of the shared outbox stream, in
+// outboxdb, and its own) and a case for each table.
 var databases = []struct {
 	name   string
 	tables []string
 	cases  func() []tableCase
 }{
-	{dbschema.Orders, ordersdb.Tables(), func() []tableCase { return append(sharedOrders(), ordersCases()...) }},
-	{dbschema.Fulfillment, fulfillmentdb.Tables(), func() []tableCase { return append(sharedFulfillment(), fulfillmentCases()...) }},
-	{dbschema.Payments, paymentsdb.Tables(), func() []tableCase { return append(sharedPayments(), paymentsCases()...) }},
-	{dbschema.Notifications, notificationsdb.Tables(), func() []tableCase { return append(sharedNotifications(), notificationsCases()...) }},
+	{dbschema.Orders, append(outboxdb.Tables(), ordersdb.Tables()...), func() []tableCase { return append(sharedCases(), ordersCases()...) }},
+	{dbschema.Fulfillment, append(outboxdb.Tables(), fulfillmentdb.Tables()...), func() []tableCase { return append(sharedCases(), fulfillmentCases()...) }},
+	{dbschema.Payments, append(outboxdb.Tables(), paymentsdb.Tables()...), func() []tableCase { return append(sharedCases(), paymentsCases()...) }},
+	{dbschema.Notifications, append(outboxdb.Tables(), notificationsdb.Tables()...), func() []tableCase { return append(sharedCases(), notificationsCases()...) }},
 }
 
 // TestEveryTable runs the life of a row (insert, reads by key, key set and every index, update,

@@ -10,13 +10,24 @@ import (
 
 // A Statement is one DDL statement of a migration file.
 type Statement struct {
-	File string // for messages, e.g. services/orders/schema/0001_init.sql
-	SQL  string
+	File   string // for messages, e.g. services/orders/schema/0001_init.sql
+	SQL    string
+	Stream string // the migration stream of the file, e.g. orders; "" when there is only one
 }
 
 // Schema is the schema of a database after every migration has been applied, in creation order.
 type Schema struct {
 	Tables []*Table
+	// CrossStream lists the statements that change a table created by another stream (ALTER TABLE,
+	// DROP TABLE, CREATE or DROP INDEX on it), in order.
+	CrossStream []CrossStreamChange
+}
+
+// CrossStreamChange is a statement of one stream that changes a table created by another.
+type CrossStreamChange struct {
+	Statement Statement
+	Table     string
+	Owner     string // the stream that created the table
 }
 
 // Table is a table of the schema.
@@ -27,6 +38,7 @@ type Table struct {
 	Parent     string // INTERLEAVE IN [PARENT]; "" for a top-level table
 	Cascade    bool   // ON DELETE CASCADE
 	Indexes    []*Index
+	Stream     string // the stream of the statement that created the table
 }
 
 // Column is a column of a table.
@@ -116,7 +128,10 @@ func LoadSchema(stmts []Statement) (*Schema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", st.File, err)
 		}
-		if err := s.apply(ddl); err != nil {
+		if t := s.changes(ddl); t != nil && t.Stream != st.Stream {
+			s.CrossStream = append(s.CrossStream, CrossStreamChange{Statement: st, Table: t.Name, Owner: t.Stream})
+		}
+		if err := s.apply(ddl, st.Stream); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", st.File, firstLine(st.SQL), err)
 		}
 	}
@@ -135,10 +150,36 @@ func pathName(p *ast.Path) (string, error) {
 	return p.Idents[0].Name, nil
 }
 
-func (s *Schema) apply(ddl ast.DDL) error {
+// changes returns the existing table that ddl alters, drops or adds or drops an index of, or nil.
+func (s *Schema) changes(ddl ast.DDL) *Table {
+	var p *ast.Path
+	switch d := ddl.(type) {
+	case *ast.CreateIndex:
+		p = d.TableName
+	case *ast.AlterTable:
+		p = d.Name
+	case *ast.DropTable:
+		p = d.Name
+	case *ast.DropIndex:
+		if name, err := pathName(d.Name); err == nil {
+			t, _ := s.index(name)
+			return t
+		}
+	}
+	if p == nil {
+		return nil
+	}
+	name, err := pathName(p)
+	if err != nil {
+		return nil
+	}
+	return s.Table(name)
+}
+
+func (s *Schema) apply(ddl ast.DDL, stream string) error {
 	switch d := ddl.(type) {
 	case *ast.CreateTable:
-		return s.createTable(d)
+		return s.createTable(d, stream)
 	case *ast.CreateIndex:
 		return s.createIndex(d)
 	case *ast.AlterTable:
@@ -164,7 +205,7 @@ func (s *Schema) apply(ddl ast.DDL) error {
 	}
 }
 
-func (s *Schema) createTable(d *ast.CreateTable) error {
+func (s *Schema) createTable(d *ast.CreateTable, stream string) error {
 	name, err := pathName(d.Name)
 	if err != nil {
 		return err
@@ -175,7 +216,7 @@ func (s *Schema) createTable(d *ast.CreateTable) error {
 		}
 		return fmt.Errorf("create table: table %s already exists", name)
 	}
-	t := &Table{Name: name}
+	t := &Table{Name: name, Stream: stream}
 	for _, cd := range d.Columns {
 		c, err := column(cd)
 		if err != nil {
