@@ -18,14 +18,7 @@ import (
 
 var env *spannertest.Env
 
-func TestMain(m *testing.M) {
-	// TestMainExits and TestBinary re-run this test binary as the relay itself.
-	if platformtest.IsMainProcess() {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(spannertest.Main(m, &env))
-}
+func TestMain(m *testing.M) { os.Exit(platformtest.Main(m, &env, main)) }
 
 func TestLoadConfig(t *testing.T) {
 	_, err := loadConfig(platformtest.Getenv(map[string]string{"MAX_BODY_BYTES": "lots"}))

@@ -40,6 +40,19 @@ func LoadConfig(env *Env, service, defaultProject string) Config {
 	}
 }
 
+// ServiceConfig is the configuration of a service that owns one database: Config plus
+// SPANNER_DATABASE. A service's own config type embeds it and adds what only it needs.
+type ServiceConfig struct {
+	Config
+	Database DatabaseName // SPANNER_DATABASE, required
+}
+
+// LoadServiceConfig reads the shared variables and SPANNER_DATABASE; problems go to env.Err().
+func LoadServiceConfig(env *Env, service string) ServiceConfig {
+	db := env.Database("SPANNER_DATABASE")
+	return ServiceConfig{Config: LoadConfig(env, service, db.Project), Database: db}
+}
+
 // LogOptions returns the logger settings of c.
 func (c Config) LogOptions() LogOptions {
 	return LogOptions{Service: c.Service, Version: c.Version, Level: c.LogLevel}

@@ -69,6 +69,28 @@ func TestLoadConfigFromEnv(t *testing.T) {
 	}
 }
 
+func TestLoadServiceConfig(t *testing.T) {
+	env := platform.NewEnv(platformtest.Getenv(map[string]string{"PORT": "x", "LOG_LEVEL": "verbose"}))
+	platform.LoadServiceConfig(env, "orders")
+	want := `missing SPANNER_DATABASE; invalid PORT "x": not an integer; invalid LOG_LEVEL "verbose": want one of debug, info, warn, error`
+	if err := env.Err(); err == nil || err.Error() != want {
+		t.Errorf("Err() = %v, want %s", err, want)
+	}
+
+	env = platform.NewEnv(platformtest.Getenv(map[string]string{"SPANNER_DATABASE": "projects/shop-prod/instances/main/databases/orders"}))
+	got := platform.LoadServiceConfig(env, "orders")
+	if err := env.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want2 := platform.ServiceConfig{
+		Config:   platform.Config{Service: "orders", Port: 8080, LogLevel: "info", Project: "shop-prod", MaxBodyBytes: 1 << 20},
+		Database: platform.DatabaseName{Project: "shop-prod", Instance: "main", Database: "orders"},
+	}
+	if diff := cmp.Diff(want2, got, cmpopts.IgnoreFields(platform.Config{}, "Version")); diff != "" {
+		t.Errorf("LoadServiceConfig mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestEnvDatabases(t *testing.T) {
 	for _, tc := range []struct {
 		name, value string

@@ -118,3 +118,15 @@ func TestBinary[C any](t *testing.T, env *spannertest.Env, b Binary[C]) {
 		p.Logs.Find(t, "http server stopped")
 	})
 }
+
+// Main is the TestMain of a binary's package: when TestBinary re-executes the test binary as the
+// program it runs main, otherwise the tests, with a Spanner environment in *env.
+//
+//	func TestMain(m *testing.M) { os.Exit(platformtest.Main(m, &env, main)) }
+func Main(m *testing.M, env **spannertest.Env, main func()) int {
+	if IsMainProcess() {
+		main()
+		return 0
+	}
+	return spannertest.Main(m, env)
+}
