@@ -61,5 +61,15 @@ func sharedCases() []tableCase {
 				return outboxdb.DeleteDeadLetter(x.EventId, x.Consumer)
 			},
 		}.run},
+		{outboxdb.ConsumerVersionsTable, lc[outboxdb.ConsumerVersion, *outboxdb.ConsumerVersion]{
+			values: consumerVersionValues, change: consumerVersionChange, listed: consumerVersionListed, unlisted: consumerVersionUnlisted,
+			read: func(ctx ctxT, r reader, x *outboxdb.ConsumerVersion) (*outboxdb.ConsumerVersion, error) {
+				return outboxdb.ReadConsumerVersion(ctx, r, x.AggregateId, x.AggregateType, x.Consumer)
+			},
+			readRows: outboxdb.ReadConsumerVersionRows,
+			del: func(x *outboxdb.ConsumerVersion) *spanner.Mutation {
+				return outboxdb.DeleteConsumerVersion(x.AggregateId, x.AggregateType, x.Consumer)
+			},
+		}.run},
 	}
 }

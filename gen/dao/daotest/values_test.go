@@ -71,4 +71,12 @@ var (
 	deadLetterChange   = map[string]any{"Attempts": int64(6), "LastError": "still missing"}
 	deadLetterListed   = map[string]any{"ReplayedAt": dao.NullCommitTimestamp, "ReplayReason": str("template fixed"), "ReplayedBy": str("ops@spanmart")}
 	deadLetterUnlisted = map[string]any{"Body": []byte("changed")}
+
+	consumerVersionValues = map[string]any{
+		"AggregateId": "5b0c1c9e-0000-4000-8000-000000000001", "AggregateType": "order", "Consumer": "fulfillment",
+		"Version": int64(1), "EventId": "8d7a2a3e-0000-4000-8000-000000000004", "UpdatedAt": spanner.CommitTimestamp,
+	}
+	consumerVersionChange   = map[string]any{"Version": int64(2), "EventId": "8d7a2a3e-0000-4000-8000-000000000005"}
+	consumerVersionListed   = map[string]any{"Version": int64(3)}
+	consumerVersionUnlisted = map[string]any{"EventId": "8d7a2a3e-0000-4000-8000-000000000006"}
 )
