@@ -249,15 +249,41 @@ func (st *stack) serviceEnv(s service) []string {
 		"LOG_LEVEL=" + st.cfg.logLevel,
 	}
 	if s.database != "" {
-		env = append(env, "SPANNER_DATABASE="+databaseName(s.database))
-	} else {
-		var sources []string
-		for _, db := range dbschema.Databases() {
-			sources = append(sources, databaseName(db.Name))
-		}
-		env = append(env, "RELAY_SOURCES="+strings.Join(sources, ","))
+		// Consumers accept only tasks whose OIDC token the Tasks emulator signed for them, on the
+		// relay's behalf: in production the issuer is Google and the e-mail the relay's account.
+		env = append(env,
+			"SPANNER_DATABASE="+databaseName(s.database),
+			"OIDC_ISSUER="+st.tasksHTTP(),
+			"OIDC_AUDIENCE="+st.serviceURL(s),
+			"OIDC_ALLOWED_EMAILS="+relayServiceAccount,
+			"RELAY_URL="+st.serviceURL(serviceNamed("relay")))
+		return env
 	}
-	return env
+	var sources []string
+	for _, db := range dbschema.Databases() {
+		sources = append(sources, databaseName(db.Name))
+	}
+	return append(env,
+		"RELAY_SOURCES="+strings.Join(sources, ","),
+		"RELAY_SERVICE_ACCOUNT="+relayServiceAccount,
+		"TASKS_LOCATION="+location,
+		"ORDERS_URL="+st.serviceURL(serviceNamed("orders")),
+		"FULFILLMENT_URL="+st.serviceURL(serviceNamed("fulfillment")),
+		"GATEWAY_URL="+st.serviceURL(serviceNamed("gateway-abstraction")),
+		"NOTIFICATIONS_URL="+st.serviceURL(serviceNamed("notifications")))
+}
+
+// relayServiceAccount is the identity the relay asks Cloud Tasks to sign task tokens as.
+const relayServiceAccount = "relay@" + project + ".iam.gserviceaccount.com"
+
+// serviceNamed returns the service called name; the list is fixed, so a miss is a programming error.
+func serviceNamed(name string) service {
+	for _, s := range services {
+		if s.name == name {
+			return s
+		}
+	}
+	panic("devstack: no service " + name)
 }
 
 // startServices starts the five services and waits until every /readyz answers 200.
