@@ -1,0 +1,75 @@
+// Package faults holds failpoints for failure drills: named places in the code where a process can be
+// made to die on purpose, to prove that nothing is lost or duplicated when it does. They are off in
+// production: a failpoint fires only when its name is listed in the SPANMART_FAULTS environment
+// variable (comma-separated), which nothing but the drills (package e2e) and the demo set.
+//
+// Hit(name) makes the process exit at once with status 137, what a shell reports for SIGKILL: no
+// deferred function runs, no buffer is flushed, no graceful shutdown happens, which is what a crash,
+// an OOM kill or a lost machine looks like to the rest of the system. The environment is read once;
+// with SPANMART_FAULTS unset a Hit is one sync.Once check and a nil-map lookup.
+//
+// The failpoints the drills use, and where they are called:
+//
+//   - OrdersBeforeCommit ("orders.before_commit"): in services/orders, inside the read-write
+//     transaction function of POST /v1/orders, after the order, its lines, the idempotency key and
+//     the order.created outbox row have been buffered, before the function returns (so before the
+//     commit): the transaction never commits, neither the order nor its event exists.
+//   - OrdersAfterCommit ("orders.after_commit"): in services/orders, right after the create-order
+//     transaction has committed, before the response is written: the client sees a broken connection
+//     although the order and its event exist.
+//   - RelayAfterEnqueue ("relay.after_enqueue"): in the relay core, after the tasks of a batch have
+//     been created (every subscriber), before the batch is marked published: the next relay
+//     re-enqueues the same rows and gets ALREADY_EXISTS, and consumers de-duplicate.
+package faults
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+)
+
+// EnvVar lists the failpoints that fire, comma-separated.
+const EnvVar = "SPANMART_FAULTS"
+
+// ExitCode is the status a failpoint exits with (128 + SIGKILL, as a shell reports a kill -9).
+const ExitCode = 137
+
+// The failpoints of the drills.
+const (
+	OrdersBeforeCommit = "orders.before_commit"
+	OrdersAfterCommit  = "orders.after_commit"
+	RelayAfterEnqueue  = "relay.after_enqueue"
+)
+
+var (
+	once   sync.Once
+	active map[string]bool
+)
+
+func load() {
+	for _, name := range strings.Split(os.Getenv(EnvVar), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			if active == nil {
+				active = map[string]bool{}
+			}
+			active[name] = true
+		}
+	}
+}
+
+// Enabled reports whether the failpoint name is listed in SPANMART_FAULTS.
+func Enabled(name string) bool {
+	once.Do(load)
+	return active[name]
+}
+
+// Hit kills the process (exit status 137, no deferred cleanup) if the failpoint name is enabled, and
+// does nothing otherwise.
+func Hit(name string) {
+	if !Enabled(name) {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "fault %s: exiting\n", name)
+	os.Exit(ExitCode)
+}
