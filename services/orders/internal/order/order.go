@@ -1,0 +1,275 @@
+// Package order is the order aggregate: its lines, totals, status machine and version. It has no
+// I/O: the store loads and saves orders, the app layer decides which transition to apply.
+//
+// States (ARCHITECTURE.md §5):
+//
+//	PENDING → AWAITING_PAYMENT → CONFIRMED → SHIPPED → COMPLETED
+//	PENDING | AWAITING_PAYMENT | CONFIRMED → CANCELLING → CANCELLED
+//	PENDING → CANCELLED (rejected: nothing was reserved or paid, so there is nothing to compensate)
+//	SHIPPED → NEEDS_ATTENTION (capture failed after shipping)
+//
+// Every transition emits exactly one event and increments the version, so Version is always the
+// AggregateVersion of the last order.* event emitted.
+package order
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits of an order's lines.
+const (
+	MaxLines       = 50
+	MinQuantity    = 1
+	MaxQuantity    = 100
+	MaxCustomerLen = 64 // Orders.CustomerId is STRING(64)
+	MaxSKULen      = 64 // Products.Sku is STRING(64)
+	MaxReasonLen   = 64 // Orders.CancelReason is STRING(64)
+)
+
+// AggregateType is the aggregate type of the order events.
+const AggregateType = "order"
+
+// Event types the order aggregate emits.
+const (
+	EventCreated         = "order.created"
+	EventAwaitingPayment = "order.awaiting_payment"
+	EventConfirmed       = "order.confirmed"
+	EventShipped         = "order.shipped"
+	EventCompleted       = "order.completed"
+	EventCancelled       = "order.cancelled"
+	EventCancelCompleted = "order.cancellation_completed"
+	EventNeedsAttention  = "order.needs_attention"
+)
+
+// Sentinel errors; test with errors.Is.
+var (
+	ErrNotFound          = errors.New("order not found")
+	ErrInvalid           = errors.New("invalid order")
+	ErrIllegalTransition = errors.New("illegal order transition")
+)
+
+// ValidationError lists every problem of an order request; it wraps ErrInvalid.
+type ValidationError struct {
+	Problems []string
+}
+
+func (e *ValidationError) Error() string { return "invalid order: " + strings.Join(e.Problems, "; ") }
+
+func (e *ValidationError) Unwrap() error { return ErrInvalid }
+
+// TransitionError is an illegal transition; it wraps ErrIllegalTransition.
+type TransitionError struct {
+	ID       string
+	From, To Status
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("order %s: illegal transition %s → %s", e.ID, e.From, e.To)
+}
+
+func (e *TransitionError) Unwrap() error { return ErrIllegalTransition }
+
+// Line is one line of an order: a SKU, its quantity and the catalog unit price when ordered.
+type Line struct {
+	SKU            string
+	Quantity       int64
+	UnitPriceMinor int64
+}
+
+// Emitted is an event a transition produced: its type and the aggregate version it carries.
+// The store turns it into an outbox row with a payload.
+type Emitted struct {
+	Type    string
+	Version int64
+}
+
+// Order is the aggregate. Its fields are unexported: it changes only through its methods.
+type Order struct {
+	id           string
+	customerID   string
+	status       Status
+	currency     string
+	lines        []Line
+	totalMinor   int64
+	version      int64
+	cancelReason string
+
+	emitted []Emitted
+}
+
+// New validates a new order and returns it PENDING at version 1, having emitted order.created.
+// The lines must have distinct SKUs and one currency (the caller prices them from the catalog).
+func New(id, customerID, currency string, lines []Line) (*Order, error) {
+	var problems []string
+	if id == "" {
+		problems = append(problems, "id is empty")
+	}
+	problems = append(problems, ValidateCustomer(customerID)...)
+	if len(currency) != 3 {
+		problems = append(problems, fmt.Sprintf("currency %q is not a 3-letter code", currency))
+	}
+	problems = append(problems, ValidateLines(lines)...)
+	var total int64
+	for _, l := range lines {
+		if l.UnitPriceMinor < 0 {
+			problems = append(problems, fmt.Sprintf("line %s: negative price", l.SKU))
+		}
+		total += l.Quantity * l.UnitPriceMinor
+	}
+	if len(problems) > 0 {
+		return nil, &ValidationError{Problems: problems}
+	}
+	o := &Order{
+		id: id, customerID: customerID, status: Pending, currency: currency,
+		lines: append([]Line(nil), lines...), totalMinor: total, version: 1,
+	}
+	o.emitted = []Emitted{{Type: EventCreated, Version: 1}}
+	return o, nil
+}
+
+// ValidateCustomer returns the problems of a customer id.
+func ValidateCustomer(customerID string) []string {
+	switch {
+	case strings.TrimSpace(customerID) == "":
+		return []string{"customer_id is required"}
+	case utf8.RuneCountInString(customerID) > MaxCustomerLen:
+		return []string{fmt.Sprintf("customer_id is longer than %d characters", MaxCustomerLen)}
+	}
+	return nil
+}
+
+// ValidateLines returns the problems of a list of lines, prices aside: 1..MaxLines lines,
+// quantities MinQuantity..MaxQuantity, non-empty distinct SKUs. Duplicate SKUs are rejected rather
+// than merged: merging could silently exceed MaxQuantity and usually hides a client bug.
+func ValidateLines(lines []Line) []string {
+	var problems []string
+	if len(lines) < 1 || len(lines) > MaxLines {
+		problems = append(problems, fmt.Sprintf("an order has 1 to %d lines, got %d", MaxLines, len(lines)))
+	}
+	seen := make(map[string]bool, len(lines))
+	for i, l := range lines {
+		switch {
+		case l.SKU == "":
+			problems = append(problems, fmt.Sprintf("lines[%d]: sku is required", i))
+		case utf8.RuneCountInString(l.SKU) > MaxSKULen:
+			problems = append(problems, fmt.Sprintf("lines[%d]: sku is longer than %d characters", i, MaxSKULen))
+		case seen[l.SKU]:
+			problems = append(problems, fmt.Sprintf("lines[%d]: duplicate sku %q (one line per sku)", i, l.SKU))
+		}
+		seen[l.SKU] = true
+		if l.Quantity < MinQuantity || l.Quantity > MaxQuantity {
+			problems = append(problems, fmt.Sprintf("lines[%d]: quantity %d is not in %d..%d", i, l.Quantity, MinQuantity, MaxQuantity))
+		}
+	}
+	return problems
+}
+
+// Snapshot is an order's persisted state, for the store to rebuild an Order with Restore.
+type Snapshot struct {
+	ID           string
+	CustomerID   string
+	Status       Status
+	Currency     string
+	Lines        []Line
+	TotalMinor   int64
+	Version      int64
+	CancelReason string
+}
+
+// Restore rebuilds a stored order. It checks what the database cannot (a known status); it emits
+// nothing.
+func Restore(s Snapshot) (*Order, error) {
+	if !s.Status.Valid() {
+		return nil, fmt.Errorf("restore order %s: unknown status %q", s.ID, s.Status)
+	}
+	if s.Version < 1 {
+		return nil, fmt.Errorf("restore order %s: version %d", s.ID, s.Version)
+	}
+	return &Order{
+		id: s.ID, customerID: s.CustomerID, status: s.Status, currency: s.Currency,
+		lines: append([]Line(nil), s.Lines...), totalMinor: s.TotalMinor, version: s.Version,
+		cancelReason: s.CancelReason,
+	}, nil
+}
+
+// Snapshot returns the state to persist.
+func (o *Order) Snapshot() Snapshot {
+	return Snapshot{
+		ID: o.id, CustomerID: o.customerID, Status: o.status, Currency: o.currency,
+		Lines: o.Lines(), TotalMinor: o.totalMinor, Version: o.version, CancelReason: o.cancelReason,
+	}
+}
+
+func (o *Order) ID() string           { return o.id }
+func (o *Order) CustomerID() string   { return o.customerID }
+func (o *Order) Status() Status       { return o.status }
+func (o *Order) Currency() string     { return o.currency }
+func (o *Order) TotalMinor() int64    { return o.totalMinor }
+func (o *Order) Version() int64       { return o.version }
+func (o *Order) CancelReason() string { return o.cancelReason }
+func (o *Order) Lines() []Line        { return append([]Line(nil), o.lines...) }
+
+// Emitted returns the events emitted since New or Restore, oldest first.
+func (o *Order) Emitted() []Emitted { return append([]Emitted(nil), o.emitted...) }
+
+// MarkAwaitingPayment records that inventory reserved every line: PENDING → AWAITING_PAYMENT.
+func (o *Order) MarkAwaitingPayment() error {
+	return o.transition(AwaitingPayment, EventAwaitingPayment)
+}
+
+// Confirm records a payment authorization: AWAITING_PAYMENT → CONFIRMED.
+func (o *Order) Confirm() error { return o.transition(Confirmed, EventConfirmed) }
+
+// Ship records the shipment: CONFIRMED → SHIPPED.
+func (o *Order) Ship() error { return o.transition(Shipped, EventShipped) }
+
+// Complete records the capture: SHIPPED → COMPLETED.
+func (o *Order) Complete() error { return o.transition(Completed, EventCompleted) }
+
+// FlagForAttention records a capture failure after shipping: SHIPPED → NEEDS_ATTENTION.
+func (o *Order) FlagForAttention() error { return o.transition(NeedsAttention, EventNeedsAttention) }
+
+// Reject cancels a PENDING order whose stock could not be reserved: PENDING → CANCELLED
+// directly, since nothing was reserved or paid and there is nothing to compensate.
+func (o *Order) Reject(reason string) error {
+	if o.status != Pending {
+		return &TransitionError{ID: o.id, From: o.status, To: Cancelled}
+	}
+	return o.cancel(Cancelled, reason)
+}
+
+// BeginCancel starts a cancellation that needs compensation (release the reservation, void the
+// payment): any state before SHIPPED → CANCELLING.
+func (o *Order) BeginCancel(reason string) error { return o.cancel(Cancelling, reason) }
+
+// FinishCancel records that compensation is complete: CANCELLING → CANCELLED.
+func (o *Order) FinishCancel() error {
+	if o.status != Cancelling {
+		return &TransitionError{ID: o.id, From: o.status, To: Cancelled}
+	}
+	return o.transition(Cancelled, EventCancelCompleted)
+}
+
+func (o *Order) cancel(to Status, reason string) error {
+	if reason == "" || utf8.RuneCountInString(reason) > MaxReasonLen {
+		return &ValidationError{Problems: []string{fmt.Sprintf("cancel reason must be 1 to %d characters", MaxReasonLen)}}
+	}
+	if err := o.transition(to, EventCancelled); err != nil {
+		return err
+	}
+	o.cancelReason = reason
+	return nil
+}
+
+func (o *Order) transition(to Status, event string) error {
+	if !o.status.CanTransitionTo(to) {
+		return &TransitionError{ID: o.id, From: o.status, To: to}
+	}
+	o.status = to
+	o.version++
+	o.emitted = append(o.emitted, Emitted{Type: event, Version: o.version})
+	return nil
+}
