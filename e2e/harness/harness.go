@@ -1,0 +1,600 @@
+// Package harness runs the whole Spanmart system for end-to-end tests and the demo: both emulators
+// in-process (the Tasks emulator stoppable and restartable on the same ports and data dir), every
+// service and the relay as its own process on free ports, with the environment each reads on Cloud
+// Run (the same variables emulator/devstack sets), four migrated databases, the four subscriber
+// queues and a seeded catalog. Each Stack has its own emulators, ports and temporary state
+// directory, so stacks never share data and a stack runs beside a dev stack.
+//
+// Tests use Start(t, opts), which stops everything when the test ends and prints the tail of every
+// process log when it failed; programs use New and Close. Processes are controlled by name
+// ("orders", "fulfillment", "gateway-abstraction", "notifications", "relay", or a second instance
+// added with StartInstance): Kill (SIGKILL), Stop (SIGTERM), Start and Restart with extra
+// environment (e.g. SPANMART_FAULTS, see pkg/faults), WaitExit for a process expected to die.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
+	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"cloud.google.com/go/spanner"
+	database "cloud.google.com/go/spanner/admin/database/apiv1"
+	instanceadmin "cloud.google.com/go/spanner/admin/instance/apiv1"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu"
+	"github.com/spanmart/spanmart/emulator/tasksemu"
+	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
+	"github.com/spanmart/spanmart/gen/dao/ordersdb"
+	"github.com/spanmart/spanmart/pkg/dbschema"
+	"github.com/spanmart/spanmart/pkg/migrate"
+	"github.com/spanmart/spanmart/pkg/spannertest"
+)
+
+// Names of the local Google Cloud resources, as in the dev stack.
+const (
+	Project        = "spanmart-local"
+	Instance       = "projects/" + Project + "/instances/e2e"
+	Location       = "projects/" + Project + "/locations/us-central1"
+	ServiceAccount = "relay@" + Project + ".iam.gserviceaccount.com"
+)
+
+// DatabaseName is the full name of a service database ("orders", "fulfillment", "payments",
+// "notifications").
+func DatabaseName(db string) string { return Instance + "/databases/" + db }
+
+// QueueIDs are the subscriber queues, one per consumer.
+var QueueIDs = []string{"orders-inbox", "fulfillment-inbox", "gateway-inbox", "notifications-inbox"}
+
+// QueueName is the full name of a queue id.
+func QueueName(id string) string { return Location + "/queues/" + id }
+
+// The processes of a stack, in start order, with the database each owns ("" for the relay).
+var processes = []struct{ name, database string }{
+	{"orders", dbschema.Orders},
+	{"fulfillment", dbschema.Fulfillment},
+	{"gateway-abstraction", "payments"},
+	{"notifications", "notifications"},
+	{"relay", ""},
+}
+
+// Product is a seeded product: a Products row (orders) and an Inventory row (fulfillment).
+type Product struct {
+	SKU        string
+	Name       string
+	PriceMinor int64
+	Currency   string // default JPY
+	OnHand     int64
+}
+
+// Options configure a stack. The zero value is a working stack with product A1 (stock 5).
+type Options struct {
+	// Seed is the catalog; nil means DefaultSeed.
+	Seed []Product
+	// Queue adjusts the settings of every queue before it is created (default: FastQueue).
+	Queue func(*cloudtaskspb.Queue)
+	// Env is extra environment per process name, e.g. {"fulfillment": {"LOG_LEVEL=debug"}}.
+	Env map[string][]string
+	// LogLevel of every process (default "info").
+	LogLevel string
+	// StateDir holds logs and the Tasks emulator's data; default a fresh temporary directory,
+	// removed by Close unless KeepState.
+	StateDir  string
+	KeepState bool
+	// Logf receives the harness's progress lines (default: none).
+	Logf func(format string, args ...any)
+	// ReadyTimeout bounds each wait for a process's /readyz (default 60 s).
+	ReadyTimeout time.Duration
+}
+
+// DefaultSeed is product A1 with 5 in stock, as in the dev stack's seed.
+var DefaultSeed = []Product{{SKU: "A1", Name: "Anchor mug", PriceMinor: 1200, Currency: "JPY", OnHand: 5}}
+
+// QueueSettings are the dev stack's production-like queue settings (emulator/devstack/setup.go):
+// unlimited attempts for 72 h, back-off from 100 ms doubling to 60 s, 100 dispatches/s.
+func QueueSettings(name string) *cloudtaskspb.Queue {
+	return &cloudtaskspb.Queue{
+		Name: name,
+		RateLimits: &cloudtaskspb.RateLimits{
+			MaxDispatchesPerSecond:  100,
+			MaxConcurrentDispatches: 100,
+		},
+		RetryConfig: &cloudtaskspb.RetryConfig{
+			MaxAttempts:      -1,
+			MaxRetryDuration: durationpb.New(72 * time.Hour),
+			MinBackoff:       durationpb.New(100 * time.Millisecond),
+			MaxBackoff:       durationpb.New(60 * time.Second),
+			MaxDoublings:     10,
+		},
+	}
+}
+
+// FastQueue scales the back-off down for tests: from 50 ms doubling to at most 1 s, so a consumer
+// that was down or an early event is retried within a second (the emulator keeps sub-second values).
+func FastQueue(q *cloudtaskspb.Queue) {
+	q.RetryConfig.MinBackoff = durationpb.New(50 * time.Millisecond)
+	q.RetryConfig.MaxBackoff = durationpb.New(time.Second)
+	q.RetryConfig.MaxDoublings = 5
+}
+
+// Stack is one running system.
+type Stack struct {
+	opts  Options
+	state string
+	bin   string
+
+	spanner *spanneremu.Server
+
+	tasksMu   sync.Mutex
+	tasks     *tasksemu.Server
+	tasksPort int
+	tasksHTTP int
+
+	sp *spawner
+
+	mu      sync.Mutex
+	procs   map[string]*Proc
+	ports   map[string]int
+	kinds   map[string]string // process name → binary ("relay-2" → "relay")
+	clients map[string]*spanner.Client
+	tc      *cloudtasks.Client
+
+	// HTTP is the client for the services' APIs (no keep-alive reuse across a killed process
+	// matters: each request gets a fresh connection when the old one broke).
+	HTTP *http.Client
+	// Timings of start-up, for reports.
+	Timings map[string]time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Seed == nil {
+		o.Seed = DefaultSeed
+	}
+	if o.Queue == nil {
+		o.Queue = FastQueue
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "info"
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.ReadyTimeout <= 0 {
+		o.ReadyTimeout = 60 * time.Second
+	}
+}
+
+// New builds the binaries (once per process), starts both emulators, creates the databases,
+// queues and catalog, starts every process and waits until each is ready. Close stops it all.
+func New(ctx context.Context, opts Options) (_ *Stack, err error) {
+	opts.defaults()
+	s := &Stack{
+		opts: opts, procs: map[string]*Proc{}, ports: map[string]int{}, kinds: map[string]string{},
+		clients: map[string]*spanner.Client{}, Timings: map[string]time.Duration{},
+		HTTP: &http.Client{Timeout: 30 * time.Second},
+	}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	s.state = opts.StateDir
+	if s.state == "" {
+		if s.state, err = os.MkdirTemp("", "spanmart-e2e-"); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range []string{"logs", "tasks"} {
+		if err := os.MkdirAll(filepath.Join(s.state, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+
+	start := time.Now()
+	var took time.Duration
+	if s.bin, took, err = Build(); err != nil {
+		return nil, err
+	}
+	s.Timings["build"] = took
+	s.opts.Logf("binaries in %s (go build took %s once per process)", s.bin, took.Round(time.Millisecond))
+
+	t0 := time.Now()
+	if s.spanner, err = spanneremu.Start(ctx, spanneremu.Options{}); err != nil {
+		return nil, fmt.Errorf("start spanneremu: %w", err)
+	}
+	// The official clients read this when they are created (here and in every child).
+	os.Setenv("SPANNER_EMULATOR_HOST", s.spanner.Addr())
+	if s.tasksPort, err = FreePort(); err != nil {
+		return nil, err
+	}
+	if s.tasksHTTP, err = FreePort(); err != nil {
+		return nil, err
+	}
+	if err := s.StartTasks(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.setupSpanner(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.setupQueues(ctx); err != nil {
+		return nil, err
+	}
+	s.Timings["setup"] = time.Since(t0)
+	s.opts.Logf("emulators, 4 databases, queues and catalog ready in %s", s.Timings["setup"].Round(time.Millisecond))
+
+	t0 = time.Now()
+	s.sp = newSpawner()
+	for _, p := range processes {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		s.ports[p.name], s.kinds[p.name] = port, p.name
+	}
+	for _, p := range processes {
+		if err := s.launch(p.name); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range processes {
+		if err := s.WaitReady(ctx, p.name); err != nil {
+			return nil, err
+		}
+	}
+	s.Timings["services"] = time.Since(t0)
+	s.Timings["total"] = time.Since(start)
+	s.opts.Logf("5 processes ready in %s", s.Timings["services"].Round(time.Millisecond))
+	return s, nil
+}
+
+// FreePort returns a TCP port that was free a moment ago on 127.0.0.1.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// StateDir is the stack's directory: logs/NAME.log and tasks/ (the Tasks emulator's data).
+func (s *Stack) StateDir() string { return s.state }
+
+// LogPath is the log file of a process (every start appends to it).
+func (s *Stack) LogPath(name string) string { return filepath.Join(s.state, "logs", name+".log") }
+
+// URL is the base URL of a process, e.g. http://127.0.0.1:41234.
+func (s *Stack) URL(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	port, ok := s.ports[name]
+	if !ok {
+		panic("harness: no process " + name)
+	}
+	return "http://127.0.0.1:" + strconv.Itoa(port)
+}
+
+// SpannerAddr is the Spanner emulator's gRPC endpoint.
+func (s *Stack) SpannerAddr() string { return s.spanner.Addr() }
+
+// TasksAddr is the Tasks emulator's gRPC endpoint (the same across StopTasks/StartTasks).
+func (s *Stack) TasksAddr() string { return "127.0.0.1:" + strconv.Itoa(s.tasksPort) }
+
+// TasksHTTP is the Tasks emulator's HTTP base URL: its OIDC issuer, JWKS and status page.
+func (s *Stack) TasksHTTP() string { return "http://127.0.0.1:" + strconv.Itoa(s.tasksHTTP) }
+
+// StartTasks starts the Tasks emulator on the stack's ports with its data dir (queues, pending
+// tasks, name tombstones and signing key survive a StopTasks).
+func (s *Stack) StartTasks(ctx context.Context) error {
+	s.tasksMu.Lock()
+	defer s.tasksMu.Unlock()
+	if s.tasks != nil {
+		return errors.New("harness: the Tasks emulator is already running")
+	}
+	var err error
+	// The ports were just released by StopTasks (or never used); a port in TIME_WAIT is still
+	// bindable, but give a lingering listener a moment.
+	for i := 0; i < 50; i++ {
+		s.tasks, err = tasksemu.Start(ctx, tasksemu.Options{
+			Port: s.tasksPort, HTTPPort: s.tasksHTTP, DataDir: filepath.Join(s.state, "tasks"),
+		})
+		if err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("start tasksemu: %w", err)
+}
+
+// StopTasks stops the Tasks emulator (in-flight dispatches are cancelled and retried after a
+// StartTasks, as in production).
+func (s *Stack) StopTasks() error {
+	s.tasksMu.Lock()
+	defer s.tasksMu.Unlock()
+	if s.tasks == nil {
+		return nil
+	}
+	err := s.tasks.Close()
+	s.tasks = nil
+	return err
+}
+
+func (s *Stack) setupSpanner(ctx context.Context) error {
+	ia, err := instanceadmin.NewInstanceAdminClient(ctx)
+	if err != nil {
+		return fmt.Errorf("spanner instance admin client: %w", err)
+	}
+	defer ia.Close()
+	if err := spannertest.EnsureInstance(ctx, ia, Instance); err != nil {
+		return err
+	}
+	admin, err := database.NewDatabaseAdminClient(ctx)
+	if err != nil {
+		return fmt.Errorf("spanner database admin client: %w", err)
+	}
+	defer admin.Close()
+	for _, db := range dbschema.Databases() {
+		if err := migrate.CreateDatabase(ctx, admin, Instance, db.Name); err != nil {
+			return err
+		}
+		client, err := s.client(ctx, db.Name)
+		if err != nil {
+			return err
+		}
+		migs, err := db.Migrations()
+		if err != nil {
+			return err
+		}
+		r := &migrate.Runner{Admin: admin, Client: client, Database: DatabaseName(db.Name), Logf: func(string, ...any) {}}
+		if _, err := r.Apply(ctx, migs); err != nil {
+			return fmt.Errorf("migrate %s: %w", db.Name, err)
+		}
+	}
+	return s.seed(ctx)
+}
+
+func (s *Stack) seed(ctx context.Context) error {
+	orders, err := s.client(ctx, dbschema.Orders)
+	if err != nil {
+		return err
+	}
+	fulfillment, err := s.client(ctx, dbschema.Fulfillment)
+	if err != nil {
+		return err
+	}
+	var om, fm []*spanner.Mutation
+	for _, p := range s.opts.Seed {
+		cur := p.Currency
+		if cur == "" {
+			cur = "JPY"
+		}
+		name := p.Name
+		if name == "" {
+			name = "Product " + p.SKU
+		}
+		prod := &ordersdb.Product{Sku: p.SKU, Name: name, PriceMinor: p.PriceMinor, Currency: cur, Active: true}
+		prod.SetCommitTimestamps()
+		om = append(om, prod.InsertOrUpdate())
+		inv := &fulfillmentdb.Inventory{Sku: p.SKU, OnHand: p.OnHand}
+		inv.SetCommitTimestamps()
+		fm = append(fm, inv.InsertOrUpdate())
+	}
+	if len(om) == 0 {
+		return nil
+	}
+	if _, err := orders.Apply(ctx, om); err != nil {
+		return fmt.Errorf("seed Products: %w", err)
+	}
+	if _, err := fulfillment.Apply(ctx, fm); err != nil {
+		return fmt.Errorf("seed Inventory: %w", err)
+	}
+	return nil
+}
+
+func (s *Stack) setupQueues(ctx context.Context) error {
+	tc, err := s.TasksClient(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range QueueIDs {
+		q := QueueSettings(QueueName(id))
+		s.opts.Queue(q)
+		if _, err := tc.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: Location, Queue: q}); err != nil {
+			return fmt.Errorf("create queue %s: %w", q.Name, err)
+		}
+	}
+	return nil
+}
+
+// client returns the stack's data client for a database, created on first use.
+func (s *Stack) client(ctx context.Context, db string) (*spanner.Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.clients[db]; ok {
+		return c, nil
+	}
+	c, err := spanner.NewClientWithConfig(ctx, DatabaseName(db), spanner.ClientConfig{
+		DisableNativeMetrics: true,
+		SessionPoolConfig:    spanner.SessionPoolConfig{MinOpened: 1},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("spanner client for %s: %w", db, err)
+	}
+	s.clients[db] = c
+	return c, nil
+}
+
+// DB is a data client for one of the stack's databases ("orders", "fulfillment", "payments",
+// "notifications"); it panics on an unknown name (a programming error in a test).
+func (s *Stack) DB(db string) *spanner.Client {
+	c, err := s.client(context.Background(), db)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// TasksClient is the official Cloud Tasks client pointed at the stack's emulator (it reconnects by
+// itself after StopTasks/StartTasks).
+func (s *Stack) TasksClient(ctx context.Context) (*cloudtasks.Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tc != nil {
+		return s.tc, nil
+	}
+	tc, err := cloudtasks.NewClient(ctx,
+		option.WithEndpoint(s.TasksAddr()),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
+	if err != nil {
+		return nil, fmt.Errorf("cloud tasks client: %w", err)
+	}
+	s.tc = tc
+	return tc, nil
+}
+
+// env is the environment of a process: the variables it reads on Cloud Run, pointed at the
+// emulators, as emulator/devstack sets them.
+func (s *Stack) env(name string) []string {
+	kind := s.kinds[name]
+	env := []string{
+		"PORT=" + strconv.Itoa(s.ports[name]),
+		"SPANNER_EMULATOR_HOST=" + s.spanner.Addr(),
+		"CLOUD_TASKS_EMULATOR_HOST=" + s.TasksAddr(),
+		"GOOGLE_CLOUD_PROJECT=" + Project,
+		"LOG_LEVEL=" + s.opts.LogLevel,
+		"K_SERVICE=" + name,
+	}
+	url := func(n string) string { return "http://127.0.0.1:" + strconv.Itoa(s.ports[n]) }
+	for _, p := range processes {
+		if p.name == kind && p.database != "" {
+			return append(env,
+				"SPANNER_DATABASE="+DatabaseName(p.database),
+				"OIDC_ISSUER="+s.TasksHTTP(),
+				"OIDC_AUDIENCE="+url(name),
+				"OIDC_ALLOWED_EMAILS="+ServiceAccount,
+				"RELAY_URL="+url("relay"))
+		}
+	}
+	var sources []string
+	for _, db := range dbschema.Databases() {
+		sources = append(sources, DatabaseName(db.Name))
+	}
+	return append(env,
+		"RELAY_SOURCES="+strings.Join(sources, ","),
+		"RELAY_SERVICE_ACCOUNT="+ServiceAccount,
+		"TASKS_LOCATION="+Location,
+		"ORDERS_URL="+url("orders"),
+		"FULFILLMENT_URL="+url("fulfillment"),
+		"GATEWAY_URL="+url("gateway-abstraction"),
+		"NOTIFICATIONS_URL="+url("notifications"))
+}
+
+// Close stops every process (SIGTERM, then SIGKILL after 5 s), closes the clients and the
+// emulators, and removes a temporary state directory.
+func (s *Stack) Close() {
+	s.mu.Lock()
+	procs := make([]*Proc, 0, len(s.procs))
+	for _, p := range s.procs {
+		procs = append(procs, p)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.stop(5 * time.Second) }()
+	}
+	wg.Wait()
+	s.mu.Lock()
+	for _, c := range s.clients {
+		c.Close()
+	}
+	s.clients = map[string]*spanner.Client{}
+	if s.tc != nil {
+		s.tc.Close()
+		s.tc = nil
+	}
+	s.mu.Unlock()
+	s.StopTasks()
+	if s.spanner != nil {
+		s.spanner.Close()
+	}
+	if s.opts.StateDir == "" && !s.opts.KeepState && s.state != "" {
+		os.RemoveAll(s.state)
+	}
+}
+
+// LogTail returns the last n lines of a process's log.
+func (s *Stack) LogTail(name string, n int) []string {
+	data, err := os.ReadFile(s.LogPath(name))
+	if err != nil {
+		return []string{err.Error()}
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
+
+// Names are the processes started so far, in no particular order.
+func (s *Stack) Names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for n := range s.procs {
+		names = append(names, n)
+	}
+	return names
+}
+
+// WaitReady polls a process's /readyz until it answers 200, failing fast if it exits.
+func (s *Stack) WaitReady(ctx context.Context, name string) error {
+	p := s.proc(name)
+	if p == nil {
+		return fmt.Errorf("harness: %s was never started", name)
+	}
+	url := s.URL(name) + "/readyz"
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(s.opts.ReadyTimeout)
+	last := "no answer yet"
+	for {
+		if p.Exited() {
+			return fmt.Errorf("%s exited before it was ready (%v); its last lines:\n  %s", name, p.Err(), strings.Join(s.LogTail(name, 15), "\n  "))
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready within %s: last /readyz answer: %s; its last lines:\n  %s", name, s.opts.ReadyTimeout, last, strings.Join(s.LogTail(name, 15), "\n  "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,249 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// A Proc is one run of a service process.
+type Proc struct {
+	Name string
+	Pid  int
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan struct{}
+	err  error
+}
+
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Err is how the process ended (nil while running or after exit status 0).
+func (p *Proc) Err() error {
+	if !p.Exited() {
+		return nil
+	}
+	return p.err
+}
+
+// ExitCode is the process's exit status, -1 while it runs or when a signal ended it.
+func (p *Proc) ExitCode() int {
+	if !p.Exited() {
+		return -1
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+func (p *Proc) signal(sig syscall.Signal) {
+	if err := syscall.Kill(-p.Pid, sig); err != nil {
+		p.cmd.Process.Signal(sig)
+	}
+}
+
+// stop sends SIGTERM to the group and waits up to timeout, then kills it.
+func (p *Proc) stop(timeout time.Duration) {
+	if p.Exited() {
+		return
+	}
+	p.signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return
+	case <-time.After(timeout):
+	}
+	p.signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// spawner starts every child from one goroutine locked to its OS thread for the life of the process:
+// a child's Pdeathsig fires when the thread that forked it exits, and Go may retire threads, which
+// would kill a healthy child at a random moment (the dev stack does the same, emulator/devstack).
+type spawner struct{ reqs chan spawnReq }
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	errc chan error
+}
+
+var (
+	spawnerOnce sync.Once
+	theSpawner  *spawner
+)
+
+func newSpawner() *spawner {
+	spawnerOnce.Do(func() {
+		theSpawner = &spawner{reqs: make(chan spawnReq)}
+		go func() {
+			runtime.LockOSThread() // never unlocked: see the type's comment
+			for r := range theSpawner.reqs {
+				r.errc <- r.cmd.Start()
+			}
+		}()
+	})
+	return theSpawner
+}
+
+func (s *spawner) start(cmd *exec.Cmd) error {
+	errc := make(chan error, 1)
+	s.reqs <- spawnReq{cmd: cmd, errc: errc}
+	return <-errc
+}
+
+func (s *Stack) proc(name string) *Proc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.procs[name]
+}
+
+// launch starts a process with the stack's environment, the options' extra environment for its
+// name, then extra (later entries win), its output appended to its log file.
+func (s *Stack) launch(name string, extra ...string) error {
+	s.mu.Lock()
+	kind, ok := s.kinds[name]
+	if !ok {
+		s.mu.Unlock()
+		return fmt.Errorf("harness: no process %s", name)
+	}
+	if p := s.procs[name]; p != nil && !p.Exited() {
+		s.mu.Unlock()
+		return fmt.Errorf("harness: %s is already running (pid %d)", name, p.Pid)
+	}
+	env := append(os.Environ(), s.env(name)...)
+	env = append(env, s.opts.Env[name]...)
+	env = append(env, extra...)
+	s.mu.Unlock()
+
+	logf, err := os.OpenFile(s.LogPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logf, "=== harness: starting %s at %s, extra env %v\n", name, time.Now().UTC().Format(time.RFC3339Nano), extra)
+	cmd := exec.Command(s.bin+string(os.PathSeparator)+kind)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = sysProcAttr()
+	if err := s.sp.start(cmd); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Proc{Name: name, Pid: cmd.Process.Pid, cmd: cmd, log: logf, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		fmt.Fprintf(logf, "=== harness: %s (pid %d) exited: %v\n", name, p.Pid, cmd.ProcessState)
+		logf.Close()
+		close(p.done)
+	}()
+	s.mu.Lock()
+	s.procs[name] = p
+	s.mu.Unlock()
+	s.opts.Logf("started %s (pid %d) on %s", name, p.Pid, s.URL(name))
+	return nil
+}
+
+// Start starts a stopped process again with extra environment (e.g. "SPANMART_FAULTS=..."), on
+// the same port, and waits until it is ready.
+func (s *Stack) Start(ctx context.Context, name string, extraEnv ...string) error {
+	if err := s.launch(name, extraEnv...); err != nil {
+		return err
+	}
+	return s.WaitReady(ctx, name)
+}
+
+// StartInstance starts another instance of a binary ("relay") under a new name ("relay-2") on its
+// own free port, with the same environment as the original plus extraEnv, and waits until it is
+// ready.
+func (s *Stack) StartInstance(ctx context.Context, name, binary string, extraEnv ...string) error {
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if _, ok := s.kinds[name]; ok {
+		s.mu.Unlock()
+		return fmt.Errorf("harness: %s exists already", name)
+	}
+	s.kinds[name], s.ports[name] = binary, port
+	s.mu.Unlock()
+	return s.Start(ctx, name, extraEnv...)
+}
+
+// Restart stops a process gracefully (if it runs) and starts it again with extraEnv (replacing the
+// extra environment of its previous run), waiting until it is ready.
+func (s *Stack) Restart(ctx context.Context, name string, extraEnv ...string) error {
+	s.Stop(name)
+	return s.Start(ctx, name, extraEnv...)
+}
+
+// Stop sends SIGTERM and waits for the process to exit (SIGKILL after 10 s).
+func (s *Stack) Stop(name string) {
+	if p := s.proc(name); p != nil {
+		p.stop(10 * time.Second)
+	}
+}
+
+// Kill sends SIGKILL to the process's group and waits until it is gone.
+func (s *Stack) Kill(name string) {
+	p := s.proc(name)
+	if p == nil || p.Exited() {
+		return
+	}
+	p.signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Proc is the current (or last) run of a process, nil if it never started.
+func (s *Stack) Proc(name string) *Proc { return s.proc(name) }
+
+// WaitExit waits up to timeout for a process to exit by itself (a failpoint) and returns its exit
+// status.
+func (s *Stack) WaitExit(ctx context.Context, name string, timeout time.Duration) (int, error) {
+	p := s.proc(name)
+	if p == nil {
+		return 0, fmt.Errorf("harness: %s was never started", name)
+	}
+	select {
+	case <-p.done:
+		return p.ExitCode(), nil
+	case <-time.After(timeout):
+		return 0, fmt.Errorf("%s (pid %d) still runs after %s", name, p.Pid, timeout)
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// Running reports whether the process runs now.
+func (s *Stack) Running(name string) bool {
+	p := s.proc(name)
+	return p != nil && !p.Exited()
+}
+
+
+// String describes the processes, for failure messages.
+func (s *Stack) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := ""
+	for name, p := range s.procs {
+		state := "running"
+		if p.Exited() {
+			state = "exited " + strconv.Itoa(p.ExitCode())
+		}
+		out += fmt.Sprintf("%s pid %d %s on port %d\n", name, p.Pid, state, s.ports[name])
+	}
+	return out
+}
+

@@ -1,0 +1,159 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Start starts a stack for a test: it fails the test if the stack does not come up, stops it when
+// the test ends, and prints the last lines of every process log first if the test failed.
+func Start(t testing.TB, opts Options) *Stack {
+	t.Helper()
+	if opts.Logf == nil {
+		opts.Logf = t.Logf
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, err := New(ctx, opts)
+	if err != nil {
+		t.Fatalf("start the stack: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			s.DumpLogs(t.Logf, 40)
+		}
+		s.Close()
+	})
+	return s
+}
+
+// DumpLogs writes the last n lines of every process log through logf.
+func (s *Stack) DumpLogs(logf func(string, ...any), n int) {
+	names := s.Names()
+	sort.Strings(names)
+	for _, name := range names {
+		logf("--- last %d lines of %s (%s):\n%s", n, name, s.LogPath(name), strings.Join(s.LogTail(name, n), "\n"))
+	}
+}
+
+// DefaultWait bounds Eventually.
+var DefaultWait = 30 * time.Second
+
+// Eventually polls cond every 50 ms until it holds, failing the test after DefaultWait with what
+// (the condition, in words). cond may call t.Log-free helpers only; it must not call t.Fatal.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	EventuallyWithin(t, DefaultWait, what, cond)
+}
+
+// EventuallyWithin is Eventually with its own deadline.
+func EventuallyWithin(t testing.TB, wait time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", wait, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Poll is Eventually for programs: it returns an error instead of failing a test.
+func Poll(ctx context.Context, wait time.Duration, what string, cond func() bool) error {
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s: %s", wait, what)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// Response is an HTTP answer read in full.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v.
+func (r *Response) JSON(v any) error {
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		return fmt.Errorf("decode %d answer %q: %w", r.Status, truncate(r.Body), err)
+	}
+	return nil
+}
+
+func (r *Response) String() string { return fmt.Sprintf("%d %s", r.Status, truncate(r.Body)) }
+
+func truncate(b []byte) string {
+	if len(b) > 500 {
+		return string(b[:500]) + "..."
+	}
+	return string(b)
+}
+
+// Do sends a request to a process (name) at path; body, when not nil, is sent as JSON (a []byte
+// or string as it is). headers are name, value pairs. A transport error (refused, reset) is
+// returned as an error.
+func (s *Stack) Do(ctx context.Context, method, name, path string, body any, headers ...string) (*Response, error) {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.URL(name)+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := s.HTTP.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}, nil
+}
+
+// GetJSON GETs path from a process and decodes a 200 answer into v.
+func (s *Stack) GetJSON(ctx context.Context, name, path string, v any) error {
+	r, err := s.Do(ctx, http.MethodGet, name, path, nil)
+	if err != nil {
+		return err
+	}
+	if r.Status != http.StatusOK {
+		return fmt.Errorf("GET %s%s: %s", name, path, r)
+	}
+	return r.JSON(v)
+}

@@ -1,0 +1,57 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/spanmart/spanmart/e2e/harness"
+)
+
+// TestStack checks the harness itself: every process is ready with the contract's environment, a
+// killed process is restarted on its port, and the Tasks emulator comes back on the same ports
+// with its queues.
+func TestStack(t *testing.T) {
+	s := harness.Start(t, harness.Options{})
+	ctx := context.Background()
+	t.Logf("start-up: %v", s.Timings)
+	for _, name := range []string{"orders", "fulfillment", "gateway-abstraction", "notifications", "relay"} {
+		r, err := s.Do(ctx, http.MethodGet, name, "/healthz", nil)
+		if err != nil || r.Status != http.StatusOK {
+			t.Errorf("%s /healthz: %v %v", name, r, err)
+		}
+	}
+	s.Kill("fulfillment")
+	if _, err := s.Do(ctx, http.MethodGet, "fulfillment", "/healthz", nil); err == nil {
+		t.Error("fulfillment answered after SIGKILL")
+	}
+	if err := s.Start(ctx, "fulfillment"); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := s.StopTasks(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get(s.TasksHTTP() + "/status"); err == nil {
+		t.Error("the Tasks emulator answered after StopTasks")
+	}
+	if err := s.StartTasks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var status struct {
+		Queues []struct{ Name string } `json:"queues"`
+	}
+	harness.Eventually(t, "the restarted Tasks emulator lists the 4 queues", func() bool {
+		resp, err := http.Get(s.TasksHTTP() + "/status")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return decodeJSON(resp.Body, &status) == nil && len(status.Queues) == 4
+	})
+	code, err := s.WaitExit(ctx, "orders", 10*time.Millisecond)
+	if err == nil {
+		t.Errorf("WaitExit on a running process returned exit %d", code)
+	}
+}
