@@ -132,7 +132,7 @@ func (s *Stack) launch(name string, extra ...string) error {
 		return err
 	}
 	fmt.Fprintf(logf, "=== harness: starting %s at %s, extra env %v\n", name, time.Now().UTC().Format(time.RFC3339Nano), extra)
-	cmd := exec.Command(s.bin+string(os.PathSeparator)+kind)
+	cmd := exec.Command(s.bin + string(os.PathSeparator) + kind)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = sysProcAttr()
@@ -231,7 +231,6 @@ func (s *Stack) Running(name string) bool {
 	return p != nil && !p.Exited()
 }
 
-
 // String describes the processes, for failure messages.
 func (s *Stack) String() string {
 	s.mu.Lock()
@@ -246,4 +245,3 @@ func (s *Stack) String() string {
 	}
 	return out
 }
-
