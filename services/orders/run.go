@@ -5,7 +5,13 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/services/orders/internal/app"
+	"github.com/spanmart/spanmart/services/orders/internal/events"
+	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
+	"github.com/spanmart/spanmart/services/orders/internal/nudge"
+	"github.com/spanmart/spanmart/services/orders/internal/store"
 )
 
 // run serves until ctx is done, then shuts down gracefully and closes the Spanner client.
@@ -16,7 +22,31 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	}
 	defer client.Close()
 
-	srv := platform.NewServer(cfg.ServerOptions(log))
+	opts := cfg.ServerOptions(log)
+	opts.ErrorMapper = httpapi.ErrorMapper
+	srv := platform.NewServer(opts)
 	srv.AddCheck(platform.SpannerCheck("spanner", client))
+
+	var nudger app.Nudger
+	if r := nudge.New(cfg.RelayURL); r != nil {
+		nudger = r
+	}
+	httpapi.Register(srv.Echo, app.New(store.New(client), nudger))
+
+	verifier, err := outboxlib.NewVerifier(outboxlib.VerifierConfig{
+		Issuer: cfg.OIDCIssuer, Audiences: []string{cfg.OIDCAudience}, AllowedEmails: cfg.OIDCAllowedEmails,
+	})
+	if err != nil {
+		return err
+	}
+	consumer, err := outboxlib.NewConsumer(outboxlib.ConsumerConfig{
+		Name: events.ConsumerName, Client: client, Verifier: verifier, Registerer: srv.Registry,
+	})
+	if err != nil {
+		return err
+	}
+	events.Register(consumer)
+	consumer.Register(srv.Echo)
+
 	return srv.Run(ctx, cfg.Config, zap.String("database", cfg.Database.String()))
 }

@@ -1,0 +1,190 @@
+// Package httpapi is the public HTTP API of the orders service (api/openapi.yaml): routes,
+// request and response types, and the mapping of domain errors to problem+json statuses.
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/services/orders/internal/app"
+	"github.com/spanmart/spanmart/services/orders/internal/order"
+)
+
+// Headers of the idempotency contract.
+const (
+	HeaderIdempotencyKey     = "Idempotency-Key"
+	HeaderIdempotentReplayed = "Idempotent-Replayed"
+)
+
+// ErrorMapper maps the domain and use-case errors to statuses, for platform.ServerOptions.
+// Request-only problems (shape, ranges, duplicates) are 400; problems that need the catalog or the
+// stored key (unknown SKU, mixed currencies, a reused key) are 422.
+var ErrorMapper = platform.MapErrors(map[error]int{
+	order.ErrNotFound:          http.StatusNotFound,
+	order.ErrInvalid:           http.StatusBadRequest,
+	order.ErrIllegalTransition: http.StatusConflict,
+	app.ErrUnknownProduct:      http.StatusUnprocessableEntity,
+	app.ErrMixedCurrency:       http.StatusUnprocessableEntity,
+	app.ErrIdempotencyConflict: http.StatusUnprocessableEntity,
+})
+
+// Register adds the public routes to e.
+func Register(e *echo.Echo, svc *app.Service) {
+	h := &handler{svc: svc}
+	e.POST("/v1/orders", h.placeOrder)
+	e.GET("/v1/orders/:id", h.getOrder)
+	e.GET("/v1/products", h.listProducts)
+}
+
+type handler struct {
+	svc *app.Service
+}
+
+// Line is an order line in responses.
+type Line struct {
+	SKU            string `json:"sku"`
+	Quantity       int64  `json:"quantity"`
+	UnitPriceMinor int64  `json:"unit_price_minor"`
+	LineTotalMinor int64  `json:"line_total_minor"`
+}
+
+// TimelineEntry is an event in an order's timeline.
+type TimelineEntry struct {
+	Seq              int64     `json:"seq"`
+	Direction        string    `json:"direction"`
+	EventType        string    `json:"event_type"`
+	EventID          string    `json:"event_id"`
+	AggregateType    string    `json:"aggregate_type"`
+	AggregateVersion int64     `json:"aggregate_version"`
+	At               time.Time `json:"at"`
+}
+
+// Order is the representation of an order. POST returns it without a timeline (the commit
+// timestamps are not known inside the transaction that stores the response); GET includes it.
+type Order struct {
+	ID           string          `json:"id"`
+	CustomerID   string          `json:"customer_id"`
+	Status       string          `json:"status"`
+	Currency     string          `json:"currency"`
+	TotalMinor   int64           `json:"total_minor"`
+	Version      int64           `json:"version"`
+	CancelReason *string         `json:"cancel_reason"`
+	Lines        []Line          `json:"lines"`
+	Timeline     []TimelineEntry `json:"timeline,omitempty"`
+}
+
+// Product is a catalog entry.
+type Product struct {
+	SKU         string `json:"sku"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	PriceMinor  int64  `json:"price_minor"`
+	Currency    string `json:"currency"`
+}
+
+func toOrder(o *order.Order, timeline []app.TimelineEntry) Order {
+	out := Order{
+		ID: o.ID(), CustomerID: o.CustomerID(), Status: string(o.Status()), Currency: o.Currency(),
+		TotalMinor: o.TotalMinor(), Version: o.Version(), Lines: []Line{},
+	}
+	if r := o.CancelReason(); r != "" {
+		out.CancelReason = &r
+	}
+	for _, l := range o.Lines() {
+		out.Lines = append(out.Lines, Line{SKU: l.SKU, Quantity: l.Quantity, UnitPriceMinor: l.UnitPriceMinor, LineTotalMinor: l.Quantity * l.UnitPriceMinor})
+	}
+	for _, t := range timeline {
+		out.Timeline = append(out.Timeline, TimelineEntry{
+			Seq: t.Seq, Direction: t.Direction, EventType: t.EventType, EventID: t.EventID,
+			AggregateType: t.AggregateType, AggregateVersion: t.AggregateVersion, At: t.At.UTC(),
+		})
+	}
+	return out
+}
+
+func location(id string) string { return "/v1/orders/" + id }
+
+func (h *handler) placeOrder(c echo.Context) error {
+	key := c.Request().Header.Get(HeaderIdempotencyKey)
+	if key == "" || len(key) > app.MaxIdempotencyKeyLen {
+		return platform.NewProblem(http.StatusBadRequest, fmt.Sprintf("header %s is required (1 to %d characters)", HeaderIdempotencyKey, app.MaxIdempotencyKeyLen))
+	}
+	req, err := decode(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	resp, err := h.svc.PlaceOrder(c.Request().Context(), key, req, func(o *order.Order) (int, []byte, error) {
+		body, err := json.Marshal(toOrder(o, nil))
+		return http.StatusCreated, body, err
+	})
+	if err != nil {
+		return asProblem(err)
+	}
+	if resp.OrderID != "" {
+		c.Response().Header().Set(echo.HeaderLocation, location(resp.OrderID))
+	}
+	if resp.Replayed {
+		c.Response().Header().Set(HeaderIdempotentReplayed, "true")
+	}
+	return c.JSONBlob(resp.Status, resp.Body)
+}
+
+// decode reads the request body strictly: unknown fields and trailing data are 400, so a typo
+// ("quantitiy") is not silently an order for zero items.
+func decode(body io.Reader) (app.PlaceOrderRequest, error) {
+	var req app.PlaceOrderRequest
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return req, err // an oversized body is the platform's 413
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, platform.NewProblem(http.StatusBadRequest, "request body is not a valid order: "+err.Error())
+	}
+	if dec.More() {
+		return req, platform.NewProblem(http.StatusBadRequest, "request body has data after the JSON object")
+	}
+	return req, nil
+}
+
+// asProblem gives validation errors their list of problems as the "errors" member.
+func asProblem(err error) error {
+	var ve *order.ValidationError
+	if errors.As(err, &ve) {
+		p := platform.NewProblem(http.StatusBadRequest, "the order request is invalid")
+		p.Extensions = map[string]any{"errors": ve.Problems}
+		return p.Wrap(err)
+	}
+	return err
+}
+
+func (h *handler) getOrder(c echo.Context) error {
+	o, timeline, err := h.svc.Order(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return asProblem(err)
+	}
+	return c.JSON(http.StatusOK, toOrder(o, timeline))
+}
+
+func (h *handler) listProducts(c echo.Context) error {
+	ps, err := h.svc.Products(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Products []Product `json:"products"`
+	}{Products: []Product{}}
+	for _, p := range ps {
+		out.Products = append(out.Products, Product{SKU: p.SKU, Name: p.Name, Description: p.Description, PriceMinor: p.PriceMinor, Currency: p.Currency})
+	}
+	return c.JSON(http.StatusOK, out)
+}

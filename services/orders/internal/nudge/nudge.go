@@ -1,0 +1,58 @@
+// Package nudge tells the outbox relay that new rows are waiting (POST {RELAY_URL}/nudge), so an
+// order's events go out without waiting for the relay's next poll. It is best effort: the relay
+// polls anyway, so a failed nudge only delays publication and is logged, never returned.
+package nudge
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/spanmart/spanmart/pkg/platform"
+)
+
+// Timeout bounds a nudge: it runs on the request path after the commit.
+const Timeout = 500 * time.Millisecond
+
+// Relay nudges the relay at a base URL.
+type Relay struct {
+	url    string
+	client *http.Client
+}
+
+// New returns a nudger for the relay at baseURL; "" returns nil (no relay configured).
+func New(baseURL string) *Relay {
+	if baseURL == "" {
+		return nil
+	}
+	return &Relay{url: strings.TrimSuffix(baseURL, "/") + "/nudge", client: &http.Client{Timeout: Timeout}}
+}
+
+// Nudge posts to the relay, synchronously, with at most Timeout. A nil Relay does nothing.
+func (r *Relay) Nudge(ctx context.Context) {
+	if r == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, nil)
+	if err != nil {
+		platform.Logger(ctx).Warn("relay nudge", zap.Error(err))
+		return
+	}
+	if tp := platform.TraceFromContext(ctx).TraceParent(); tp != "" {
+		req.Header.Set("traceparent", tp)
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		platform.Logger(ctx).Warn("relay nudge", zap.Error(err))
+		return
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		platform.Logger(ctx).Warn("relay nudge", zap.Int("status", resp.StatusCode))
+	}
+}

@@ -1,0 +1,286 @@
+// Package store keeps orders in Spanner through the generated gen/dao/ordersdb code: every state
+// change, its outbox events (pkg/outboxlib) and its timeline rows are written in one read-write
+// transaction. Spanner error codes are mapped here and nowhere else.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"cloud.google.com/go/spanner"
+	"google.golang.org/grpc/codes"
+
+	"github.com/spanmart/spanmart/gen/dao"
+	"github.com/spanmart/spanmart/gen/dao/ordersdb"
+	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/services/orders/internal/app"
+	"github.com/spanmart/spanmart/services/orders/internal/order"
+)
+
+// Store is the Spanner repository of orders. It implements app.Repository.
+type Store struct {
+	client *spanner.Client
+}
+
+var _ app.Repository = (*Store)(nil)
+
+// New returns a store on client.
+func New(client *spanner.Client) *Store { return &Store{client: client} }
+
+// placeAttempts bounds how often PlaceOrder re-runs after a concurrent request with the same key
+// committed first (ALREADY_EXISTS at commit); the next attempt reads the stored response.
+const placeAttempts = 3
+
+// PlaceOrder implements app.Repository.
+func (s *Store) PlaceOrder(ctx context.Context, p app.Placement) (app.Response, error) {
+	var (
+		resp app.Response
+		err  error
+	)
+	for range placeAttempts {
+		resp, err = s.placeOnce(ctx, p)
+		// Two requests with one key that both read "no key" race to insert it; the loser fails
+		// at commit (the client retries ABORTED itself, but an insert conflict may surface as
+		// ALREADY_EXISTS). Running again reads the winner's response.
+		if spanner.ErrCode(err) != codes.AlreadyExists {
+			break
+		}
+	}
+	if err != nil {
+		return app.Response{}, fmt.Errorf("place order: %w", err)
+	}
+	return resp, nil
+}
+
+func (s *Store) placeOnce(ctx context.Context, p app.Placement) (app.Response, error) {
+	var resp app.Response
+	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+		resp = app.Response{}
+		key, err := ordersdb.ReadIdempotencyKey(ctx, txn, p.Key.KeyHash)
+		switch {
+		case err == nil:
+			if key.RequestHash != p.Key.RequestHash {
+				return app.ErrIdempotencyConflict
+			}
+			if !key.ResponseStatus.Valid || !key.ResponseBody.Valid {
+				return fmt.Errorf("idempotency key %s has no stored response", p.Key.KeyHash)
+			}
+			body, err := json.Marshal(key.ResponseBody.Value)
+			if err != nil {
+				return fmt.Errorf("stored response: %w", err)
+			}
+			resp = app.Response{Status: int(key.ResponseStatus.Int64), Body: body, OrderID: key.OrderId.StringVal, Replayed: true}
+			return nil
+		case !errors.Is(err, dao.ErrNotFound):
+			return err
+		}
+
+		keys := make([]spanner.Key, len(p.SKUs))
+		for i, sku := range p.SKUs {
+			keys[i] = ordersdb.ProductKey(sku)
+		}
+		rows, err := ordersdb.ReadProductRows(ctx, txn, spanner.KeySetFromKeys(keys...))
+		if err != nil {
+			return err
+		}
+		catalog := make(map[string]app.Product, len(rows))
+		for _, r := range rows {
+			catalog[r.Sku] = product(r)
+		}
+		o, err := p.Build(catalog)
+		if err != nil {
+			return err
+		}
+		status, body, err := p.Render(o)
+		if err != nil {
+			return err
+		}
+		if err := insertOrder(ctx, txn, o); err != nil {
+			return err
+		}
+		row := ordersdb.IdempotencyKey{
+			KeyHash: p.Key.KeyHash, Scope: p.Key.Scope, ClientKey: p.Key.ClientKey, RequestHash: p.Key.RequestHash,
+			OrderId:        spanner.NullString{StringVal: o.ID(), Valid: true},
+			ResponseStatus: spanner.NullInt64{Int64: int64(status), Valid: true},
+			ResponseBody:   spanner.NullJSON{Value: json.RawMessage(body), Valid: true},
+		}
+		row.SetCommitTimestamps()
+		if err := txn.BufferWrite([]*spanner.Mutation{row.Insert()}); err != nil {
+			return err
+		}
+		resp = app.Response{Status: status, Body: body, OrderID: o.ID()}
+		return nil
+	})
+	return resp, err
+}
+
+// insertOrder buffers a new order, its lines, its events and their timeline rows.
+func insertOrder(ctx context.Context, txn *spanner.ReadWriteTransaction, o *order.Order) error {
+	snap := o.Snapshot()
+	row := ordersdb.Order{
+		OrderId: snap.ID, CustomerId: snap.CustomerID, Status: string(snap.Status), Currency: snap.Currency,
+		TotalMinor: snap.TotalMinor, Version: snap.Version,
+		CancelReason: spanner.NullString{StringVal: snap.CancelReason, Valid: snap.CancelReason != ""},
+	}
+	row.SetCommitTimestamps()
+	ms := []*spanner.Mutation{row.Insert()}
+	for i, l := range snap.Lines {
+		item := ordersdb.OrderItem{OrderId: snap.ID, LineNo: int64(i + 1), Sku: l.SKU, Quantity: l.Quantity, UnitPriceMinor: l.UnitPriceMinor}
+		ms = append(ms, item.Insert())
+	}
+	if err := txn.BufferWrite(ms); err != nil {
+		return err
+	}
+	return appendEvents(ctx, txn, o, 0)
+}
+
+// appendEvents appends o's emitted events to the outbox and the timeline (after seq).
+func appendEvents(ctx context.Context, txn *spanner.ReadWriteTransaction, o *order.Order, seq int64) error {
+	var (
+		events []outboxlib.Event
+		ms     []*spanner.Mutation
+	)
+	for _, em := range o.Emitted() {
+		e, err := outboxlib.NewEvent(ctx, em.Type, order.AggregateType, o.ID(), em.Version, payload(o, em))
+		if err != nil {
+			return err
+		}
+		events = append(events, e)
+		seq++
+		ms = append(ms, timelineRow(o.ID(), seq, app.DirectionEmitted, e.Type, e.ID, e.AggregateType, e.AggregateVersion).Insert())
+	}
+	if err := outboxlib.Append(ctx, txn, events...); err != nil {
+		return err
+	}
+	return txn.BufferWrite(ms)
+}
+
+func timelineRow(orderID string, seq int64, direction, typ, eventID, aggType string, version int64) *ordersdb.OrderTimeline {
+	r := &ordersdb.OrderTimeline{
+		OrderId: orderID, Seq: seq, Direction: direction, EventType: typ, EventId: eventID,
+		AggregateType: aggType, AggregateVersion: version,
+	}
+	r.SetCommitTimestamps()
+	return r
+}
+
+// Consumed identifies an event the service consumed, for the timeline.
+type Consumed struct {
+	Type             string
+	ID               string
+	AggregateType    string
+	AggregateVersion int64
+}
+
+// UpdateInTxn loads order id in txn, applies change and, in the same transaction, writes the
+// consumed event's timeline row and, if change emitted events, the order's new state, its outbox
+// events and their timeline rows. change may leave the order untouched (a stale event): only
+// the consumed row is written. An unknown order is order.ErrNotFound; change's error is returned
+// unchanged and nothing is written.
+func UpdateInTxn(ctx context.Context, txn *spanner.ReadWriteTransaction, id string, consumed Consumed, change func(*order.Order) error) error {
+	o, err := readOrder(ctx, txn, id)
+	if err != nil {
+		return err
+	}
+	if err := change(o); err != nil {
+		return err
+	}
+	timeline, err := ordersdb.ReadOrderTimelineRows(ctx, txn, spanner.Key{id}.AsPrefix())
+	if err != nil {
+		return err
+	}
+	seq := int64(len(timeline))
+	if n := len(timeline); n > 0 {
+		seq = timeline[n-1].Seq
+	}
+	seq++
+	ms := []*spanner.Mutation{timelineRow(id, seq, app.DirectionConsumed, consumed.Type, consumed.ID, consumed.AggregateType, consumed.AggregateVersion).Insert()}
+	if len(o.Emitted()) > 0 {
+		snap := o.Snapshot()
+		row := ordersdb.Order{
+			OrderId: id, Status: string(snap.Status), Version: snap.Version, UpdatedAt: spanner.CommitTimestamp,
+			CancelReason: spanner.NullString{StringVal: snap.CancelReason, Valid: snap.CancelReason != ""},
+		}
+		m, err := row.UpdateColumns(ordersdb.OrderColStatus, ordersdb.OrderColVersion, ordersdb.OrderColCancelReason, ordersdb.OrderColUpdatedAt)
+		if err != nil {
+			return err
+		}
+		ms = append(ms, m)
+	}
+	if err := txn.BufferWrite(ms); err != nil {
+		return err
+	}
+	return appendEvents(ctx, txn, o, seq)
+}
+
+// readOrder reads an order and its lines.
+func readOrder(ctx context.Context, r dao.Reader, id string) (*order.Order, error) {
+	row, err := ordersdb.ReadOrder(ctx, r, id)
+	if errors.Is(err, dao.ErrNotFound) {
+		return nil, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	items, err := ordersdb.ReadOrderItemRows(ctx, r, spanner.Key{id}.AsPrefix())
+	if err != nil {
+		return nil, err
+	}
+	lines := make([]order.Line, len(items))
+	for i, it := range items {
+		lines[i] = order.Line{SKU: it.Sku, Quantity: it.Quantity, UnitPriceMinor: it.UnitPriceMinor}
+	}
+	return order.Restore(order.Snapshot{
+		ID: row.OrderId, CustomerID: row.CustomerId, Status: order.Status(row.Status), Currency: row.Currency,
+		Lines: lines, TotalMinor: row.TotalMinor, Version: row.Version, CancelReason: row.CancelReason.StringVal,
+	})
+}
+
+// Order implements app.Repository: one read-only transaction, so the order, its lines and its
+// timeline are consistent.
+func (s *Store) Order(ctx context.Context, id string) (*order.Order, []app.TimelineEntry, error) {
+	txn := s.client.ReadOnlyTransaction()
+	defer txn.Close()
+	o, err := readOrder(ctx, txn, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := ordersdb.ReadOrderTimelineRows(ctx, txn, spanner.Key{id}.AsPrefix())
+	if err != nil {
+		return nil, nil, err
+	}
+	timeline := make([]app.TimelineEntry, len(rows))
+	for i, r := range rows {
+		timeline[i] = app.TimelineEntry{
+			Seq: r.Seq, Direction: r.Direction, EventType: r.EventType, EventID: r.EventId,
+			AggregateType: r.AggregateType, AggregateVersion: r.AggregateVersion, At: r.RecordedAt,
+		}
+	}
+	return o, timeline, nil
+}
+
+// ActiveProducts implements app.Repository. The catalog is small (seeded); a full read is fine.
+func (s *Store) ActiveProducts(ctx context.Context) ([]app.Product, error) {
+	rows, err := ordersdb.ReadProductRows(ctx, s.client.Single(), spanner.AllKeys())
+	if err != nil {
+		return nil, err
+	}
+	var out []app.Product
+	for _, r := range rows {
+		if r.Active {
+			out = append(out, product(r))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].SKU < out[j].SKU })
+	return out, nil
+}
+
+func product(r *ordersdb.Product) app.Product {
+	return app.Product{
+		SKU: r.Sku, Name: r.Name, Description: r.Description.StringVal,
+		PriceMinor: r.PriceMinor, Currency: r.Currency, Active: r.Active,
+	}
+}
