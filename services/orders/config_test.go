@@ -23,7 +23,7 @@ func TestLoadConfigReportsEveryMissingVariable(t *testing.T) {
 
 func TestLoadConfig(t *testing.T) {
 	cfg, err := loadConfig(platformtest.Getenv(map[string]string{
-		"SPANNER_DATABASE":    "projects/p/instances/i/databases/orders",
+		"SPANNER_DATABASE":    "projects/test-project/instances/test-instance/databases/orders",
 		"OIDC_AUDIENCE":       "https://orders.example",
 		"OIDC_ALLOWED_EMAILS": " relay@p.iam.gserviceaccount.com, ops@p.iam.gserviceaccount.com ,",
 		"RELAY_URL":           "http://127.0.0.1:8090",
