@@ -1,0 +1,220 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/spanner"
+	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
+	"github.com/spanmart/spanmart/pkg/dbschema"
+	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/pkg/spannertest"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/httpapi"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/inventory"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/store"
+)
+
+var env *spannertest.Env
+
+func TestMain(m *testing.M) { os.Exit(spannertest.Main(m, &env)) }
+
+func newServer(t *testing.T, client *spanner.Client) *platform.Server {
+	t.Helper()
+	srv := platform.NewServer(platform.ServerOptions{Service: "fulfillment", Version: "test", ErrorMapper: httpapi.ErrorMapper})
+	httpapi.Register(srv.Echo, store.Reads{Client: client})
+	return srv
+}
+
+// serve starts the API on a real HTTP server over a fresh database with A1 (5 on hand) and B2 (3
+// on hand), order o-held holding 2 A1 and 1 B2 and order o-rejected rejected.
+func serve(t *testing.T) string {
+	t.Helper()
+	client, _ := env.NewDatabase(t, dbschema.Fulfillment)
+	var ms []*spanner.Mutation
+	for sku, onHand := range map[string]int64{"A1": 5, "B2": 3} {
+		row := fulfillmentdb.Inventory{Sku: sku, OnHand: onHand}
+		row.SetCommitTimestamps()
+		ms = append(ms, row.Insert())
+	}
+	if _, err := client.Apply(context.Background(), ms); err != nil {
+		t.Fatal(err)
+	}
+	for id, lines := range map[string][]inventory.Line{
+		"o-held":     {{SKU: "B2", Quantity: 1}, {SKU: "A1", Quantity: 2}},
+		"o-rejected": {{SKU: "A1", Quantity: 9}},
+	} {
+		if _, err := client.ReadWriteTransaction(context.Background(), func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+			_, err := store.Reserve(ctx, txn, id, lines)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hs := httptest.NewServer(newServer(t, client).Echo)
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+func get(t *testing.T, url string) (int, string, map[string]any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("GET %s: body is not a JSON object: %v: %s", url, err, body)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), m
+}
+
+func js(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestReads(t *testing.T) {
+	url := serve(t)
+	for _, tt := range []struct {
+		path string
+		want string
+	}{
+		{"/v1/inventory", `{"items":[
+			{"sku":"A1","on_hand":5,"reserved":2,"available":3},
+			{"sku":"B2","on_hand":3,"reserved":1,"available":2}]}`},
+		{"/v1/inventory/A1", `{"sku":"A1","on_hand":5,"reserved":2,"available":3}`},
+		{"/v1/reservations/o-held", `{"order_id":"o-held","status":"HELD","version":1,"lines":[
+			{"sku":"A1","quantity":2,"status":"HELD"},{"sku":"B2","quantity":1,"status":"HELD"}]}`},
+		{"/v1/reservations/o-rejected", `{"order_id":"o-rejected","status":"REJECTED","version":1,"lines":[]}`},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			status, ct, got := get(t, url+tt.path)
+			if status != http.StatusOK || !strings.HasPrefix(ct, "application/json") {
+				t.Fatalf("GET %s = %d %s %v", tt.path, status, ct, got)
+			}
+			for _, k := range []string{"created_at", "updated_at"} {
+				if v, ok := got[k]; ok {
+					if ts, err := time.Parse(time.RFC3339Nano, v.(string)); err != nil || ts.IsZero() {
+						t.Errorf("%s = %v, want an RFC 3339 timestamp", k, v)
+					}
+					delete(got, k)
+				}
+			}
+			if diff := cmp.Diff(js(t, tt.want), got); diff != "" {
+				t.Errorf("GET %s (-want +got):\n%s", tt.path, diff)
+			}
+		})
+	}
+}
+
+func TestNotFound(t *testing.T) {
+	url := serve(t)
+	for _, path := range []string{"/v1/inventory/NOPE", "/v1/reservations/o-unknown", "/v1/reservations/" + strings.Repeat("x", 37)} {
+		t.Run(path, func(t *testing.T) {
+			status, ct, got := get(t, url+path)
+			if status != http.StatusNotFound || ct != platform.ContentTypeProblem {
+				t.Fatalf("GET %s = %d %s, want 404 %s", path, status, ct, platform.ContentTypeProblem)
+			}
+			if got["status"] != float64(404) || got["title"] != "Not Found" || got["instance"] != path {
+				t.Errorf("problem = %v", got)
+			}
+		})
+	}
+}
+
+func TestEmptyInventory(t *testing.T) {
+	client, _ := env.NewDatabase(t, dbschema.Fulfillment)
+	hs := httptest.NewServer(newServer(t, client).Echo)
+	defer hs.Close()
+	status, _, got := get(t, hs.URL+"/v1/inventory")
+	if status != http.StatusOK || cmp.Diff(js(t, `{"items":[]}`), got) != "" {
+		t.Errorf("GET /v1/inventory = %d %v, want 200 with no items", status, got)
+	}
+}
+
+// TestOpenAPIAgreesWithRouter checks that api/openapi.yaml documents exactly the routes Register
+// adds (echo's :param is OpenAPI's {param}) and that every path parameter is declared.
+func TestOpenAPIAgreesWithRouter(t *testing.T) {
+	data, err := os.ReadFile("../../api/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		OpenAPI string `yaml:"openapi"`
+		Paths   map[string]map[string]struct {
+			OperationID string `yaml:"operationId"`
+			Parameters  []struct {
+				Name string `yaml:"name"`
+				In   string `yaml:"in"`
+			} `yaml:"parameters"`
+			Responses map[string]any `yaml:"responses"`
+		} `yaml:"paths"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.1") {
+		t.Errorf("openapi = %q, want 3.1.x", doc.OpenAPI)
+	}
+	var documented []string
+	param := regexp.MustCompile(`\{([^}]+)\}`)
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			documented = append(documented, strings.ToUpper(method)+" "+path)
+			if op.OperationID == "" || op.Responses["200"] == nil {
+				t.Errorf("%s %s: needs an operationId and a 200 response", method, path)
+			}
+			declared := map[string]bool{}
+			for _, p := range op.Parameters {
+				if p.In == "path" {
+					declared[p.Name] = true
+				}
+			}
+			for _, m := range param.FindAllStringSubmatch(path, -1) {
+				if !declared[m[1]] {
+					t.Errorf("%s %s: path parameter %s is not declared", method, path, m[1])
+				}
+			}
+		}
+	}
+
+	e := platform.NewServer(platform.ServerOptions{}).Echo
+	operational := map[string]bool{}
+	for _, r := range e.Routes() {
+		operational[r.Method+" "+r.Path] = true
+	}
+	httpapi.Register(e, nil)
+	var routed []string
+	colon := regexp.MustCompile(`:([A-Za-z0-9_]+)`)
+	for _, r := range e.Routes() {
+		if key := r.Method + " " + r.Path; !operational[key] {
+			routed = append(routed, r.Method+" "+colon.ReplaceAllString(r.Path, "{$1}"))
+		}
+	}
+	sort.Strings(documented)
+	sort.Strings(routed)
+	if diff := cmp.Diff(documented, routed); diff != "" {
+		t.Errorf("api/openapi.yaml (-) and the router (+) disagree:\n%s", diff)
+	}
+}
