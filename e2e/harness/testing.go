@@ -66,6 +66,23 @@ func EventuallyWithin(t testing.TB, wait time.Duration, what string, cond func()
 	}
 }
 
+// Until is Eventually for a condition that says why it does not hold yet: the last reason is in the
+// failure message.
+func Until(t testing.TB, what string, cond func() (ok bool, why string)) {
+	t.Helper()
+	deadline := time.Now().Add(DefaultWait)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s (last: %s)", DefaultWait, what, why)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // Poll is Eventually for programs: it returns an error instead of failing a test.
 func Poll(ctx context.Context, wait time.Duration, what string, cond func() bool) error {
 	deadline := time.Now().Add(wait)

@@ -1,0 +1,446 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/spanmart/spanmart/e2e/harness"
+	"github.com/spanmart/spanmart/pkg/faults"
+	"github.com/spanmart/spanmart/pkg/outboxlib"
+)
+
+// The failure drills of issue 5. Each starts its own stack (product A1 with 5 in stock), breaks
+// something, and asserts the final state of every database involved once the flow has come to rest.
+
+// (a) An order that fits is reserved and awaits payment; one that does not is cancelled as out of
+// stock and leaves the stock untouched.
+func TestHappyPath(t *testing.T) {
+	s := harness.Start(t, harness.Options{})
+	a := placeOrder(t, s, "A1", 2)
+	waitStatus(t, s, a, "AWAITING_PAYMENT")
+	b := placeOrder(t, s, "A1", 10)
+	waitStatus(t, s, b, "CANCELLED out_of_stock")
+
+	checkSnapshot(t, wantSnapshot(5, placed{a, 2, reserved}, placed{b, 10, rejected}), waitSettled(t, s))
+	checkNoDuplicateEvents(t, s)
+
+	// The public API tells the same story.
+	if o := getOrder(t, s, a); o.Status != "AWAITING_PAYMENT" {
+		t.Errorf("GET /v1/orders/%s: status %s", a, o.Status)
+	} else {
+		want := []string{"consumed:inventory.reserved", "emitted:order.awaiting_payment", "emitted:order.created"}
+		if got := timelineTypes(o); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("timeline of %s: %v, want %v", a, got, want)
+		}
+	}
+	if o := getOrder(t, s, b); o.Status != "CANCELLED" || o.CancelReason == nil || *o.CancelReason != "out_of_stock" {
+		t.Errorf("GET /v1/orders/%s: %+v, want CANCELLED out_of_stock", b, o)
+	}
+}
+
+// (b) orders dies inside the create-order transaction, after buffering its writes: the client sees
+// a broken connection, and neither the order nor its event exists. A retry with the same
+// Idempotency-Key after the restart creates the order once.
+func TestOrdersDiesBeforeCommit(t *testing.T) {
+	s := harness.Start(t, harness.Options{})
+	ctx := context.Background()
+	if err := s.Restart(ctx, "orders", faults.EnvVar+"="+faults.OrdersBeforeCommit); err != nil {
+		t.Fatal(err)
+	}
+	key, body := uuid.NewString(), orderRequest("cust-b", "A1", 2)
+	if r, err := postOrder(ctx, s, key, body); err == nil {
+		t.Fatalf("POST /v1/orders answered %s although orders was to die before commit (is faults.Hit(%q) called?)", r, faults.OrdersBeforeCommit)
+	}
+	if code, err := s.WaitExit(ctx, "orders", 10*time.Second); err != nil || code != faults.ExitCode {
+		t.Fatalf("orders exit: %d, %v; want %d", code, err, faults.ExitCode)
+	}
+	for _, table := range []string{"Orders", "OrderItems", "OutboxEvents", "IdempotencyKeys"} {
+		if n := count(t, s, "orders", "SELECT COUNT(*) FROM "+table, nil); n != 0 {
+			t.Errorf("orders.%s has %d rows after a crash before commit, want 0", table, n)
+		}
+	}
+
+	if err := s.Start(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := postOrder(ctx, s, key, body)
+	if err != nil || (r.Status != http.StatusCreated && r.Status != http.StatusOK) {
+		t.Fatalf("retry of POST /v1/orders: %v %v", r, err)
+	}
+	var o order
+	if err := r.JSON(&o); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, o.ID, "AWAITING_PAYMENT")
+	checkSnapshot(t, wantSnapshot(5, placed{o.ID, 2, reserved}), waitSettled(t, s))
+}
+
+// (c) orders dies right after the commit, before answering: the client sees an error, yet the order
+// exists and its event is delivered; the retry with the same Idempotency-Key returns that order.
+func TestOrdersDiesAfterCommit(t *testing.T) {
+	s := harness.Start(t, harness.Options{})
+	ctx := context.Background()
+	if err := s.Restart(ctx, "orders", faults.EnvVar+"="+faults.OrdersAfterCommit); err != nil {
+		t.Fatal(err)
+	}
+	key, body := uuid.NewString(), orderRequest("cust-c", "A1", 2)
+	if r, err := postOrder(ctx, s, key, body); err == nil {
+		t.Fatalf("POST /v1/orders answered %s although orders was to die after commit (is faults.Hit(%q) called?)", r, faults.OrdersAfterCommit)
+	}
+	if code, err := s.WaitExit(ctx, "orders", 10*time.Second); err != nil || code != faults.ExitCode {
+		t.Fatalf("orders exit: %d, %v; want %d", code, err, faults.ExitCode)
+	}
+	rows := query(t, s, "orders", "SELECT OrderId FROM Orders", nil)
+	if len(rows) != 1 {
+		t.Fatalf("%d orders after a crash right after commit, want 1", len(rows))
+	}
+	id := rows[0][0]
+	// The event is delivered while orders is down: fulfillment reserves the stock.
+	harness.Eventually(t, "fulfillment reserves the order's stock while orders is down", func() bool {
+		n, err := countErr(s, "fulfillment", "SELECT COUNT(*) FROM Reservations WHERE OrderId = @id", map[string]any{"id": id})
+		return err == nil && n == 1
+	})
+
+	if err := s.Start(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := postOrder(ctx, s, key, body)
+	if err != nil || (r.Status != http.StatusCreated && r.Status != http.StatusOK) {
+		t.Fatalf("retry of POST /v1/orders: %v %v", r, err)
+	}
+	var o order
+	if err := r.JSON(&o); err != nil {
+		t.Fatal(err)
+	}
+	if o.ID != id {
+		t.Errorf("the retry returned order %s, want the committed %s", o.ID, id)
+	}
+	waitStatus(t, s, id, "AWAITING_PAYMENT")
+	checkSnapshot(t, wantSnapshot(5, placed{id, 2, reserved}), waitSettled(t, s))
+}
+
+// (d) The relay dies after creating a batch's tasks, before marking them published: the restarted
+// relay enqueues the same rows again (ALREADY_EXISTS), consumers absorb any duplicate, and there is
+// exactly one reservation.
+func TestRelayDiesAfterEnqueue(t *testing.T) {
+	s := harness.Start(t, harness.Options{})
+	ctx := context.Background()
+	if err := s.Restart(ctx, "relay", faults.EnvVar+"="+faults.RelayAfterEnqueue); err != nil {
+		t.Fatal(err)
+	}
+	id := placeOrder(t, s, "A1", 2)
+	if code, err := s.WaitExit(ctx, "relay", 20*time.Second); err != nil || code != faults.ExitCode {
+		t.Fatalf("relay exit: %d, %v; want %d (is faults.Hit(%q) called?)", code, err, faults.ExitCode, faults.RelayAfterEnqueue)
+	}
+	if n := count(t, s, "orders", "SELECT COUNT(*) FROM OutboxEvents WHERE PublishedAt IS NULL", nil); n != 1 {
+		t.Errorf("%d unpublished rows in the orders outbox after the relay died before marking, want 1", n)
+	}
+	// The task it created is delivered anyway.
+	harness.Eventually(t, "fulfillment reserves the stock from the task created before the crash", func() bool {
+		n, err := countErr(s, "fulfillment", "SELECT COUNT(*) FROM Reservations WHERE OrderId = @id", map[string]any{"id": id})
+		return err == nil && n == 1
+	})
+
+	if err := s.Start(ctx, "relay"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, id, "AWAITING_PAYMENT")
+	checkSnapshot(t, wantSnapshot(5, placed{id, 2, reserved}), waitSettled(t, s))
+	checkNoDuplicateEvents(t, s)
+}
+
+// (e) The same event delivered twice at the same moment (two tasks, different names, same event
+// id and headers): one reservation, the other delivery is a duplicate. The relay's own delivery of
+// it later is a third, also absorbed.
+func TestConcurrentDuplicate(t *testing.T) {
+	s := harness.Start(t, harness.Options{})
+	ctx := context.Background()
+	s.Stop("relay")
+	id := placeOrder(t, s, "A1", 2)
+	ev := outboxEvent(t, s, "orders", id, "order.created")
+	at := time.Now().Add(500 * time.Millisecond)
+	deliver(t, s, "fulfillment", "fulfillment-inbox", ev, "dup-a-"+ev.ID, at)
+	deliver(t, s, "fulfillment", "fulfillment-inbox", ev, "dup-b-"+ev.ID, at)
+	harness.Until(t, "both deliveries acknowledged", func() (bool, string) {
+		qs, err := queues(s)
+		if err != nil {
+			return false, err.Error()
+		}
+		q := qs["fulfillment-inbox"]
+		return q.Depth == 0 && q.InFlight == 0, fmt.Sprintf("depth %d in flight %d", q.Depth, q.InFlight)
+	})
+	if n := count(t, s, "fulfillment", "SELECT COUNT(*) FROM Reservations WHERE OrderId = @id", map[string]any{"id": id}); n != 1 {
+		t.Errorf("%d reservations after two concurrent deliveries, want 1", n)
+	}
+	if n := count(t, s, "fulfillment", "SELECT COUNT(*) FROM OutboxEvents", nil); n != 1 {
+		t.Errorf("fulfillment emitted %d events after two concurrent deliveries, want 1", n)
+	}
+	if dup, err := metric(s, "fulfillment", "outbox_consumer_events_total", `outcome="duplicate"`); err != nil || dup < 1 {
+		t.Errorf("fulfillment counted %v duplicates (%v), want at least 1", dup, err)
+	}
+
+	if err := s.Start(ctx, "relay"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, id, "AWAITING_PAYMENT")
+	checkSnapshot(t, wantSnapshot(5, placed{id, 2, reserved}), waitSettled(t, s))
+	checkNoDuplicateEvents(t, s)
+}
+
+// cancelledEvent is an order.cancelled for an order at aggregate version 2, as orders would emit it.
+func cancelledEvent(orderID string) outboxlib.Event {
+	payload, _ := json.Marshal(map[string]string{"order_id": orderID, "reason": "customer_request"})
+	return outboxlib.Event{
+		ID: uuid.NewString(), Type: "order.cancelled", Source: "//spanmart/orders",
+		AggregateType: "order", AggregateID: orderID, AggregateVersion: 2, SchemaVersion: 1,
+		OccurredAt: time.Now().UTC(), Payload: payload,
+	}
+}
+
+// earlyFlow is the state after an order's order.created (reserve 2) and a later order.cancelled
+// (release) were both applied by fulfillment: orders itself never cancelled the order (the
+// cancellation was delivered by the drill), so it awaits payment.
+func earlyFlow(id string) snapshot {
+	w := wantSnapshot(5, placed{id, 2, reserved})
+	w.Stock["A1"] = "5/0"
+	w.Reservations[id+" A1"] = "2 RELEASED"
+	w.Outbox["fulfillment"]["inventory.released"] = 1
+	w.Processed["fulfillment/fulfillment"]++
+	return w
+}
+
+// (f) A later version of an aggregate arrives first: order.cancelled (version 2) before
+// order.created (version 1). fulfillment defers it (409, nothing recorded) until order.created has
+// been applied, then applies it: reserved, then released, in order.
+func TestLaterVersionFirst(t *testing.T) {
+	s := harness.Start(t, harness.Options{})
+	ctx := context.Background()
+	s.Stop("relay") // order.created stays in the outbox
+	id := placeOrder(t, s, "A1", 2)
+	cancel := cancelledEvent(id)
+	deliver(t, s, "fulfillment", "fulfillment-inbox", cancel, "", time.Time{})
+	harness.Eventually(t, "fulfillment defers order.cancelled at least twice", func() bool {
+		n, err := metric(s, "fulfillment", "outbox_consumer_events_total", `outcome="early"`)
+		return err == nil && n >= 2
+	})
+	if n := count(t, s, "fulfillment", "SELECT COUNT(*) FROM ProcessedEvents", nil); n != 0 {
+		t.Errorf("fulfillment recorded %d events while deferring, want 0", n)
+	}
+	if n := count(t, s, "fulfillment", "SELECT COUNT(*) FROM OrderReservations", nil); n != 0 {
+		t.Errorf("fulfillment decided %d orders while deferring, want 0", n)
+	}
+
+	if err := s.Start(ctx, "relay"); err != nil {
+		t.Fatal(err)
+	}
+	harness.Until(t, "fulfillment released the reservation", func() (bool, string) {
+		rows, err := queryErr(s, "fulfillment", "SELECT Status, CAST(Version AS STRING) FROM OrderReservations WHERE OrderId = @id", map[string]any{"id": id})
+		if err != nil || len(rows) == 0 {
+			return false, fmt.Sprint(rows, err)
+		}
+		return rows[0][0] == "RELEASED" && rows[0][1] == "2", strings.Join(rows[0], " ")
+	})
+	waitStatus(t, s, id, "AWAITING_PAYMENT")
+	checkSnapshot(t, earlyFlow(id), waitSettled(t, s))
+	// Applied in order: the version fulfillment recorded for the order is the cancellation's.
+	rows := query(t, s, "fulfillment", "SELECT CAST(Version AS STRING), EventId FROM ConsumerVersions WHERE AggregateId = @id AND Consumer = 'fulfillment'", map[string]any{"id": id})
+	if len(rows) != 1 || rows[0][0] != "2" || rows[0][1] != cancel.ID {
+		t.Errorf("fulfillment's version of order %s: %v, want 2 set by %s", id, rows, cancel.ID)
+	}
+	checkNoDuplicateEvents(t, s)
+}
+
+// (g) The Tasks emulator is down for a while: orders are accepted and stay PENDING, the relay's
+// oldest pending age grows; once it is back on the same ports and data, everything drains.
+func TestTasksDown(t *testing.T) {
+	s := harness.Start(t, harness.Options{})
+	ctx := context.Background()
+	if err := s.StopTasks(); err != nil {
+		t.Fatal(err)
+	}
+	a := placeOrder(t, s, "A1", 1)
+	b := placeOrder(t, s, "A1", 1)
+	var first float64
+	harness.Until(t, "the relay reports both orders' events pending", func() (bool, string) {
+		st, err := outboxStatus(s, "relay")
+		if err != nil {
+			return false, err.Error()
+		}
+		o := st["orders"]
+		first = o.OldestPendingAgeSeconds
+		return o.Pending >= 2, fmt.Sprintf("%+v", o)
+	})
+	harness.Until(t, "the oldest pending age grows while Tasks is down", func() (bool, string) {
+		st, err := outboxStatus(s, "relay")
+		if err != nil {
+			return false, err.Error()
+		}
+		o := st["orders"]
+		return o.Pending >= 2 && o.OldestPendingAgeSeconds >= first+1, fmt.Sprintf("%+v (first %.2fs)", o, first)
+	})
+	for _, id := range []string{a, b} {
+		if o := getOrder(t, s, id); o.Status != "PENDING" {
+			t.Errorf("order %s is %s while Tasks is down, want PENDING", id, o.Status)
+		}
+	}
+
+	if err := s.StartTasks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, a, "AWAITING_PAYMENT")
+	waitStatus(t, s, b, "AWAITING_PAYMENT")
+	checkSnapshot(t, wantSnapshot(5, placed{a, 1, reserved}, placed{b, 1, reserved}), waitSettled(t, s))
+	harness.Until(t, "the relay reports nothing pending", func() (bool, string) {
+		st, err := outboxStatus(s, "relay")
+		if err != nil {
+			return false, err.Error()
+		}
+		for name, src := range st {
+			if src.Pending != 0 || src.Quarantined != 0 {
+				return false, fmt.Sprintf("%s: %+v", name, src)
+			}
+		}
+		return len(st) == 4, fmt.Sprintf("%d sources", len(st))
+	})
+}
+
+// (h) A consumer is down: its queue retries until it is back, and the reservation happens then.
+func TestConsumerDown(t *testing.T) {
+	s := harness.Start(t, harness.Options{})
+	ctx := context.Background()
+	s.Kill("fulfillment")
+	id := placeOrder(t, s, "A1", 2)
+	harness.Until(t, "order.created is published to the fulfillment queue", func() (bool, string) {
+		n, err := countErr(s, "orders", "SELECT COUNT(*) FROM OutboxEvents WHERE PublishedAt IS NULL", nil)
+		if err != nil || n != 0 {
+			return false, fmt.Sprintf("%d unpublished (%v)", n, err)
+		}
+		qs, err := queues(s)
+		if err != nil {
+			return false, err.Error()
+		}
+		return qs["fulfillment-inbox"].Depth >= 1, fmt.Sprintf("%+v", qs["fulfillment-inbox"])
+	})
+	if o := getOrder(t, s, id); o.Status != "PENDING" {
+		t.Errorf("order is %s while fulfillment is down, want PENDING", o.Status)
+	}
+	if err := s.Start(ctx, "fulfillment"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, id, "AWAITING_PAYMENT")
+	checkSnapshot(t, wantSnapshot(5, placed{id, 2, reserved}), waitSettled(t, s))
+}
+
+// replayPaths are where a consumer may mount outboxlib's operator routes (RegisterAdmin).
+var replayPaths = []string{"/admin/deadletters/%s/replay", "/v1/admin/deadletters/%s/replay", "/v1/deadletters/%s/replay", "/deadletters/%s/replay"}
+
+// (i) A poison event: order.cancelled of an order fulfillment has never seen is early on every
+// attempt, so after the consumer's attempt limit (10) it is parked in DeadLetters and acknowledged.
+// Once the cause is fixed (the order's order.created arrives), an operator replays it and it applies.
+func TestPoisonEvent(t *testing.T) {
+	s := harness.Start(t, harness.Options{})
+	ctx := context.Background()
+	s.Stop("relay")
+	id := placeOrder(t, s, "A1", 2)
+	poison := cancelledEvent(id)
+	deliver(t, s, "fulfillment", "fulfillment-inbox", poison, "", time.Time{})
+	harness.Until(t, "the poison event is dead-lettered and acknowledged", func() (bool, string) {
+		rows, err := queryErr(s, "fulfillment", "SELECT CAST(Attempts AS STRING), LastError FROM DeadLetters WHERE EventId = @id", map[string]any{"id": poison.ID})
+		if err != nil || len(rows) == 0 {
+			return false, fmt.Sprint("no dead letter ", err)
+		}
+		qs, err := queues(s)
+		if err != nil {
+			return false, err.Error()
+		}
+		q := qs["fulfillment-inbox"]
+		return q.Depth == 0, fmt.Sprintf("dead letter %v; queue depth %d", rows[0], q.Depth)
+	})
+	if rows := query(t, s, "fulfillment", "SELECT CAST(Attempts AS STRING) FROM DeadLetters WHERE EventId = @id", map[string]any{"id": poison.ID}); rows[0][0] != "10" {
+		t.Errorf("dead letter after %s attempts, want the consumer's limit 10", rows[0][0])
+	}
+
+	// The fix: the order.created it was waiting for arrives.
+	if err := s.Start(ctx, "relay"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, id, "AWAITING_PAYMENT")
+	var replayed *harness.Response
+	var tried []string
+	for _, p := range replayPaths {
+		r, err := s.Do(ctx, http.MethodPost, "fulfillment", fmt.Sprintf(p, poison.ID),
+			map[string]string{"reason": "order.created has arrived", "by": "e2e"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tried = append(tried, fmt.Sprintf(p, poison.ID)+": "+r.String())
+		if r.Status/100 == 2 {
+			replayed = r
+			break
+		}
+	}
+	if replayed == nil {
+		t.Fatalf("fulfillment exposes no dead-letter replay; tried:\n%s", strings.Join(tried, "\n"))
+	}
+	w := earlyFlow(id)
+	checkSnapshot(t, w, waitSettled(t, s))
+	if n := count(t, s, "fulfillment", "SELECT COUNT(*) FROM DeadLetters WHERE EventId = @id AND ReplayedAt IS NOT NULL", map[string]any{"id": poison.ID}); n != 1 {
+		t.Errorf("the dead letter is not marked replayed")
+	}
+}
+
+// (j) Two relay instances at once share the shards through leases: every event is delivered once
+// in effect, and no side effect happens twice.
+func TestTwoRelays(t *testing.T) {
+	s := harness.Start(t, harness.Options{})
+	ctx := context.Background()
+	if err := s.StartInstance(ctx, "relay-2", "relay"); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu  sync.Mutex
+		ids []placed
+		wg  sync.WaitGroup
+	)
+	for i := 0; i < 5; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := postOrder(ctx, s, uuid.NewString(), orderRequest("cust-j", "A1", 1))
+			if err != nil || (r.Status != http.StatusCreated && r.Status != http.StatusOK) {
+				t.Errorf("POST /v1/orders: %v %v", r, err)
+				return
+			}
+			var o order
+			if err := r.JSON(&o); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			ids = append(ids, placed{o.ID, 1, reserved})
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	for _, p := range ids {
+		waitStatus(t, s, p.id, "AWAITING_PAYMENT")
+	}
+	checkSnapshot(t, wantSnapshot(5, ids...), waitSettled(t, s))
+	checkNoDuplicateEvents(t, s)
+	for _, name := range []string{"relay", "relay-2"} {
+		if !s.Running(name) {
+			t.Errorf("%s is not running", name)
+		}
+	}
+}
