@@ -17,8 +17,14 @@ func TestBinary(t *testing.T) {
 	platformtest.TestBinary(t, env, platformtest.Binary[config]{
 		Name:    serviceName,
 		Schemas: []string{dbschema.Fulfillment},
-		Env:     func(dbs []string) map[string]string { return map[string]string{"SPANNER_DATABASE": dbs[0]} },
-		Load:    loadConfig,
-		Run:     run,
+		Env: func(dbs []string) map[string]string {
+			return map[string]string{
+				"SPANNER_DATABASE":    dbs[0],
+				"OIDC_AUDIENCE":       "http://fulfillment.test",
+				"OIDC_ALLOWED_EMAILS": "relay@spanmart.test",
+			}
+		},
+		Load: loadConfig,
+		Run:  run,
 	})
 }

@@ -5,8 +5,15 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/events"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/httpapi"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/store"
 )
+
+// consumerName is fulfillment's name in ProcessedEvents, ConsumerVersions and DeadLetters.
+const consumerName = "fulfillment"
 
 // run serves until ctx is done, then shuts down gracefully and closes the Spanner client.
 func run(ctx context.Context, cfg config, log *zap.Logger) error {
@@ -16,7 +23,26 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	}
 	defer client.Close()
 
-	srv := platform.NewServer(cfg.ServerOptions(log))
+	opts := cfg.ServerOptions(log)
+	opts.ErrorMapper = httpapi.ErrorMapper
+	srv := platform.NewServer(opts)
 	srv.AddCheck(platform.SpannerCheck("spanner", client))
+	httpapi.Register(srv.Echo, store.Reads{Client: client})
+
+	verifier, err := outboxlib.NewVerifier(outboxlib.VerifierConfig{
+		Issuer: cfg.OIDCIssuer, Audiences: []string{cfg.OIDCAudience}, AllowedEmails: cfg.OIDCAllowedEmails,
+	})
+	if err != nil {
+		return err
+	}
+	consumer, err := outboxlib.NewConsumer(outboxlib.ConsumerConfig{
+		Name: consumerName, Client: client, Verifier: verifier, Registerer: srv.Registry,
+	})
+	if err != nil {
+		return err
+	}
+	events.Register(consumer)
+	consumer.Register(srv.Echo)
+
 	return srv.Run(ctx, cfg.Config, zap.String("database", cfg.Database.String()))
 }

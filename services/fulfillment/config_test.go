@@ -1,0 +1,39 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/spanmart/spanmart/pkg/platform/platformtest"
+)
+
+func TestLoadConfigReportsEveryProblem(t *testing.T) {
+	_, err := loadConfig(platformtest.Getenv(map[string]string{"OIDC_ISSUER": "accounts.google.com", "OIDC_ALLOWED_EMAILS": " , "}))
+	if err == nil {
+		t.Fatal("loadConfig accepted an empty environment")
+	}
+	for _, want := range []string{"SPANNER_DATABASE", "OIDC_AUDIENCE", "OIDC_ALLOWED_EMAILS", `invalid OIDC_ISSUER "accounts.google.com"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	cfg, err := loadConfig(platformtest.Getenv(map[string]string{
+		"SPANNER_DATABASE":    "projects/test-project/instances/test-instance/databases/fulfillment",
+		"OIDC_AUDIENCE":       "https://fulfillment.example",
+		"OIDC_ALLOWED_EMAILS": " relay@p.iam.gserviceaccount.com, ops@p.iam.gserviceaccount.com ,",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.OIDCIssuer != "https://accounts.google.com" || cfg.OIDCAudience != "https://fulfillment.example" {
+		t.Errorf("config = %+v", cfg)
+	}
+	if diff := cmp.Diff([]string{"relay@p.iam.gserviceaccount.com", "ops@p.iam.gserviceaccount.com"}, cfg.OIDCAllowedEmails); diff != "" {
+		t.Errorf("allowed e-mails (-want +got):\n%s", diff)
+	}
+}
