@@ -4,6 +4,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,6 +97,9 @@ func (s *Store) placeOnce(ctx context.Context, p app.Placement) (app.Response, e
 		}
 		status, body, err := p.Render(o)
 		if err != nil {
+			return err
+		}
+		if body, err = normalizeJSON(body); err != nil {
 			return err
 		}
 		if err := insertOrder(ctx, txn, o); err != nil {
@@ -283,4 +287,16 @@ func product(r *ordersdb.Product) app.Product {
 		SKU: r.Sku, Name: r.Name, Description: r.Description.StringVal,
 		PriceMinor: r.PriceMinor, Currency: r.Currency, Active: r.Active,
 	}
+}
+
+// normalizeJSON returns body the way a JSON column gives it back (object keys sorted, no
+// insignificant whitespace), so a first response and its replays are byte for byte the same.
+func normalizeJSON(body []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("response body: %w", err)
+	}
+	return json.Marshal(v)
 }
