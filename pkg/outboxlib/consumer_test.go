@@ -1,0 +1,741 @@
+package outboxlib_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"cloud.google.com/go/spanner"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/spanmart/spanmart/gen/dao"
+	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
+	"github.com/spanmart/spanmart/gen/dao/outboxdb"
+	"github.com/spanmart/spanmart/pkg/dbschema"
+	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/pkg/platform"
+)
+
+const (
+	relaySA    = "relay@spanmart-test.iam.gserviceaccount.com"
+	location   = "projects/spanmart-test/locations/us-central1"
+	consumerID = "fulfillment"
+	stockType  = "stock.received"
+	waitLimit  = 15 * time.Second
+)
+
+// stockPayload is the payload of the test event type: Inventory[sku = aggregate id].OnHand += Qty.
+// Mode picks the handler's behaviour, so that the handler stays a pure function of the delivery.
+type stockPayload struct {
+	Qty  int64  `json:"qty"`
+	Mode string `json:"mode,omitempty"`
+}
+
+// Modes of the test handler.
+const (
+	modeInOrder       = "in-order"        // ErrEarly unless the previous version was applied
+	modeTransientOnce = "transient-once"  // fails on the first delivery (after buffering its write)
+	modeAlwaysFail    = "always-fail"     // fails every time (transient)
+	modeUntilFixed    = "permanent-until" // Permanent error until fixture.fixed is set
+)
+
+// fixture is a consumer of a fresh fulfillment database served over HTTP, fed by a fresh queue of
+// the shared Cloud Tasks emulator whose tasks carry real OIDC tokens.
+type fixture struct {
+	client   *spanner.Client
+	consumer *outboxlib.Consumer
+	url      string // the consumer's base URL
+	queue    string
+	rec      *recorder
+	reg      *prometheus.Registry
+	logs     *observer.ObservedLogs
+	fixed    atomic.Bool
+}
+
+func newFixture(t *testing.T, maxAttempts int) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &fixture{rec: &recorder{byID: map[string][]response{}}, reg: prometheus.NewRegistry()}
+	f.client, _ = env.NewDatabase(t, dbschema.Fulfillment)
+	core, logs := observer.New(zapcore.DebugLevel)
+	f.logs = logs
+	srv := platform.NewServer(platform.ServerOptions{Service: "outboxlib-test", Logger: zap.New(core)})
+	srv.Echo.Use(f.rec.middleware)
+	ts := httptest.NewServer(srv.Echo)
+	t.Cleanup(ts.Close)
+	f.url = ts.URL
+
+	v, err := outboxlib.NewVerifier(outboxlib.VerifierConfig{
+		Issuer: tasks.Issuer(), Audiences: []string{f.url + outboxlib.PathEvents}, AllowedEmails: []string{relaySA},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.consumer, err = outboxlib.NewConsumer(outboxlib.ConsumerConfig{
+		Name: consumerID, Client: f.client, Verifier: v, MaxAttempts: maxAttempts, Registerer: f.reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.consumer.Handle(stockType, f.receiveStock)
+	f.consumer.Register(srv.Echo)
+	f.consumer.RegisterAdmin(srv.Echo.Group("/admin"))
+
+	q, err := ct.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: location, Queue: &cloudtaskspb.Queue{
+		Name: fmt.Sprintf("%s/queues/%s", location, strings.ReplaceAll(strings.ToLower(t.Name()), "_", "-")+fmt.Sprint(time.Now().UnixNano()%1e9)),
+		RetryConfig: &cloudtaskspb.RetryConfig{
+			MaxAttempts: 100, MinBackoff: durationpb.New(10 * time.Millisecond), MaxBackoff: durationpb.New(100 * time.Millisecond),
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.queue = q.Name
+	// Runs before ts.Close (cleanups run last-in first-out): no delivery outlives the test.
+	t.Cleanup(func() { ct.DeleteQueue(context.Background(), &cloudtaskspb.DeleteQueueRequest{Name: q.Name}) })
+	return f
+}
+
+// receiveStock is the test handler (see stockPayload).
+func (f *fixture) receiveStock(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	var p stockPayload
+	if err := json.Unmarshal(d.Payload, &p); err != nil {
+		return outboxlib.Permanent(err)
+	}
+	if p.Mode == modeInOrder && d.LastVersion != d.AggregateVersion-1 {
+		return fmt.Errorf("version %d after %d: %w", d.AggregateVersion, d.LastVersion, outboxlib.ErrEarly)
+	}
+	inv, err := fulfillmentdb.ReadInventory(ctx, txn, d.AggregateID)
+	if errors.Is(err, dao.ErrNotFound) {
+		inv, err = &fulfillmentdb.Inventory{Sku: d.AggregateID}, nil
+	}
+	if err != nil {
+		return err
+	}
+	inv.OnHand += p.Qty
+	inv.UpdatedAt = spanner.CommitTimestamp
+	if err := txn.BufferWrite([]*spanner.Mutation{inv.InsertOrUpdate()}); err != nil {
+		return err
+	}
+	// The failures come after the write: the consumer must discard what the handler buffered.
+	switch {
+	case p.Mode == modeTransientOnce && d.Attempt == 0, p.Mode == modeAlwaysFail:
+		return errors.New("inventory service hiccup")
+	case p.Mode == modeUntilFixed && !f.fixed.Load():
+		return outboxlib.Permanent(fmt.Errorf("sku %s is blocked", d.AggregateID))
+	}
+	return nil
+}
+
+// stockEvent returns a stock.received event for sku.
+func stockEvent(t *testing.T, sku string, version, qty int64, mode string) outboxlib.Event {
+	t.Helper()
+	ev, err := outboxlib.NewEvent(context.Background(), stockType, "sku", sku, version, stockPayload{Qty: qty, Mode: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Source = "//spanmart/warehouse"
+	return ev
+}
+
+// send creates a task delivering ev to the consumer as the relay would: the CloudEvents headers,
+// the payload and an OIDC token for the relay's account with the consumer's URL as audience;
+// change may alter the request first.
+func (f *fixture) send(t *testing.T, ev outboxlib.Event, change func(*cloudtaskspb.HttpRequest)) {
+	t.Helper()
+	req := &cloudtaskspb.HttpRequest{
+		Url: f.url + outboxlib.PathEvents, HttpMethod: cloudtaskspb.HttpMethod_POST,
+		Headers: ev.Headers(), Body: ev.Payload,
+		AuthorizationHeader: &cloudtaskspb.HttpRequest_OidcToken{OidcToken: &cloudtaskspb.OidcToken{
+			ServiceAccountEmail: relaySA, Audience: f.url + outboxlib.PathEvents,
+		}},
+	}
+	if change != nil {
+		change(req)
+	}
+	_, err := ct.CreateTask(context.Background(), &cloudtaskspb.CreateTaskRequest{
+		Parent: f.queue, Task: &cloudtaskspb.Task{MessageType: &cloudtaskspb.Task_HttpRequest{HttpRequest: req}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// response is what the consumer answered to one delivery.
+type response struct {
+	Status      int
+	Outcome     string // of a 200
+	RetryAfter  string
+	ContentType string
+	Attempt     string // X-CloudTasks-TaskRetryCount of the request
+	auth        string
+}
+
+// recorder keeps the consumer's answers per ce-id.
+type recorder struct {
+	mu   sync.Mutex
+	byID map[string][]response
+}
+
+type teeWriter struct {
+	http.ResponseWriter
+	buf *bytes.Buffer
+}
+
+func (w teeWriter) Write(b []byte) (int, error) {
+	w.buf.Write(b)
+	return w.ResponseWriter.Write(b)
+}
+
+func (r *recorder) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Path() != outboxlib.PathEvents {
+			return next(c)
+		}
+		var body bytes.Buffer
+		c.Response().Writer = teeWriter{c.Response().Writer, &body}
+		if err := next(c); err != nil {
+			c.Error(err) // the platform's problem+json, written now so that the status is final
+		}
+		res := response{
+			Status: c.Response().Status, RetryAfter: c.Response().Header().Get("Retry-After"),
+			ContentType: c.Response().Header().Get("Content-Type"),
+			Attempt:     c.Request().Header.Get("X-CloudTasks-TaskRetryCount"),
+			auth:        c.Request().Header.Get("Authorization"),
+		}
+		var out struct{ Outcome string }
+		if json.Unmarshal(body.Bytes(), &out) == nil {
+			res.Outcome = out.Outcome
+		}
+		id := c.Request().Header.Get(outboxlib.HeaderID)
+		r.mu.Lock()
+		r.byID[id] = append(r.byID[id], res)
+		r.mu.Unlock()
+		return nil
+	}
+}
+
+func (r *recorder) get(id string) []response {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.byID[id])
+}
+
+// waitResponses waits until the consumer has answered id n times, or one answer satisfies until.
+func (f *fixture) waitResponses(t *testing.T, id string, until func([]response) bool) []response {
+	t.Helper()
+	var got []response
+	waitFor(t, waitLimit, func() (bool, string) {
+		got = f.rec.get(id)
+		return until(got), fmt.Sprintf("responses to %s: %+v", id, got)
+	})
+	return got
+}
+
+func count(n int) func([]response) bool {
+	return func(rs []response) bool { return len(rs) >= n }
+}
+
+func statuses(rs []response) []int {
+	var s []int
+	for _, r := range rs {
+		s = append(s, r.Status)
+	}
+	return s
+}
+
+func outcomes(rs []response) []string {
+	var s []string
+	for _, r := range rs {
+		s = append(s, r.Outcome)
+	}
+	return s
+}
+
+func (f *fixture) onHand(t *testing.T, sku string) int64 {
+	t.Helper()
+	inv, err := fulfillmentdb.ReadInventory(context.Background(), f.client.Single(), sku)
+	if errors.Is(err, dao.ErrNotFound) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv.OnHand
+}
+
+func (f *fixture) processed(t *testing.T, id string) bool {
+	t.Helper()
+	_, err := outboxdb.ReadProcessedEvent(context.Background(), f.client.Single(), id, consumerID)
+	if errors.Is(err, dao.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+func (f *fixture) version(t *testing.T, sku string) (int64, string) {
+	t.Helper()
+	cv, err := outboxdb.ReadConsumerVersion(context.Background(), f.client.Single(), sku, "sku", consumerID)
+	if errors.Is(err, dao.ErrNotFound) {
+		return 0, ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cv.Version, cv.EventId
+}
+
+// family returns the series of the metric called name.
+func (f *fixture) family(t *testing.T, name string) []*dto.Metric {
+	t.Helper()
+	mfs, err := f.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()
+		}
+	}
+	return nil
+}
+
+// metric returns outbox_consumer_events_total{consumer, type, outcome}.
+func (f *fixture) metric(t *testing.T, typ, outcome string) float64 {
+	t.Helper()
+	{
+		for _, m := range f.family(t, "outbox_consumer_events_total") {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["consumer"] == consumerID && labels["type"] == typ && labels["outcome"] == outcome {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func TestConsumerAppliesOnceAndAcknowledgesRedelivery(t *testing.T) {
+	f := newFixture(t, 10)
+	ev := stockEvent(t, "sku-apply", 1, 5, "")
+	f.send(t, ev, nil)
+	got := f.waitResponses(t, ev.ID, count(1))
+	if diff := cmp.Diff([]string{outboxlib.OutcomeApplied}, outcomes(got)); diff != "" || got[0].Status != 200 {
+		t.Fatalf("first delivery: status %d, outcomes (-want +got):\n%s", got[0].Status, diff)
+	}
+	if n := f.onHand(t, "sku-apply"); n != 5 {
+		t.Errorf("OnHand = %d, want 5", n)
+	}
+	if v, id := f.version(t, "sku-apply"); v != 1 || id != ev.ID {
+		t.Errorf("ConsumerVersions = (%d, %s), want (1, %s)", v, id, ev.ID)
+	}
+	if !f.processed(t, ev.ID) {
+		t.Error("no ProcessedEvents row")
+	}
+
+	// The relay may publish the same event again (a new task): nothing changes.
+	f.send(t, ev, nil)
+	got = f.waitResponses(t, ev.ID, count(2))
+	if diff := cmp.Diff([]string{outboxlib.OutcomeApplied, outboxlib.OutcomeDuplicate}, outcomes(got)); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	if n := f.onHand(t, "sku-apply"); n != 5 {
+		t.Errorf("OnHand after a redelivery = %d, want 5", n)
+	}
+
+	if got := f.metric(t, stockType, outboxlib.OutcomeApplied); got != 1 {
+		t.Errorf("applied counter = %v, want 1", got)
+	}
+	if got := f.metric(t, stockType, outboxlib.OutcomeDuplicate); got != 1 {
+		t.Errorf("duplicate counter = %v, want 1", got)
+	}
+	if lag := f.family(t, "outbox_consumer_lag_seconds"); len(lag) != 1 || lag[0].GetHistogram().GetSampleCount() != 1 {
+		t.Errorf("lag histogram %v, want one series with one sample", lag)
+	}
+	entries := f.logs.FilterMessage("event applied").AllUntimed()
+	if len(entries) != 1 {
+		t.Fatalf("%d 'event applied' log lines, want 1", len(entries))
+	}
+	fields := entries[0].ContextMap()
+	want := map[string]any{"event_id": ev.ID, "event_type": stockType, "aggregate_id": "sku-apply", "attempt": int64(0), "outcome": "applied"}
+	for k, v := range want {
+		if fields[k] != v {
+			t.Errorf("log field %s = %v, want %v", k, fields[k], v)
+		}
+	}
+}
+
+func TestConsumerConcurrentDuplicatesApplyOnce(t *testing.T) {
+	f := newFixture(t, 10)
+	ev := stockEvent(t, "sku-dup", 1, 7, "")
+	const copies = 4
+	var wg sync.WaitGroup
+	for range copies {
+		wg.Go(func() { f.send(t, ev, nil) })
+	}
+	wg.Wait()
+	got := f.waitResponses(t, ev.ID, count(copies))
+	want := []string{outboxlib.OutcomeApplied, outboxlib.OutcomeDuplicate, outboxlib.OutcomeDuplicate, outboxlib.OutcomeDuplicate}
+	if diff := cmp.Diff(want, outcomes(got), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	if n := f.onHand(t, "sku-dup"); n != 7 {
+		t.Errorf("OnHand = %d, want 7 (one application)", n)
+	}
+}
+
+func TestConsumerSkipsStaleVersion(t *testing.T) {
+	f := newFixture(t, 10)
+	v1, v2 := stockEvent(t, "sku-stale", 1, 1, ""), stockEvent(t, "sku-stale", 2, 10, "")
+	f.send(t, v2, nil)
+	f.waitResponses(t, v2.ID, count(1))
+	f.send(t, v1, nil)
+	got := f.waitResponses(t, v1.ID, count(1))
+	if got[0].Status != 200 || got[0].Outcome != outboxlib.OutcomeStale {
+		t.Fatalf("late v1: %+v, want 200 stale", got[0])
+	}
+	if n := f.onHand(t, "sku-stale"); n != 10 {
+		t.Errorf("OnHand = %d, want 10 (v1 skipped)", n)
+	}
+	if v, _ := f.version(t, "sku-stale"); v != 2 {
+		t.Errorf("version = %d, want 2", v)
+	}
+	if !f.processed(t, v1.ID) {
+		t.Error("stale event has no ProcessedEvents row: a redelivery would be checked again")
+	}
+}
+
+func TestConsumerEarlyEventWaitsForPredecessor(t *testing.T) {
+	f := newFixture(t, 50)
+	v1, v2 := stockEvent(t, "sku-early", 1, 3, modeInOrder), stockEvent(t, "sku-early", 2, 4, modeInOrder)
+	f.send(t, v2, nil)
+	first := f.waitResponses(t, v2.ID, count(1))[0]
+	want := response{Status: http.StatusConflict, RetryAfter: "1", ContentType: platform.ContentTypeProblem, Attempt: "0"}
+	if diff := cmp.Diff(want, first, cmpopts.IgnoreUnexported(response{})); diff != "" {
+		t.Fatalf("early v2 (-want +got):\n%s", diff)
+	}
+	if f.processed(t, v2.ID) || f.onHand(t, "sku-early") != 0 {
+		t.Fatal("an early event left a trace")
+	}
+	f.send(t, v1, nil)
+	got := f.waitResponses(t, v2.ID, func(rs []response) bool { return rs[len(rs)-1].Status == 200 })
+	if last := got[len(got)-1]; last.Outcome != outboxlib.OutcomeApplied {
+		t.Errorf("v2 finally: %+v, want applied", last)
+	}
+	for _, r := range got[:len(got)-1] {
+		if r.Status != http.StatusConflict {
+			t.Errorf("v2 before v1 was applied answered %d, want 409", r.Status)
+		}
+	}
+	if n := f.onHand(t, "sku-early"); n != 7 {
+		t.Errorf("OnHand = %d, want 7", n)
+	}
+	if v, id := f.version(t, "sku-early"); v != 2 || id != v2.ID {
+		t.Errorf("version = (%d, %s), want (2, %s)", v, id, v2.ID)
+	}
+	if got := f.metric(t, stockType, outboxlib.OutcomeEarly); got < 1 {
+		t.Errorf("early counter = %v, want >= 1", got)
+	}
+}
+
+func TestConsumerTransientFailureIsRetried(t *testing.T) {
+	f := newFixture(t, 10)
+	ev := stockEvent(t, "sku-transient", 1, 2, modeTransientOnce)
+	f.send(t, ev, nil)
+	got := f.waitResponses(t, ev.ID, count(2))
+	if diff := cmp.Diff([]int{503, 200}, statuses(got)); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	if got[1].Outcome != outboxlib.OutcomeApplied || got[1].Attempt != "1" {
+		t.Errorf("retry: %+v, want applied on attempt 1", got[1])
+	}
+	if n := f.onHand(t, "sku-transient"); n != 2 {
+		t.Errorf("OnHand = %d, want 2 (the failed attempt's write discarded)", n)
+	}
+}
+
+func TestConsumerDeadLettersAfterMaxAttempts(t *testing.T) {
+	f := newFixture(t, 3)
+	ev := stockEvent(t, "sku-flaky", 1, 2, modeAlwaysFail)
+	f.send(t, ev, nil)
+	got := f.waitResponses(t, ev.ID, count(3))
+	if diff := cmp.Diff([]int{503, 503, 200}, statuses(got)); diff != "" {
+		t.Fatalf("statuses (-want +got):\n%s", diff)
+	}
+	if got[2].Outcome != outboxlib.OutcomeDeadLettered {
+		t.Errorf("third delivery: %+v, want dead_lettered", got[2])
+	}
+	dl, err := outboxdb.ReadDeadLetter(context.Background(), f.client.Single(), ev.ID, consumerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dl.Attempts != 3 || !strings.Contains(dl.LastError, "hiccup") {
+		t.Errorf("dead letter: attempts %d, last error %q; want 3 and the handler's error", dl.Attempts, dl.LastError)
+	}
+	if n := f.onHand(t, "sku-flaky"); n != 0 {
+		t.Errorf("OnHand = %d, want 0", n)
+	}
+	if dls := f.family(t, "outbox_consumer_dead_letters_total"); len(dls) != 1 || dls[0].GetCounter().GetValue() != 1 {
+		t.Errorf("dead letters counter %v, want 1", dls)
+	}
+}
+
+func TestConsumerPermanentErrorDeadLettersThenReplay(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 10)
+	ev := stockEvent(t, "sku-blocked", 1, 6, modeUntilFixed)
+	f.send(t, ev, nil)
+	got := f.waitResponses(t, ev.ID, count(1))
+	if got[0].Status != 200 || got[0].Outcome != outboxlib.OutcomeDeadLettered {
+		t.Fatalf("delivery: %+v, want 200 dead_lettered at once", got[0])
+	}
+	dl, err := outboxdb.ReadDeadLetter(ctx, f.client.Single(), ev.ID, consumerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attrs map[string]string
+	if err := json.Unmarshal([]byte(dl.Attributes.String()), &attrs); err != nil {
+		t.Fatal(err)
+	}
+	wantAttrs := map[string]string{}
+	for k, v := range ev.Headers() {
+		if strings.HasPrefix(strings.ToLower(k), "ce-") {
+			wantAttrs[strings.ToLower(k)] = v
+		}
+	}
+	if diff := cmp.Diff(wantAttrs, attrs); diff != "" {
+		t.Errorf("attributes (-want +got):\n%s", diff)
+	}
+	wantRow := outboxdb.DeadLetter{
+		EventId: ev.ID, Consumer: consumerID, EventType: stockType, Source: "//spanmart/warehouse",
+		Body: ev.Payload, Attempts: 1, LastError: "permanent: sku sku-blocked is blocked",
+	}
+	if diff := cmp.Diff(wantRow, *dl, cmpopts.IgnoreFields(outboxdb.DeadLetter{}, "Attributes", "DeadAt")); diff != "" {
+		t.Errorf("dead letter (-want +got):\n%s", diff)
+	}
+	if dl.DeadAt.IsZero() || !f.processed(t, ev.ID) || f.onHand(t, "sku-blocked") != 0 {
+		t.Errorf("DeadAt %v, processed %v, OnHand %d; want a time, true, 0", dl.DeadAt, f.processed(t, ev.ID), f.onHand(t, "sku-blocked"))
+	}
+
+	// A redelivery of a dead-lettered event is a duplicate.
+	f.send(t, ev, nil)
+	got = f.waitResponses(t, ev.ID, count(2))
+	if got[1].Outcome != outboxlib.OutcomeDuplicate {
+		t.Errorf("redelivery: %+v, want duplicate", got[1])
+	}
+
+	// Operators list it over HTTP, and a replay needs a reason.
+	var list struct {
+		DeadLetters []outboxlib.DeadLetter `json:"dead_letters"`
+	}
+	status, _ := doJSON(t, "GET", f.url+"/admin/deadletters", "", &list)
+	if status != 200 || len(list.DeadLetters) != 1 || list.DeadLetters[0].EventID != ev.ID || string(list.DeadLetters[0].Body) != string(ev.Payload) {
+		t.Fatalf("GET /admin/deadletters = %d %+v, want the one dead letter", status, list)
+	}
+	status, ctype := doJSON(t, "POST", f.url+"/admin/deadletters/"+ev.ID+"/replay", `{"by":"alice"}`, nil)
+	if status != http.StatusBadRequest || ctype != platform.ContentTypeProblem {
+		t.Errorf("replay without a reason = %d %s, want 400 problem+json", status, ctype)
+	}
+	// Before the fix, a replay fails and changes nothing.
+	if err := f.consumer.ReplayDeadLetter(ctx, ev.ID, "try", "alice"); !outboxlib.IsPermanent(err) {
+		t.Errorf("replay before the fix = %v, want the handler's permanent error", err)
+	}
+	if n := f.onHand(t, "sku-blocked"); n != 0 {
+		t.Errorf("OnHand after a failed replay = %d, want 0", n)
+	}
+
+	f.fixed.Store(true)
+	var res struct{ Outcome string }
+	status, _ = doJSON(t, "POST", f.url+"/admin/deadletters/"+ev.ID+"/replay", `{"reason":"sku unblocked (INC-42)","by":"alice"}`, &res)
+	if status != 200 || res.Outcome != outboxlib.OutcomeApplied {
+		t.Fatalf("replay = %d %+v, want 200 applied", status, res)
+	}
+	if n := f.onHand(t, "sku-blocked"); n != 6 {
+		t.Errorf("OnHand after replay = %d, want 6", n)
+	}
+	if v, _ := f.version(t, "sku-blocked"); v != 1 {
+		t.Errorf("version after replay = %d, want 1", v)
+	}
+	dl, err = outboxdb.ReadDeadLetter(ctx, f.client.Single(), ev.ID, consumerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !dl.ReplayedAt.Valid || dl.ReplayReason.StringVal != "sku unblocked (INC-42)" || dl.ReplayedBy.StringVal != "alice" {
+		t.Errorf("dead letter after replay: %v %v %v", dl.ReplayedAt, dl.ReplayReason, dl.ReplayedBy)
+	}
+	if err := f.consumer.ReplayDeadLetter(ctx, ev.ID, "again", "bob"); !errors.Is(err, outboxlib.ErrAlreadyReplayed) {
+		t.Errorf("second replay = %v, want ErrAlreadyReplayed", err)
+	}
+	if n := f.onHand(t, "sku-blocked"); n != 6 {
+		t.Errorf("OnHand after a second replay = %d, want 6", n)
+	}
+	if err := f.consumer.ReplayDeadLetter(ctx, "00000000-0000-4000-8000-000000000000", "x", "bob"); !errors.Is(err, outboxlib.ErrDeadLetterNotFound) {
+		t.Errorf("replay of an unknown id = %v, want ErrDeadLetterNotFound", err)
+	}
+	pending, err := f.consumer.DeadLetters(ctx, false, 0)
+	if err != nil || len(pending) != 0 {
+		t.Errorf("pending dead letters after replay = %v, %v; want none", pending, err)
+	}
+	all, err := f.consumer.DeadLetters(ctx, true, 0)
+	if err != nil || len(all) != 1 || all[0].ReplayedBy != "alice" {
+		t.Errorf("all dead letters = %+v, %v; want the replayed one", all, err)
+	}
+}
+
+// doJSON sends a request and decodes a JSON answer into out (if not nil).
+func doJSON(t *testing.T, method, url, body string, out any) (status int, contentType string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v in %s", method, url, err, b)
+		}
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type")
+}
+
+func TestConsumerRejectsBadTokensAndMalformedEvents(t *testing.T) {
+	f := newFixture(t, 10)
+	events := map[string]outboxlib.Event{}
+	cases := []struct {
+		name   string
+		change func(*cloudtaskspb.HttpRequest)
+		status int
+	}{
+		{"wrong audience", func(r *cloudtaskspb.HttpRequest) {
+			r.GetOidcToken().Audience = "https://someone-else.example.com/events"
+		}, 401},
+		{"wrong email", func(r *cloudtaskspb.HttpRequest) {
+			r.GetOidcToken().ServiceAccountEmail = "intruder@spanmart-test.iam.gserviceaccount.com"
+		}, 401},
+		{"no token", func(r *cloudtaskspb.HttpRequest) { r.AuthorizationHeader = nil }, 401},
+		{"malformed", func(r *cloudtaskspb.HttpRequest) { delete(r.Headers, outboxlib.HeaderSpecVersion) }, 400},
+		{"unknown type", func(r *cloudtaskspb.HttpRequest) { r.Headers[outboxlib.HeaderType] = "sku.renamed" }, 200},
+	}
+	for _, tc := range cases {
+		ev := stockEvent(t, "sku-"+strings.ReplaceAll(tc.name, " ", "-"), 1, 1, "")
+		events[tc.name] = ev
+		f.send(t, ev, tc.change)
+	}
+	for _, tc := range cases {
+		ev := events[tc.name]
+		got := f.waitResponses(t, ev.ID, count(1))[0]
+		if got.Status != tc.status {
+			t.Errorf("%s: status %d, want %d", tc.name, got.Status, tc.status)
+		}
+		if tc.status >= 400 && got.ContentType != platform.ContentTypeProblem {
+			t.Errorf("%s: content type %q, want problem+json", tc.name, got.ContentType)
+		}
+		if f.processed(t, ev.ID) {
+			t.Errorf("%s: recorded in ProcessedEvents", tc.name)
+		}
+	}
+	if got := f.rec.get(events["unknown type"].ID)[0].Outcome; got != outboxlib.OutcomeUnknownType {
+		t.Errorf("unknown type outcome %q, want %q", got, outboxlib.OutcomeUnknownType)
+	}
+	if got := f.metric(t, "", outboxlib.OutcomeRejected); got < 4 {
+		t.Errorf("rejected counter = %v, want >= 4", got)
+	}
+
+	// A real token with its signature altered, sent directly with a valid event.
+	good := f.rec.get(events["unknown type"].ID)[0].auth
+	parts := strings.Split(strings.TrimPrefix(good, "Bearer "), ".")
+	if len(parts) != 3 {
+		t.Fatalf("recorded token has %d parts", len(parts))
+	}
+	sig := []byte(parts[2])
+	sig[10] ^= 'A' ^ 'B' // flips a base64url character between A and B (or changes another)
+	if sig[10] == parts[2][10] {
+		t.Fatal("signature unchanged")
+	}
+	tampered := "Bearer " + parts[0] + "." + parts[1] + "." + string(sig)
+	// The claims altered with the original signature kept.
+	claims := []byte(parts[1])
+	claims[len(claims)/2] ^= 1
+	forged := "Bearer " + parts[0] + "." + string(claims) + "." + parts[2]
+	for name, auth := range map[string]string{"bad signature": tampered, "altered claims": forged, "not a JWT": "Bearer abc", "basic": "Basic cmVsYXk6cHc="} {
+		ev := stockEvent(t, "sku-direct", 1, 1, "")
+		req, err := http.NewRequest("POST", f.url+outboxlib.PathEvents, bytes.NewReader(ev.Payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range ev.Headers() {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("Authorization", auth)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("Content-Type") != platform.ContentTypeProblem {
+			t.Errorf("%s: %d %s, want 401 problem+json", name, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+	}
+	if f.onHand(t, "sku-direct") != 0 {
+		t.Error("a rejected request was applied")
+	}
+	// Why is logged at WARNING, the token never.
+	for _, e := range f.logs.FilterMessage("event rejected: bad token").AllUntimed() {
+		if e.Level != zapcore.WarnLevel {
+			t.Errorf("rejection logged at %s, want warn", e.Level)
+		}
+		if r, _ := e.ContextMap()["reason"].(string); r == "" || strings.Contains(r, parts[2][:20]) {
+			t.Errorf("rejection reason %q is empty or holds the token", r)
+		}
+	}
+}
+
+func TestNewConsumerAndVerifierValidate(t *testing.T) {
+	if _, err := outboxlib.NewVerifier(outboxlib.VerifierConfig{Issuer: "https://accounts.google.com"}); err == nil {
+		t.Error("NewVerifier without audiences or e-mails succeeded")
+	}
+	v, err := outboxlib.NewVerifier(outboxlib.VerifierConfig{Issuer: "https://x", Audiences: []string{"a"}, AllowedEmails: []string{"e"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := outboxlib.NewConsumer(outboxlib.ConsumerConfig{Name: "c", Verifier: v}); err == nil {
+		t.Error("NewConsumer without a client succeeded")
+	}
+	if _, err := outboxlib.NewConsumer(outboxlib.ConsumerConfig{Name: "c"}); err == nil {
+		t.Error("NewConsumer without a verifier succeeded")
+	}
+}
