@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/spanner"
+	"github.com/google/uuid"
+
+	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
+	"github.com/spanmart/spanmart/gen/dao/outboxdb"
+	"github.com/spanmart/spanmart/pkg/dbschema"
+	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/pkg/platform/platformtest"
+	"github.com/spanmart/spanmart/services/orders/internal/orderstest"
+)
+
+const (
+	audience   = "http://orders.test"
+	relayEmail = "relay@spanmart.test"
+)
+
+type system struct {
+	url    string
+	client *spanner.Client
+	issuer *oidc.Issuer
+	nudges *atomic.Int64
+}
+
+// startSystem runs the service (run, PORT=0) against a fresh seeded database, with the Tasks
+// emulator's OIDC issuer served over HTTP for discovery and JWKS, and a fake relay.
+func startSystem(t *testing.T) *system {
+	t.Helper()
+	client, name := env.NewDatabase(t, dbschema.Orders)
+	orderstest.Seed(t, client)
+
+	var issuerHandler atomic.Pointer[http.Handler]
+	iss := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*issuerHandler.Load()).ServeHTTP(w, r) }))
+	t.Cleanup(iss.Close)
+	issuer, err := oidc.NewIssuer(iss.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := issuer.Handler()
+	issuerHandler.Store(&h)
+
+	nudges := new(atomic.Int64)
+	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/nudge" {
+			nudges.Add(1)
+		}
+	}))
+	t.Cleanup(relay.Close)
+
+	cfg, err := loadConfig(platformtest.Getenv(map[string]string{
+		"SPANNER_DATABASE": name, "PORT": "0", "RELAY_URL": relay.URL,
+		"OIDC_ISSUER": iss.URL, "OIDC_AUDIENCE": audience, "OIDC_ALLOWED_EMAILS": relayEmail,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, logs := platformtest.NewLogger(t, serviceName)
+	platformtest.Start(t, func(ctx context.Context) error { return run(ctx, cfg, log) })
+	return &system{url: platformtest.StartedURL(t, logs), client: client, issuer: issuer, nudges: nudges}
+}
+
+func (s *system) post(t *testing.T, path string, header map[string]string, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func (s *system) placeOrder(t *testing.T) string {
+	t.Helper()
+	status, body := s.post(t, "/v1/orders", map[string]string{"Idempotency-Key": uuid.NewString(), "Content-Type": "application/json"},
+		`{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 2}]}`)
+	if status != http.StatusCreated {
+		t.Fatalf("POST /v1/orders = %d %s", status, body)
+	}
+	var o struct{ ID string }
+	if err := json.Unmarshal(body, &o); err != nil {
+		t.Fatal(err)
+	}
+	return o.ID
+}
+
+// deliver posts an event the way Cloud Tasks does: CloudEvents binary mode with an OIDC token.
+func (s *system) deliver(t *testing.T, e outboxlib.Event, email string) (int, string) {
+	t.Helper()
+	token, err := s.issuer.Mint(audience, email, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := e.Headers()
+	h["Authorization"] = "Bearer " + token
+	status, body := s.post(t, "/events", h, string(e.Payload))
+	var r struct{ Outcome string }
+	json.Unmarshal(body, &r)
+	return status, r.Outcome
+}
+
+func inventoryEvent(typ, orderID string, payload string) outboxlib.Event {
+	return outboxlib.Event{
+		ID: uuid.NewString(), Type: typ, Source: "//spanmart/fulfillment", AggregateType: "reservation",
+		AggregateID: orderID, AggregateVersion: 1, SchemaVersion: 1, OccurredAt: time.Now().UTC(),
+		Payload: json.RawMessage(payload),
+	}
+}
+
+// TestEventsThroughConsumer drives the inventory.* handlers through the real outboxlib consumer on
+// POST /events, as wired by run.
+func TestEventsThroughConsumer(t *testing.T) {
+	s := startSystem(t)
+	reserved, rejected := s.placeOrder(t), s.placeOrder(t)
+	if n := s.nudges.Load(); n != 2 {
+		t.Errorf("relay nudged %d times, want 2", n)
+	}
+
+	ev := inventoryEvent("inventory.reserved", reserved, `{"order_id": "`+reserved+`", "lines": [{"sku": "A1", "quantity": 2}]}`)
+	if status, _ := s.deliver(t, ev, "intruder@spanmart.test"); status != http.StatusUnauthorized {
+		t.Errorf("delivery from a caller not allowed = %d, want 401", status)
+	}
+	if status, outcome := s.deliver(t, ev, relayEmail); status != 200 || outcome != outboxlib.OutcomeApplied {
+		t.Fatalf("inventory.reserved = %d %s, want 200 applied", status, outcome)
+	}
+	if status, outcome := s.deliver(t, ev, relayEmail); status != 200 || outcome != outboxlib.OutcomeDuplicate {
+		t.Errorf("redelivery = %d %s, want 200 duplicate", status, outcome)
+	}
+	rej := inventoryEvent("inventory.rejected", rejected, `{"order_id": "`+rejected+`", "reason": "out_of_stock"}`)
+	if status, outcome := s.deliver(t, rej, relayEmail); status != 200 || outcome != outboxlib.OutcomeApplied {
+		t.Fatalf("inventory.rejected = %d %s, want 200 applied", status, outcome)
+	}
+	unknown := uuid.NewString()
+	lost := inventoryEvent("inventory.reserved", unknown, `{"order_id": "`+unknown+`"}`)
+	if status, outcome := s.deliver(t, lost, relayEmail); status != 200 || outcome != outboxlib.OutcomeDeadLettered {
+		t.Errorf("event for an unknown order = %d %s, want 200 dead_lettered", status, outcome)
+	}
+
+	st := orderstest.Read(t, s.client)
+	status := map[string]string{}
+	for _, o := range st.Orders {
+		status[o.OrderId] = o.Status + " " + o.CancelReason.StringVal
+	}
+	if status[reserved] != "AWAITING_PAYMENT " || status[rejected] != "CANCELLED out_of_stock" {
+		t.Errorf("orders = %v", status)
+	}
+	types := map[string][]string{}
+	for _, e := range st.Outbox {
+		types[e.AggregateId] = append(types[e.AggregateId], e.EventType)
+	}
+	if got := strings.Join(types[reserved], ","); got != "order.created,order.awaiting_payment" {
+		t.Errorf("events of the reserved order = %s", got)
+	}
+	if got := strings.Join(types[rejected], ","); got != "order.created,order.cancelled" {
+		t.Errorf("events of the rejected order = %s", got)
+	}
+	if len(st.Processed) != 3 {
+		t.Errorf("%d ProcessedEvents rows, want 3 (two applied, one dead-lettered)", len(st.Processed))
+	}
+	if _, err := outboxdb.ReadDeadLetter(context.Background(), s.client.Single(), lost.ID, "orders"); err != nil {
+		t.Errorf("dead letter of the unknown order's event: %v", err)
+	}
+
+	// GET shows the new state and the timeline, consumed events included.
+	resp, err := http.Get(s.url + "/v1/orders/" + reserved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var o struct {
+		Status   string
+		Version  int64
+		Timeline []struct {
+			Direction string `json:"direction"`
+			EventType string `json:"event_type"`
+			EventID   string `json:"event_id"`
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
+		t.Fatal(err)
+	}
+	if o.Status != "AWAITING_PAYMENT" || o.Version != 2 || len(o.Timeline) != 3 || o.Timeline[1].Direction != "consumed" || o.Timeline[1].EventID != ev.ID || o.Timeline[2].EventType != "order.awaiting_payment" {
+		t.Errorf("GET = %+v", o)
+	}
+}
