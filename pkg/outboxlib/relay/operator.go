@@ -1,0 +1,180 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/spanner"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+
+	"github.com/spanmart/spanmart/gen/dao/outboxdb"
+	"github.com/spanmart/spanmart/pkg/outboxlib"
+)
+
+// SourceStatus is the state of one source's outbox.
+type SourceStatus struct {
+	Source   string `json:"source"`
+	Database string `json:"database"`
+	// Pending counts unpublished rows that are not quarantined (including rows backing off).
+	Pending int64 `json:"pending"`
+	// OldestPendingAgeSeconds is now minus the commit time of the oldest of them (0 if none).
+	OldestPendingAgeSeconds float64       `json:"oldest_pending_age_seconds"`
+	Quarantined             int64         `json:"quarantined"`
+	Shards                  []ShardStatus `json:"shards"`
+}
+
+// ShardStatus is the lease of one pending shard.
+type ShardStatus struct {
+	Shard     int64      `json:"shard"`
+	Owner     string     `json:"owner,omitempty"` // "" when free
+	Epoch     int64      `json:"epoch"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	Live      bool       `json:"live"` // held by an unexpired lease
+}
+
+// Status reads the state of every source's outbox (and updates the gauges).
+func (r *Relay) Status(ctx context.Context) ([]SourceStatus, error) {
+	out := make([]SourceStatus, 0, len(r.sources))
+	for _, s := range r.sources {
+		st, err := s.status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+const (
+	pendingStatsSQL = `SELECT COUNT(*) AS n, MIN(CreatedAt) AS oldest FROM OutboxEvents@{FORCE_INDEX=OutboxPending}
+WHERE PendingShard IS NOT NULL AND QuarantinedAt IS NULL`
+	quarantinedSQL = `SELECT COUNT(*) AS n FROM OutboxEvents@{FORCE_INDEX=OutboxPending}
+WHERE PendingShard IS NOT NULL AND QuarantinedAt IS NOT NULL`
+)
+
+func (s *source) status(ctx context.Context) (SourceStatus, error) {
+	st := SourceStatus{Source: s.src.Name, Database: s.src.Database}
+	txn := s.src.Client.ReadOnlyTransaction()
+	defer txn.Close()
+	var oldest spanner.NullTime
+	err := txn.Query(ctx, spanner.Statement{SQL: pendingStatsSQL}).Do(func(row *spanner.Row) error {
+		return row.Columns(&st.Pending, &oldest)
+	})
+	if err == nil {
+		err = txn.Query(ctx, spanner.Statement{SQL: quarantinedSQL}).Do(func(row *spanner.Row) error {
+			return row.Columns(&st.Quarantined)
+		})
+	}
+	var leases []*outboxdb.OutboxLease
+	if err == nil {
+		leases, err = outboxdb.ReadOutboxLeaseRows(ctx, txn, spanner.KeyRange{Start: spanner.Key{int64(0)}, End: spanner.Key{int64(outboxlib.Shards)}, Kind: spanner.ClosedOpen})
+	}
+	if err != nil {
+		return SourceStatus{}, fmt.Errorf("relay: status of %s: %w", s.src.Name, err)
+	}
+	now := time.Now()
+	if oldest.Valid {
+		st.OldestPendingAgeSeconds = max(now.Sub(oldest.Time).Seconds(), 0)
+	}
+	byShard := map[int64]*outboxdb.OutboxLease{}
+	for _, l := range leases {
+		byShard[l.Shard] = l
+	}
+	for shard := range int64(outboxlib.Shards) {
+		ss := ShardStatus{Shard: shard}
+		if l := byShard[shard]; l != nil {
+			ss.Owner, ss.Epoch = l.Owner.StringVal, l.Epoch
+			if l.ExpiresAt.Valid {
+				t := l.ExpiresAt.Time
+				ss.ExpiresAt = &t
+				ss.Live = l.Owner.Valid && t.After(now)
+			}
+		}
+		st.Shards = append(st.Shards, ss)
+	}
+	m := s.r.metrics
+	m.pending.WithLabelValues(s.src.Name).Set(float64(st.Pending))
+	m.oldestAge.WithLabelValues(s.src.Name).Set(st.OldestPendingAgeSeconds)
+	m.quarantined.WithLabelValues(s.src.Name).Set(float64(st.Quarantined))
+	return st, nil
+}
+
+// statusLoop refreshes the gauges every StatusInterval while this instance holds a shard of the
+// source (one instance suffices; the gauges of the others would only repeat it).
+func (s *source) statusLoop(ctx context.Context) {
+	t := time.NewTicker(s.r.cfg.StatusInterval)
+	defer t.Stop()
+	for {
+		if s.heldCount() > 0 {
+			if _, err := s.status(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("refresh outbox gauges", zap.Error(err))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Replay re-queues event eventID of source, keeping its id: a quarantined event, a published one
+// (within the outbox's 7-day retention) or one backing off (which is then retried at once). The
+// row gets its pending shard back, Attempts 0, no NextAttemptAt, no QuarantinedAt, PublishedAt NULL
+// (so the TTL cannot delete it while pending) and LastError "replay: reason". A published event
+// moves to the next replay generation ("replay #g: reason"), which gives its tasks new names; see
+// the package documentation.
+func (r *Relay) Replay(ctx context.Context, sourceName, eventID, reason string) error {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return ErrNoReason
+	}
+	s, err := r.source(sourceName)
+	if err != nil {
+		return err
+	}
+	var gen int64
+	_, err = s.src.Client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+		row, err := txn.ReadRow(ctx, outboxdb.OutboxEventsTable, outboxdb.OutboxEventKey(eventID),
+			[]string{outboxdb.OutboxEventColAggregateId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColLastError})
+		if spanner.ErrCode(err) == codes.NotFound {
+			return fmt.Errorf("%w: %s in %s", ErrEventNotFound, eventID, sourceName)
+		}
+		if err != nil {
+			return err
+		}
+		var (
+			aggregateID string
+			shard       spanner.NullInt64
+			lastError   spanner.NullString
+		)
+		if err := row.Columns(&aggregateID, &shard, &lastError); err != nil {
+			return err
+		}
+		gen = replayGeneration(lastError.StringVal)
+		if !shard.Valid {
+			gen++ // published: its tasks' names are taken
+		}
+		msg := "replay: " + reason
+		if gen > 0 {
+			msg = withGeneration(gen, reason)
+		}
+		return txn.BufferWrite([]*spanner.Mutation{spanner.Update(outboxdb.OutboxEventsTable,
+			[]string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColPublishedAt,
+				outboxdb.OutboxEventColAttempts, outboxdb.OutboxEventColNextAttemptAt, outboxdb.OutboxEventColLastError, outboxdb.OutboxEventColQuarantinedAt},
+			[]any{eventID, outboxlib.ShardOf(aggregateID), spanner.NullTime{}, int64(0), spanner.NullTime{}, msg, spanner.NullTime{}})})
+	})
+	if err != nil {
+		if errors.Is(err, ErrEventNotFound) {
+			return err
+		}
+		return fmt.Errorf("relay: replay %s in %s: %w", eventID, sourceName, err)
+	}
+	s.log.Info("outbox event replayed", zap.String("event_id", eventID), zap.String("reason", reason), zap.Int64("generation", gen))
+	r.Nudge()
+	return nil
+}

@@ -1,0 +1,394 @@
+package relay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"cloud.google.com/go/spanner"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/spanmart/spanmart/gen/dao"
+	"github.com/spanmart/spanmart/gen/dao/outboxdb"
+	"github.com/spanmart/spanmart/pkg/outboxlib"
+)
+
+// pendingRow is an unpublished outbox row as the relay reads it.
+type pendingRow struct {
+	event     outboxlib.Event
+	createdAt time.Time
+	attempts  int64
+	lastError string
+}
+
+// pendingSQL reads the due rows of one shard through the sparse index, oldest first. Rows backing
+// off (NextAttemptAt in the future) and quarantined rows are skipped in the query, so a head of
+// failing rows can never hide the rows behind it from a bounded batch.
+const pendingSQL = `SELECT EventId, AggregateType, AggregateId, AggregateVersion, EventType, SchemaVersion,
+  Payload, TraceParent, OccurredAt, CreatedAt, Attempts, LastError
+FROM OutboxEvents@{FORCE_INDEX=OutboxPending}
+WHERE PendingShard = @shard AND QuarantinedAt IS NULL AND (NextAttemptAt IS NULL OR NextAttemptAt <= @now)
+ORDER BY CreatedAt
+LIMIT @limit`
+
+// shardLoop works shard while this instance holds it: scan, enqueue, mark; at once again after a
+// full batch, after PollInterval after a partial one, and with a back-off doubling to MaxIdle
+// while idle. Nudge resets the back-off.
+func (s *source) shardLoop(ctx context.Context, shard int64) {
+	cfg := s.r.cfg
+	idle := cfg.PollInterval
+	for ctx.Err() == nil {
+		nudge := s.r.nudged()
+		wait := idle
+		if epoch, ok := s.holds(shard); !ok {
+			wait = cfg.MaxIdle
+		} else if d, probe, ok := s.r.tasksGate(); !ok {
+			wait = d
+		} else {
+			n, full, err := s.processBatch(ctx, shard, epoch)
+			if probe {
+				s.r.probeDone()
+			}
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				if !errors.Is(err, errLeaseLost) {
+					s.log.Warn("relay batch failed", zap.Int64("shard", shard), zap.Error(err))
+				}
+				idle = min(2*idle, cfg.MaxIdle)
+			case full:
+				continue
+			case n > 0:
+				idle = cfg.PollInterval
+			default:
+				idle = min(2*idle, cfg.MaxIdle)
+			}
+			wait = idle
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-nudge:
+			idle = cfg.PollInterval
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// outcome is what happened to one row's tasks.
+type outcome struct {
+	row       *pendingRow
+	err       error // the first failure; nil when every task was created (or existed)
+	permanent bool
+	down      bool // Cloud Tasks unavailable: the row is not charged an attempt
+	created   []string
+}
+
+// processBatch scans one batch of shard and delivers it. n is the number of rows handled, full
+// whether the batch was full (more may be waiting).
+func (s *source) processBatch(ctx context.Context, shard, epoch int64) (n int, full bool, err error) {
+	cfg := s.r.cfg
+	rows, err := s.readPending(ctx, shard, cfg.BatchSize)
+	if err != nil || len(rows) == 0 {
+		return 0, false, err
+	}
+	outs := s.enqueue(ctx, rows)
+	if ctx.Err() != nil {
+		return 0, false, ctx.Err()
+	}
+	var down error
+	var done, failed []*outcome
+	ids := make([]string, 0, len(outs))
+	for _, o := range outs {
+		switch {
+		case o.err == nil:
+			done = append(done, o)
+			ids = append(ids, o.row.event.ID)
+		case o.down:
+			down = o.err
+		default:
+			failed = append(failed, o)
+		}
+	}
+	if cfg.BeforeMark != nil {
+		if err := cfg.BeforeMark(ctx, s.src.Name, shard, ids); err != nil {
+			return 0, false, fmt.Errorf("before mark: %w", err)
+		}
+	}
+	if len(done)+len(failed) > 0 {
+		if err := s.mark(ctx, shard, epoch, done, failed); err != nil {
+			return 0, false, err
+		}
+		for _, o := range done {
+			for _, sub := range o.created {
+				s.r.metrics.published.WithLabelValues(s.src.Name, sub).Inc()
+			}
+		}
+	}
+	if down != nil {
+		s.r.tasksDown(down)
+		return len(done) + len(failed), false, nil
+	}
+	return len(done) + len(failed), len(rows) == cfg.BatchSize, nil
+}
+
+// readPending reads up to limit due rows of shard.
+func (s *source) readPending(ctx context.Context, shard int64, limit int) ([]*pendingRow, error) {
+	stmt := spanner.Statement{SQL: pendingSQL, Params: map[string]any{"shard": shard, "now": time.Now(), "limit": int64(limit)}}
+	iter := s.src.Client.Single().Query(ctx, stmt)
+	var rows []*pendingRow
+	err := iter.Do(func(r *spanner.Row) error {
+		var (
+			p                   pendingRow
+			payload             spanner.GenericColumnValue
+			trace, lastError    spanner.NullString
+			aggVersion, schemaV int64
+			id, aggType, aggID  string
+			typ                 string
+			occurred, createdAt time.Time
+		)
+		if err := r.Columns(&id, &aggType, &aggID, &aggVersion, &typ, &schemaV, &payload, &trace, &occurred, &createdAt, &p.attempts, &lastError); err != nil {
+			return err
+		}
+		// The payload's exact text: decoding JSON into a Go value would turn large integers into
+		// floats and reorder keys.
+		p.event = outboxlib.Event{
+			ID: id, Type: typ, Source: "//spanmart/" + s.src.Name, AggregateType: aggType, AggregateID: aggID,
+			AggregateVersion: aggVersion, SchemaVersion: schemaV, OccurredAt: occurred,
+			TraceParent: trace.StringVal, Payload: []byte(payload.Value.GetStringValue()),
+		}
+		p.createdAt, p.lastError = createdAt, lastError.StringVal
+		rows = append(rows, &p)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read pending shard %d: %w", shard, err)
+	}
+	return rows, nil
+}
+
+// enqueue creates the tasks of rows, at most Parallelism at a time.
+func (s *source) enqueue(ctx context.Context, rows []*pendingRow) []*outcome {
+	cfg := s.r.cfg
+	outs := make([]*outcome, len(rows))
+	sem := make(chan struct{}, cfg.Parallelism)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i, row := range rows {
+		o := &outcome{row: row}
+		outs[i] = o
+		gen := replayGeneration(row.lastError)
+		for _, sub := range cfg.Routes[row.event.Type] {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				err := s.createTask(ctx, row, sub, gen)
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					o.created = append(o.created, sub.Name)
+					return
+				}
+				code := status.Code(err)
+				s.r.metrics.enqueueErrors.WithLabelValues(s.src.Name, code.String()).Inc()
+				err = fmt.Errorf("enqueue %s to %s: %w", row.event.ID, sub.Name, err)
+				down := code == codes.Unavailable || code == codes.DeadlineExceeded
+				if o.err == nil || down {
+					o.err = err
+				}
+				o.down = o.down || down
+				o.permanent = o.permanent || code == codes.InvalidArgument
+			})
+		}
+	}
+	wg.Wait()
+	for _, o := range outs {
+		if o.err == nil {
+			s.r.metrics.publishLag.WithLabelValues(s.src.Name).Observe(time.Since(o.row.createdAt).Seconds())
+		}
+		if o.down {
+			o.permanent = false
+		}
+	}
+	return outs
+}
+
+// createTask creates the task of (row, sub); ALREADY_EXISTS (an earlier run created it) is success.
+func (s *source) createTask(ctx context.Context, row *pendingRow, sub Subscriber, gen int64) error {
+	cfg := s.r.cfg
+	req := &cloudtaskspb.CreateTaskRequest{
+		Parent: sub.Queue,
+		Task: &cloudtaskspb.Task{
+			Name: TaskName(sub.Queue, row.event.ID, sub.Name, gen),
+			MessageType: &cloudtaskspb.Task_HttpRequest{HttpRequest: &cloudtaskspb.HttpRequest{
+				Url:        sub.URL,
+				HttpMethod: cloudtaskspb.HttpMethod_POST,
+				Headers:    row.event.Headers(),
+				Body:       row.event.Payload,
+				AuthorizationHeader: &cloudtaskspb.HttpRequest_OidcToken{OidcToken: &cloudtaskspb.OidcToken{
+					ServiceAccountEmail: cfg.ServiceAccount, Audience: sub.Audience,
+				}},
+			}},
+		},
+	}
+	cctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout)
+	defer cancel()
+	_, err := cfg.Tasks.CreateTask(cctx, req)
+	if err == nil || status.Code(err) == codes.AlreadyExists {
+		s.r.tasksUp()
+		return nil
+	}
+	if ctx.Err() == nil && status.Code(err) != codes.Unavailable && status.Code(err) != codes.DeadlineExceeded {
+		s.r.tasksUp()
+	}
+	return err
+}
+
+// TaskName is the name of the task of (event, subscriber) in queue: a hash of both, so a retry of
+// the relay is ALREADY_EXISTS. A replay of a published event has generation g > 0, which is hashed
+// too: the names of generation 0 stay taken for Cloud Tasks' name-reuse window.
+func TaskName(queue, eventID, subscriber string, generation int64) string {
+	key := eventID + "\x00" + subscriber
+	if generation > 0 {
+		key += "\x00replay-" + strconv.FormatInt(generation, 10)
+	}
+	sum := sha256.Sum256([]byte(key))
+	return queue + "/tasks/" + hex.EncodeToString(sum[:])
+}
+
+// replayPrefix starts the LastError of an event replayed after publication: "replay #g: ...".
+const replayPrefix = "replay #"
+
+// replayGeneration reads the replay generation from a row's LastError (0 when never replayed
+// after publication).
+func replayGeneration(lastError string) int64 {
+	rest, ok := strings.CutPrefix(lastError, replayPrefix)
+	if !ok {
+		return 0
+	}
+	n, _, _ := strings.Cut(rest, ":")
+	g, err := strconv.ParseInt(n, 10, 64)
+	if err != nil || g < 0 {
+		return 0
+	}
+	return g
+}
+
+// withGeneration prefixes msg with the replay generation g, if any, so it survives in LastError.
+func withGeneration(g int64, msg string) string {
+	if g == 0 {
+		return msg
+	}
+	return replayPrefix + strconv.FormatInt(g, 10) + ": " + msg
+}
+
+// mark writes the results of a batch in one transaction, if this instance still holds the shard:
+// the enqueued rows become published, the failed ones back off or are quarantined. Only rows still
+// pending (and, for failures, not quarantined) are touched: another instance or an operator may
+// have changed them since the scan.
+func (s *source) mark(ctx context.Context, shard, epoch int64, done, failed []*outcome) error {
+	cfg := s.r.cfg
+	keys := spanner.KeySets()
+	for _, o := range append(append([]*outcome(nil), done...), failed...) {
+		keys = spanner.KeySets(keys, outboxdb.OutboxEventKey(o.row.event.ID))
+	}
+	cols := []string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColQuarantinedAt, outboxdb.OutboxEventColAttempts, outboxdb.OutboxEventColLastError}
+	type state struct {
+		pending, quarantined bool
+		attempts             int64
+		lastError            string
+	}
+	var quarantined []*outcome
+	_, err := s.src.Client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+		if err := s.checkLease(ctx, txn, shard, epoch); err != nil {
+			if errors.Is(err, dao.ErrNotFound) {
+				return errLeaseLost
+			}
+			return err
+		}
+		cur := map[string]state{}
+		err := txn.Read(ctx, outboxdb.OutboxEventsTable, keys, cols).Do(func(r *spanner.Row) error {
+			var (
+				id          string
+				shard       spanner.NullInt64
+				quarantined spanner.NullTime
+				st          state
+				lastError   spanner.NullString
+			)
+			if err := r.Columns(&id, &shard, &quarantined, &st.attempts, &lastError); err != nil {
+				return err
+			}
+			st.pending, st.quarantined, st.lastError = shard.Valid, quarantined.Valid, lastError.StringVal
+			cur[id] = st
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		var ms []*spanner.Mutation
+		quarantined = nil
+		for _, o := range done {
+			if !cur[o.row.event.ID].pending {
+				continue // published meanwhile by another instance
+			}
+			ms = append(ms, spanner.Update(outboxdb.OutboxEventsTable,
+				[]string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColPublishedAt, outboxdb.OutboxEventColNextAttemptAt},
+				[]any{o.row.event.ID, spanner.NullInt64{}, dao.NullCommitTimestamp, spanner.NullTime{}}))
+		}
+		now := time.Now()
+		for _, o := range failed {
+			st := cur[o.row.event.ID]
+			if !st.pending || st.quarantined {
+				continue
+			}
+			attempts := st.attempts + 1
+			msg := withGeneration(replayGeneration(st.lastError), o.err.Error())
+			cols := []string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColAttempts, outboxdb.OutboxEventColLastError}
+			vals := []any{o.row.event.ID, attempts, msg}
+			if o.permanent || attempts >= cfg.MaxAttempts {
+				// QuarantinedAt has no allow_commit_timestamp; the relay's clock is precise enough.
+				cols = append(cols, outboxdb.OutboxEventColQuarantinedAt)
+				vals = append(vals, now)
+				quarantined = append(quarantined, o)
+			} else {
+				cols = append(cols, outboxdb.OutboxEventColNextAttemptAt)
+				vals = append(vals, now.Add(s.backoff(attempts)))
+			}
+			ms = append(ms, spanner.Update(outboxdb.OutboxEventsTable, cols, vals))
+		}
+		return txn.BufferWrite(ms)
+	})
+	if err != nil {
+		return fmt.Errorf("mark batch of shard %d: %w", shard, err)
+	}
+	for _, o := range quarantined {
+		s.log.Error("outbox event quarantined", zap.String("event_id", o.row.event.ID), zap.String("event_type", o.row.event.Type), zap.Error(o.err))
+	}
+	return nil
+}
+
+// backoff is the wait after the n-th failed attempt: BaseBackoff doubling up to MaxBackoff, with
+// ±20 % jitter so that events failing together do not retry together.
+func (s *source) backoff(n int64) time.Duration {
+	cfg := s.r.cfg
+	d := cfg.MaxBackoff
+	if n-1 < 32 {
+		d = min(cfg.BaseBackoff<<(n-1), cfg.MaxBackoff)
+	}
+	jitter := time.Duration((rand.Float64()*0.4 - 0.2) * float64(d))
+	return d + jitter
+}
