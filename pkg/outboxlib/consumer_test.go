@@ -326,15 +326,13 @@ func (f *fixture) family(t *testing.T, name string) []*dto.Metric {
 // metric returns outbox_consumer_events_total{consumer, type, outcome}.
 func (f *fixture) metric(t *testing.T, typ, outcome string) float64 {
 	t.Helper()
-	{
-		for _, m := range f.family(t, "outbox_consumer_events_total") {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["consumer"] == consumerID && labels["type"] == typ && labels["outcome"] == outcome {
-				return m.GetCounter().GetValue()
-			}
+	for _, m := range f.family(t, "outbox_consumer_events_total") {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["consumer"] == consumerID && labels["type"] == typ && labels["outcome"] == outcome {
+			return m.GetCounter().GetValue()
 		}
 	}
 	return 0

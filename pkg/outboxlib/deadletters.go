@@ -167,7 +167,7 @@ func (c *Consumer) replay(ctx context.Context, eventID, reason, by string) (stri
 		if outcome, err = c.applyRecorded(ctx, txn, handler, d); err != nil {
 			return err
 		}
-		row.ReplayedAt = spanner.NullTime{Time: spanner.CommitTimestamp, Valid: true}
+		row.ReplayedAt = dao.NullCommitTimestamp
 		row.ReplayReason = spanner.NullString{StringVal: reason, Valid: true}
 		row.ReplayedBy = spanner.NullString{StringVal: by, Valid: by != ""}
 		mark, err := row.UpdateColumns(outboxdb.DeadLetterColReplayedAt, outboxdb.DeadLetterColReplayReason, outboxdb.DeadLetterColReplayedBy)
@@ -182,7 +182,7 @@ func (c *Consumer) replay(ctx context.Context, eventID, reason, by string) (stri
 	}
 	log.Info("dead letter replayed", zap.String("outcome", outcome), zap.String("event_type", d.Type),
 		zap.String("aggregate_id", d.AggregateID), zap.String("replay_reason", reason))
-	c.metrics.events.WithLabelValues(c.cfg.Name, d.Type, "replayed_"+outcome).Inc()
+	c.metrics.replays.WithLabelValues(c.cfg.Name, d.Type, outcome).Inc()
 	if outcome == OutcomeApplied {
 		c.metrics.lag.WithLabelValues(c.cfg.Name, d.Type).Observe(commitTS.Sub(d.OccurredAt).Seconds())
 	}

@@ -12,6 +12,7 @@ type consumerMetrics struct {
 	events      *prometheus.CounterVec
 	lag         *prometheus.HistogramVec
 	deadLetters *prometheus.CounterVec
+	replays     *prometheus.CounterVec
 }
 
 func newConsumerMetrics(reg prometheus.Registerer) (*consumerMetrics, error) {
@@ -29,6 +30,10 @@ func newConsumerMetrics(reg prometheus.Registerer) (*consumerMetrics, error) {
 			Name: "outbox_consumer_dead_letters_total",
 			Help: "Events written to DeadLetters.",
 		}, []string{"consumer"}),
+		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "outbox_consumer_replays_total",
+			Help: "Dead letters replayed by an operator, by outcome (applied, stale).",
+		}, []string{"consumer", "type", "outcome"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -43,6 +48,10 @@ func newConsumerMetrics(reg prometheus.Registerer) (*consumerMetrics, error) {
 		return nil, err
 	}
 	m.deadLetters, err = register(reg, m.deadLetters)
+	if err != nil {
+		return nil, err
+	}
+	m.replays, err = register(reg, m.replays)
 	if err != nil {
 		return nil, err
 	}

@@ -137,38 +137,51 @@ func (v *Verifier) Verify(ctx context.Context, authorizationHeader string) (emai
 	return c.Email, nil
 }
 
-// key returns the JWKS key kid, fetching the key set when it is missing, too old, or lacks kid
-// (rate-limited).
+// key returns the JWKS key kid. The key set is fetched at first use, when it is older than
+// jwksMaxAge, and when it lacks kid (rotation); fetches are at most one per jwksRefreshInterval
+// (one per second while none has succeeded), and while the issuer is unreachable the last set
+// fetched keeps working.
 func (v *Verifier) key(ctx context.Context, kid string) (jose.JSONWebKey, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	now := v.now()
-	if v.keys != nil && now.Sub(v.fetchedAt) < jwksMaxAge {
-		if ks := v.keys.Key(kid); len(ks) > 0 {
-			return ks[0], nil
+	lookup := func() (jose.JSONWebKey, bool) {
+		if v.keys == nil {
+			return jose.JSONWebKey{}, false
+		}
+		ks := v.keys.Key(kid)
+		if len(ks) == 0 {
+			return jose.JSONWebKey{}, false
+		}
+		return ks[0], true
+	}
+	if v.keys != nil {
+		k, known := lookup()
+		if known && now.Sub(v.fetchedAt) < jwksMaxAge {
+			return k, nil
 		}
 		if now.Sub(v.triedAt) < jwksRefreshInterval {
+			if known {
+				return k, nil
+			}
 			return jose.JSONWebKey{}, fmt.Errorf("%w: unknown key id %q", ErrUnauthenticated, kid)
 		}
-	} else if v.keys == nil && !v.triedAt.IsZero() && now.Sub(v.triedAt) < time.Second {
-		// The issuer was unreachable a moment ago; do not hammer it on every request.
-		return jose.JSONWebKey{}, errors.New("outboxlib: verifier: JWKS unavailable (recent fetch failed)")
+	} else if !v.triedAt.IsZero() && now.Sub(v.triedAt) < time.Second {
+		return jose.JSONWebKey{}, errors.New("outboxlib: verifier: issuer keys unavailable (the last fetch failed)")
 	}
-	// Fetching under the lock serializes concurrent verifications for the rare fetch; the alternative
-	// is a burst of identical fetches.
+	// Fetching under the lock makes concurrent verifications wait for the rare fetch instead of
+	// sending a burst of identical ones.
 	v.triedAt = now
 	keys, err := v.fetchKeys(ctx)
 	if err != nil {
-		if v.keys != nil {
-			if ks := v.keys.Key(kid); len(ks) > 0 {
-				return ks[0], nil // an old but known key: better than failing while the issuer is down
-			}
+		if k, known := lookup(); known {
+			return k, nil // the last set fetched: better than failing while the issuer is down
 		}
 		return jose.JSONWebKey{}, err
 	}
 	v.keys, v.fetchedAt = keys, now
-	if ks := keys.Key(kid); len(ks) > 0 {
-		return ks[0], nil
+	if k, known := lookup(); known {
+		return k, nil
 	}
 	return jose.JSONWebKey{}, fmt.Errorf("%w: unknown key id %q", ErrUnauthenticated, kid)
 }
