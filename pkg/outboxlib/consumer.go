@@ -102,10 +102,13 @@ func CheckRetention(queueMaxRetry, replayWindow time.Duration) error {
 
 // ConsumerConfig configures NewConsumer.
 type ConsumerConfig struct {
-	Name            string                // ProcessedEvents.Consumer, e.g. "fulfillment"
-	Client          *spanner.Client       // the consumer's own database
-	Verifier        *Verifier             // required
-	MaxAttempts     int                   // dead-letter after this many failed deliveries; default 10
+	Name     string          // ProcessedEvents.Consumer, e.g. "fulfillment"
+	Client   *spanner.Client // the consumer's own database
+	Verifier *Verifier       // required
+	// MaxAttempts: the delivery with this attempt number (counting from 1) is dead-lettered if it
+	// fails; default 10. Keep it below the subscriber queue's max_attempts, or the queue gives up
+	// first and the event is only in the logs.
+	MaxAttempts     int
 	EarlyRetryAfter time.Duration         // Retry-After sent with 409; default 1s
 	Registerer      prometheus.Registerer // metrics; nil = none
 }
@@ -189,11 +192,12 @@ func (c *Consumer) serveEvent(ec echo.Context) error {
 	}
 
 	if _, err := c.cfg.Verifier.Verify(ctx, req.Header.Get(echo.HeaderAuthorization)); err != nil {
-		c.metrics.events.WithLabelValues(c.cfg.Name, "", OutcomeRejected).Inc()
 		if !errors.Is(err, ErrUnauthenticated) {
+			c.metrics.events.WithLabelValues(c.cfg.Name, "", OutcomeTransient).Inc()
 			log.Warn("cannot verify event token", zap.Error(err))
 			return platform.NewProblem(http.StatusServiceUnavailable, "token keys unavailable").Wrap(err)
 		}
+		c.metrics.events.WithLabelValues(c.cfg.Name, "", OutcomeRejected).Inc()
 		log.Warn("event rejected: bad token", zap.String("reason", err.Error()), zap.String("outcome", OutcomeRejected))
 		ec.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer error="invalid_token"`)
 		return platform.NewProblem(http.StatusUnauthorized, "a valid OIDC token of an allowed caller is required")
