@@ -737,3 +737,48 @@ func TestNewConsumerAndVerifierValidate(t *testing.T) {
 		t.Error("NewConsumer without a verifier succeeded")
 	}
 }
+
+func TestConsumerDeadLettersMalformedEventOnLastAttempt(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 2)
+	ev := stockEvent(t, "sku-garbled", 1, 1, "")
+	f.send(t, ev, func(r *cloudtaskspb.HttpRequest) { r.Body = []byte("{not json") })
+	got := f.waitResponses(t, ev.ID, count(2))
+	if diff := cmp.Diff([]int{400, 200}, statuses(got)); diff != "" {
+		t.Fatalf("statuses (-want +got):\n%s", diff)
+	}
+	if got[1].Outcome != outboxlib.OutcomeDeadLettered {
+		t.Errorf("last attempt: %+v, want dead_lettered", got[1])
+	}
+	list, err := f.consumer.DeadLetters(ctx, false, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || string(list[0].BodyBytes) != "{not json" || list[0].Body != nil || list[0].Attempts != 2 {
+		t.Fatalf("dead letters = %+v, want the garbled body kept as bytes, 2 attempts", list)
+	}
+	if err := f.consumer.ReplayDeadLetter(ctx, ev.ID, "try anyway", "alice"); !errors.Is(err, outboxlib.ErrMalformed) {
+		t.Errorf("replay of a malformed event = %v, want ErrMalformed", err)
+	}
+}
+
+func TestReplayOfSupersededDeadLetterSkipsHandler(t *testing.T) {
+	f := newFixture(t, 10)
+	v1, v2 := stockEvent(t, "sku-superseded", 1, 1, modeUntilFixed), stockEvent(t, "sku-superseded", 2, 20, "")
+	f.send(t, v1, nil)
+	f.waitResponses(t, v1.ID, count(1))
+	f.send(t, v2, nil)
+	f.waitResponses(t, v2.ID, count(1))
+	f.fixed.Store(true)
+	var res struct{ Outcome string }
+	status, _ := doJSON(t, "POST", f.url+"/admin/deadletters/"+v1.ID+"/replay", `{"reason":"fixed","by":"alice"}`, &res)
+	if status != 200 || res.Outcome != outboxlib.OutcomeStale {
+		t.Fatalf("replay = %d %+v, want 200 stale", status, res)
+	}
+	if n := f.onHand(t, "sku-superseded"); n != 20 {
+		t.Errorf("OnHand = %d, want 20 (v1 must not be applied over v2)", n)
+	}
+	if v, id := f.version(t, "sku-superseded"); v != 2 || id != v2.ID {
+		t.Errorf("version = (%d, %s), want (2, %s)", v, id, v2.ID)
+	}
+}
