@@ -1,6 +1,10 @@
 package main
 
-import "github.com/spanmart/spanmart/pkg/platform"
+import (
+	"fmt"
+
+	"github.com/spanmart/spanmart/pkg/platform"
+)
 
 // serviceName is the default of K_SERVICE.
 const serviceName = "relay"
@@ -8,8 +12,21 @@ const serviceName = "relay"
 type config struct {
 	platform.Config
 	// Sources are the service databases whose outboxes the relay delivers (RELAY_SOURCES,
-	// comma-separated full database names, required).
+	// comma-separated full database names, required), each with the service that owns it (from
+	// the routes file's sources).
 	Sources []platform.DatabaseName
+	// Services maps each source's database id to its service name (the routes file's sources).
+	Services map[string]string
+	// Routing is the routes file (RELAY_ROUTES, default the embedded routes.yaml) with the
+	// environment applied: TASKS_LOCATION and the consumers' URLs (ORDERS_URL, FULFILLMENT_URL,
+	// GATEWAY_URL, NOTIFICATIONS_URL), or whatever variables a custom file references.
+	Routing routing
+	// ServiceAccount is the e-mail the tasks' OIDC tokens are minted for (RELAY_SERVICE_ACCOUNT,
+	// required): the relay's own service account in production.
+	ServiceAccount string
+	// TasksEmulator is CLOUD_TASKS_EMULATOR_HOST (host:port): when set, the Cloud Tasks client
+	// talks plaintext gRPC without credentials to the emulator.
+	TasksEmulator string
 }
 
 // loadConfig reads the environment through getenv and reports every missing or invalid
@@ -22,5 +39,17 @@ func loadConfig(getenv func(string) string) (config, error) {
 		project = sources[0].Project
 	}
 	cfg := config{Config: platform.LoadConfig(env, serviceName, project), Sources: sources}
+	cfg.ServiceAccount = env.Required("RELAY_SERVICE_ACCOUNT")
+	cfg.TasksEmulator = env.Lookup("CLOUD_TASKS_EMULATOR_HOST")
+	cfg.Routing = loadRouting(env)
+	cfg.Services = map[string]string{}
+	for _, db := range sources {
+		svc, ok := cfg.Routing.Services[db.Database]
+		if !ok && cfg.Routing.Services != nil {
+			env.Invalid("RELAY_SOURCES", db.String(), fmt.Errorf("database %s is not among the routes file's sources", db.Database))
+			continue
+		}
+		cfg.Services[db.Database] = svc
+	}
 	return cfg, env.Err()
 }

@@ -1,16 +1,30 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"cloud.google.com/go/spanner"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/google/uuid"
+	"go.yaml.in/yaml/v3"
 
+	"github.com/spanmart/spanmart/emulator/tasksemu"
+	"github.com/spanmart/spanmart/emulator/tasksemu/retry"
 	"github.com/spanmart/spanmart/pkg/dbschema"
+	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/pkg/platform/platformtest"
 	"github.com/spanmart/spanmart/pkg/spannertest"
@@ -20,19 +34,84 @@ var env *spannertest.Env
 
 func TestMain(m *testing.M) { os.Exit(platformtest.Main(m, &env, main)) }
 
+const (
+	location       = "projects/spanmart-local/locations/us-central1"
+	serviceAccount = "relay@spanmart-local.iam.gserviceaccount.com"
+)
+
+// baseEnv is a complete environment apart from RELAY_SOURCES (and RELAY_ROUTES).
+func baseEnv(tasksHost, consumerURL string) map[string]string {
+	return map[string]string{
+		"RELAY_SERVICE_ACCOUNT":     serviceAccount,
+		"CLOUD_TASKS_EMULATOR_HOST": tasksHost,
+		"TASKS_LOCATION":            location,
+		"ORDERS_URL":                consumerURL + "/orders",
+		"FULFILLMENT_URL":           consumerURL + "/fulfillment",
+		"GATEWAY_URL":               consumerURL + "/gateway",
+		"NOTIFICATIONS_URL":         consumerURL + "/notifications",
+	}
+}
+
+// routesFor writes the embedded routes.yaml with its sources replaced by the test databases (whose
+// ids carry a random suffix), mapped in order to services, and returns its path.
+func routesFor(t *testing.T, databases []string, services ...string) string {
+	t.Helper()
+	var f map[string]any
+	if err := yaml.Unmarshal(defaultRoutes, &f); err != nil {
+		t.Fatal(err)
+	}
+	sources := map[string]string{}
+	for i, db := range databases {
+		if db == "" {
+			continue
+		}
+		sources[db[strings.LastIndex(db, "/")+1:]] = services[i]
+	}
+	f["sources"] = sources
+	data, err := yaml.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "routes.yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startTasks starts a Cloud Tasks emulator with the four subscriber queues of the dev stack.
+func startTasks(t *testing.T) *tasksemu.Server {
+	t.Helper()
+	var queues []tasksemu.QueueConfig
+	for _, q := range []string{"orders-inbox", "fulfillment-inbox", "gateway-inbox", "notifications-inbox"} {
+		queues = append(queues, tasksemu.QueueConfig{Name: location + "/queues/" + q, Retry: retry.Policy{
+			MaxAttempts: -1, MaxRetryDuration: 72 * time.Hour, MinBackoff: 10 * time.Millisecond, MaxBackoff: time.Second, MaxDoublings: 4,
+		}})
+	}
+	srv, err := tasksemu.Start(context.Background(), tasksemu.Options{Queues: queues})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
 func TestLoadConfig(t *testing.T) {
 	_, err := loadConfig(platformtest.Getenv(map[string]string{"MAX_BODY_BYTES": "lots"}))
-	want := `missing RELAY_SOURCES; invalid MAX_BODY_BYTES "lots": not an integer`
+	want := `missing RELAY_SOURCES, RELAY_SERVICE_ACCOUNT, FULFILLMENT_URL, GATEWAY_URL, NOTIFICATIONS_URL, ORDERS_URL, TASKS_LOCATION; invalid MAX_BODY_BYTES "lots": not an integer`
 	if err == nil || err.Error() != want {
 		t.Errorf("loadConfig error = %v, want %s", err, want)
 	}
 
-	got, err := loadConfig(platformtest.Getenv(map[string]string{
-		"RELAY_SOURCES": "projects/shop-prod/instances/main/databases/orders, projects/shop-prod/instances/main/databases/payments",
-		"PORT":          "9000",
-	}))
+	vars := baseEnv("127.0.0.1:8123", "https://svc")
+	vars["RELAY_SOURCES"] = "projects/shop-prod/instances/main/databases/orders, projects/shop-prod/instances/main/databases/payments"
+	vars["PORT"] = "9000"
+	got, err := loadConfig(platformtest.Getenv(vars))
 	if err != nil {
 		t.Fatal(err)
+	}
+	sub := func(name, queue, url string) relay.Subscriber {
+		return relay.Subscriber{Name: name, Queue: location + "/queues/" + queue, URL: "https://svc/" + url + "/events", Audience: "https://svc/" + url}
 	}
 	wantCfg := config{
 		Config: platform.Config{Service: "relay", Port: 9000, LogLevel: "info", Project: "shop-prod", MaxBodyBytes: 1 << 20},
@@ -40,39 +119,172 @@ func TestLoadConfig(t *testing.T) {
 			{Project: "shop-prod", Instance: "main", Database: "orders"},
 			{Project: "shop-prod", Instance: "main", Database: "payments"},
 		},
+		Services:       map[string]string{"orders": "orders", "payments": "gateway-abstraction"},
+		ServiceAccount: serviceAccount,
+		TasksEmulator:  "127.0.0.1:8123",
+		Routing: routing{
+			Services: map[string]string{"orders": "orders", "fulfillment": "fulfillment", "payments": "gateway-abstraction", "notifications": "notifications"},
+			Routes: relay.Routes{
+				"order.created":          {sub("fulfillment", "fulfillment-inbox", "fulfillment")},
+				"inventory.reserved":     {sub("orders", "orders-inbox", "orders")},
+				"inventory.rejected":     {sub("orders", "orders-inbox", "orders")},
+				"order.awaiting_payment": {sub("gateway-abstraction", "gateway-inbox", "gateway")},
+			},
+		},
 	}
 	if diff := cmp.Diff(wantCfg, got, cmpopts.IgnoreFields(platform.Config{}, "Version")); diff != "" {
 		t.Errorf("loadConfig mismatch (-want +got):\n%s", diff)
 	}
 }
 
+func TestLoadConfigRoutesFile(t *testing.T) {
+	write := func(text string) string {
+		path := filepath.Join(t.TempDir(), "routes.yaml")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	load := func(routes string) error {
+		vars := map[string]string{
+			"RELAY_SOURCES":         "projects/p/instances/inst/databases/orders,projects/p/instances/inst/databases/other",
+			"RELAY_SERVICE_ACCOUNT": serviceAccount,
+			"RELAY_ROUTES":          routes,
+			"HOOK_URL":              "https://hook",
+		}
+		_, err := loadConfig(platformtest.Getenv(vars))
+		return err
+	}
+	tests := []struct {
+		name, file, want string
+	}{
+		{"custom file", `
+sources: {orders: orders, other: other}
+subscribers:
+  hook: {queue: "projects/p/locations/l/queues/hook", url: "${HOOK_URL}/events"}
+routes:
+  order.created: [hook]
+`, ""},
+		{"missing variables, all at once", `
+sources: {orders: orders, other: other}
+subscribers:
+  a: {queue: "${QUEUE_A}", url: "${URL_A}"}
+  b: {queue: "${QUEUE_A}", url: "${URL_B}", audience: "${HOOK_URL}"}
+routes: {}
+`, "missing QUEUE_A, URL_A, URL_B"},
+		{"unknown subscriber and source", `
+sources: {orders: orders}
+subscribers: {}
+routes:
+  order.created: [nobody]
+`, `invalid RELAY_ROUTES "PATH": route order.created: unknown subscriber nobody; invalid RELAY_SOURCES "projects/p/instances/inst/databases/other": database other is not among the routes file's sources`},
+		{"unknown field", `
+sources: {orders: orders, other: other}
+subscribers:
+  a: {queue: q, url: u, retries: 3}
+routes: {}
+`, "field retries not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := write(tt.file)
+			err := load(path)
+			want := strings.ReplaceAll(tt.want, "PATH", path)
+			switch {
+			case want == "" && err != nil:
+				t.Errorf("loadConfig = %v, want nil", err)
+			case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+				t.Errorf("loadConfig = %v, want an error containing %q", err, want)
+			}
+		})
+	}
+	if err := load(filepath.Join(t.TempDir(), "nosuch.yaml")); err == nil || !strings.Contains(err.Error(), "invalid RELAY_ROUTES") {
+		t.Errorf("loadConfig with a missing routes file = %v, want invalid RELAY_ROUTES", err)
+	}
+}
+
 func TestMainExits(t *testing.T) {
-	out, code := platformtest.RunMain(t, "RELAY_SOURCES=orders")
+	out, code := platformtest.RunMain(t, "RELAY_SOURCES=orders", "RELAY_SERVICE_ACCOUNT=", "TASKS_LOCATION=x",
+		"ORDERS_URL=", "FULFILLMENT_URL=", "GATEWAY_URL=", "NOTIFICATIONS_URL=", "RELAY_ROUTES=")
 	if code != 2 {
 		t.Errorf("exit code = %d, want 2", code)
 	}
-	want := "relay: configuration: invalid RELAY_SOURCES \"orders\": orders: want projects/PROJECT/instances/INSTANCE/databases/DATABASE\n"
+	want := "relay: configuration: missing RELAY_SERVICE_ACCOUNT, FULFILLMENT_URL, GATEWAY_URL, NOTIFICATIONS_URL, ORDERS_URL; " +
+		"invalid RELAY_SOURCES \"orders\": orders: want projects/PROJECT/instances/INSTANCE/databases/DATABASE\n"
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("output mismatch (-want +got):\n%s", diff)
 	}
 }
 
 func TestBinary(t *testing.T) {
+	tasks := startTasks(t)
 	platformtest.TestBinary(t, env, platformtest.Binary[config]{
 		Name:    serviceName,
 		Schemas: []string{dbschema.Orders, dbschema.Payments},
 		Env: func(dbs []string) map[string]string {
-			return map[string]string{"RELAY_SOURCES": strings.Join(dbs, ",")}
+			vars := baseEnv(tasks.Addr(), "http://127.0.0.1:1")
+			vars["RELAY_SOURCES"] = strings.Join(dbs, ",")
+			vars["RELAY_ROUTES"] = routesFor(t, dbs, "orders", "gateway-abstraction")
+			return vars
 		},
 		Load: loadConfig,
 		Run:  run,
 	})
 }
 
+// consumers records the deliveries to every consumer path.
+type consumers struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got map[string][]http.Header // path → headers of each delivery
+}
+
+func newConsumers(t *testing.T) *consumers {
+	c := &consumers{got: map[string][]http.Header{}}
+	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		c.mu.Lock()
+		c.got[r.URL.Path] = append(c.got[r.URL.Path], r.Header.Clone())
+		c.mu.Unlock()
+	}))
+	t.Cleanup(c.srv.Close)
+	return c
+}
+
+func (c *consumers) count(path, eventID string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, h := range c.got[path] {
+		if h.Get(outboxlib.HeaderID) == eventID {
+			n++
+		}
+	}
+	return n
+}
+
+func post(t *testing.T, url, body string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", bytes.NewBufferString(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
 func TestRun(t *testing.T) {
-	_, orders := env.NewDatabase(t, dbschema.Orders)
+	ordersClient, orders := env.NewDatabase(t, dbschema.Orders)
 	_, payments := env.NewDatabase(t, dbschema.Payments)
-	cfg, err := loadConfig(platformtest.Getenv(map[string]string{"RELAY_SOURCES": orders + "," + payments, "PORT": "0"}))
+	tasks := startTasks(t)
+	cons := newConsumers(t)
+	vars := baseEnv(tasks.Addr(), cons.srv.URL)
+	vars["RELAY_SOURCES"] = orders + "," + payments
+	vars["RELAY_ROUTES"] = routesFor(t, []string{orders, payments}, "orders", "gateway-abstraction")
+	vars["PORT"] = "0"
+	cfg, err := loadConfig(platformtest.Getenv(vars))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,15 +305,84 @@ func TestRun(t *testing.T) {
 	if diff := cmp.Diff(want, ready.Checks); diff != "" {
 		t.Errorf("/readyz checks mismatch (-want +got):\n%s", diff)
 	}
+
+	// An order.created committed in the orders database reaches fulfillment, once.
+	ctx := context.Background()
+	ev, err := outboxlib.NewEvent(ctx, "order.created", "order", uuid.NewString(), 1, map[string]string{"status": "PENDING"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ordersClient.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+		return outboxlib.Append(ctx, txn, ev)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := post(t, url+"/nudge", ""); code != http.StatusNoContent {
+		t.Errorf("POST /nudge = %d, want 204", code)
+	}
+	platformtest.Eventually(t, "order.created to reach fulfillment", func() bool { return cons.count("/fulfillment/events", ev.ID) == 1 })
+
+	var status struct {
+		Owner   string
+		Sources []relay.SourceStatus
+	}
+	platformtest.Eventually(t, "the event to be published", func() bool {
+		if err := json.Unmarshal(platformtest.WaitStatus(t, url+"/v1/outbox", 200), &status); err != nil {
+			t.Fatal(err)
+		}
+		return len(status.Sources) == 2 && status.Sources[0].Pending == 0
+	})
+	if s := status.Sources[0]; s.Source != "orders" || s.Database != orders || len(s.Shards) != outboxlib.Shards || s.Shards[0].Owner != status.Owner {
+		t.Errorf("status of orders = %+v, want every shard held by %s", s, status.Owner)
+	}
+	if s := status.Sources[1]; s.Source != "gateway-abstraction" || s.Database != payments {
+		t.Errorf("status of payments = %+v, want source gateway-abstraction", s)
+	}
+
+	// Replay: a reason is required; unknown sources and events are 404; a replay re-delivers.
+	replay := url + "/v1/outbox/orders/events/" + ev.ID + "/replay"
+	for _, tt := range []struct {
+		url, body string
+		status    int
+	}{
+		{replay, `{}`, 400},
+		{replay, `not json`, 400},
+		{url + "/v1/outbox/nosuch/events/" + ev.ID + "/replay", `{"reason": "x"}`, 404},
+		{url + "/v1/outbox/orders/events/" + uuid.NewString() + "/replay", `{"reason": "x"}`, 404},
+		{replay, `{"reason": "fulfillment restored from backup"}`, 202},
+	} {
+		code, body := post(t, tt.url, tt.body)
+		if code != tt.status {
+			t.Errorf("POST %s %s = %d %v, want %d", tt.url, tt.body, code, body, tt.status)
+		}
+	}
+	platformtest.Eventually(t, "the replayed event to reach fulfillment again", func() bool { return cons.count("/fulfillment/events", ev.ID) == 2 })
+	// The counter grows when the replayed row is marked, just after the task was created.
+	platformtest.Eventually(t, "/metrics to count both publications", func() bool {
+		return strings.Contains(string(platformtest.WaitStatus(t, url+"/metrics", 200)), `outbox_published_events_total{source="orders",subscriber="fulfillment"} 2`)
+	})
+	metrics := string(platformtest.WaitStatus(t, url+"/metrics", 200))
+	for _, m := range []string{"outbox_publish_lag_seconds_bucket", `outbox_pending_events{source="orders"} 0`, `outbox_quarantined_events{source="gateway-abstraction"} 0`} {
+		if !strings.Contains(metrics, m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+
 	if err := r.Stop(t); err != nil {
 		t.Errorf("run = %v, want nil after cancellation", err)
 	}
+	logs.Find(t, "released shard leases")
 }
 
 func TestRunOneSourceMissing(t *testing.T) {
 	_, orders := env.NewDatabase(t, dbschema.Orders)
 	missing := spannertest.Instance + "/databases/nosuch"
-	cfg, err := loadConfig(platformtest.Getenv(map[string]string{"RELAY_SOURCES": orders + "," + missing, "PORT": "0"}))
+	tasks := startTasks(t)
+	vars := baseEnv(tasks.Addr(), "http://127.0.0.1:1")
+	vars["RELAY_SOURCES"] = orders + "," + missing
+	vars["RELAY_ROUTES"] = routesFor(t, []string{orders, missing}, "orders", "gateway-abstraction")
+	vars["PORT"] = "0"
+	cfg, err := loadConfig(platformtest.Getenv(vars))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,5 +402,31 @@ func TestRunOneSourceMissing(t *testing.T) {
 	})
 	if err := r.Stop(t); err != nil {
 		t.Errorf("run = %v, want nil after cancellation", err)
+	}
+}
+
+func TestRunRefusesLongRedeliveryWindow(t *testing.T) {
+	_, orders := env.NewDatabase(t, dbschema.Orders)
+	// A queue created with only a name retries up to 100 times with back-off up to an hour, and
+	// tasksemu's 1 h cap makes that 100 h; a 29-day max_retry_duration does not fit in 30 days.
+	srv, err := tasksemu.Start(context.Background(), tasksemu.Options{Queues: []tasksemu.QueueConfig{{
+		Name: location + "/queues/fulfillment-inbox", Retry: retry.Policy{MaxAttempts: -1, MaxRetryDuration: 29 * 24 * time.Hour, MinBackoff: time.Second, MaxBackoff: time.Hour, MaxDoublings: 4},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	vars := baseEnv(srv.Addr(), "http://127.0.0.1:1")
+	vars["RELAY_SOURCES"] = orders
+	vars["RELAY_ROUTES"] = routesFor(t, []string{orders}, "orders")
+	vars["PORT"] = "0"
+	cfg, err := loadConfig(platformtest.Getenv(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _ := platformtest.NewLogger(t, serviceName)
+	err = run(context.Background(), cfg, log)
+	if err == nil || !strings.Contains(err.Error(), "fulfillment-inbox") || !strings.Contains(err.Error(), "dedup retention") {
+		t.Errorf("run = %v, want a refusal naming the queue and the dedup retention", err)
 	}
 }

@@ -206,6 +206,9 @@ func (r *Relay) nudged() <-chan struct{} {
 // done; then it stops the shard loops and releases its leases. It returns nil after a clean stop.
 func (r *Relay) Run(ctx context.Context) error {
 	if err := r.CheckQueues(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while waiting for Cloud Tasks
+		}
 		return err
 	}
 	var wg sync.WaitGroup

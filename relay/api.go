@@ -1,0 +1,59 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
+	"github.com/spanmart/spanmart/pkg/platform"
+)
+
+// registerAPI adds the relay's own endpoints. They are internal (Cloud Run IAM: the services may
+// nudge, operators may read the status and replay); none of them takes a secret.
+//
+//	POST /nudge                                       204: wake the shard loops (services call it after a commit)
+//	GET  /v1/outbox                                   200: Status of every source
+//	POST /v1/outbox/{source}/events/{id}/replay       202: re-queue an event, body {"reason": "..."}
+func registerAPI(srv *platform.Server, core *relay.Relay) {
+	e := srv.Echo
+	e.POST("/nudge", func(c echo.Context) error {
+		core.Nudge()
+		return c.NoContent(http.StatusNoContent)
+	})
+	e.GET("/v1/outbox", func(c echo.Context) error {
+		st, err := core.Status(c.Request().Context())
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, map[string]any{"owner": core.Owner(), "sources": st})
+	})
+	e.POST("/v1/outbox/:source/events/:id/replay", func(c echo.Context) error {
+		var body struct {
+			Reason string `json:"reason"`
+		}
+		data, err := io.ReadAll(c.Request().Body)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(data, &body); err != nil {
+			return platform.NewProblem(http.StatusBadRequest, "body must be JSON: {\"reason\": \"...\"}").Wrap(err)
+		}
+		source, id := c.Param("source"), c.Param("id")
+		err = core.Replay(c.Request().Context(), source, id, body.Reason)
+		switch {
+		case errors.Is(err, relay.ErrNoReason):
+			return platform.NewProblem(http.StatusBadRequest, "reason is required").Wrap(err)
+		case errors.Is(err, relay.ErrUnknownSource):
+			return platform.NewProblem(http.StatusNotFound, "unknown source "+source).Wrap(err)
+		case errors.Is(err, relay.ErrEventNotFound):
+			return platform.NewProblem(http.StatusNotFound, "no event "+id+" in "+source).Wrap(err)
+		case err != nil:
+			return err
+		}
+		return c.JSON(http.StatusAccepted, map[string]string{"source": source, "event_id": id, "status": "replayed"})
+	})
+}
