@@ -34,7 +34,8 @@ type Delivery struct {
 // once: pure, no I/O, no goroutines). Return an error wrapping ErrEarly when the event needs a
 // predecessor this consumer has not applied yet (d.LastVersion tells), Permanent(err) when it can
 // never succeed, any other error for a transient fault. Whatever the handler buffered is
-// discarded when it returns an error.
+// discarded when it returns an error. A call to a provider or a mail server belongs after the
+// commit: the handler records the intent, the service performs it (ARCHITECTURE.md §6).
 type HandlerFunc func(ctx context.Context, txn *spanner.ReadWriteTransaction, d Delivery) error
 
 // ErrEarly is wrapped by a handler when the event arrived before its predecessor: nothing is
@@ -125,7 +126,8 @@ type ConsumerConfig struct {
 //     503, and both make it throttle the whole queue (system throttling), so an early event is
 //     deliberately a 409: it is retried on the queue's ordinary back-off (min_backoff 100 ms,
 //     doubling), and Retry-After is informational.
-//   - 503: a transient failure of the handler or of Spanner.
+//   - 503: a transient failure of the handler or of Spanner. Cloud Tasks also slows the queue down
+//     on 503, which is what an overloaded or unavailable database wants.
 //
 // A failing delivery (transient, early or malformed with a usable id) whose attempt number reaches
 // MaxAttempts, or a handler error wrapped by Permanent, is written to DeadLetters together with its
