@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,8 +77,9 @@ func (f *fulfillment) token(t *testing.T, audience, email string) string {
 	return tok
 }
 
-// deliver posts e to POST /events the way Cloud Tasks does and returns the status and outcome.
-func (f *fulfillment) deliver(t *testing.T, e outboxlib.Event, token string) (int, string, http.Header) {
+// deliver posts e to POST /events the way Cloud Tasks does and returns the status and outcome;
+// headers are extra header name, value pairs.
+func (f *fulfillment) deliver(t *testing.T, e outboxlib.Event, token string, headers ...string) (int, string, http.Header) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, f.url+outboxlib.PathEvents, bytes.NewReader(e.Payload))
 	if err != nil {
@@ -87,6 +89,9 @@ func (f *fulfillment) deliver(t *testing.T, e outboxlib.Event, token string) (in
 		req.Header.Set(k, v)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -209,8 +214,33 @@ func TestEventsOverHTTP(t *testing.T) {
 		}
 	})
 
-	want := map[string]int{"inventory.reserved": 1, "inventory.released": 1}
-	if got := f.outboxTypes(t); len(got) != len(want) || got["inventory.reserved"] != 1 || got["inventory.released"] != 1 {
+	t.Run("an event early on its last attempt is dead-lettered, then replayed by an operator", func(t *testing.T) {
+		poison := orderEvent(t, "order.cancelled", "o-3", 2, `{"order_id":"o-3","reason":"customer"}`)
+		status, outcome, _ := f.deliver(t, poison, good, "X-CloudTasks-TaskRetryCount", "9")
+		if status != http.StatusOK || outcome != outboxlib.OutcomeDeadLettered {
+			t.Fatalf("order.cancelled early on attempt 10: %d %q, want 200 dead_lettered", status, outcome)
+		}
+		created := orderEvent(t, "order.created", "o-3", 1, `{"order_id":"o-3","lines":[{"sku":"A1","quantity":1}]}`)
+		if status, outcome, _ := f.deliver(t, created, good); status != http.StatusOK || outcome != outboxlib.OutcomeApplied {
+			t.Fatalf("order.created: %d %q, want 200 applied", status, outcome)
+		}
+		resp, err := http.Post(f.url+adminPrefix+"/deadletters/"+poison.ID+"/replay", "application/json",
+			strings.NewReader(`{"reason":"order.created has arrived","by":"test"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("replay: %s, want 200", resp.Status)
+		}
+		row, err := fulfillmentdb.ReadOrderReservation(context.Background(), f.client.Single(), "o-3")
+		if err != nil || row.Status != "RELEASED" || row.Version != 2 {
+			t.Errorf("reservation of o-3 after the replay = %+v (%v), want RELEASED at version 2", row, err)
+		}
+	})
+
+	want := map[string]int{"inventory.reserved": 2, "inventory.released": 2}
+	if got := f.outboxTypes(t); len(got) != len(want) || got["inventory.reserved"] != 2 || got["inventory.released"] != 2 {
 		t.Errorf("outbox events by type = %v, want %v", got, want)
 	}
 }
