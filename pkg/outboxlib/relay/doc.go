@@ -22,7 +22,12 @@
 //     (Attempts, NextAttemptAt with jitter, LastError); a permanent error (INVALID_ARGUMENT, e.g. a
 //     bad URL) or MaxAttempts quarantines it (QuarantinedAt; PendingShard is kept, so the row is
 //     never deleted and stays visible to Status). UNAVAILABLE and DEADLINE_EXCEEDED from Cloud Tasks
-//     mean the service is down: the whole relay backs off and no event is charged an attempt.
+//     mean the service is down: the whole relay backs off, one shard loop probes when the back-off
+//     has passed, and no event is charged an attempt. NOT_FOUND (a queue not created yet) and
+//     other codes are retried per event.
+//   - Order. A shard is published in CreatedAt order, and one aggregate's events share a shard,
+//     but an event backing off does not hold back the events behind it: consumers order by
+//     AggregateVersion (the queue is the reorder buffer), as they must anyway with Cloud Tasks.
 //   - Replay keeps the event id. Replay re-queues a quarantined or published event. A published
 //     event's tasks still exist or are tombstoned (ALREADY_EXISTS for the name-reuse window), so a
 //     replay of a published event bumps the event's replay generation, which is part of its task

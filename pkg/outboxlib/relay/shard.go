@@ -217,7 +217,8 @@ func (s *source) enqueue(ctx context.Context, rows []*pendingRow) []*outcome {
 	}
 	wg.Wait()
 	for _, o := range outs {
-		if o.err == nil {
+		// A replayed row's CreatedAt is its original commit: its lag would say nothing about the relay.
+		if o.err == nil && !strings.HasPrefix(o.row.lastError, "replay") {
 			s.r.metrics.publishLag.WithLabelValues(s.src.Name).Observe(time.Since(o.row.createdAt).Seconds())
 		}
 		if o.down {
