@@ -100,6 +100,22 @@ func ordersCases() []tableCase {
 			readRows: ordersdb.ReadOrderItemRows,
 			del:      func(x *ordersdb.OrderItem) *spanner.Mutation { return ordersdb.DeleteOrderItem(x.OrderId, x.LineNo) },
 		}.run},
+		{ordersdb.OrderTimelineTable, lc[ordersdb.OrderTimeline, *ordersdb.OrderTimeline]{
+			parents: []*spanner.Mutation{order("o-timeline", "c-3").Insert()},
+			values: map[string]any{"OrderId": "o-timeline", "Seq": int64(1), "Direction": "emitted", "EventType": "order.created",
+				"EventId": "8d7a2a3e-0000-4000-8000-000000000010", "AggregateType": "order", "AggregateVersion": int64(1),
+				"RecordedAt": spanner.CommitTimestamp},
+			change:   map[string]any{"Direction": "consumed", "EventType": "inventory.reserved"},
+			listed:   map[string]any{"AggregateVersion": int64(2)},
+			unlisted: map[string]any{"EventType": "order.cancelled"},
+			read: func(ctx ctxT, r reader, x *ordersdb.OrderTimeline) (*ordersdb.OrderTimeline, error) {
+				return ordersdb.ReadOrderTimeline(ctx, r, x.OrderId, x.Seq)
+			},
+			readRows: ordersdb.ReadOrderTimelineRows,
+			del: func(x *ordersdb.OrderTimeline) *spanner.Mutation {
+				return ordersdb.DeleteOrderTimeline(x.OrderId, x.Seq)
+			},
+		}.run},
 		{ordersdb.IdempotencyKeysTable, lc[ordersdb.IdempotencyKey, *ordersdb.IdempotencyKey]{
 			values: map[string]any{"KeyHash": "ab12", "Scope": "POST /v1/orders", "ClientKey": "k-1", "RequestHash": "cd34",
 				"OrderId": spanner.NullString{}, "ResponseStatus": spanner.NullInt64{}, "ResponseBody": spanner.NullJSON{},
@@ -149,6 +165,20 @@ func fulfillmentCases() []tableCase {
 				"ReservationsBySku": func(ctx ctxT, r reader, x *fulfillmentdb.Reservation) ([]*fulfillmentdb.Reservation, error) {
 					return fulfillmentdb.ReadReservationsBySku(ctx, r, x.Sku, x.Status)
 				},
+			},
+		}.run},
+		{fulfillmentdb.OrderReservationsTable, lc[fulfillmentdb.OrderReservation, *fulfillmentdb.OrderReservation]{
+			values: map[string]any{"OrderId": "o-1", "Status": "HELD", "Version": int64(1),
+				"CreatedAt": spanner.CommitTimestamp, "UpdatedAt": spanner.CommitTimestamp},
+			change:   map[string]any{"Status": "REJECTED"},
+			listed:   map[string]any{"Status": "RELEASED", "UpdatedAt": spanner.CommitTimestamp},
+			unlisted: map[string]any{"Version": int64(9)},
+			read: func(ctx ctxT, r reader, x *fulfillmentdb.OrderReservation) (*fulfillmentdb.OrderReservation, error) {
+				return fulfillmentdb.ReadOrderReservation(ctx, r, x.OrderId)
+			},
+			readRows: fulfillmentdb.ReadOrderReservationRows,
+			del: func(x *fulfillmentdb.OrderReservation) *spanner.Mutation {
+				return fulfillmentdb.DeleteOrderReservation(x.OrderId)
 			},
 		}.run},
 		{fulfillmentdb.ShipmentsTable, lc[fulfillmentdb.Shipment, *fulfillmentdb.Shipment]{
