@@ -16,6 +16,7 @@ import (
 
 	"github.com/spanmart/spanmart/gen/dao"
 	"github.com/spanmart/spanmart/gen/dao/ordersdb"
+	"github.com/spanmart/spanmart/pkg/faults"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/services/orders/internal/app"
 	"github.com/spanmart/spanmart/services/orders/internal/order"
@@ -116,8 +117,14 @@ func (s *Store) placeOnce(ctx context.Context, p app.Placement) (app.Response, e
 			return err
 		}
 		resp = app.Response{Status: status, Body: body, OrderID: o.ID()}
+		// Drill: the process dies with the order and its event buffered but not committed.
+		faults.Hit(faults.OrdersBeforeCommit)
 		return nil
 	})
+	if err == nil && !resp.Replayed {
+		// Drill: the process dies after the commit, before anyone hears of the order.
+		faults.Hit(faults.OrdersAfterCommit)
+	}
 	return resp, err
 }
 
