@@ -8,18 +8,19 @@
 // an OOM kill or a lost machine looks like to the rest of the system. The environment is read once;
 // with SPANMART_FAULTS unset a Hit is one sync.Once check and a nil-map lookup.
 //
-// The failpoints the drills use, and where they are called:
+// The failpoints the drills use (e2e/drills_test.go), and where they are called:
 //
-//   - OrdersBeforeCommit ("orders.before_commit"): in services/orders, inside the read-write
-//     transaction function of POST /v1/orders, after the order, its lines, the idempotency key and
-//     the order.created outbox row have been buffered, before the function returns (so before the
-//     commit): the transaction never commits, neither the order nor its event exists.
-//   - OrdersAfterCommit ("orders.after_commit"): in services/orders, right after the create-order
-//     transaction has committed, before the response is written: the client sees a broken connection
-//     although the order and its event exist.
-//   - RelayAfterEnqueue ("relay.after_enqueue"): in the relay core, after the tasks of a batch have
-//     been created (every subscriber), before the batch is marked published: the next relay
-//     re-enqueues the same rows and gets ALREADY_EXISTS, and consumers de-duplicate.
+//   - OrdersBeforeCommit ("orders.before_commit"): services/orders/internal/store, Store.placeOnce,
+//     inside the read-write transaction function of POST /v1/orders, after the order, its lines,
+//     its timeline, the order.created outbox row and the idempotency key have been buffered, just
+//     before the function returns (so before the commit): neither the order nor its event exists.
+//   - OrdersAfterCommit ("orders.after_commit"): the same function, right after the transaction
+//     committed a new order (not a replayed idempotency key), before the response is written or the
+//     relay nudged: the client sees a broken connection although the order and its event exist.
+//   - RelayAfterEnqueue ("relay.after_enqueue"): relay/run.go, the relay core's BeforeMark hook,
+//     called after a batch's tasks were created and before the batch is marked published, when the
+//     batch created at least one task: the next relay re-enqueues the same rows, gets
+//     ALREADY_EXISTS, and consumers de-duplicate whatever is delivered twice.
 package faults
 
 import (
