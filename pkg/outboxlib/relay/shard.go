@@ -204,7 +204,9 @@ func (s *source) enqueue(ctx context.Context, rows []*pendingRow) []*outcome {
 					return
 				}
 				code := status.Code(err)
-				s.r.metrics.enqueueErrors.WithLabelValues(s.src.Name, code.String()).Inc()
+				if ctx.Err() == nil { // a shutdown cancels calls; that is no error of Cloud Tasks
+					s.r.metrics.enqueueErrors.WithLabelValues(s.src.Name, code.String()).Inc()
+				}
 				err = fmt.Errorf("enqueue %s to %s: %w", row.event.ID, sub.Name, err)
 				down := code == codes.Unavailable || code == codes.DeadlineExceeded
 				if o.err == nil || down {
