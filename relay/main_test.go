@@ -125,10 +125,9 @@ func TestLoadConfig(t *testing.T) {
 		Routing: routing{
 			Services: map[string]string{"orders": "orders", "fulfillment": "fulfillment", "payments": "gateway-abstraction", "notifications": "notifications"},
 			Routes: relay.Routes{
-				"order.created":          {sub("fulfillment", "fulfillment-inbox", "fulfillment")},
-				"inventory.reserved":     {sub("orders", "orders-inbox", "orders")},
-				"inventory.rejected":     {sub("orders", "orders-inbox", "orders")},
-				"order.awaiting_payment": {sub("gateway-abstraction", "gateway-inbox", "gateway")},
+				"order.created":      {sub("fulfillment", "fulfillment-inbox", "fulfillment")},
+				"inventory.reserved": {sub("orders", "orders-inbox", "orders")},
+				"inventory.rejected": {sub("orders", "orders-inbox", "orders")},
 			},
 		},
 	}
