@@ -41,6 +41,7 @@ func TestOutboxAppend(t *testing.T) {
 	want := &outboxdb.OutboxEvent{
 		EventId: ev.EventId, AggregateType: "order", AggregateId: "o-9", AggregateVersion: 1, EventType: "order.created",
 		SchemaVersion: 1, Payload: ev.Payload, OccurredAt: t0, CreatedAt: ts, PendingShard: i64(5), Attempts: 0,
+		ReplayGeneration: 0, ReplayReason: spanner.NullString{}, // never replayed
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("outbox row (-want +got):\n%s", diff)

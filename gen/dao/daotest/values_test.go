@@ -47,9 +47,17 @@ var (
 		"Payload": js(map[string]any{"orderId": "o-1"}), "TraceParent": str("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
 		"OccurredAt": t0, "CreatedAt": spanner.CommitTimestamp, "PendingShard": i64(3), "PublishedAt": spanner.NullTime{},
 		"Attempts": int64(0), "NextAttemptAt": spanner.NullTime{}, "LastError": spanner.NullString{}, "QuarantinedAt": spanner.NullTime{},
+		"ReplayGeneration": int64(0), "ReplayReason": spanner.NullString{},
 	}
-	outboxEventChange   = map[string]any{"Attempts": int64(1), "NextAttemptAt": tm(t1), "LastError": str("503 from tasks")}
-	outboxEventListed   = map[string]any{"PendingShard": spanner.NullInt64{}, "PublishedAt": dao.NullCommitTimestamp}
+	// A failure that quarantines the event (QuarantinedAt takes the commit timestamp), then a replay
+	// after publication: the next generation, with the operator's reason.
+	outboxEventChange = map[string]any{
+		"Attempts": int64(1), "NextAttemptAt": tm(t1), "LastError": str("400 from tasks"), "QuarantinedAt": dao.NullCommitTimestamp,
+	}
+	outboxEventListed = map[string]any{
+		"PendingShard": spanner.NullInt64{}, "PublishedAt": dao.NullCommitTimestamp, "QuarantinedAt": spanner.NullTime{},
+		"ReplayGeneration": int64(1), "ReplayReason": str("consumer lost its state"),
+	}
 	outboxEventUnlisted = map[string]any{"EventType": "order.changed"}
 
 	processedEventValues   = map[string]any{"EventId": "8d7a2a3e-0000-4000-8000-000000000002", "Consumer": "fulfillment", "ProcessedAt": spanner.CommitTimestamp}

@@ -31,6 +31,8 @@ const (
 	OutboxEventColNextAttemptAt    = "NextAttemptAt"
 	OutboxEventColLastError        = "LastError"
 	OutboxEventColQuarantinedAt    = "QuarantinedAt"
+	OutboxEventColReplayGeneration = "ReplayGeneration"
+	OutboxEventColReplayReason     = "ReplayReason"
 )
 
 // OutboxEvent is a row of table OutboxEvents, primary key (EventId).
@@ -50,16 +52,18 @@ type OutboxEvent struct {
 	Attempts         int64              `spanner:"Attempts"`         // INT64 NOT NULL
 	NextAttemptAt    spanner.NullTime   `spanner:"NextAttemptAt"`    // TIMESTAMP
 	LastError        spanner.NullString `spanner:"LastError"`        // STRING
-	QuarantinedAt    spanner.NullTime   `spanner:"QuarantinedAt"`    // TIMESTAMP
+	QuarantinedAt    spanner.NullTime   `spanner:"QuarantinedAt"`    // TIMESTAMP allow_commit_timestamp
+	ReplayGeneration int64              `spanner:"ReplayGeneration"` // INT64 NOT NULL
+	ReplayReason     spanner.NullString `spanner:"ReplayReason"`     // STRING
 }
 
 // OutboxEventColumns returns the columns of table OutboxEvents in schema order.
 func OutboxEventColumns() []string {
-	return []string{OutboxEventColEventId, OutboxEventColAggregateType, OutboxEventColAggregateId, OutboxEventColAggregateVersion, OutboxEventColEventType, OutboxEventColSchemaVersion, OutboxEventColPayload, OutboxEventColTraceParent, OutboxEventColOccurredAt, OutboxEventColCreatedAt, OutboxEventColPendingShard, OutboxEventColPublishedAt, OutboxEventColAttempts, OutboxEventColNextAttemptAt, OutboxEventColLastError, OutboxEventColQuarantinedAt}
+	return []string{OutboxEventColEventId, OutboxEventColAggregateType, OutboxEventColAggregateId, OutboxEventColAggregateVersion, OutboxEventColEventType, OutboxEventColSchemaVersion, OutboxEventColPayload, OutboxEventColTraceParent, OutboxEventColOccurredAt, OutboxEventColCreatedAt, OutboxEventColPendingShard, OutboxEventColPublishedAt, OutboxEventColAttempts, OutboxEventColNextAttemptAt, OutboxEventColLastError, OutboxEventColQuarantinedAt, OutboxEventColReplayGeneration, OutboxEventColReplayReason}
 }
 
 // outboxEventWriteColumns are the columns mutations write: every column but generated ones.
-var outboxEventWriteColumns = []string{OutboxEventColEventId, OutboxEventColAggregateType, OutboxEventColAggregateId, OutboxEventColAggregateVersion, OutboxEventColEventType, OutboxEventColSchemaVersion, OutboxEventColPayload, OutboxEventColTraceParent, OutboxEventColOccurredAt, OutboxEventColCreatedAt, OutboxEventColPendingShard, OutboxEventColPublishedAt, OutboxEventColAttempts, OutboxEventColNextAttemptAt, OutboxEventColLastError, OutboxEventColQuarantinedAt}
+var outboxEventWriteColumns = []string{OutboxEventColEventId, OutboxEventColAggregateType, OutboxEventColAggregateId, OutboxEventColAggregateVersion, OutboxEventColEventType, OutboxEventColSchemaVersion, OutboxEventColPayload, OutboxEventColTraceParent, OutboxEventColOccurredAt, OutboxEventColCreatedAt, OutboxEventColPendingShard, OutboxEventColPublishedAt, OutboxEventColAttempts, OutboxEventColNextAttemptAt, OutboxEventColLastError, OutboxEventColQuarantinedAt, OutboxEventColReplayGeneration, OutboxEventColReplayReason}
 
 // outboxEventKeyColumns are the primary key columns of table OutboxEvents.
 var outboxEventKeyColumns = []string{OutboxEventColEventId}
@@ -85,7 +89,7 @@ func ReadOutboxEventRows(ctx context.Context, r dao.Reader, keys spanner.KeySet)
 }
 
 func (o *OutboxEvent) values() []any {
-	return []any{o.EventId, o.AggregateType, o.AggregateId, o.AggregateVersion, o.EventType, o.SchemaVersion, o.Payload, o.TraceParent, o.OccurredAt, o.CreatedAt, o.PendingShard, o.PublishedAt, o.Attempts, o.NextAttemptAt, o.LastError, o.QuarantinedAt}
+	return []any{o.EventId, o.AggregateType, o.AggregateId, o.AggregateVersion, o.EventType, o.SchemaVersion, o.Payload, o.TraceParent, o.OccurredAt, o.CreatedAt, o.PendingShard, o.PublishedAt, o.Attempts, o.NextAttemptAt, o.LastError, o.QuarantinedAt, o.ReplayGeneration, o.ReplayReason}
 }
 
 // Insert returns a mutation inserting o; it fails at commit if the row exists.
@@ -176,9 +180,11 @@ type OutboxEventAppend struct {
 	TraceParent      spanner.NullString
 	OccurredAt       time.Time
 	PendingShard     int64
+	ReplayGeneration int64
+	ReplayReason     spanner.NullString
 }
 
 // Insert returns the mutation inserting the row.
 func (a *OutboxEventAppend) Insert() *spanner.Mutation {
-	return spanner.Insert(OutboxEventsTable, outboxEventWriteColumns, []any{a.EventId, a.AggregateType, a.AggregateId, a.AggregateVersion, a.EventType, a.SchemaVersion, a.Payload, a.TraceParent, a.OccurredAt, spanner.CommitTimestamp, a.PendingShard, spanner.NullTime{}, int64(0), spanner.NullTime{}, spanner.NullString{}, spanner.NullTime{}})
+	return spanner.Insert(OutboxEventsTable, outboxEventWriteColumns, []any{a.EventId, a.AggregateType, a.AggregateId, a.AggregateVersion, a.EventType, a.SchemaVersion, a.Payload, a.TraceParent, a.OccurredAt, spanner.CommitTimestamp, a.PendingShard, spanner.NullTime{}, int64(0), spanner.NullTime{}, spanner.NullString{}, spanner.NullTime{}, a.ReplayGeneration, a.ReplayReason})
 }
