@@ -20,22 +20,24 @@
 //     the lease (owner and epoch) is still held: a relay that lost a shard writes nothing.
 //   - Failures cost the event, not the relay. A failed enqueue backs off that event alone
 //     (Attempts, NextAttemptAt with jitter, LastError); a permanent error (INVALID_ARGUMENT, e.g. a
-//     bad URL) or MaxAttempts quarantines it (QuarantinedAt; PendingShard is kept, so the row is
-//     never deleted and stays visible to Status). UNAVAILABLE and DEADLINE_EXCEEDED from Cloud Tasks
+//     bad URL) or MaxAttempts quarantines it (QuarantinedAt = commit timestamp; PendingShard is
+//     kept, so the row is never deleted and stays visible to Status). UNAVAILABLE and DEADLINE_EXCEEDED from Cloud Tasks
 //     mean the service is down: the whole relay backs off, one shard loop probes when the back-off
 //     has passed, and no event is charged an attempt. NOT_FOUND (a queue not created yet) and
 //     other codes are retried per event.
 //   - Order. A shard is published in CreatedAt order, and one aggregate's events share a shard,
 //     but an event backing off does not hold back the events behind it: consumers order by
 //     AggregateVersion (the queue is the reorder buffer), as they must anyway with Cloud Tasks.
-//   - Replay keeps the event id. Replay re-queues a quarantined or published event. A published
-//     event's tasks still exist or are tombstoned (ALREADY_EXISTS for the name-reuse window), so a
-//     replay of a published event bumps the event's replay generation, which is part of its task
-//     names: generation g > 0 hashes (EventId, subscriber, g). The generation is kept in LastError
-//     ("replay #g: ..."), the one free-text column of the row, and carried over by every later
-//     failure, so retries of a replayed event still reuse its names. A quarantined event keeps its
-//     generation: subscribers whose task was created before the failure get ALREADY_EXISTS, not a
-//     second delivery.
+//   - Replay keeps the event id. Replay re-queues a quarantined or published event with an
+//     operator's reason (OutboxEvents.ReplayReason; LastError is cleared and records only delivery
+//     errors). A published event's tasks still exist or are tombstoned (ALREADY_EXISTS for the
+//     name-reuse window), so a replay of a published event increments the row's ReplayGeneration
+//     (migration 0003; 0 for a row never replayed after publication), which is part of its task
+//     names: generation g > 0 hashes (EventId, subscriber, g). Failures leave the column alone, so
+//     retries of a replayed event reuse its names. A quarantined event keeps its generation:
+//     subscribers whose task was created before the failure get ALREADY_EXISTS, not a second
+//     delivery. A replayed event's publish lag is not observed (its CreatedAt is the original
+//     commit).
 //
 // Start-up refuses to run when a subscriber queue's redelivery window (max_retry_duration, read
 // with GetQueue) plus the replay window reaches the 30-day ProcessedEvents retention

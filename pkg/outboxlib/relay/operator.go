@@ -124,10 +124,11 @@ func (s *source) statusLoop(ctx context.Context) {
 
 // Replay re-queues event eventID of source, keeping its id: a quarantined event, a published one
 // (within the outbox's 7-day retention) or one backing off (which is then retried at once). The
-// row gets its pending shard back, Attempts 0, no NextAttemptAt, no QuarantinedAt, PublishedAt NULL
-// (so the TTL cannot delete it while pending) and LastError "replay: reason". A published event
-// moves to the next replay generation ("replay #g: reason"), which gives its tasks new names; see
-// the package documentation.
+// row gets its pending shard back, Attempts 0, no NextAttemptAt, no QuarantinedAt, no LastError
+// (the errors of the new attempts are recorded again), PublishedAt NULL (so the TTL cannot delete
+// it while pending) and ReplayReason = reason. A published event also moves to the next replay
+// generation (ReplayGeneration + 1), which gives its tasks new names; a pending or quarantined one
+// keeps its generation. See the package documentation.
 func (r *Relay) Replay(ctx context.Context, sourceName, eventID, reason string) error {
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
@@ -140,7 +141,7 @@ func (r *Relay) Replay(ctx context.Context, sourceName, eventID, reason string) 
 	var gen int64
 	_, err = s.src.Client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
 		row, err := txn.ReadRow(ctx, outboxdb.OutboxEventsTable, outboxdb.OutboxEventKey(eventID),
-			[]string{outboxdb.OutboxEventColAggregateId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColLastError})
+			[]string{outboxdb.OutboxEventColAggregateId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColReplayGeneration})
 		if spanner.ErrCode(err) == codes.NotFound {
 			return fmt.Errorf("%w: %s in %s", ErrEventNotFound, eventID, sourceName)
 		}
@@ -150,23 +151,19 @@ func (r *Relay) Replay(ctx context.Context, sourceName, eventID, reason string) 
 		var (
 			aggregateID string
 			shard       spanner.NullInt64
-			lastError   spanner.NullString
 		)
-		if err := row.Columns(&aggregateID, &shard, &lastError); err != nil {
+		if err := row.Columns(&aggregateID, &shard, &gen); err != nil {
 			return err
 		}
-		gen = replayGeneration(lastError.StringVal)
 		if !shard.Valid {
 			gen++ // published: its tasks' names are taken
 		}
-		msg := "replay: " + reason
-		if gen > 0 {
-			msg = withGeneration(gen, reason)
-		}
 		return txn.BufferWrite([]*spanner.Mutation{spanner.Update(outboxdb.OutboxEventsTable,
 			[]string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColPublishedAt,
-				outboxdb.OutboxEventColAttempts, outboxdb.OutboxEventColNextAttemptAt, outboxdb.OutboxEventColLastError, outboxdb.OutboxEventColQuarantinedAt},
-			[]any{eventID, outboxlib.ShardOf(aggregateID), spanner.NullTime{}, int64(0), spanner.NullTime{}, msg, spanner.NullTime{}})})
+				outboxdb.OutboxEventColAttempts, outboxdb.OutboxEventColNextAttemptAt, outboxdb.OutboxEventColLastError, outboxdb.OutboxEventColQuarantinedAt,
+				outboxdb.OutboxEventColReplayGeneration, outboxdb.OutboxEventColReplayReason},
+			[]any{eventID, outboxlib.ShardOf(aggregateID), spanner.NullTime{}, int64(0), spanner.NullTime{}, spanner.NullString{}, spanner.NullTime{},
+				gen, reason})})
 	})
 	if err != nil {
 		if errors.Is(err, ErrEventNotFound) {

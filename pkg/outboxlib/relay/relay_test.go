@@ -274,8 +274,9 @@ func TestDeliversOncePerSubscriberAndMarksPublished(t *testing.T) {
 
 	for _, ev := range append(append(created, reserved...), unrouted...) {
 		row := readEvent(t, client, ev.ID)
-		if row.PendingShard.Valid || !row.PublishedAt.Valid || row.Attempts != 0 {
-			t.Errorf("event %s: PendingShard %v, PublishedAt %v, Attempts %d; want NULL, set, 0", ev.ID, row.PendingShard, row.PublishedAt, row.Attempts)
+		if row.PendingShard.Valid || !row.PublishedAt.Valid || row.Attempts != 0 || row.ReplayGeneration != 0 || row.ReplayReason.Valid {
+			t.Errorf("event %s: PendingShard %v, PublishedAt %v, Attempts %d, ReplayGeneration %d, ReplayReason %v; want NULL, set, 0, 0, NULL",
+				ev.ID, row.PendingShard, row.PublishedAt, row.Attempts, row.ReplayGeneration, row.ReplayReason)
 		}
 	}
 
@@ -313,8 +314,19 @@ func TestDeliversOncePerSubscriberAndMarksPublished(t *testing.T) {
 		return fulfillment.perEvent()[ev.ID] == 2 && notifications.perEvent()[ev.ID] == 2
 	})
 	eventually(t, "the replayed event to be published", func() bool { return readEvent(t, client, ev.ID).PublishedAt.Valid })
-	if row := readEvent(t, client, ev.ID); row.LastError.StringVal != "replay #1: consumer lost its state" {
-		t.Errorf("LastError = %q, want the replay generation and reason", row.LastError.StringVal)
+	if row := readEvent(t, client, ev.ID); row.ReplayGeneration != 1 || row.ReplayReason.StringVal != "consumer lost its state" || row.LastError.Valid {
+		t.Errorf("after a replay: ReplayGeneration %d, ReplayReason %v, LastError %v; want 1, the reason, NULL", row.ReplayGeneration, row.ReplayReason, row.LastError)
+	}
+	// Every replay of a published event is a generation of its own.
+	if err := r.Replay(ctx, "orders", ev.ID, "again"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the second replay to be delivered", func() bool {
+		return fulfillment.perEvent()[ev.ID] == 3 && notifications.perEvent()[ev.ID] == 3
+	})
+	eventually(t, "the second replay to be published", func() bool { return readEvent(t, client, ev.ID).PublishedAt.Valid })
+	if row := readEvent(t, client, ev.ID); row.ReplayGeneration != 2 || row.ReplayReason.StringVal != "again" {
+		t.Errorf("after a second replay: ReplayGeneration %d, ReplayReason %v; want 2, the new reason", row.ReplayGeneration, row.ReplayReason)
 	}
 
 	// Operator errors.
@@ -515,15 +527,18 @@ func TestBackoffQuarantineAndReplay(t *testing.T) {
 		t.Errorf("pending = %d, want 0 (quarantined rows are not pending)", st.Pending)
 	}
 	row := readEvent(t, client, noQueue.ID)
-	if row.Attempts != 3 || !row.QuarantinedAt.Valid || !row.PendingShard.Valid || !strings.Contains(row.LastError.StringVal, "NotFound") {
-		t.Errorf("missing queue: Attempts %d, QuarantinedAt %v, PendingShard %v, LastError %q; want 3 attempts, quarantined, still pending",
+	if row.Attempts != 3 || !row.QuarantinedAt.Valid || !row.PendingShard.Valid || !strings.HasPrefix(row.LastError.StringVal, "enqueue ") ||
+		!strings.Contains(row.LastError.StringVal, "NotFound") {
+		t.Errorf("missing queue: Attempts %d, QuarantinedAt %v, PendingShard %v, LastError %q; want 3 attempts, quarantined, still pending, the error",
 			row.Attempts, row.QuarantinedAt, row.PendingShard, row.LastError.StringVal)
 	}
+	quarantinedAt(t, row)
 	row = readEvent(t, client, badURL.ID)
 	if row.Attempts != 1 || !row.QuarantinedAt.Valid || !strings.Contains(row.LastError.StringVal, "InvalidArgument") {
 		t.Errorf("bad URL: Attempts %d, QuarantinedAt %v, LastError %q; want quarantined at the first (permanent) error",
 			row.Attempts, row.QuarantinedAt, row.LastError.StringVal)
 	}
+	quarantinedAt(t, row)
 	if !readEvent(t, client, fine.ID).PublishedAt.Valid {
 		t.Errorf("an event behind the failing ones was not published")
 	}
@@ -542,8 +557,11 @@ func TestBackoffQuarantineAndReplay(t *testing.T) {
 	}
 	eventually(t, "the replayed event to be delivered", func() bool { return gateway.perEvent()[noQueue.ID] == 1 })
 	eventually(t, "the replayed event to be published", func() bool { return readEvent(t, client, noQueue.ID).PublishedAt.Valid })
-	if row := readEvent(t, client, noQueue.ID); row.LastError.StringVal != "replay: queue created" || row.Attempts != 0 || row.QuarantinedAt.Valid {
-		t.Errorf("after replay: LastError %q, Attempts %d, QuarantinedAt %v", row.LastError.StringVal, row.Attempts, row.QuarantinedAt)
+	// A quarantined event was never published: it keeps its generation (its names are free).
+	if row := readEvent(t, client, noQueue.ID); row.LastError.Valid || row.Attempts != 0 || row.QuarantinedAt.Valid ||
+		row.ReplayGeneration != 0 || row.ReplayReason.StringVal != "queue created" {
+		t.Errorf("after replay: LastError %v, Attempts %d, QuarantinedAt %v, ReplayGeneration %d, ReplayReason %v; want NULL, 0, NULL, 0, the reason",
+			row.LastError, row.Attempts, row.QuarantinedAt, row.ReplayGeneration, row.ReplayReason)
 	}
 
 	// Fix the route (configuration), restart, replay.
@@ -558,6 +576,18 @@ func TestBackoffQuarantineAndReplay(t *testing.T) {
 		st := status1(t, r2)
 		return st.Pending == 0 && st.Quarantined == 0
 	})
+	if row := readEvent(t, client, badURL.ID); row.ReplayGeneration != 0 || row.ReplayReason.StringVal != "route fixed" || row.LastError.Valid {
+		t.Errorf("fixed event: ReplayGeneration %d, ReplayReason %v, LastError %v; want 0, the reason, NULL", row.ReplayGeneration, row.ReplayReason, row.LastError)
+	}
+}
+
+// quarantinedAt fails unless row's QuarantinedAt is a commit timestamp of the relay: after the
+// row's own commit (CreatedAt), not ahead of the clock.
+func quarantinedAt(t *testing.T, row *outboxdb.OutboxEvent) {
+	t.Helper()
+	if q := row.QuarantinedAt; !q.Valid || q.Time.Before(row.CreatedAt) || q.Time.After(time.Now()) {
+		t.Errorf("event %s: QuarantinedAt %v, want a commit timestamp after CreatedAt %v", row.EventId, q, row.CreatedAt)
+	}
 }
 
 func TestRefusesLongRedeliveryWindow(t *testing.T) {

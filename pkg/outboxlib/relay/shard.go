@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -25,17 +24,18 @@ import (
 
 // pendingRow is an unpublished outbox row as the relay reads it.
 type pendingRow struct {
-	event     outboxlib.Event
-	createdAt time.Time
-	attempts  int64
-	lastError string
+	event      outboxlib.Event
+	createdAt  time.Time
+	attempts   int64
+	generation int64 // ReplayGeneration: hashed into the task names
+	replayed   bool  // an operator replayed the row (ReplayReason is set)
 }
 
 // pendingSQL reads the due rows of one shard through the sparse index, oldest first. Rows backing
 // off (NextAttemptAt in the future) and quarantined rows are skipped in the query, so a head of
 // failing rows can never hide the rows behind it from a bounded batch.
 const pendingSQL = `SELECT EventId, AggregateType, AggregateId, AggregateVersion, EventType, SchemaVersion,
-  Payload, TraceParent, OccurredAt, CreatedAt, Attempts, LastError
+  Payload, TraceParent, OccurredAt, CreatedAt, Attempts, ReplayGeneration, ReplayReason IS NOT NULL AS Replayed
 FROM OutboxEvents@{FORCE_INDEX=OutboxPending}
 WHERE PendingShard = @shard AND QuarantinedAt IS NULL AND (NextAttemptAt IS NULL OR NextAttemptAt <= @now)
 ORDER BY CreatedAt
@@ -155,13 +155,13 @@ func (s *source) readPending(ctx context.Context, shard int64, limit int) ([]*pe
 		var (
 			p                   pendingRow
 			payload             spanner.GenericColumnValue
-			trace, lastError    spanner.NullString
+			trace               spanner.NullString
 			aggVersion, schemaV int64
 			id, aggType, aggID  string
 			typ                 string
 			occurred, createdAt time.Time
 		)
-		if err := r.Columns(&id, &aggType, &aggID, &aggVersion, &typ, &schemaV, &payload, &trace, &occurred, &createdAt, &p.attempts, &lastError); err != nil {
+		if err := r.Columns(&id, &aggType, &aggID, &aggVersion, &typ, &schemaV, &payload, &trace, &occurred, &createdAt, &p.attempts, &p.generation, &p.replayed); err != nil {
 			return err
 		}
 		// The payload's exact text: decoding JSON into a Go value would turn large integers into
@@ -171,7 +171,7 @@ func (s *source) readPending(ctx context.Context, shard int64, limit int) ([]*pe
 			AggregateVersion: aggVersion, SchemaVersion: schemaV, OccurredAt: occurred,
 			TraceParent: trace.StringVal, Payload: []byte(payload.Value.GetStringValue()),
 		}
-		p.createdAt, p.lastError = createdAt, lastError.StringVal
+		p.createdAt = createdAt
 		rows = append(rows, &p)
 		return nil
 	})
@@ -191,12 +191,11 @@ func (s *source) enqueue(ctx context.Context, rows []*pendingRow) []*outcome {
 	for i, row := range rows {
 		o := &outcome{row: row}
 		outs[i] = o
-		gen := replayGeneration(row.lastError)
 		for _, sub := range cfg.Routes[row.event.Type] {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				err := s.createTask(ctx, row, sub, gen)
+				err := s.createTask(ctx, row, sub)
 				mu.Lock()
 				defer mu.Unlock()
 				if err == nil {
@@ -220,7 +219,7 @@ func (s *source) enqueue(ctx context.Context, rows []*pendingRow) []*outcome {
 	wg.Wait()
 	for _, o := range outs {
 		// A replayed row's CreatedAt is its original commit: its lag would say nothing about the relay.
-		if o.err == nil && !strings.HasPrefix(o.row.lastError, "replay") {
+		if o.err == nil && !o.row.replayed {
 			s.r.metrics.publishLag.WithLabelValues(s.src.Name).Observe(time.Since(o.row.createdAt).Seconds())
 		}
 		if o.down {
@@ -231,12 +230,12 @@ func (s *source) enqueue(ctx context.Context, rows []*pendingRow) []*outcome {
 }
 
 // createTask creates the task of (row, sub); ALREADY_EXISTS (an earlier run created it) is success.
-func (s *source) createTask(ctx context.Context, row *pendingRow, sub Subscriber, gen int64) error {
+func (s *source) createTask(ctx context.Context, row *pendingRow, sub Subscriber) error {
 	cfg := s.r.cfg
 	req := &cloudtaskspb.CreateTaskRequest{
 		Parent: sub.Queue,
 		Task: &cloudtaskspb.Task{
-			Name: TaskName(sub.Queue, row.event.ID, sub.Name, gen),
+			Name: TaskName(sub.Queue, row.event.ID, sub.Name, row.generation),
 			MessageType: &cloudtaskspb.Task_HttpRequest{HttpRequest: &cloudtaskspb.HttpRequest{
 				Url:        sub.URL,
 				HttpMethod: cloudtaskspb.HttpMethod_POST,
@@ -262,8 +261,9 @@ func (s *source) createTask(ctx context.Context, row *pendingRow, sub Subscriber
 }
 
 // TaskName is the name of the task of (event, subscriber) in queue: a hash of both, so a retry of
-// the relay is ALREADY_EXISTS. A replay of a published event has generation g > 0, which is hashed
-// too: the names of generation 0 stay taken for Cloud Tasks' name-reuse window.
+// the relay is ALREADY_EXISTS. A replay of a published event moves the row to the next replay
+// generation (OutboxEvents.ReplayGeneration), and a generation g > 0 is hashed too: the names of
+// the earlier generations stay taken for Cloud Tasks' name-reuse window.
 func TaskName(queue, eventID, subscriber string, generation int64) string {
 	key := eventID + "\x00" + subscriber
 	if generation > 0 {
@@ -271,32 +271,6 @@ func TaskName(queue, eventID, subscriber string, generation int64) string {
 	}
 	sum := sha256.Sum256([]byte(key))
 	return queue + "/tasks/" + hex.EncodeToString(sum[:])
-}
-
-// replayPrefix starts the LastError of an event replayed after publication: "replay #g: ...".
-const replayPrefix = "replay #"
-
-// replayGeneration reads the replay generation from a row's LastError (0 when never replayed
-// after publication).
-func replayGeneration(lastError string) int64 {
-	rest, ok := strings.CutPrefix(lastError, replayPrefix)
-	if !ok {
-		return 0
-	}
-	n, _, _ := strings.Cut(rest, ":")
-	g, err := strconv.ParseInt(n, 10, 64)
-	if err != nil || g < 0 {
-		return 0
-	}
-	return g
-}
-
-// withGeneration prefixes msg with the replay generation g, if any, so it survives in LastError.
-func withGeneration(g int64, msg string) string {
-	if g == 0 {
-		return msg
-	}
-	return replayPrefix + strconv.FormatInt(g, 10) + ": " + msg
 }
 
 // mark writes the results of a batch in one transaction, if this instance still holds the shard:
@@ -309,11 +283,10 @@ func (s *source) mark(ctx context.Context, shard, epoch int64, done, failed []*o
 	for _, o := range append(append([]*outcome(nil), done...), failed...) {
 		keys = spanner.KeySets(keys, outboxdb.OutboxEventKey(o.row.event.ID))
 	}
-	cols := []string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColQuarantinedAt, outboxdb.OutboxEventColAttempts, outboxdb.OutboxEventColLastError}
+	cols := []string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColQuarantinedAt, outboxdb.OutboxEventColAttempts}
 	type state struct {
 		pending, quarantined bool
 		attempts             int64
-		lastError            string
 	}
 	var quarantined []*outcome
 	_, err := s.src.Client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
@@ -330,12 +303,11 @@ func (s *source) mark(ctx context.Context, shard, epoch int64, done, failed []*o
 				shard       spanner.NullInt64
 				quarantined spanner.NullTime
 				st          state
-				lastError   spanner.NullString
 			)
-			if err := r.Columns(&id, &shard, &quarantined, &st.attempts, &lastError); err != nil {
+			if err := r.Columns(&id, &shard, &quarantined, &st.attempts); err != nil {
 				return err
 			}
-			st.pending, st.quarantined, st.lastError = shard.Valid, quarantined.Valid, lastError.StringVal
+			st.pending, st.quarantined = shard.Valid, quarantined.Valid
 			cur[id] = st
 			return nil
 		})
@@ -359,13 +331,11 @@ func (s *source) mark(ctx context.Context, shard, epoch int64, done, failed []*o
 				continue
 			}
 			attempts := st.attempts + 1
-			msg := withGeneration(replayGeneration(st.lastError), o.err.Error())
 			cols := []string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColAttempts, outboxdb.OutboxEventColLastError}
-			vals := []any{o.row.event.ID, attempts, msg}
+			vals := []any{o.row.event.ID, attempts, o.err.Error()}
 			if o.permanent || attempts >= cfg.MaxAttempts {
-				// QuarantinedAt has no allow_commit_timestamp; the relay's clock is precise enough.
 				cols = append(cols, outboxdb.OutboxEventColQuarantinedAt)
-				vals = append(vals, now)
+				vals = append(vals, dao.NullCommitTimestamp)
 				quarantined = append(quarantined, o)
 			} else {
 				cols = append(cols, outboxdb.OutboxEventColNextAttemptAt)
