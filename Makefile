@@ -1,5 +1,5 @@
 # Spanmart developer commands. Everything needs only Go (see README.md).
-.PHONY: dev test generate build clean
+.PHONY: dev test generate build clean demo bench-relay
 
 # dev: run the whole system locally (emulators, schema, seed data, five services); Ctrl-C stops it.
 dev:
@@ -20,3 +20,11 @@ build:
 # clean: remove the dev stack state (.state/: databases, queues, tasks, logs, binaries).
 clean:
 	go run ./emulator/devstack -clean
+
+# demo: the order → stock flow with a relay crash mid-batch, on a stack of its own; prints the state.
+demo:
+	go run ./e2e/cmd/demo
+
+# bench-relay: orders at fixed rates through the real stack; prints relay throughput and latency.
+bench-relay:
+	go run ./e2e/cmd/bench
