@@ -168,7 +168,7 @@ func ReadOutboxPendingKeys(ctx context.Context, r dao.Reader, keys spanner.KeySe
 }
 
 // OutboxEventAppend is an unpublished outbox row: the relay picks it up through index OutboxPending.
-// Its Insert writes CreatedAt = the commit timestamp, PublishedAt = NULL, Attempts = 0, NextAttemptAt = NULL, LastError = NULL, QuarantinedAt = NULL.
+// Its Insert writes CreatedAt = the commit timestamp, PublishedAt = NULL, Attempts = 0, NextAttemptAt = NULL, LastError = NULL, QuarantinedAt = NULL, ReplayGeneration = 0, ReplayReason = NULL.
 type OutboxEventAppend struct {
 	EventId          string
 	AggregateType    string
@@ -180,11 +180,9 @@ type OutboxEventAppend struct {
 	TraceParent      spanner.NullString
 	OccurredAt       time.Time
 	PendingShard     int64
-	ReplayGeneration int64
-	ReplayReason     spanner.NullString
 }
 
 // Insert returns the mutation inserting the row.
 func (a *OutboxEventAppend) Insert() *spanner.Mutation {
-	return spanner.Insert(OutboxEventsTable, outboxEventWriteColumns, []any{a.EventId, a.AggregateType, a.AggregateId, a.AggregateVersion, a.EventType, a.SchemaVersion, a.Payload, a.TraceParent, a.OccurredAt, spanner.CommitTimestamp, a.PendingShard, spanner.NullTime{}, int64(0), spanner.NullTime{}, spanner.NullString{}, spanner.NullTime{}, a.ReplayGeneration, a.ReplayReason})
+	return spanner.Insert(OutboxEventsTable, outboxEventWriteColumns, []any{a.EventId, a.AggregateType, a.AggregateId, a.AggregateVersion, a.EventType, a.SchemaVersion, a.Payload, a.TraceParent, a.OccurredAt, spanner.CommitTimestamp, a.PendingShard, spanner.NullTime{}, int64(0), spanner.NullTime{}, spanner.NullString{}, spanner.NullTime{}, int64(0), spanner.NullString{}})
 }

@@ -40,6 +40,7 @@ var appendRoles = []appendRole{{
 	Fixed: map[string]fixedKind{
 		"CreatedAt": fixCommitTimestamp, "PublishedAt": fixNull, "Attempts": fixZero,
 		"NextAttemptAt": fixNull, "LastError": fixNull, "QuarantinedAt": fixNull,
+		"ReplayGeneration": fixZero, "ReplayReason": fixNull,
 	},
 	Required: []string{"PendingShard"},
 	Doc:      "an unpublished outbox row: the relay picks it up through index OutboxPending",

@@ -1,5 +1,7 @@
 -- A later migration: columns added, dropped and altered, indexes and a table dropped.
 ALTER TABLE OutboxEvents ADD COLUMN TraceParent STRING(64);
+ALTER TABLE OutboxEvents ADD COLUMN ReplayGeneration INT64 NOT NULL DEFAULT (0);
+ALTER TABLE OutboxEvents ADD COLUMN ReplayReason STRING(MAX);
 DROP INDEX WidgetsByLegacy;
 ALTER TABLE Widgets DROP COLUMN Legacy;
 ALTER TABLE Widgets ADD COLUMN Color STRING(16);
