@@ -15,8 +15,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -36,6 +34,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/spanmart/spanmart/e2e/harness"
+	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 	"github.com/spanmart/spanmart/pkg/faults"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 )
@@ -256,7 +255,7 @@ func (d *demo) relayCrash(ctx context.Context) error {
 		return err
 	}
 	queue := harness.QueueName("fulfillment-inbox")
-	name := taskName(queue, ev.ID, "fulfillment")
+	name := relay.TaskName(queue, ev.ID, "fulfillment", 0) // the relay's own name for it: no replay yet
 	_, err = tc.CreateTask(ctx, &cloudtaskspb.CreateTaskRequest{Parent: queue, Task: &cloudtaskspb.Task{
 		Name: name,
 		MessageType: &cloudtaskspb.Task_HttpRequest{HttpRequest: &cloudtaskspb.HttpRequest{
@@ -596,12 +595,4 @@ func (d *demo) check(ctx context.Context) error {
 		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
-}
-
-// taskName is the relay's name for the task of (event, subscriber) before any replay
-// (pkg/outboxlib/relay.TaskName with generation 0), computed here so that the demo depends only on
-// the relay's contract.
-func taskName(queue, eventID, subscriber string) string {
-	sum := sha256.Sum256([]byte(eventID + "\x00" + subscriber))
-	return queue + "/tasks/" + hex.EncodeToString(sum[:])
 }
