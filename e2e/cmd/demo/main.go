@@ -34,9 +34,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/spanmart/spanmart/e2e/harness"
-	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 	"github.com/spanmart/spanmart/pkg/faults"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 )
 
 func main() {
