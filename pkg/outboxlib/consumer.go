@@ -107,7 +107,7 @@ type ConsumerConfig struct {
 	Client   *spanner.Client // the consumer's own database
 	Verifier *Verifier       // required
 	// MaxAttempts: the delivery with this attempt number (counting from 1) is dead-lettered if it
-	// fails; default 10. Keep it below the subscriber queue's max_attempts, or the queue gives up
+	// fails; default DefaultMaxAttempts. Keep it below the subscriber queue's max_attempts, or the queue gives up
 	// first and the event is only in the logs.
 	MaxAttempts     int
 	EarlyRetryAfter time.Duration         // Retry-After sent with 409; default 1s
@@ -158,7 +158,7 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		return nil, fmt.Errorf("outboxlib: consumer: %s", strings.Join(problems, "; "))
 	}
 	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = 10
+		cfg.MaxAttempts = DefaultMaxAttempts
 	}
 	if cfg.EarlyRetryAfter == 0 {
 		cfg.EarlyRetryAfter = time.Second

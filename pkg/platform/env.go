@@ -1,7 +1,9 @@
 package platform
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -171,4 +173,31 @@ func (e *ConfigError) Error() string {
 	}
 	parts = append(parts, e.Invalid...)
 	return strings.Join(parts, "; ")
+}
+
+// URL reads an absolute http(s) URL; def is used when the variable is unset ("" = optional).
+func (e *Env) URL(name, def string) string {
+	v := e.String(name, def)
+	if v == "" {
+		return ""
+	}
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		e.Invalid(name, v, errors.New("want an absolute http(s) URL"))
+	}
+	return v
+}
+
+// List reads a comma-separated list, dropping empty items; a required list that is set but holds
+// no item is reported missing.
+func (e *Env) List(name string, required bool) []string {
+	var out []string
+	for _, item := range strings.Split(e.Lookup(name), ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	if required && len(out) == 0 {
+		e.Missing(name)
+	}
+	return out
 }

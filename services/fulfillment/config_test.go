@@ -30,10 +30,10 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.OIDCIssuer != "https://accounts.google.com" || cfg.OIDCAudience != "https://fulfillment.example" {
+	if cfg.Events.Issuer != "https://accounts.google.com" || cfg.Events.Audience != "https://fulfillment.example" {
 		t.Errorf("config = %+v", cfg)
 	}
-	if diff := cmp.Diff([]string{"relay@p.iam.gserviceaccount.com", "ops@p.iam.gserviceaccount.com"}, cfg.OIDCAllowedEmails); diff != "" {
+	if diff := cmp.Diff([]string{"relay@p.iam.gserviceaccount.com", "ops@p.iam.gserviceaccount.com"}, cfg.Events.AllowedEmails); diff != "" {
 		t.Errorf("allowed e-mails (-want +got):\n%s", diff)
 	}
 }

@@ -59,6 +59,7 @@ func startFulfillment(t *testing.T) *fulfillment {
 		"OIDC_ISSUER":         idp.URL,
 		"OIDC_AUDIENCE":       testAudience,
 		"OIDC_ALLOWED_EMAILS": relayEmail,
+		"EVENTS_MAX_ATTEMPTS": "10",
 	}))
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/events"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/httpapi"
@@ -32,15 +31,7 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	srv.AddCheck(platform.SpannerCheck("spanner", client))
 	httpapi.Register(srv.Echo, store.Reads{Client: client})
 
-	verifier, err := outboxlib.NewVerifier(outboxlib.VerifierConfig{
-		Issuer: cfg.OIDCIssuer, Audiences: []string{cfg.OIDCAudience}, AllowedEmails: cfg.OIDCAllowedEmails,
-	})
-	if err != nil {
-		return err
-	}
-	consumer, err := outboxlib.NewConsumer(outboxlib.ConsumerConfig{
-		Name: consumerName, Client: client, Verifier: verifier, Registerer: srv.Registry,
-	})
+	consumer, err := cfg.Events.NewConsumer(consumerName, client, srv.Registry)
 	if err != nil {
 		return err
 	}

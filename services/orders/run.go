@@ -5,7 +5,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/services/orders/internal/app"
 	"github.com/spanmart/spanmart/services/orders/internal/events"
@@ -33,15 +32,7 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	}
 	httpapi.Register(srv.Echo, app.New(store.New(client), nudger))
 
-	verifier, err := outboxlib.NewVerifier(outboxlib.VerifierConfig{
-		Issuer: cfg.OIDCIssuer, Audiences: []string{cfg.OIDCAudience}, AllowedEmails: cfg.OIDCAllowedEmails,
-	})
-	if err != nil {
-		return err
-	}
-	consumer, err := outboxlib.NewConsumer(outboxlib.ConsumerConfig{
-		Name: events.ConsumerName, Client: client, Verifier: verifier, Registerer: srv.Registry,
-	})
+	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,49 @@
+package outboxlib
+
+import (
+	"fmt"
+
+	"cloud.google.com/go/spanner"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spanmart/spanmart/pkg/platform"
+)
+
+// DefaultMaxAttempts is how many deliveries of a failing event a consumer makes before it parks the
+// event in DeadLetters. With the subscriber queues' back-off (100 ms doubling to 60 s) twenty
+// attempts span about 12 minutes: long enough to ride out a short outage of the consumer's
+// database, short enough that a poison event does not block its aggregate for long.
+const DefaultMaxAttempts = 20
+
+// ConsumerEnv is what a service that consumes events reads from its environment:
+//
+//	OIDC_ISSUER          issuer of the deliveries' ID tokens; default https://accounts.google.com
+//	                     (locally the Cloud Tasks emulator's issuer URL)
+//	OIDC_AUDIENCE        required; the audience the tokens must carry (the service's own URL)
+//	OIDC_ALLOWED_EMAILS  required; comma-separated accounts allowed to deliver events (the relay's)
+//	EVENTS_MAX_ATTEMPTS  deliveries of a failing event before it is dead-lettered; default 20
+type ConsumerEnv struct {
+	Issuer        string
+	Audience      string
+	AllowedEmails []string
+	MaxAttempts   int
+}
+
+// LoadConsumerEnv reads the variables; problems go to env.Err().
+func LoadConsumerEnv(env *platform.Env) ConsumerEnv {
+	return ConsumerEnv{
+		Issuer:        env.URL("OIDC_ISSUER", GoogleIssuer),
+		Audience:      env.Required("OIDC_AUDIENCE"),
+		AllowedEmails: env.List("OIDC_ALLOWED_EMAILS", true),
+		MaxAttempts:   env.Int("EVENTS_MAX_ATTEMPTS", DefaultMaxAttempts, 1, 1000),
+	}
+}
+
+// NewConsumer returns the consumer called name (its ProcessedEvents.Consumer) configured by ce.
+func (ce ConsumerEnv) NewConsumer(name string, client *spanner.Client, reg prometheus.Registerer) (*Consumer, error) {
+	verifier, err := NewVerifier(VerifierConfig{Issuer: ce.Issuer, Audiences: []string{ce.Audience}, AllowedEmails: ce.AllowedEmails})
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", name, err)
+	}
+	return NewConsumer(ConsumerConfig{Name: name, Client: client, Verifier: verifier, MaxAttempts: ce.MaxAttempts, Registerer: reg})
+}
