@@ -99,6 +99,13 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// ReadyTimeout bounds each wait for a process's /readyz (default 60 s).
 	ReadyTimeout time.Duration
+	// MaxDispatchRate lifts the Tasks emulator's cap on a queue's max_dispatches_per_second
+	// (tasksemu.Options.MaxDispatchRate; default production's 500/s), for load tests.
+	MaxDispatchRate float64
+	// TasksInMemory runs the Tasks emulator without a data dir: no snapshot write per mutating
+	// RPC (whose cost grows with the queues' depth), for load tests; StopTasks then loses the
+	// queues and tasks.
+	TasksInMemory bool
 }
 
 // DefaultSeed is product A1 with 5 in stock, as in the dev stack's seed.
@@ -309,8 +316,13 @@ func (s *Stack) StartTasks(ctx context.Context) error {
 	// The ports were just released by StopTasks (or never used); a port in TIME_WAIT is still
 	// bindable, but give a lingering listener a moment.
 	for i := 0; i < 50; i++ {
+		dataDir := filepath.Join(s.state, "tasks")
+		if s.opts.TasksInMemory {
+			dataDir = ""
+		}
 		s.tasks, err = tasksemu.Start(ctx, tasksemu.Options{
-			Port: s.tasksPort, HTTPPort: s.tasksHTTP, DataDir: filepath.Join(s.state, "tasks"),
+			Port: s.tasksPort, HTTPPort: s.tasksHTTP, DataDir: dataDir,
+			MaxDispatchRate: s.opts.MaxDispatchRate,
 		})
 		if err == nil {
 			return nil
