@@ -67,6 +67,7 @@ type options struct {
 	settle   time.Duration
 	keep     bool
 	persist  bool
+	noNudge  bool
 	verbose  bool
 	qrate    float64
 	qconc    int32
@@ -86,6 +87,7 @@ func main() {
 	flag.Float64Var(&o.qrate, "queue-rate", 1000, "max_dispatches_per_second of every queue (the emulator's 500/s cap is lifted)")
 	qconc := flag.Int("queue-concurrency", 500, "max_concurrent_dispatches of every queue")
 	flag.BoolVar(&o.persist, "tasks-persist", false, "run the Tasks emulator with its data dir (a snapshot write per CreateTask, slower as queues deepen); default in memory")
+	flag.BoolVar(&o.noNudge, "no-nudge", false, "orders does not nudge the relay after a commit (RELAY_URL unset): delivery waits for the relay's poll")
 	flag.BoolVar(&o.keep, "keep", false, "keep the state directory (process logs)")
 	flag.BoolVar(&o.verbose, "v", false, "print the harness's progress lines")
 	flag.Parse()
@@ -136,6 +138,9 @@ func run(ctx context.Context, o options) (err error) {
 			q.RateLimits.MaxDispatchesPerSecond = o.qrate
 			q.RateLimits.MaxConcurrentDispatches = o.qconc
 		},
+	}
+	if o.noNudge {
+		opts.Env = map[string][]string{"orders": {"RELAY_URL="}}
 	}
 	if o.verbose {
 		opts.Logf = logf
@@ -454,7 +459,8 @@ func (b *bench) latencies(ctx context.Context, w *window, ids []string) error {
 
 func (b *bench) report(ws []*window) {
 	fmt.Printf("\nOrders placed open-loop for %s per rate through POST /v1/orders (1 line, 1 of %d SKUs), %d relay instance(s), "+
-		"queues %v dispatches/s and %d concurrent.\n\n", b.o.duration, b.o.skus, b.o.relays, b.o.qrate, b.o.qconc)
+		"queues %v dispatches/s and %d concurrent, Tasks emulator persisted: %v, relay nudged by orders: %v.\n\n",
+		b.o.duration, b.o.skus, b.o.relays, b.o.qrate, b.o.qconc, b.o.persist, !b.o.noNudge)
 	fmt.Println("| orders/s (target) | placed | HTTP errors | POST p50 / p99 | events relayed/s per relay (orders outbox / all outboxes) | orders outbox after window | commit → applied at fulfillment p50 / p95 / p99 (n) | order → AWAITING_PAYMENT p50 / p99 |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, w := range ws {
