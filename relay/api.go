@@ -3,11 +3,14 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 	"github.com/spanmart/spanmart/pkg/platform"
 )
@@ -15,13 +18,24 @@ import (
 // registerAPI adds the relay's own endpoints. They are internal (Cloud Run IAM: the services may
 // nudge, operators may read the status and replay); none of them takes a secret.
 //
-//	POST /nudge                                       204: wake the shard loops (services call it after a commit)
+//	POST /nudge[?source=S&shard=N]                    204: wake the shard loops (services call it after a
+//	                                                  commit, naming their source and the event's shard)
 //	GET  /v1/outbox                                   200: Status of every source
 //	POST /v1/outbox/{source}/events/{id}/replay       202: re-queue an event, body {"reason": "..."}
 func registerAPI(srv *platform.Server, core *relay.Relay) {
 	e := srv.Echo
 	e.POST("/nudge", func(c echo.Context) error {
-		core.Nudge()
+		source, shardParam := c.QueryParam("source"), c.QueryParam("shard")
+		if source == "" && shardParam == "" {
+			core.Nudge()
+			return c.NoContent(http.StatusNoContent)
+		}
+		shard, err := strconv.ParseInt(shardParam, 10, 64)
+		if err != nil || source == "" || !core.NudgeShard(source, shard) {
+			return platform.NewProblem(http.StatusBadRequest, fmt.Sprintf(
+				"nudge needs both source (a configured source) and shard (0 to %d), or neither; got source %q, shard %q",
+				outboxlib.Shards-1, source, shardParam))
+		}
 		return c.NoContent(http.StatusNoContent)
 	})
 	e.GET("/v1/outbox", func(c echo.Context) error {

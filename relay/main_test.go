@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -316,8 +317,16 @@ func TestRun(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	for _, bad := range []string{"?source=orders", "?shard=1", "?source=inventory&shard=1", "?source=orders&shard=16", "?source=orders&shard=x"} {
+		if code, body := post(t, url+"/nudge"+bad, ""); code != http.StatusBadRequest {
+			t.Errorf("POST /nudge%s = %d %v, want 400", bad, code, body)
+		}
+	}
 	if code, _ := post(t, url+"/nudge", ""); code != http.StatusNoContent {
 		t.Errorf("POST /nudge = %d, want 204", code)
+	}
+	if code, _ := post(t, fmt.Sprintf("%s/nudge?source=orders&shard=%d", url, outboxlib.ShardOf(ev.AggregateID)), ""); code != http.StatusNoContent {
+		t.Errorf("POST /nudge?source=orders&shard=... = %d, want 204", code)
 	}
 	platformtest.Eventually(t, "order.created to reach fulfillment", func() bool { return cons.count("/fulfillment/events", ev.ID) == 1 })
 

@@ -42,10 +42,17 @@ type source struct {
 
 	mu   sync.Mutex
 	held map[int64]lease
+
+	// wake holds one buffered channel per shard: NudgeShard wakes that shard's loop alone.
+	wake [outboxlib.Shards]chan struct{}
 }
 
 func newSource(r *Relay, s Source) *source {
-	return &source{r: r, src: s, log: r.log.With(zap.String("source", s.Name)), held: map[int64]lease{}}
+	src := &source{r: r, src: s, log: r.log.With(zap.String("source", s.Name)), held: map[int64]lease{}}
+	for i := range src.wake {
+		src.wake[i] = make(chan struct{}, 1)
+	}
+	return src
 }
 
 // holds returns the epoch of shard when this instance holds it with some time to spare.

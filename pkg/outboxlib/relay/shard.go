@@ -43,7 +43,7 @@ LIMIT @limit`
 
 // shardLoop works shard while this instance holds it: scan, enqueue, mark; at once again after a
 // full batch, after PollInterval after a partial one, and with a back-off doubling to MaxIdle
-// while idle. Nudge resets the back-off.
+// while idle. Nudge and NudgeShard reset the back-off.
 func (s *source) shardLoop(ctx context.Context, shard int64) {
 	cfg := s.r.cfg
 	idle := cfg.PollInterval
@@ -82,6 +82,8 @@ func (s *source) shardLoop(ctx context.Context, shard int64) {
 			t.Stop()
 			return
 		case <-nudge:
+			idle = cfg.PollInterval
+		case <-s.wake[shard]:
 			idle = cfg.PollInterval
 		case <-t.C:
 		}

@@ -1,18 +1,24 @@
-// Package nudge tells the outbox relay that new rows are waiting (POST {RELAY_URL}/nudge), so an
+// Package nudge tells the outbox relay that new rows are waiting (POST {RELAY_URL}/nudge naming the
+// source and the shard of the order's events, so the relay wakes that one shard loop), so an
 // order's events go out without waiting for the relay's next poll. It is best effort: the relay
 // polls anyway, so a failed nudge only delays publication and is logged, never returned.
 package nudge
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
 )
+
+// Source is the relay's name for the orders database (relay/routes.yaml).
+const Source = "orders"
 
 // Timeout bounds a nudge: it runs on the request path after the commit.
 const Timeout = 500 * time.Millisecond
@@ -31,14 +37,16 @@ func New(baseURL string) *Relay {
 	return &Relay{url: strings.TrimSuffix(baseURL, "/") + "/nudge", client: &http.Client{Timeout: Timeout}}
 }
 
-// Nudge posts to the relay, synchronously, with at most Timeout. A nil Relay does nothing.
-func (r *Relay) Nudge(ctx context.Context) {
+// Nudge tells the relay that events of the order aggregateID were committed, synchronously, with at
+// most Timeout. A nil Relay does nothing.
+func (r *Relay) Nudge(ctx context.Context, aggregateID string) {
 	if r == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, nil)
+	url := fmt.Sprintf("%s?source=%s&shard=%d", r.url, Source, outboxlib.ShardOf(aggregateID))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		platform.Logger(ctx).Warn("relay nudge", zap.Error(err))
 		return
