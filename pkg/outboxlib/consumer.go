@@ -304,48 +304,25 @@ type handlerError struct{ err error }
 func (e *handlerError) Error() string { return e.err.Error() }
 func (e *handlerError) Unwrap() error { return e.err }
 
-// errDuplicate ends a transaction function whose inbox insert found the event already processed:
-// returning it rolls back whatever the handler buffered.
-var errDuplicate = errors.New("event already processed")
-
 // apply runs h for d in one read-write transaction with the inbox and version bookkeeping.
-//
-// The inbox row is written last, just before the commit. Every other write (the handler's, the
-// outbox's, the version's) is buffered until then, so a duplicate still has no effect: its INSERT OR
-// IGNORE inserts nothing and the transaction function returns errDuplicate, which discards the
-// buffered writes. Writing it last keeps the part of the transaction that holds write locks as short
-// as it can be (with the emulator, which serialises DML transactions per database, this is what
-// sets a consumer's throughput). A duplicate of an applied event is usually caught before the
-// handler runs anyway: its version is at or below ConsumerVersions.
 func (c *Consumer) apply(ctx context.Context, h HandlerFunc, d Delivery) (outcome string, commitTS time.Time, err error) {
 	commitTS, err = c.cfg.Client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
-		var herr error
-		outcome, herr = c.applyRecorded(ctx, txn, h, d)
-		if herr != nil {
-			// A delivery of an event already processed (say, dead-lettered) is a duplicate, whatever
-			// its handler would say now.
-			if _, err := outboxdb.ReadProcessedEvent(ctx, txn, d.ID, c.cfg.Name); err == nil {
-				return errDuplicate
-			}
-			return herr
-		}
 		n, err := txn.Update(ctx, outboxdb.InsertOrIgnoreProcessedEvent(d.ID, c.cfg.Name))
 		if err != nil {
 			return fmt.Errorf("record event %s: %w", d.ID, err)
 		}
 		if n == 0 {
-			return errDuplicate
+			outcome = OutcomeDuplicate
+			return nil
 		}
-		return nil
+		outcome, err = c.applyRecorded(ctx, txn, h, d)
+		return err
 	})
-	if errors.Is(err, errDuplicate) {
-		return OutcomeDuplicate, time.Time{}, nil
-	}
 	return outcome, commitTS, err
 }
 
-// applyRecorded is the part of apply before the inbox row: the version check, the handler and the
-// new version.
+// applyRecorded is apply after the ProcessedEvents row is in place: the version check, the handler
+// and the new version.
 func (c *Consumer) applyRecorded(ctx context.Context, txn *spanner.ReadWriteTransaction, h HandlerFunc, d Delivery) (string, error) {
 	cv, err := outboxdb.ReadConsumerVersion(ctx, txn, d.AggregateID, d.AggregateType, c.cfg.Name)
 	switch {
