@@ -360,20 +360,8 @@ func (s *Stack) setupSpanner(ctx context.Context) error {
 	}
 	defer admin.Close()
 	for _, db := range dbschema.Databases() {
-		if err := migrate.CreateDatabase(ctx, admin, Instance, db.Name); err != nil {
+		if _, _, err := migrate.Up(ctx, admin, Instance, db, func(string, ...any) {}); err != nil {
 			return err
-		}
-		client, err := s.client(ctx, db.Name)
-		if err != nil {
-			return err
-		}
-		migs, err := db.Migrations()
-		if err != nil {
-			return err
-		}
-		r := &migrate.Runner{Admin: admin, Client: client, Database: DatabaseName(db.Name), Logf: func(string, ...any) {}}
-		if _, err := r.Apply(ctx, migs); err != nil {
-			return fmt.Errorf("migrate %s: %w", db.Name, err)
 		}
 	}
 	return s.seed(ctx)

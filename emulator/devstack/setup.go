@@ -8,7 +8,6 @@ import (
 
 	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
-	"cloud.google.com/go/spanner"
 	database "cloud.google.com/go/spanner/admin/database/apiv1"
 	instanceadmin "cloud.google.com/go/spanner/admin/instance/apiv1"
 	"google.golang.org/api/option"
@@ -93,38 +92,24 @@ func (st *stack) setupSpanner(ctx context.Context) error {
 	}
 	defer admin.Close()
 
-	clients := map[string]*spanner.Client{}
-	defer func() {
-		for _, c := range clients {
-			c.Close()
-		}
-	}()
 	for _, db := range dbschema.Databases() {
-		if err := migrate.CreateDatabase(ctx, admin, instance, db.Name); err != nil {
-			return err
-		}
-		name := databaseName(db.Name)
-		client, err := spanner.NewClientWithConfig(ctx, name, spanner.ClientConfig{
-			DisableNativeMetrics: true,
-			// A short-lived admin job needs a handful of sessions, not the default pool of 100.
-			SessionPoolConfig: spanner.SessionPoolConfig{MinOpened: 1},
-		})
-		if err != nil {
-			return fmt.Errorf("spanner client for %s: %w", name, err)
-		}
-		clients[db.Name] = client
-		migs, err := db.Migrations()
+		applied, total, err := migrate.Up(ctx, admin, instance, db, st.con.say)
 		if err != nil {
 			return err
 		}
-		r := &migrate.Runner{Admin: admin, Client: client, Database: name, Logf: st.con.say}
-		applied, err := r.Apply(ctx, migs)
-		if err != nil {
-			return fmt.Errorf("migrate %s: %w", name, err)
-		}
-		st.con.say("database %s: %d migrations, %d applied now", db.Name, len(migs), len(applied))
+		st.con.say("database %s: %d migrations, %d applied now", db.Name, total, len(applied))
 	}
-	return st.seedCatalog(ctx, clients[dbschema.Orders], clients[dbschema.Fulfillment])
+	orders, err := migrate.NewClient(ctx, databaseName(dbschema.Orders))
+	if err != nil {
+		return err
+	}
+	defer orders.Close()
+	fulfillment, err := migrate.NewClient(ctx, databaseName(dbschema.Fulfillment))
+	if err != nil {
+		return err
+	}
+	defer fulfillment.Close()
+	return st.seedCatalog(ctx, orders, fulfillment)
 }
 
 func (st *stack) setupQueues(ctx context.Context) error {

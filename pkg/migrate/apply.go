@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"cloud.google.com/go/spanner"
@@ -224,4 +225,43 @@ func CreateDatabase(ctx context.Context, admin *database.DatabaseAdminClient, in
 		return fmt.Errorf("create database %s/databases/%s: %w", instance, name, err)
 	}
 	return nil
+}
+
+// Up creates the database db under instance unless it exists and applies every migration of it
+// that SchemaMigrations does not record, through a short-lived data client of its own. It returns
+// the migrations it applied and how many the database has. The dev stack, the e2e harness and
+// tools/migrate all bring databases up this way.
+func Up(ctx context.Context, admin *database.DatabaseAdminClient, instance string, db Database, logf func(string, ...any)) (applied []Migration, total int, err error) {
+	migs, err := db.Migrations()
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := CreateDatabase(ctx, admin, instance, db.Name); err != nil {
+		return nil, 0, err
+	}
+	name := instance + "/databases/" + db.Name
+	client, err := NewClient(ctx, name)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer client.Close()
+	r := &Runner{Admin: admin, Client: client, Database: name, Logf: logf}
+	applied, err = r.Apply(ctx, migs)
+	if err != nil {
+		return applied, len(migs), fmt.Errorf("migrate %s: %w", name, err)
+	}
+	return applied, len(migs), nil
+}
+
+// NewClient returns a data client for a migration job: a handful of sessions, and no metrics
+// export when SPANNER_EMULATOR_HOST points at an emulator.
+func NewClient(ctx context.Context, database string) (*spanner.Client, error) {
+	client, err := spanner.NewClientWithConfig(ctx, database, spanner.ClientConfig{
+		DisableNativeMetrics: os.Getenv("SPANNER_EMULATOR_HOST") != "",
+		SessionPoolConfig:    spanner.SessionPoolConfig{MinOpened: 1},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("spanner client for %s: %w", database, err)
+	}
+	return client, nil
 }

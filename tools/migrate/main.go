@@ -21,8 +21,8 @@ import (
 	"strings"
 	"syscall"
 
-	"cloud.google.com/go/spanner"
 	database "cloud.google.com/go/spanner/admin/database/apiv1"
+	"cloud.google.com/go/spanner/admin/database/apiv1/databasepb"
 
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/migrate"
@@ -87,36 +87,35 @@ func migrateOne(ctx context.Context, admin *database.DatabaseAdminClient, instan
 	if err != nil {
 		return err
 	}
-	if create && !statusOnly {
-		if err := migrate.CreateDatabase(ctx, admin, instance, d.Name); err != nil {
-			return err
-		}
-	}
+	logf := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 	name := instance + "/databases/" + d.Name
-	client, err := spanner.NewClientWithConfig(ctx, name, spanner.ClientConfig{
-		DisableNativeMetrics: os.Getenv("SPANNER_EMULATOR_HOST") != "",
-	})
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	defer client.Close()
-	r := &migrate.Runner{Admin: admin, Client: client, Database: name,
-		Logf: func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }}
-	if statusOnly {
-		pending, err := r.Pending(ctx, migs)
+	if !statusOnly {
+		if !create {
+			// Without -create a missing database is an error, not something to make.
+			if _, err := admin.GetDatabase(ctx, &databasepb.GetDatabaseRequest{Name: name}); err != nil {
+				return fmt.Errorf("%s: %w (use -create to create it)", name, err)
+			}
+		}
+		done, total, err := migrate.Up(ctx, admin, instance, d, logf)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s: %d migrations, %d pending\n", name, len(migs), len(pending))
-		for _, m := range pending {
-			fmt.Fprintf(out, "  pending %s\n", m.Path)
-		}
+		fmt.Fprintf(out, "%s: up to date (%d applied now, %d in total)\n", name, len(done), total)
 		return nil
 	}
-	done, err := r.Apply(ctx, migs)
+	client, err := migrate.NewClient(ctx, name)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s: up to date (%d applied now, %d in total)\n", name, len(done), len(migs))
+	defer client.Close()
+	r := &migrate.Runner{Admin: admin, Client: client, Database: name, Logf: logf}
+	pending, err := r.Pending(ctx, migs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s: %d migrations, %d pending\n", name, len(migs), len(pending))
+	for _, m := range pending {
+		fmt.Fprintf(out, "  pending %s\n", m.Path)
+	}
 	return nil
 }
