@@ -56,6 +56,14 @@ func TestCreateMigrateAndStatus(t *testing.T) {
 	}
 }
 
+func TestMissingDatabaseNeedsCreate(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"-instance", "projects/spanmart-test/instances/empty", "-databases", "orders"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "use -create") {
+		t.Errorf("run without -create on a missing database = %v, want an error suggesting -create", err)
+	}
+}
+
 func TestBadArguments(t *testing.T) {
 	t.Setenv("SPANNER_INSTANCE", "")
 	for name, args := range map[string][]string{
