@@ -29,8 +29,6 @@ import (
 	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
 	"cloud.google.com/go/spanner"
-	database "cloud.google.com/go/spanner/admin/database/apiv1"
-	instanceadmin "cloud.google.com/go/spanner/admin/instance/apiv1"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -41,7 +39,6 @@ import (
 	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
 	"github.com/spanmart/spanmart/gen/dao/ordersdb"
 	"github.com/spanmart/spanmart/pkg/dbschema"
-	"github.com/spanmart/spanmart/pkg/migrate"
 	"github.com/spanmart/spanmart/pkg/spannertest"
 )
 
@@ -346,23 +343,8 @@ func (s *Stack) StopTasks() error {
 }
 
 func (s *Stack) setupSpanner(ctx context.Context) error {
-	ia, err := instanceadmin.NewInstanceAdminClient(ctx)
-	if err != nil {
-		return fmt.Errorf("spanner instance admin client: %w", err)
-	}
-	defer ia.Close()
-	if err := spannertest.EnsureInstance(ctx, ia, Instance); err != nil {
+	if err := spannertest.SetUp(ctx, Instance, nil); err != nil {
 		return err
-	}
-	admin, err := database.NewDatabaseAdminClient(ctx)
-	if err != nil {
-		return fmt.Errorf("spanner database admin client: %w", err)
-	}
-	defer admin.Close()
-	for _, db := range dbschema.Databases() {
-		if _, _, err := migrate.Up(ctx, admin, Instance, db, func(string, ...any) {}); err != nil {
-			return err
-		}
 	}
 	return s.seed(ctx)
 }

@@ -8,8 +8,6 @@ import (
 
 	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
-	database "cloud.google.com/go/spanner/admin/database/apiv1"
-	instanceadmin "cloud.google.com/go/spanner/admin/instance/apiv1"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -78,26 +76,8 @@ func (st *stack) setup(ctx context.Context) error {
 }
 
 func (st *stack) setupSpanner(ctx context.Context) error {
-	ia, err := instanceadmin.NewInstanceAdminClient(ctx)
-	if err != nil {
-		return fmt.Errorf("spanner instance admin client: %w", err)
-	}
-	defer ia.Close()
-	if err := spannertest.EnsureInstance(ctx, ia, instance); err != nil {
+	if err := spannertest.SetUp(ctx, instance, st.con.say); err != nil {
 		return err
-	}
-	admin, err := database.NewDatabaseAdminClient(ctx)
-	if err != nil {
-		return fmt.Errorf("spanner database admin client: %w", err)
-	}
-	defer admin.Close()
-
-	for _, db := range dbschema.Databases() {
-		applied, total, err := migrate.Up(ctx, admin, instance, db, st.con.say)
-		if err != nil {
-			return err
-		}
-		st.con.say("database %s: %d migrations, %d applied now", db.Name, total, len(applied))
 	}
 	orders, err := migrate.NewClient(ctx, databaseName(dbschema.Orders))
 	if err != nil {

@@ -188,3 +188,33 @@ func (e *Env) NewDatabaseWith(t testing.TB, db migrate.Database) (*spanner.Clien
 	}
 	return client, name
 }
+
+// SetUp makes an emulator ready for the whole system: the instance, and every service database of
+// pkg/dbschema created and migrated (migrate.Up). logf, if set, reports each migration and database.
+// The dev stack and the e2e harness start from it.
+func SetUp(ctx context.Context, instanceName string, logf func(string, ...any)) error {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	ia, err := instance.NewInstanceAdminClient(ctx)
+	if err != nil {
+		return fmt.Errorf("spanner instance admin client: %w", err)
+	}
+	defer ia.Close()
+	if err := EnsureInstance(ctx, ia, instanceName); err != nil {
+		return err
+	}
+	admin, err := database.NewDatabaseAdminClient(ctx)
+	if err != nil {
+		return fmt.Errorf("spanner database admin client: %w", err)
+	}
+	defer admin.Close()
+	for _, db := range dbschema.Databases() {
+		applied, total, err := migrate.Up(ctx, admin, instanceName, db, logf)
+		if err != nil {
+			return err
+		}
+		logf("database %s: %d migrations, %d applied now", db.Name, total, len(applied))
+	}
+	return nil
+}
