@@ -295,6 +295,9 @@ func (s *Stack) URL(name string) string {
 // SpannerAddr is the Spanner emulator's gRPC endpoint.
 func (s *Stack) SpannerAddr() string { return s.spanner.Addr() }
 
+// SpannerStats are the Spanner emulator's transaction counters (commits, aborts by cause).
+func (s *Stack) SpannerStats() spanneremu.Stats { return s.spanner.Stats() }
+
 // TasksAddr is the Tasks emulator's gRPC endpoint (the same across StopTasks/StartTasks).
 func (s *Stack) TasksAddr() string { return "127.0.0.1:" + strconv.Itoa(s.tasksPort) }
 

@@ -143,6 +143,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
+// Stats are counters of the engine's transaction outcomes since the server started: commits,
+// and aborts by cause (lock wait timed out, optimistic read invalidated, idle transaction).
+type Stats = engine.Stats
+
+// Stats returns the server's transaction counters.
+func (s *Server) Stats() Stats { return s.eng.Stats() }
+
 // Addr is the "host:port" the server listens on, usable as SPANNER_EMULATOR_HOST.
 func (s *Server) Addr() string { return s.lis.Addr().String() }
 

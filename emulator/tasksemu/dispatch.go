@@ -276,7 +276,7 @@ func (q *queue) send(s *Server, a attempt) outcome {
 		h.Set("X-CloudTasks-TaskRetryReason", a.prevReason)
 	}
 	if a.audience != "" {
-		tok, err := s.issuer.Mint(a.audience, a.email, time.Now())
+		tok, err := s.issuer.Token(a.audience, a.email, time.Now())
 		if err != nil {
 			return outcome{err: fmt.Errorf("mint OIDC token: %w", err)}
 		}

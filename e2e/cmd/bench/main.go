@@ -40,6 +40,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +54,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/spanmart/spanmart/e2e/harness"
+	"github.com/spanmart/spanmart/emulator/spanneremu"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 )
 
@@ -69,6 +71,7 @@ type options struct {
 	persist  bool
 	noNudge  bool
 	verbose  bool
+	cpuprof  string
 	qrate    float64
 	qconc    int32
 }
@@ -90,6 +93,7 @@ func main() {
 	flag.BoolVar(&o.noNudge, "no-nudge", false, "orders does not nudge the relay after a commit (RELAY_URL unset): delivery waits for the relay's poll")
 	flag.BoolVar(&o.keep, "keep", false, "keep the state directory (process logs)")
 	flag.BoolVar(&o.verbose, "v", false, "print the harness's progress lines")
+	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the bench process (load generator and both emulators) over the windows to this file")
 	flag.Parse()
 	o.qconc = int32(*qconc)
 	for _, f := range strings.Split(rates, ",") {
@@ -172,6 +176,17 @@ func run(ctx context.Context, o options) (err error) {
 		b.relays = append(b.relays, name)
 	}
 	machine()
+	if o.cpuprof != "" {
+		f, err := os.Create(o.cpuprof)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if o.mode == "drain" {
 		return b.drain(ctx)
 	}
@@ -223,6 +238,7 @@ type window struct {
 	benchCPU           float64
 	tasksAttempts      map[string]float64
 	conflictsAtConsume float64
+	spanner            spanneremu.Stats // the Spanner emulator's counters over the window
 }
 
 func (b *bench) rates(ctx context.Context) error {
@@ -246,6 +262,7 @@ func (b *bench) window(ctx context.Context, rate float64) (*window, error) {
 		return nil, err
 	}
 	cpu0 := selfCPU()
+	sp0 := b.s.SpannerStats()
 
 	var (
 		mu   sync.Mutex
@@ -293,6 +310,9 @@ func (b *bench) window(ctx context.Context, rate float64) (*window, error) {
 		return nil, err
 	}
 	w.benchCPU = selfCPU() - cpu0
+	sp1 := b.s.SpannerStats()
+	w.spanner = spanneremu.Stats{Commits: sp1.Commits - sp0.Commits, LockTimeouts: sp1.LockTimeouts - sp0.LockTimeouts,
+		Conflicts: sp1.Conflicts - sp0.Conflicts, IdleAborts: sp1.IdleAborts - sp0.IdleAborts}
 	w.placed, w.errs = int64(len(ids)), errs.Load()
 	sortDur(post)
 	w.postP50, w.postP99 = pct(post, 50), pct(post, 99)
@@ -515,6 +535,14 @@ func (b *bench) report(ws []*window) {
 			total += w.cpu[n]
 		}
 		fmt.Printf("| %v | %s | %.2f |\n", w.rate, strings.Join(row, " | "), total/secs)
+	}
+
+	fmt.Printf("\nSpanner emulator over the window (all databases): commits, and aborted transactions by cause (each retried by the client):\n\n")
+	fmt.Println("| orders/s | commits/s | aborts: lock wait timed out | aborts: optimistic read invalidated | aborts: idle |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, w := range ws {
+		fmt.Printf("| %v | %.0f | %d | %d | %d |\n", w.rate, float64(w.spanner.Commits)/w.elapsed.Seconds(),
+			w.spanner.LockTimeouts, w.spanner.Conflicts, w.spanner.IdleAborts)
 	}
 	b.targets(ws, nil)
 }

@@ -566,3 +566,40 @@ func TestConcurrentMint(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Token reuses a token for the same audience and email within TokenReuse, and mints a new one
+// after it, for another audience, or when the clock went back.
+func TestTokenReuse(t *testing.T) {
+	k, _ := testKeys(t)
+	iss := newTestIssuer(t, testIssuer, k)
+	tok := func(aud string, at time.Time) string {
+		t.Helper()
+		s, err := iss.Token(aud, testEmail, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := iss.Verify(s, aud, at); err != nil {
+			t.Fatalf("token at %s does not verify: %v", at, err)
+		}
+		return s
+	}
+	first := tok(testAud, testNow)
+	if got := tok(testAud, testNow.Add(TokenReuse-time.Second)); got != first {
+		t.Error("token within TokenReuse was not reused")
+	}
+	if got := tok(testAud+"/other", testNow); got == first {
+		t.Error("another audience got the same token")
+	}
+	if got := tok(testAud, testNow.Add(-time.Minute)); got == first {
+		t.Error("a token issued in the future was reused")
+	}
+	later := testNow.Add(TokenReuse)
+	fresh := tok(testAud, later)
+	c, err := iss.Verify(fresh, testAud, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.IssuedAt.Equal(later) {
+		t.Errorf("token after TokenReuse issued at %s, want %s", c.IssuedAt, later)
+	}
+}

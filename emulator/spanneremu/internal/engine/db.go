@@ -72,7 +72,11 @@ func openDB(e *Engine, name, path string, create bool) (*DB, error) {
 		return nil, internalf("open %s: %v", path, err)
 	}
 	sqldb.SetMaxOpenConns(maxPinnedSnapshots + maxVersions + 32)
-	sqldb.SetMaxIdleConns(16)
+	// Opening a connection (and preparing its statements again) costs far more than a read:
+	// keep enough idle ones for a busy database's concurrent reads and snapshots, and let a
+	// burst's surplus go after a minute.
+	sqldb.SetMaxIdleConns(64)
+	sqldb.SetConnMaxIdleTime(time.Minute)
 	ctx := context.Background()
 	writer, err := sqldb.Conn(ctx)
 	if err != nil {

@@ -132,9 +132,6 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 		if t.mode == ReadOnly {
 			return nil, errorf(codes.InvalidArgument, "DML statements can only be performed in a read-write or partitioned-dml transaction.")
 		}
-		if err := t.acquireLock(ctx); err != nil {
-			return nil, err
-		}
 		schema := t.db.Schema()
 		c, err := t.db.compile(schema, st, stmt, declared)
 		if err != nil {
@@ -149,7 +146,22 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 		if err != nil {
 			return nil, err
 		}
-		return t.runDML(ctx, c, args, schema)
+		if !t.hasLock && c.Repeatable {
+			return t.runDMLOptimistic(ctx, c, args, schema)
+		}
+		if err := t.acquireLock(ctx); err != nil {
+			return nil, err
+		}
+		if schema != t.db.Schema() {
+			return nil, abortedError("Transaction was aborted because the schema changed; retry the transaction.")
+		}
+		out, err := t.runDML(ctx, c, args, schema)
+		if err != nil {
+			return nil, err
+		}
+		t.recordDMLWrites(schema, c, out.keys)
+		t.pending = append(t.pending, out.pending...)
+		return out.res, nil
 	case ast.DDL:
 		return nil, errorf(codes.InvalidArgument, "DDL statements cannot be executed with ExecuteSql; use UpdateDatabaseDdl.")
 	}
@@ -198,65 +210,125 @@ func compileKey(sqlText string, declared map[string]spantype.Type) string {
 	return b.String()
 }
 
-// runDML executes a compiled DML statement atomically (a savepoint undoes a failed statement
-// without ending the transaction) and records rows that hold a pending commit timestamp.
-func (t *Txn) runDML(ctx context.Context, c *sqlgen.Compiled, args []any, schema *catalog.Schema) (*Result, error) {
+// dmlOutcome is what a DML statement did: its result, the keys of the rows it wrote and the
+// cells it set to the pending commit timestamp.
+type dmlOutcome struct {
+	res     *Result
+	keys    [][]any
+	pending []pendingTimestamp
+}
+
+// loggedDML is a DML statement run optimistically, kept to be run again under the lock.
+type loggedDML struct {
+	sql  string
+	args []any
+}
+
+// runDML executes a compiled DML statement on the writer connection, atomically (a savepoint
+// undoes a failed statement without ending the SQLite transaction). The caller holds the lock.
+func (t *Txn) runDML(ctx context.Context, c *sqlgen.Compiled, args []any, schema *catalog.Schema) (*dmlOutcome, error) {
 	w := t.db.writer
-	if t.writes == nil {
-		t.writes = newWriteSet()
-	}
-	t.writes.addTable(schema, c.Table)
 	if _, err := w.ExecContext(ctx, "SAVEPOINT dml"); err != nil {
 		return nil, internalf("savepoint: %v", err)
 	}
-	res := &Result{IsDML: true, Fields: fields(c.Columns)}
 	wc := &writeContext{table: c.Table, insert: c.Insert, schema: schema}
-	fail := func(err error) (*Result, error) {
+	fail := func(err error) (*dmlOutcome, error) {
 		w.ExecContext(context.Background(), "ROLLBACK TO dml")
 		w.ExecContext(context.Background(), "RELEASE dml")
 		return nil, mapError(err, wc)
 	}
-	if c.Returning {
-		all := append(append([]sqlgen.Column(nil), c.Columns...), c.HiddenKeyColumns...)
-		rows, err := w.QueryContext(ctx, c.SQL, args...)
-		if err != nil {
-			return fail(err)
+	all := append(append([]sqlgen.Column(nil), c.Columns...), c.HiddenKeyColumns...)
+	rows, err := w.QueryContext(ctx, c.SQL, args...)
+	if err != nil {
+		return fail(err)
+	}
+	stored, err := scanAll(rows, len(all))
+	if err != nil {
+		return fail(err)
+	}
+	out := &dmlOutcome{res: &Result{IsDML: true, Fields: fields(c.Columns), RowCount: int64(len(stored))}}
+	nVisible := len(c.Columns)
+	for _, r := range stored {
+		key := r[nVisible:]
+		out.keys = append(out.keys, key)
+		for _, col := range c.PendingColumns {
+			out.pending = append(out.pending, pendingTimestamp{table: c.Table, column: col, key: key})
 		}
-		stored, err := scanAll(rows, len(all))
-		if err != nil {
-			return fail(err)
-		}
-		res.RowCount = int64(len(stored))
-		nVisible := len(c.Columns)
-		for _, r := range stored {
-			if len(c.PendingColumns) > 0 {
-				key := r[nVisible:]
-				for _, col := range c.PendingColumns {
-					t.pending = append(t.pending, pendingTimestamp{table: c.Table, column: col, key: key})
-				}
+		if nVisible > 0 {
+			vals, err := encodeRow(r[:nVisible], c.Columns)
+			if err != nil {
+				return fail(err)
 			}
-			if nVisible > 0 {
-				vals, err := encodeRow(r[:nVisible], c.Columns)
-				if err != nil {
-					return fail(err)
-				}
-				res.Rows = append(res.Rows, vals)
-			}
+			out.res.Rows = append(out.res.Rows, vals)
 		}
-	} else {
-		r, err := w.ExecContext(ctx, c.SQL, args...)
-		if err != nil {
-			return fail(err)
-		}
-		res.RowCount, _ = r.RowsAffected()
 	}
 	if _, err := w.ExecContext(ctx, "RELEASE dml"); err != nil {
 		return fail(err)
 	}
-	return res, nil
+	return out, nil
 }
 
-// fixPendingTimestamps writes the commit timestamp into the cells DML filled with
+// runDMLOptimistic runs a DML statement without keeping the lock: under the lock only for the
+// statement itself, it replays the transaction's earlier DML, runs the statement, notes what it
+// read and wrote, and rolls back. The statement is replayed at commit (or when the transaction
+// takes the lock for good), after its footprint is validated. See occ.go.
+func (t *Txn) runDMLOptimistic(ctx context.Context, c *sqlgen.Compiled, args []any, schema *catalog.Schema) (*Result, error) {
+	db := t.db
+	if err := t.lockValidated(ctx); err != nil {
+		return nil, err
+	}
+	defer func() { <-db.lock }()
+	if schema != db.Schema() {
+		t.abortLocked("Transaction was aborted because the schema changed; retry the transaction.")
+		return nil, abortedError(t.abortReason)
+	}
+	if err := t.beginReplayed(ctx); err != nil {
+		return nil, err
+	}
+	db.mu.Lock()
+	seq := db.occ.seq
+	db.mu.Unlock()
+	out, err := t.runDML(ctx, c, args, schema)
+	db.writer.ExecContext(context.Background(), "ROLLBACK")
+	fps := dmlFootprint(schema, c, out, seq)
+	t.footprints = append(t.footprints, fps...)
+	if err != nil {
+		return nil, err
+	}
+	t.dml = append(t.dml, loggedDML{sql: c.SQL, args: args})
+	if t.dmlTables == nil {
+		t.dmlTables = map[string]bool{}
+	}
+	touched := newWriteSet()
+	touched.addTable(schema, c.Table)
+	for name := range touched.tables {
+		t.dmlTables[name] = true
+	}
+	t.recordDMLWrites(schema, c, out.keys)
+	t.pending = append(t.pending, out.pending...)
+	return out.res, nil
+}
+
+// recordDMLWrites adds the rows a DML statement wrote to the transaction's write set: their
+// keys, and for a delete the tables it may cascade into.
+func (t *Txn) recordDMLWrites(schema *catalog.Schema, c *sqlgen.Compiled, keys [][]any) {
+	if t.writes == nil {
+		t.writes = newWriteSet()
+	}
+	for _, k := range keys {
+		vals, ok := storedKey(c, k)
+		if !ok {
+			t.writes.addTable(schema, c.Table)
+			return
+		}
+		t.writes.addKey(c.Table.Name, vals)
+	}
+	if c.Delete {
+		t.writes.addDependents(schema, c.Table)
+	}
+}
+
+// fixPendingTimestamps writes// fixPendingTimestamps writes the commit timestamp into the cells DML filled with
 // PENDING_COMMIT_TIMESTAMP().
 func (t *Txn) fixPendingTimestamps(ctx context.Context, ts time.Time) error {
 	if len(t.pending) == 0 {

@@ -1,13 +1,18 @@
 package engine
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
+	"sort"
 	"strings"
 
 	sppb "cloud.google.com/go/spanner/apiv1/spannerpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/sqlgen"
 )
 
 // Optimistic reads in read-write transactions.
@@ -26,19 +31,30 @@ import (
 // the whole table for DML, range deletes, cascades and the row deletion sweeper.
 
 type footprint struct {
-	table string // upper-cased table name
-	key   string // encoded key; "" means the whole table
-	seq   uint64 // the commit sequence number the read observed
+	table string    // upper-cased table name
+	key   string    // encoded key; "" means a range, or the whole table
+	rng   *keyRange // a key range of the table; nil with key "" means the whole table
+	seq   uint64    // the commit sequence number the read observed
 }
 
 // writeSet is what a commit wrote.
 type writeSet struct {
-	keys   map[string]bool // table + key
-	tables map[string]bool // whole tables
+	keys   map[string]writtenKey // by table + key
+	tables map[string]bool       // whole tables
+}
+
+// writtenKey is a row key a commit wrote, kept decoded so that range reads can be checked.
+type writtenKey struct {
+	table string // upper-cased
+	vals  []any
 }
 
 func newWriteSet() *writeSet {
-	return &writeSet{keys: map[string]bool{}, tables: map[string]bool{}}
+	return &writeSet{keys: map[string]writtenKey{}, tables: map[string]bool{}}
+}
+
+func (w *writeSet) addKey(table string, vals []any) {
+	w.keys[keyString(table, vals)] = writtenKey{table: strings.ToUpper(table), vals: vals}
 }
 
 func keyString(table string, vals []any) string {
@@ -107,7 +123,7 @@ func (w *writeSet) addMutations(s *catalog.Schema, muts []*sppb.Mutation) {
 					w.addTable(s, t)
 					break
 				}
-				w.keys[keyString(t.Name, vals)] = true
+				w.addKey(t.Name, vals)
 			}
 			w.addDependents(s, t)
 			continue
@@ -151,32 +167,152 @@ func (w *writeSet) addMutations(s *catalog.Schema, muts []*sppb.Mutation) {
 				w.addTable(s, t)
 				break
 			}
-			w.keys[keyString(t.Name, vals)] = true
+			w.addKey(t.Name, vals)
 		}
 	}
 }
 
-// readFootprint returns what a Read touches: its keys when it reads whole keys of the base
-// table, else the whole table.
+// readFootprint returns what a Read touches: its keys and key ranges when it reads the base
+// table, else (an index read) the whole table.
 func readFootprint(s *catalog.Schema, r ReadRequest) []footprint {
 	t, ok := s.Table(r.Table)
 	if !ok {
 		return nil
 	}
+	name := strings.ToUpper(t.Name)
+	whole := []footprint{{table: name}}
 	ks := r.KeySet
-	if r.Index != "" || ks == nil || ks.All || len(ks.Ranges) > 0 {
-		return []footprint{{table: strings.ToUpper(t.Name)}}
+	if r.Index != "" || ks == nil || ks.All {
+		return whole
 	}
 	kc := tableKey(t)
 	var out []footprint
 	for _, k := range ks.Keys {
 		vals, err := decodeKey(kc, k, false, "key")
 		if err != nil {
-			return []footprint{{table: strings.ToUpper(t.Name)}}
+			return whole
 		}
-		out = append(out, footprint{table: strings.ToUpper(t.Name), key: keyString(t.Name, vals)})
+		out = append(out, footprint{table: name, key: keyString(t.Name, vals)})
+	}
+	for _, kr := range ks.Ranges {
+		rng, err := decodeRange(kc, kr)
+		if err != nil {
+			return whole
+		}
+		out = append(out, footprint{table: name, rng: rng})
 	}
 	return out
+}
+
+// keyRange is a KeyRange of a table decoded to storage values; a nil bound is unbounded.
+type keyRange struct {
+	kc                 []keyCol
+	start, end         []any
+	hasStart, hasEnd   bool
+	startOpen, endOpen bool
+}
+
+func decodeRange(kc []keyCol, kr *sppb.KeyRange) (*keyRange, error) {
+	r := &keyRange{kc: kc}
+	var err error
+	switch b := kr.StartKeyType.(type) {
+	case *sppb.KeyRange_StartClosed:
+		r.start, err = decodeKey(kc, b.StartClosed, true, "range start")
+		r.hasStart = true
+	case *sppb.KeyRange_StartOpen:
+		r.start, err = decodeKey(kc, b.StartOpen, true, "range start")
+		r.hasStart, r.startOpen = true, true
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch b := kr.EndKeyType.(type) {
+	case *sppb.KeyRange_EndClosed:
+		r.end, err = decodeKey(kc, b.EndClosed, true, "range end")
+		r.hasEnd = true
+	case *sppb.KeyRange_EndOpen:
+		r.end, err = decodeKey(kc, b.EndOpen, true, "range end")
+		r.hasEnd, r.endOpen = true, true
+	}
+	return r, err
+}
+
+// contains reports whether a full key lies in the range, comparing each bound as a key prefix
+// the way the Read itself does (see keySetCondition).
+func (r *keyRange) contains(vals []any) bool {
+	if r.hasStart {
+		c := comparePrefix(r.kc, vals, r.start)
+		if c < 0 || (r.startOpen && c == 0) {
+			return false
+		}
+	}
+	if r.hasEnd {
+		c := comparePrefix(r.kc, vals, r.end)
+		if c > 0 || (r.endOpen && c == 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// comparePrefix compares a key with a bound on the bound's columns, in key order (NULL first,
+// DESC columns reversed).
+func comparePrefix(kc []keyCol, key, bound []any) int {
+	for i, b := range bound {
+		if i >= len(key) {
+			return 0
+		}
+		c := compareStored(key[i], b)
+		if kc[i].desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// compareStored orders two storage values of one key column as SQLite does.
+func compareStored(a, b any) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return -1
+	case b == nil:
+		return 1
+	}
+	switch x := a.(type) {
+	case int64:
+		if y, ok := b.(int64); ok {
+			return cmp.Compare(x, y)
+		}
+	case float64:
+		if y, ok := b.(float64); ok {
+			return cmp.Compare(x, y)
+		}
+	case string:
+		if y, ok := b.(string); ok {
+			return strings.Compare(x, y)
+		}
+	case []byte:
+		if y, ok := b.([]byte); ok {
+			return bytes.Compare(x, y)
+		}
+	case bool:
+		if y, ok := b.(bool); ok {
+			return cmp.Compare(boolInt(x), boolInt(y))
+		}
+	}
+	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // occState is the per-database record of recent writes, guarded by DB.mu.
@@ -186,6 +322,13 @@ type occState struct {
 	tableSeq map[string]uint64 // last commit that wrote anything in the table
 	wideSeq  map[string]uint64 // last commit that wrote the table in a way keys cannot describe
 	allSeq   uint64            // last schema change: invalidates every read before it
+	// log holds the keys each recent commit wrote, oldest first, for range reads.
+	log []committedKeys
+}
+
+type committedKeys struct {
+	seq  uint64
+	keys []writtenKey
 }
 
 func newOCCState() occState {
@@ -195,10 +338,13 @@ func newOCCState() occState {
 // record notes a commit's writes and returns its sequence number. Caller holds DB.mu.
 func (o *occState) record(w *writeSet) uint64 {
 	o.seq++
-	for k := range w.keys {
+	entry := committedKeys{seq: o.seq, keys: make([]writtenKey, 0, len(w.keys))}
+	for k, wk := range w.keys {
 		o.keySeq[k] = o.seq
-		o.tableSeq[k[:strings.IndexByte(k+"\x00", 0)]] = o.seq
+		o.tableSeq[wk.table] = o.seq
+		entry.keys = append(entry.keys, wk)
 	}
+	o.log = append(o.log, entry)
 	for t := range w.tables {
 		o.wideSeq[t] = o.seq
 		o.tableSeq[t] = o.seq
@@ -213,14 +359,35 @@ func (o *occState) conflicts(fps []footprint) bool {
 		if o.allSeq > f.seq {
 			return true
 		}
-		if f.key == "" {
+		switch {
+		case f.key != "":
+			if o.wideSeq[f.table] > f.seq || o.keySeq[f.key] > f.seq {
+				return true
+			}
+		case f.rng != nil:
+			if o.wideSeq[f.table] > f.seq || (o.tableSeq[f.table] > f.seq && o.rangeWritten(f)) {
+				return true
+			}
+		default:
 			if o.tableSeq[f.table] > f.seq {
 				return true
 			}
-			continue
 		}
-		if o.wideSeq[f.table] > f.seq || o.keySeq[f.key] > f.seq {
-			return true
+	}
+	return false
+}
+
+// rangeWritten reports whether a commit after the footprint's read wrote a key in its range.
+func (o *occState) rangeWritten(f footprint) bool {
+	i := sort.Search(len(o.log), func(i int) bool { return o.log[i].seq > f.seq })
+	if i == 0 && (len(o.log) == 0 || o.log[0].seq > f.seq+1) {
+		return true // the log no longer reaches back to the read: assume the worst
+	}
+	for _, c := range o.log[i:] {
+		for _, k := range c.keys {
+			if k.table == f.table && f.rng.contains(k.vals) {
+				return true
+			}
 		}
 	}
 	return false
@@ -233,4 +400,52 @@ func (o *occState) prune(oldest uint64) {
 			delete(o.keySeq, k)
 		}
 	}
+	i := sort.Search(len(o.log), func(i int) bool { return o.log[i].seq > oldest })
+	o.log = append(o.log[:0:0], o.log[i:]...)
+}
+
+// storedKey converts a row key as SQLite returned it (RETURNING) to the form of the keys of
+// Read and mutations, which come from the API.
+func storedKey(c *sqlgen.Compiled, stored []any) ([]any, bool) {
+	if len(stored) != len(c.HiddenKeyColumns) {
+		return nil, false
+	}
+	lv := &structpb.ListValue{Values: make([]*structpb.Value, len(stored))}
+	for i, v := range stored {
+		pv, err := spantype.FromStorage(c.HiddenKeyColumns[i].Type, v)
+		if err != nil {
+			return nil, false
+		}
+		lv.Values[i] = pv
+	}
+	vals, err := decodeKey(tableKey(c.Table), lv, false, "key")
+	return vals, err == nil
+}
+
+// dmlFootprint is what a DML statement read, at commit sequence seq. An INSERT ... VALUES that
+// wrote every row it lists read exactly those keys (whether they existed); any other statement
+// (UPDATE and DELETE, which scan for their WHERE; an INSERT OR IGNORE that skipped a row; a
+// failed statement) counts as reading its whole target table. Tables read through FROM clauses
+// and subqueries count whole.
+func dmlFootprint(s *catalog.Schema, c *sqlgen.Compiled, out *dmlOutcome, seq uint64) []footprint {
+	var fps []footprint
+	target := strings.ToUpper(c.Table.Name)
+	precise := out != nil && c.Insert && c.InsertRows > 0 && len(out.keys) == c.InsertRows
+	if precise {
+		for _, k := range out.keys {
+			vals, ok := storedKey(c, k)
+			if !ok {
+				precise = false
+				break
+			}
+			fps = append(fps, footprint{table: target, key: keyString(c.Table.Name, vals), seq: seq})
+		}
+	}
+	if !precise {
+		fps = append(fps[:0], footprint{table: target, seq: seq})
+	}
+	for _, name := range c.ReadTables {
+		fps = append(fps, footprint{table: name, seq: seq})
+	}
+	return fps
 }

@@ -20,7 +20,9 @@ func (t *Txn) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 		return nil, err
 	}
 	defer t.touch()
-	if t.mode == ReadWrite && !t.hasLock {
+	if t.mode == ReadWrite && !t.hasLock && !t.dmlTables[strings.ToUpper(r.Table)] {
+		// A table the transaction's own DML changed is read under the lock, where that DML
+		// has been replayed; any other read is optimistic.
 		return t.optimisticRead(ctx, r)
 	}
 	var res *Result

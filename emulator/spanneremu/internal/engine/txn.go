@@ -36,8 +36,8 @@ type Txn struct {
 	lastUsed    atomic.Int64 // unix nanos of the last request
 	done        atomic.Bool
 
-	// Read-write: hasLock is true from the first SQL statement (or the commit) until the end;
-	// Read calls before that are optimistic (see occ.go).
+	// Read-write: hasLock is true from the first SQL query (or the commit) until the end;
+	// reads and DML before that are optimistic (see occ.go).
 	hasLock bool
 	// pending lists the rows written with PENDING_COMMIT_TIMESTAMP() by DML, fixed at commit.
 	pending []pendingTimestamp
@@ -45,6 +45,10 @@ type Txn struct {
 	// writes collects what DML wrote.
 	footprints []footprint
 	writes     *writeSet
+	// dml lists the DML statements run optimistically (see occ.go), replayed when the
+	// transaction takes the lock; dmlTables are the tables they may have changed.
+	dml       []loggedDML
+	dmlTables map[string]bool
 
 	// Read-only: the snapshot. conn is the pinned reader connection, nil before the first
 	// read, for single-use transactions, and after the janitor released an idle snapshot; the
@@ -281,13 +285,34 @@ func abortedError(reason string) error {
 	return errorf(codes.Aborted, "%s", reason)
 }
 
-// acquireLock takes the database write lock for a read-write transaction and opens its SQLite
-// transaction. A transaction that cannot get the lock within LockWait is aborted: the client
-// retries it, which is how Spanner resolves lock conflicts too.
+// acquireLock takes the database write lock for a read-write transaction for the rest of its
+// life, opens its SQLite transaction and replays the DML it ran optimistically. A transaction
+// that cannot get the lock within LockWait is aborted: the client retries it, which is how
+// Spanner resolves lock conflicts too.
 func (t *Txn) acquireLock(ctx context.Context) error {
 	if t.hasLock {
 		return nil
 	}
+	if err := t.lockValidated(ctx); err != nil {
+		return err
+	}
+	db := t.db
+	t.footprints = nil
+	db.retainVersion()
+	if err := t.beginReplayed(ctx); err != nil {
+		<-db.lock
+		return err
+	}
+	t.dml, t.dmlTables = nil, nil
+	t.hasLock = true
+	t.touch()
+	return nil
+}
+
+// lockValidated waits for the database write lock and checks that nothing the transaction read
+// optimistically has changed since; either failure aborts the transaction. The caller holds
+// t.mu and, on success, the lock.
+func (t *Txn) lockValidated(ctx context.Context) error {
 	db := t.db
 	timer := time.NewTimer(db.e.opts.LockWait)
 	defer timer.Stop()
@@ -304,19 +329,41 @@ func (t *Txn) acquireLock(ctx context.Context) error {
 	conflict := db.occ.conflicts(t.footprints)
 	db.mu.Unlock()
 	if conflict {
-		db.e.stats.conflicts.Add(1)
 		<-db.lock
-		t.abortLocked("Transaction was aborted because data it read was changed by a concurrent transaction; retry the transaction.")
+		t.abortConflict()
 		return abortedError(t.abortReason)
 	}
-	t.footprints = nil
-	db.retainVersion()
-	if _, err := db.writer.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
-		<-db.lock
+	return nil
+}
+
+func (t *Txn) abortConflict() {
+	t.db.e.stats.conflicts.Add(1)
+	t.abortLocked("Transaction was aborted because data it read was changed by a concurrent transaction; retry the transaction.")
+}
+
+// beginReplayed opens the writer's SQLite transaction and runs the transaction's optimistic DML
+// again. Its footprints were just validated, so each statement writes what it wrote before;
+// if one fails anyway (a foreign-key parent deleted meanwhile) the transaction is aborted. The
+// caller holds the lock.
+func (t *Txn) beginReplayed(ctx context.Context) error {
+	w := t.db.writer
+	if _, err := w.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
 		return internalf("begin: %v", err)
 	}
-	t.hasLock = true
-	t.touch()
+	for _, d := range t.dml {
+		rows, err := w.QueryContext(ctx, d.sql, d.args...)
+		if err == nil {
+			for rows.Next() {
+			}
+			err = rows.Err()
+			rows.Close()
+		}
+		if err != nil {
+			w.ExecContext(context.Background(), "ROLLBACK")
+			t.abortConflict()
+			return abortedError(t.abortReason)
+		}
+	}
 	return nil
 }
 
@@ -382,6 +429,7 @@ func (t *Txn) finish() {
 	t.releaseSnapshot()
 	t.pending = nil
 	t.footprints = nil
+	t.dml, t.dmlTables = nil, nil
 	t.done.Store(true)
 	if t.state != aborted {
 		// Committed and rolled-back transactions are forgotten at once (thousands end every
@@ -470,6 +518,18 @@ func (db *DB) ExecutePartitionedDML(ctx context.Context, st Statement) (int64, e
 	for {
 		t, err := db.Begin(TxnOptions{Mode: ReadWrite})
 		if err != nil {
+			return 0, err
+		}
+		// A partitioned update may touch much of a table: it takes the lock at once rather
+		// than run optimistically and again at commit.
+		t.mu.Lock()
+		err = t.acquireLock(ctx)
+		t.mu.Unlock()
+		if err != nil {
+			t.Rollback()
+			if isAborted(err) && ctx.Err() == nil {
+				continue
+			}
 			return 0, err
 		}
 		res, err := t.ExecuteSQL(ctx, st)

@@ -86,6 +86,18 @@ func defAgg(name string, nargs int32, mk func() aggState) {
 	aggregateFns = append(aggregateFns, goAgg{name: name, nargs: nargs, make: mk})
 }
 
+// CallsVolatile reports whether translated SQL calls a volatile Go function (GENERATE_UUID,
+// the current time): running it again may give a different result.
+func CallsVolatile(sql string) bool {
+	prepare()
+	for _, f := range scalarFuncs {
+		if f.volatile && strings.Contains(sql, f.name+"(") {
+			return true
+		}
+	}
+	return false
+}
+
 // Register registers every Go-implemented SQLite function with modernc.org/sqlite. It must run
 // before the engine opens its connections; calling it again is harmless.
 func Register() {

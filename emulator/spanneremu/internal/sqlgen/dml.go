@@ -31,23 +31,23 @@ func (c *compiler) compileDML(d ast.DML) error {
 	}
 	c.out.IsDML = true
 	c.out.PendingColumns = c.pending
-	if len(c.pending) > 0 {
-		for _, k := range c.out.Table.KeyColumns() {
-			c.out.HiddenKeyColumns = append(c.out.HiddenKeyColumns, Column{Name: k.Name, Type: k.Type})
-		}
+	// Every DML statement returns the keys of the rows it wrote after its THEN RETURN columns:
+	// the engine records them (pending commit timestamps, what the transaction wrote).
+	ret := append([]string(nil), c.returning...)
+	for _, k := range c.out.Table.KeyColumns() {
+		c.out.HiddenKeyColumns = append(c.out.HiddenKeyColumns, Column{Name: k.Name, Type: k.Type})
+		ret = append(ret, targetColumn(c.out.Table, k))
 	}
-	if len(c.out.Columns) > 0 || len(c.out.HiddenKeyColumns) > 0 {
-		var ret []string
-		for _, col := range c.returning {
-			ret = append(ret, col)
-		}
-		for _, k := range c.out.Table.KeyColumns() {
-			if len(c.pending) > 0 {
-				ret = append(ret, targetColumn(c.out.Table, k))
+	sql += " RETURNING " + strings.Join(ret, ", ")
+	c.out.Returning = true
+	c.out.Repeatable = !sqlfuncs.CallsVolatile(sql)
+	if c.out.Insert {
+		// Columns an INSERT omits take their defaults, which may be volatile.
+		for _, col := range c.out.Table.Columns {
+			if col.DefaultSQL != "" && sqlfuncs.CallsVolatile(col.DefaultSQL) {
+				c.out.Repeatable = false
 			}
 		}
-		sql += " RETURNING " + strings.Join(ret, ", ")
-		c.out.Returning = true
 	}
 	c.finish(sql)
 	c.fillParamTypes()
@@ -246,6 +246,7 @@ func (c *compiler) compileInsert(x *ast.Insert) (string, error) {
 			rows = append(rows, "("+strings.Join(vals, ", ")+")")
 		}
 		body = "VALUES " + strings.Join(rows, ", ")
+		c.out.InsertRows = len(rows)
 	case *ast.SubQueryInput:
 		r, err := c.compileQueryExpr(in.Query, nil)
 		if err != nil {
@@ -375,6 +376,7 @@ func (c *compiler) compileDelete(x *ast.Delete) (string, error) {
 	if err := c.compileThenReturn(x.ThenReturn, sc); err != nil {
 		return "", err
 	}
+	c.out.Delete = true
 	return fmt.Sprintf("DELETE FROM %s WHERE %s", catalog.Quote(t.SQLiteName), where), nil
 }
 

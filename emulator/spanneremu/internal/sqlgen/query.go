@@ -673,6 +673,7 @@ func (c *compiler) bindTable(name, alias string, sc *scope) (string, error) {
 	if t.InfoSchema {
 		c.out.ReadsInfoSchema = true
 	}
+	c.out.addRead(t)
 	for _, col := range t.Columns {
 		if col.Hidden && strings.HasPrefix(col.Name, "_") {
 			continue

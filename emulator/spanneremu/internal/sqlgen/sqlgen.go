@@ -10,6 +10,7 @@ package sqlgen
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,12 +50,28 @@ type Compiled struct {
 	IsDML  bool
 	Table  *catalog.Table
 	Insert bool // the statement can insert rows
-	// Returning: SQL returns rows: Columns, then HiddenKeyColumns (the target's primary key,
-	// present when PendingColumns is not empty).
+	Delete bool // the statement deletes rows (which may cascade)
+	// InsertRows is the number of rows of INSERT ... VALUES (0 for other statements).
+	InsertRows int
+	// Returning: SQL returns rows: Columns, then HiddenKeyColumns (the target's primary key)
+	// of every row the statement wrote. A DML statement always returns.
 	Returning        bool
 	HiddenKeyColumns []Column
 	// PendingColumns are the columns the statement sets to PENDING_COMMIT_TIMESTAMP().
 	PendingColumns []string
+	// ReadTables are the tables the statement reads through FROM clauses and subqueries (not
+	// counting the target table's rows it writes), upper-cased.
+	ReadTables []string
+	// Repeatable is set when running the DML again on the same data writes the same rows:
+	// it calls no volatile function (GENERATE_UUID, the current time in a column default).
+	Repeatable bool
+}
+
+func (c *Compiled) addRead(t *catalog.Table) {
+	name := strings.ToUpper(t.Name)
+	if !slices.Contains(c.ReadTables, name) {
+		c.ReadTables = append(c.ReadTables, name)
+	}
 }
 
 // Compile translates a query or DML statement. params holds the declared parameter types.
