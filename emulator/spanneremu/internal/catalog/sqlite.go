@@ -165,14 +165,18 @@ func (s *Schema) createIndexSQL(ix *Index) string {
 			expr += " DESC"
 		}
 		keys = append(keys, expr)
-		filter = append(filter, q+" IS NOT NULL")
+		if !col.NotNull {
+			// Only nullable keys filter: SQLite drops "IS NOT NULL" on a NOT NULL column
+			// from a query, and could then no longer prove the query fits the index.
+			filter = append(filter, q+" IS NOT NULL")
+		}
 	}
 	sql := "CREATE "
 	if ix.Unique {
 		sql += "UNIQUE "
 	}
 	sql += "INDEX " + Quote(ix.SQLiteName) + " ON " + Quote(t.SQLiteName) + " (" + strings.Join(keys, ", ") + ")"
-	if ix.NullFiltered {
+	if ix.NullFiltered && len(filter) > 0 {
 		sql += " WHERE " + strings.Join(filter, " AND ")
 	}
 	return sql

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,5 +210,51 @@ func TestRangeReadFootprint(t *testing.T) {
 	}
 	if got := query(t, db, "SELECT COUNT(*) FROM Lines"); got[0][0].GetStringValue() != "4" {
 		t.Errorf("Lines rows: %v, want 4", got)
+	}
+}
+
+// A query forcing a NULL_FILTERED index returns only the rows the index holds (those with every
+// index key non-NULL), as Spanner does, and SQLite answers it from the index instead of scanning
+// the table, also when a key column is NOT NULL (the relay's pending scan).
+func TestForceNullFilteredIndex(t *testing.T) {
+	db := newTestDB(t, `CREATE TABLE Events (Id STRING(10) NOT NULL, Shard INT64, CreatedAt INT64 NOT NULL) PRIMARY KEY (Id)`,
+		`CREATE NULL_FILTERED INDEX Pending ON Events (Shard, CreatedAt)`)
+	cols := []string{"Id", "Shard", "CreatedAt"}
+	null := structpb.NewNullValue()
+	if err := commit(t, db, insert("Events", cols, row(str("a"), str("1"), str("10")), row(str("b"), null, str("11")),
+		row(str("c"), null, str("13")), row(str("d"), str("2"), str("12")))); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]*structpb.Value{{str("a")}, {str("d")}}
+	if diff := cmp.Diff(want, query(t, db, "SELECT Id FROM Events@{FORCE_INDEX=Pending} ORDER BY Id"), protocmp.Transform()); diff != "" {
+		t.Errorf("rows through the index (-want +got):\n%s", diff)
+	}
+	if got := query(t, db, "SELECT COUNT(*) FROM Events"); got[0][0].GetStringValue() != "4" {
+		t.Errorf("rows through the base table: %v, want 4", got)
+	}
+	stmt, err := parseStatement("SELECT Id FROM Events@{FORCE_INDEX=Pending} WHERE Shard = @shard ORDER BY CreatedAt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.compile(db.Schema(), Statement{}, stmt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.sqldb.Query("EXPLAIN QUERY PLAN "+c.SQL, int64(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if len(plan) == 0 || !strings.Contains(strings.Join(plan, "; "), "INDEX Pending (Shard=?") {
+		t.Errorf("query plan %q does not use index Pending", plan)
 	}
 }

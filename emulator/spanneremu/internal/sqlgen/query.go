@@ -558,10 +558,11 @@ func impliedName(e ast.Expr) string {
 func (c *compiler) compileTableExpr(te ast.TableExpr, sc *scope) (string, error) {
 	switch x := te.(type) {
 	case *ast.TableName:
-		if err := c.checkTableHint(x.Table.Name, x.Hint); err != nil {
+		forced, err := c.checkTableHint(x.Table.Name, x.Hint)
+		if err != nil {
 			return "", err
 		}
-		return c.bindTable(x.Table.Name, aliasName(x.As), sc)
+		return c.bindTable(x.Table.Name, aliasName(x.As), sc, forced)
 	case *ast.PathTableExpr:
 		names := make([]string, len(x.Path.Idents))
 		for i, id := range x.Path.Idents {
@@ -569,7 +570,7 @@ func (c *compiler) compileTableExpr(te ast.TableExpr, sc *scope) (string, error)
 		}
 		full := strings.Join(names, ".")
 		if _, ok := c.schema.Table(full); ok {
-			return c.bindTable(full, aliasName(x.As), sc)
+			return c.bindTable(full, aliasName(x.As), sc, nil)
 		}
 		// t.array_column: an implicit UNNEST.
 		return c.bindUnnest(x.Path, aliasName(x.As), x.WithOffset, sc)
@@ -609,10 +610,13 @@ func (c *compiler) compileTableExpr(te ast.TableExpr, sc *scope) (string, error)
 
 // checkTableHint validates @{FORCE_INDEX=...}: the index must exist on the table. SQLite picks
 // its own plan, so the hint has no other effect.
-func (c *compiler) checkTableHint(table string, h *ast.Hint) error {
+// checkTableHint validates a table hint and returns the index FORCE_INDEX names (nil for none
+// or _BASE_TABLE).
+func (c *compiler) checkTableHint(table string, h *ast.Hint) (*catalog.Index, error) {
 	if h == nil {
-		return nil
+		return nil, nil
 	}
+	var forced *catalog.Index
 	for _, r := range h.Records {
 		if !strings.EqualFold(r.Key.SQL(), "FORCE_INDEX") {
 			continue
@@ -623,10 +627,11 @@ func (c *compiler) checkTableHint(table string, h *ast.Hint) error {
 		}
 		i, ok := c.schema.Index(idx)
 		if !ok || !strings.EqualFold(i.Table, table) {
-			return invalidf("The table %s does not have a secondary index called %s", table, idx)
+			return nil, invalidf("The table %s does not have a secondary index called %s", table, idx)
 		}
+		forced = i
 	}
-	return nil
+	return forced, nil
 }
 
 func aliasName(a *ast.AsAlias) string {
@@ -645,7 +650,11 @@ func (c *compiler) lookupCTE(name string) *cte {
 	return nil
 }
 
-func (c *compiler) bindTable(name, alias string, sc *scope) (string, error) {
+// bindTable binds a table (or CTE, or view) as a FROM item. forced is the index a FORCE_INDEX
+// hint names: a query through a NULL_FILTERED index sees only the rows the index holds, those
+// whose index keys are all non-NULL, as in Spanner; saying so in SQL also lets SQLite use the
+// index, which it stores as a partial index with exactly that filter.
+func (c *compiler) bindTable(name, alias string, sc *scope, forced *catalog.Index) (string, error) {
 	if alias == "" {
 		alias = name
 		if i := strings.LastIndex(alias, "."); i >= 0 {
@@ -683,6 +692,18 @@ func (c *compiler) bindTable(name, alias string, sc *scope) (string, error) {
 		sc.cols = append(sc.cols, col2)
 	}
 	sc.vars = append(sc.vars, rv)
+	if forced != nil && forced.NullFiltered {
+		var filter []string
+		for _, k := range forced.Keys {
+			if col, _ := t.Column(k.Column); !col.NotNull {
+				filter = append(filter, catalog.Quote(col.SQLiteName)+" IS NOT NULL")
+			}
+		}
+		if len(filter) == 0 {
+			return catalog.Quote(t.SQLiteName) + " AS " + sqlAlias, nil
+		}
+		return fmt.Sprintf("(SELECT * FROM %s WHERE %s) AS %s", catalog.Quote(t.SQLiteName), strings.Join(filter, " AND "), sqlAlias), nil
+	}
 	return catalog.Quote(t.SQLiteName) + " AS " + sqlAlias, nil
 }
 
