@@ -21,6 +21,9 @@ type Config struct {
 	LogLevel     string // LOG_LEVEL: debug, info, warn or error
 	Project      string // GOOGLE_CLOUD_PROJECT, else the project of the service's database
 	MaxBodyBytes int64  // MAX_BODY_BYTES, default 1 MiB
+	// Profiling serves Go's profiles under /debug/pprof/ (PPROF_ENABLED, default false): for
+	// measuring on a local stack (the benchmark turns it on), never on a public service.
+	Profiling bool
 
 	// Listener, when set, is used instead of listening on Port. Tests pass one; it never comes
 	// from the environment.
@@ -37,6 +40,7 @@ func LoadConfig(env *Env, service, defaultProject string) Config {
 		LogLevel:     env.Enum("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		Project:      env.String("GOOGLE_CLOUD_PROJECT", defaultProject),
 		MaxBodyBytes: env.Int64("MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, 1<<40),
+		Profiling:    env.Bool("PPROF_ENABLED", false),
 	}
 }
 
@@ -65,6 +69,7 @@ func (c Config) ServerOptions(log *zap.Logger) ServerOptions {
 		Version:      c.Version,
 		Project:      c.Project,
 		MaxBodyBytes: c.MaxBodyBytes,
+		Profiling:    c.Profiling,
 		Logger:       log,
 	}
 }

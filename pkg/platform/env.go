@@ -96,6 +96,17 @@ func (e *Env) Enum(name, def string, allowed ...string) string {
 	return def
 }
 
+// Bool returns the value of name, "true" or "false" (any case), def when unset.
+func (e *Env) Bool(name string, def bool) bool {
+	switch e.Enum(name, "", "true", "false") {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return def
+}
+
 // Database returns the required full Spanner database name in name.
 func (e *Env) Database(name string) DatabaseName {
 	v := e.Required(name)

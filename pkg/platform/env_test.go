@@ -15,6 +15,7 @@ func TestEnvReportsEveryProblemAtOnce(t *testing.T) {
 		"PORT":           "x",
 		"LOG_LEVEL":      "loud",
 		"MAX_BODY_BYTES": "0",
+		"PPROF_ENABLED":  "yes",
 		"RELAY_SOURCES":  "projects/p/instances/inst/databases/db,nonsense",
 	}))
 	env.Database("SPANNER_DATABASE")
@@ -29,7 +30,8 @@ func TestEnvReportsEveryProblemAtOnce(t *testing.T) {
 		`invalid RELAY_SOURCES "projects/p/instances/inst/databases/db,nonsense": nonsense: want projects/PROJECT/instances/INSTANCE/databases/DATABASE; ` +
 		`invalid PORT "x": not an integer; ` +
 		`invalid LOG_LEVEL "loud": want one of debug, info, warn, error; ` +
-		`invalid MAX_BODY_BYTES "0": want 1..1099511627776`
+		`invalid MAX_BODY_BYTES "0": want 1..1099511627776; ` +
+		`invalid PPROF_ENABLED "yes": want one of true, false`
 	if diff := cmp.Diff(want, err.Error()); diff != "" {
 		t.Errorf("Err() mismatch (-want +got):\n%s", diff)
 	}
@@ -58,12 +60,13 @@ func TestLoadConfigFromEnv(t *testing.T) {
 		"LOG_LEVEL":            "WARN",
 		"GOOGLE_CLOUD_PROJECT": "prod",
 		"MAX_BODY_BYTES":       "2048",
+		"PPROF_ENABLED":        "TRUE",
 	}))
 	got := platform.LoadConfig(env, "orders", "proj")
 	if err := env.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := platform.Config{Service: "orders-canary", Version: "orders-00042-abc", Port: 0, LogLevel: "warn", Project: "prod", MaxBodyBytes: 2048}
+	want := platform.Config{Service: "orders-canary", Version: "orders-00042-abc", Port: 0, LogLevel: "warn", Project: "prod", MaxBodyBytes: 2048, Profiling: true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
 	}

@@ -7,6 +7,7 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -35,6 +36,8 @@ type ServerOptions struct {
 	CheckTimeout time.Duration
 	// ErrorMapper maps the service's domain errors to statuses (see MapErrors).
 	ErrorMapper ErrorMapper
+	// Profiling serves net/http/pprof under PathPprof.
+	Profiling bool
 }
 
 // Check is one readiness dependency.
@@ -63,6 +66,7 @@ const (
 	PathHealthz = "/healthz"
 	PathReadyz  = "/readyz"
 	PathMetrics = "/metrics"
+	PathPprof   = "/debug/pprof/"
 )
 
 // NewServer returns a server with the operational endpoints registered.
@@ -99,7 +103,29 @@ func NewServer(o ServerOptions) *Server {
 	e.GET(PathHealthz, s.healthz)
 	e.GET(PathReadyz, s.readyz)
 	e.GET(PathMetrics, echo.WrapHandler(promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry})))
+	if o.Profiling {
+		e.GET(PathPprof+"*", echo.WrapHandler(http.HandlerFunc(servePprof)))
+	}
 	return s
+}
+
+// servePprof serves Go's profiles: the index, the CPU profile and execution trace, and the
+// named profiles (heap, goroutine, ...).
+func servePprof(w http.ResponseWriter, r *http.Request) {
+	switch name := strings.TrimPrefix(r.URL.Path, PathPprof); name {
+	case "":
+		pprof.Index(w, r)
+	case "cmdline":
+		pprof.Cmdline(w, r)
+	case "profile":
+		pprof.Profile(w, r)
+	case "symbol":
+		pprof.Symbol(w, r)
+	case "trace":
+		pprof.Trace(w, r)
+	default:
+		pprof.Handler(name).ServeHTTP(w, r)
+	}
 }
 
 // AddCheck adds a readiness dependency.

@@ -397,6 +397,21 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// Profiles are served only when Profiling is on.
+func TestPprof(t *testing.T) {
+	off := startServer(t, platform.ServerOptions{}, nil)
+	if resp := get(t, off.url+"/debug/pprof/", nil); resp.status != http.StatusNotFound {
+		t.Errorf("without Profiling: GET /debug/pprof/ = %d, want 404", resp.status)
+	}
+	on := startServer(t, platform.ServerOptions{Profiling: true}, nil)
+	if resp := get(t, on.url+"/debug/pprof/", nil); resp.status != http.StatusOK || !strings.Contains(string(resp.body), "goroutine") {
+		t.Errorf("GET /debug/pprof/ = %d %.80q", resp.status, resp.body)
+	}
+	if resp := get(t, on.url+"/debug/pprof/heap?debug=1", nil); resp.status != http.StatusOK || !strings.Contains(string(resp.body), "heap profile") {
+		t.Errorf("GET /debug/pprof/heap = %d %.80q", resp.status, resp.body)
+	}
+}
+
 func TestHealthz(t *testing.T) {
 	ts := startServer(t, platform.ServerOptions{}, nil)
 	resp := get(t, ts.url+"/healthz", nil)

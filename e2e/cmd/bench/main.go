@@ -39,6 +39,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -71,7 +72,7 @@ type options struct {
 	persist  bool
 	noNudge  bool
 	verbose  bool
-	cpuprof  string
+	profile  string
 	qrate    float64
 	qconc    int32
 }
@@ -93,7 +94,7 @@ func main() {
 	flag.BoolVar(&o.noNudge, "no-nudge", false, "orders does not nudge the relay after a commit (RELAY_URL unset): delivery waits for the relay's poll")
 	flag.BoolVar(&o.keep, "keep", false, "keep the state directory (process logs)")
 	flag.BoolVar(&o.verbose, "v", false, "print the harness's progress lines")
-	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the bench process (load generator and both emulators) over the windows to this file")
+	flag.StringVar(&o.profile, "profile", "", "write CPU profiles to this directory: bench.pprof (load generator and both emulators, all windows) and one per service and relay over the first window")
 	flag.Parse()
 	o.qconc = int32(*qconc)
 	for _, f := range strings.Split(rates, ",") {
@@ -122,6 +123,8 @@ type bench struct {
 	http   *http.Client
 	relays []string
 	skus   []string
+	// profiled is set once the services' profiles were taken (-profile).
+	profiled bool
 }
 
 func logf(format string, args ...any) {
@@ -143,8 +146,14 @@ func run(ctx context.Context, o options) (err error) {
 			q.RateLimits.MaxConcurrentDispatches = o.qconc
 		},
 	}
+	opts.Env = map[string][]string{}
 	if o.noNudge {
-		opts.Env = map[string][]string{"orders": {"RELAY_URL="}}
+		opts.Env["orders"] = []string{"RELAY_URL="}
+	}
+	if o.profile != "" {
+		for _, n := range []string{"orders", "fulfillment", "relay", "gateway-abstraction", "notifications"} {
+			opts.Env[n] = append(opts.Env[n], "PPROF_ENABLED=true")
+		}
 	}
 	if o.verbose {
 		opts.Logf = logf
@@ -176,8 +185,11 @@ func run(ctx context.Context, o options) (err error) {
 		b.relays = append(b.relays, name)
 	}
 	machine()
-	if o.cpuprof != "" {
-		f, err := os.Create(o.cpuprof)
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return err
+		}
+		f, err := os.Create(filepath.Join(o.profile, "bench.pprof"))
 		if err != nil {
 			return err
 		}
@@ -263,6 +275,7 @@ func (b *bench) window(ctx context.Context, rate float64) (*window, error) {
 	}
 	cpu0 := selfCPU()
 	sp0 := b.s.SpannerStats()
+	profiled := b.profileServices(ctx)
 
 	var (
 		mu   sync.Mutex
@@ -304,6 +317,7 @@ func (b *bench) window(ctx context.Context, rate float64) (*window, error) {
 	tick.Stop()
 	w.issued = time.Since(start)
 	wg.Wait()
+	profiled()
 	w.elapsed = time.Since(start)
 	after, err := b.scrapeAll(ctx)
 	if err != nil {
@@ -367,6 +381,42 @@ func (b *bench) window(ctx context.Context, rate float64) (*window, error) {
 	w.handlerHist = histDelta(before, settled, "fulfillment", "http_request_duration_seconds", `route="/events"`, `method="POST"`)
 	logf("  placed %d (%d errors) in %s; %d applied, p99 %s", w.placed, w.errs, w.elapsed.Round(time.Millisecond), len(w.lat), pct(w.lat, 99))
 	return w, nil
+}
+
+// profileServices starts fetching a CPU profile of every service and relay over the window
+// (once, for the first window) into the -profile directory; the returned function waits for them.
+func (b *bench) profileServices(ctx context.Context) func() {
+	if b.o.profile == "" || b.profiled {
+		return func() {}
+	}
+	b.profiled = true
+	secs := int(b.o.duration.Seconds())
+	var wg sync.WaitGroup
+	for _, name := range append([]string{"orders", "fulfillment"}, b.relays...) {
+		wg.Go(func() {
+			url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", b.s.URL(name), secs)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return
+			}
+			resp, err := (&http.Client{Timeout: b.o.duration + 30*time.Second}).Do(req)
+			if err != nil {
+				logf("profile %s: %v", name, err)
+				return
+			}
+			defer resp.Body.Close()
+			path := filepath.Join(b.o.profile, name+".pprof")
+			f, err := os.Create(path)
+			if err == nil {
+				_, err = io.Copy(f, resp.Body)
+				f.Close()
+			}
+			if err != nil || resp.StatusCode != http.StatusOK {
+				logf("profile %s: status %d, %v", name, resp.StatusCode, err)
+			}
+		})
+	}
+	return wg.Wait
 }
 
 func (b *bench) place(ctx context.Context) (string, error) {
