@@ -18,9 +18,11 @@ import (
 
 // DB is one Spanner database stored in one SQLite file (WAL mode).
 //
-// Concurrency: read-write transactions that read or write take the database's write lock (one
-// holder at a time, FIFO waiters, bounded wait then ABORTED) and work on the single writer
-// connection inside a SQLite transaction, so they are serializable and see their own writes.
+// Concurrency: read-write transactions work on the single writer connection under the
+// database's write lock (one holder at a time, FIFO waiters, bounded wait then ABORTED): a DML
+// statement holds it for itself alone, a commit for the commit, a SQL query from there to the
+// commit; their reads and DML are validated at commit (see occ.go), so they are serializable
+// and see their own writes.
 // Read-only transactions each hold a reader connection with an open SQLite read transaction:
 // WAL gives them one consistent snapshot for their whole life without blocking the writer.
 type DB struct {

@@ -15,20 +15,23 @@ import (
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/sqlgen"
 )
 
-// Optimistic reads in read-write transactions.
+// Optimistic reads and DML in read-write transactions.
 //
-// A read-write transaction that only reads through the Read API (the common "read a row, then
-// buffer mutations" shape) does not take the write lock for its reads: it reads the latest
-// committed data on a reader connection and records a footprint (the keys it read, or the
-// whole table for range and index reads) together with the commit sequence number it read at.
-// When the transaction later takes the lock (to commit, or to run SQL), the footprint is
-// validated: if any commit since the read wrote a key (or, for a table footprint, anything) it
-// read, the transaction is ABORTED and the client retries it. Reads therefore behave as if
-// they happened at commit time, which keeps read-write transactions serializable while letting
-// independent transactions run their reads in parallel.
+// A read-write transaction does not hold the write lock while the client thinks: its Read calls
+// read the latest committed data on a reader connection and record a footprint (the keys read,
+// the key ranges read, or the whole table for index reads) together with the commit sequence
+// number it read at. Its DML takes the lock for the statement alone (runDMLOptimistic): on the
+// writer it replays the transaction's earlier DML, runs the statement, records the statement's
+// footprint (dmlFootprint) and the keys it wrote, and rolls back. When the transaction later
+// takes the lock for good (to commit, or to run a SQL query), the footprints are validated: if
+// any commit since a read wrote a key (or a key in a range, or for a table footprint anything)
+// it read, the transaction is ABORTED and the client retries it. Otherwise the logged DML is
+// replayed, writing exactly what it wrote the first time, since nothing it read has changed.
+// Reads and DML therefore behave as if they happened at commit time, which keeps read-write
+// transactions serializable while independent transactions run side by side.
 //
-// Every commit records what it wrote: the keys of insert/update/replace/delete mutations, and
-// the whole table for DML, range deletes, cascades and the row deletion sweeper.
+// Every commit records what it wrote: the keys of mutations and of DML rows, and the whole table
+// for range deletes, cascades and the row deletion sweeper.
 
 type footprint struct {
 	table string    // upper-cased table name
