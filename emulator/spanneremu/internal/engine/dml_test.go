@@ -125,10 +125,11 @@ func TestDMLReadYourWrites(t *testing.T) {
 	}
 }
 
-// DML that scans (UPDATE ... WHERE on a non-key column) is serializable: a row another
-// transaction commits that would have matched aborts it.
-func TestDMLScanConflictsWithPhantom(t *testing.T) {
-	db := newTestDB(t, singers)
+// DML that scans (UPDATE ... WHERE on a non-key column) cannot name the rows it read, so it
+// keeps the lock to commit: a concurrent writer that could insert a matching row (a phantom)
+// waits, and past LockWait is aborted; the scan's transaction commits.
+func TestScanningDMLKeepsTheLock(t *testing.T) {
+	e, db := newTestEngine(t, Options{LockWait: 20 * time.Millisecond}, singers)
 	ctx := context.Background()
 	cols := []string{"SingerId", "Name"}
 	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("new")))); err != nil {
@@ -138,16 +139,45 @@ func TestDMLScanConflictsWithPhantom(t *testing.T) {
 	if n, err := exec(t, tx, "UPDATE Singers SET Name = 'done' WHERE Name = 'new'", nil); err != nil || n != 1 {
 		t.Fatalf("update: %d, %v", n, err)
 	}
-	if err := commit(t, db, insert("Singers", cols, row(str("2"), str("new")))); err != nil {
-		t.Fatal(err)
+	if err := commit(t, db, insert("Singers", cols, row(str("2"), str("new")))); status.Code(err) != codes.Aborted {
+		t.Fatalf("concurrent insert of a matching row: got %v, want ABORTED after LockWait", err)
 	}
-	if _, err := tx.Commit(ctx, nil); status.Code(err) != codes.Aborted {
-		t.Fatalf("commit after a phantom: got %v, want ABORTED", err)
+	if _, err := tx.Commit(ctx, nil); err != nil {
+		t.Fatalf("commit of the scanning update: %v", err)
 	}
 	got := query(t, db, "SELECT Name FROM Singers ORDER BY SingerId")
-	want := [][]*structpb.Value{{str("new")}, {str("new")}}
+	want := [][]*structpb.Value{{str("done")}}
 	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+	if s := e.Stats(); s.LockTimeouts != 1 {
+		t.Errorf("LockTimeouts = %d, want 1", s.LockTimeouts)
+	}
+}
+
+// An INSERT OR IGNORE that skipped a row (a duplicate delivery) keeps the lock to commit: it
+// read a key RETURNING does not report.
+func TestIgnoredInsertKeepsTheLock(t *testing.T) {
+	_, db := newTestEngine(t, Options{LockWait: 20 * time.Millisecond}, inbox)
+	ctx := context.Background()
+	id := map[string]*structpb.Value{"id": str("ev-1")}
+	first, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if n, err := exec(t, first, insertInbox, id); err != nil || n != 1 {
+		t.Fatalf("first delivery: %d, %v", n, err)
+	}
+	if _, err := first.Commit(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	dup, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if n, err := exec(t, dup, insertInbox, id); err != nil || n != 0 {
+		t.Fatalf("duplicate delivery: %d, %v; want 0 rows", n, err)
+	}
+	other, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if _, err := exec(t, other, insertInbox, map[string]*structpb.Value{"id": str("ev-2")}); status.Code(err) != codes.Aborted {
+		t.Fatalf("DML beside the duplicate: got %v, want ABORTED after LockWait", err)
+	}
+	if _, err := dup.Commit(ctx, nil); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -256,5 +286,55 @@ func TestForceNullFilteredIndex(t *testing.T) {
 	}
 	if len(plan) == 0 || !strings.Contains(strings.Join(plan, "; "), "INDEX Pending (Shard=?") {
 		t.Errorf("query plan %q does not use index Pending", plan)
+	}
+}
+
+// An UPDATE whose WHERE pins the primary key reads only that row: updates of different rows run
+// side by side, a concurrent commit to its row aborts it, and so does the insert of the row it
+// found missing.
+func TestUpdateByKeyFootprint(t *testing.T) {
+	_, db := newTestEngine(t, Options{LockWait: 20 * time.Millisecond}, singers)
+	ctx := context.Background()
+	cols := []string{"SingerId", "Name"}
+	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")), row(str("2"), str("b")))); err != nil {
+		t.Fatal(err)
+	}
+	const upd = "UPDATE Singers SET Name = @name WHERE SingerId = @id AND Name IS NOT NULL"
+	set := func(tx *Txn, id, name string) int64 {
+		t.Helper()
+		res, err := tx.ExecuteSQL(ctx, Statement{SQL: upd,
+			Params:     &structpb.Struct{Fields: map[string]*structpb.Value{"id": str(id), "name": str(name)}},
+			ParamTypes: map[string]*sppb.Type{"id": {Code: sppb.TypeCode_INT64}, "name": {Code: sppb.TypeCode_STRING}}})
+		if err != nil {
+			t.Fatalf("update %s: %v", id, err)
+		}
+		return res.RowCount
+	}
+	one, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	two, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	stale, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	missing, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if set(one, "1", "one") != 1 || set(two, "2", "two") != 1 || set(stale, "1", "stale") != 1 || set(missing, "3", "none") != 0 {
+		t.Fatal("unexpected row counts")
+	}
+	if _, err := one.Commit(ctx, nil); err != nil {
+		t.Fatalf("commit one: %v", err)
+	}
+	if _, err := two.Commit(ctx, nil); err != nil {
+		t.Fatalf("commit two (another row): %v", err)
+	}
+	if _, err := stale.Commit(ctx, nil); status.Code(err) != codes.Aborted {
+		t.Errorf("commit of an update to a row committed meanwhile: got %v, want ABORTED", err)
+	}
+	if err := commit(t, db, insert("Singers", cols, row(str("3"), str("c")))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := missing.Commit(ctx, nil); status.Code(err) != codes.Aborted {
+		t.Errorf("commit of an update that found no row, after the row was inserted: got %v, want ABORTED", err)
+	}
+	got := query(t, db, "SELECT Name FROM Singers ORDER BY SingerId")
+	want := [][]*structpb.Value{{str("one")}, {str("two")}, {str("c")}}
+	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
 	}
 }

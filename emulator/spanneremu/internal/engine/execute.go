@@ -147,7 +147,13 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 			return nil, err
 		}
 		if !t.hasLock && c.Repeatable {
-			return t.runDMLOptimistic(ctx, c, args, schema)
+			var probe []any
+			if c.KeyProbe != nil {
+				if probe, err = bindArgs(c.KeyProbe, st, declared); err != nil {
+					return nil, err
+				}
+			}
+			return t.runDMLOptimistic(ctx, c, args, probe, schema)
 		}
 		if err := t.acquireLock(ctx); err != nil {
 			return nil, err
@@ -268,33 +274,52 @@ func (t *Txn) runDML(ctx context.Context, c *sqlgen.Compiled, args []any, schema
 	return out, nil
 }
 
-// runDMLOptimistic runs a DML statement without keeping the lock: under the lock only for the
-// statement itself, it replays the transaction's earlier DML, runs the statement, notes what it
-// read and wrote, and rolls back. The statement is replayed at commit (or when the transaction
-// takes the lock for good), after its footprint is validated. See occ.go.
-func (t *Txn) runDMLOptimistic(ctx context.Context, c *sqlgen.Compiled, args []any, schema *catalog.Schema) (*Result, error) {
+// runDMLOptimistic runs a DML statement without keeping the lock when it can: under the lock
+// only for the statement itself, it replays the transaction's earlier DML, runs the statement,
+// notes the keys it read and wrote, and rolls back. The statement is replayed at commit (or when
+// the transaction takes the lock for good), after its footprint is validated. See occ.go. A
+// statement whose reads are not exactly known keys (one that scans, or skipped a row, or
+// failed) keeps the lock instead, with its effects in place, as if it had taken it from the
+// start.
+func (t *Txn) runDMLOptimistic(ctx context.Context, c *sqlgen.Compiled, args, probeArgs []any, schema *catalog.Schema) (*Result, error) {
 	db := t.db
 	if err := t.lockValidated(ctx); err != nil {
 		return nil, err
 	}
-	defer func() { <-db.lock }()
 	if schema != db.Schema() {
+		<-db.lock
 		t.abortLocked("Transaction was aborted because the schema changed; retry the transaction.")
 		return nil, abortedError(t.abortReason)
 	}
 	if err := t.beginReplayed(ctx); err != nil {
+		<-db.lock
 		return nil, err
 	}
 	db.mu.Lock()
 	seq := db.occ.seq
 	db.mu.Unlock()
 	out, err := t.runDML(ctx, c, args, schema)
-	db.writer.ExecContext(context.Background(), "ROLLBACK")
-	fps := dmlFootprint(schema, c, out, seq)
-	t.footprints = append(t.footprints, fps...)
-	if err != nil {
-		return nil, err
+	var probed []any
+	if err == nil && c.KeyProbe != nil {
+		probed = t.probeKey(ctx, c.KeyProbe, probeArgs)
 	}
+	fps, exact := dmlFootprint(c, out, probed, seq)
+	if err != nil || !exact {
+		// Keep the lock: what the statement read cannot be validated later. The footprints
+		// so far were validated when the lock was taken and nothing committed since.
+		t.footprints, t.dml, t.dmlTables = nil, nil, nil
+		t.hasLock = true
+		db.retainVersion()
+		if err != nil {
+			return nil, err
+		}
+		t.recordDMLWrites(schema, c, out.keys)
+		t.pending = append(t.pending, out.pending...)
+		return out.res, nil
+	}
+	db.writer.ExecContext(context.Background(), "ROLLBACK")
+	<-db.lock
+	t.footprints = append(t.footprints, fps...)
 	t.dml = append(t.dml, loggedDML{sql: c.SQL, args: args})
 	if t.dmlTables == nil {
 		t.dmlTables = map[string]bool{}
@@ -307,6 +332,20 @@ func (t *Txn) runDMLOptimistic(ctx context.Context, c *sqlgen.Compiled, args []a
 	t.recordDMLWrites(schema, c, out.keys)
 	t.pending = append(t.pending, out.pending...)
 	return out.res, nil
+}
+
+// probeKey runs a statement's key probe (see sqlgen.Compiled.KeyProbe) and returns the key of
+// the one row the statement can read, nil if it cannot be computed. The caller holds the lock.
+func (t *Txn) probeKey(ctx context.Context, probe *sqlgen.Compiled, args []any) []any {
+	rows, err := t.db.writer.QueryContext(ctx, probe.SQL, args...)
+	if err != nil {
+		return nil
+	}
+	stored, err := scanAll(rows, len(probe.Columns))
+	if err != nil || len(stored) != 1 {
+		return nil
+	}
+	return stored[0]
 }
 
 // recordDMLWrites adds the rows a DML statement wrote to the transaction's write set: their

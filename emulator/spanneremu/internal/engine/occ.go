@@ -425,30 +425,35 @@ func storedKey(c *sqlgen.Compiled, stored []any) ([]any, bool) {
 	return vals, err == nil
 }
 
-// dmlFootprint is what a DML statement read, at commit sequence seq. An INSERT ... VALUES that
-// wrote every row it lists read exactly those keys (whether they existed); any other statement
-// (UPDATE and DELETE, which scan for their WHERE; an INSERT OR IGNORE that skipped a row; a
-// failed statement) counts as reading its whole target table. Tables read through FROM clauses
-// and subqueries count whole.
-func dmlFootprint(s *catalog.Schema, c *sqlgen.Compiled, out *dmlOutcome, seq uint64) []footprint {
-	var fps []footprint
+// dmlFootprint is what a DML statement read, at commit sequence seq, when that is exactly a set
+// of keys:
+//   - an INSERT ... VALUES that wrote every row it lists (as inserted or updated) read exactly
+//     those keys, whether they existed or not;
+//   - an UPDATE or DELETE whose WHERE pins the primary key read that key (probed: the key its
+//     probe computed), whether the row existed and matched or not.
+//
+// exact is false for any other statement (a scanning WHERE; an INSERT OR IGNORE that skipped a
+// row, whose key RETURNING does not report; a subquery reading other tables) and a failed one.
+func dmlFootprint(c *sqlgen.Compiled, out *dmlOutcome, probed []any, seq uint64) (fps []footprint, exact bool) {
+	if out == nil || len(c.ReadTables) > 0 {
+		return nil, false
+	}
+	var keys [][]any
+	switch {
+	case c.Insert && c.InsertRows > 0 && len(out.keys) == c.InsertRows:
+		keys = out.keys
+	case c.KeyProbe != nil && probed != nil && len(out.keys) <= 1:
+		keys = [][]any{probed}
+	default:
+		return nil, false
+	}
 	target := strings.ToUpper(c.Table.Name)
-	precise := out != nil && c.Insert && c.InsertRows > 0 && len(out.keys) == c.InsertRows
-	if precise {
-		for _, k := range out.keys {
-			vals, ok := storedKey(c, k)
-			if !ok {
-				precise = false
-				break
-			}
-			fps = append(fps, footprint{table: target, key: keyString(c.Table.Name, vals), seq: seq})
+	for _, k := range keys {
+		vals, ok := storedKey(c, k)
+		if !ok {
+			return nil, false
 		}
+		fps = append(fps, footprint{table: target, key: keyString(c.Table.Name, vals), seq: seq})
 	}
-	if !precise {
-		fps = append(fps[:0], footprint{table: target, seq: seq})
-	}
-	for _, name := range c.ReadTables {
-		fps = append(fps, footprint{table: name, seq: seq})
-	}
-	return fps
+	return fps, true
 }

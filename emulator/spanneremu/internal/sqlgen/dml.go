@@ -361,6 +361,7 @@ func (c *compiler) compileUpdate(x *ast.Update) (string, error) {
 	if err := c.compileThenReturn(x.ThenReturn, sc); err != nil {
 		return "", err
 	}
+	c.out.KeyProbe = c.keyProbe(t, x.Where.Expr, aliasName(x.As))
 	return fmt.Sprintf("UPDATE %s SET %s WHERE %s", catalog.Quote(t.SQLiteName), strings.Join(sets, ", "), where), nil
 }
 
@@ -377,6 +378,7 @@ func (c *compiler) compileDelete(x *ast.Delete) (string, error) {
 		return "", err
 	}
 	c.out.Delete = true
+	c.out.KeyProbe = c.keyProbe(t, x.Where.Expr, aliasName(x.As))
 	return fmt.Sprintf("DELETE FROM %s WHERE %s", catalog.Quote(t.SQLiteName), where), nil
 }
 
@@ -401,4 +403,101 @@ func (TableExprCompiler) CompileTableExpr(t *catalog.Table, e ast.Expr) (string,
 		return "", spantype.TUnknown, invalidf("Query parameters are not allowed in schema expressions")
 	}
 	return a.SQL, a.Type, nil
+}
+
+// keyProbe recognises an UPDATE or DELETE whose WHERE pins the target's whole primary key:
+// conjuncts "key column = expression" for every key column, where the expressions read no
+// column (parameters, literals). It returns a query computing that key from the statement's
+// parameters, so the engine knows the one row the statement can read; nil otherwise. Other
+// conjuncts may follow (WHERE Id = @id AND Status = 'NEW'): they only narrow that row.
+func (c *compiler) keyProbe(t *catalog.Table, where ast.Expr, alias string) *Compiled {
+	var conjuncts []ast.Expr
+	var split func(e ast.Expr)
+	split = func(e ast.Expr) {
+		switch x := e.(type) {
+		case *ast.ParenExpr:
+			split(x.Expr)
+		case *ast.BinaryExpr:
+			if x.Op == ast.OpAnd {
+				split(x.Left)
+				split(x.Right)
+				return
+			}
+			conjuncts = append(conjuncts, x)
+		default:
+			conjuncts = append(conjuncts, e)
+		}
+	}
+	split(where)
+	keyCols := t.KeyColumns()
+	probe := &compiler{schema: c.schema, declared: c.declared, now: c.now, out: &Compiled{ParamTypes: map[string]spantype.Type{}}}
+	exprs := make([]string, len(keyCols))
+	for _, e := range conjuncts {
+		b, ok := e.(*ast.BinaryExpr)
+		if !ok || b.Op != ast.OpEqual {
+			continue
+		}
+		for _, side := range [2][2]ast.Expr{{b.Left, b.Right}, {b.Right, b.Left}} {
+			i := keyColumnIndex(t, keyCols, side[0], alias)
+			if i < 0 || exprs[i] != "" {
+				continue
+			}
+			v, err := probe.compileExpr(side[1], &scope{})
+			if err != nil {
+				continue // it reads a column, or is not an expression the probe can compute
+			}
+			if v.Type.Code == spantype.Unknown {
+				if p, ok := side[1].(*ast.Param); ok {
+					probe.out.ParamTypes[p.Name] = keyCols[i].Type
+					v.Type = keyCols[i].Type
+				}
+			}
+			if !v.Type.Equal(keyCols[i].Type) {
+				continue
+			}
+			exprs[i] = v.SQL
+			break
+		}
+	}
+	for _, e := range exprs {
+		if e == "" {
+			return nil
+		}
+	}
+	probe.finish("SELECT " + strings.Join(exprs, ", "))
+	probe.fillParamTypes()
+	if probe.out.Volatile || sqlfuncs.CallsVolatile(probe.out.SQL) || len(probe.out.ReadTables) > 0 {
+		return nil // the key depends on the time, on chance or on other rows
+	}
+	for _, k := range keyCols {
+		probe.out.Columns = append(probe.out.Columns, Column{Name: k.Name, Type: k.Type})
+	}
+	return probe.out
+}
+
+// keyColumnIndex is the position in keyCols of the key column e names (Col, Table.Col or
+// Alias.Col), or -1.
+func keyColumnIndex(t *catalog.Table, keyCols []*catalog.Column, e ast.Expr, alias string) int {
+	var name string
+	switch x := e.(type) {
+	case *ast.Ident:
+		name = x.Name
+	case *ast.Path:
+		if len(x.Idents) != 2 {
+			return -1
+		}
+		q := x.Idents[0].Name
+		if !strings.EqualFold(q, t.Name) && (alias == "" || !strings.EqualFold(q, alias)) {
+			return -1
+		}
+		name = x.Idents[1].Name
+	default:
+		return -1
+	}
+	for i, k := range keyCols {
+		if strings.EqualFold(k.Name, name) {
+			return i
+		}
+	}
+	return -1
 }

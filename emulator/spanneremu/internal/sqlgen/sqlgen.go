@@ -59,6 +59,10 @@ type Compiled struct {
 	HiddenKeyColumns []Column
 	// PendingColumns are the columns the statement sets to PENDING_COMMIT_TIMESTAMP().
 	PendingColumns []string
+	// KeyProbe, for an UPDATE or DELETE whose WHERE pins the target's primary key, is a query
+	// computing that key from the statement's parameters (one row, the key columns in order):
+	// the statement reads at most that row.
+	KeyProbe *Compiled
 	// ReadTables are the tables the statement reads through FROM clauses and subqueries (not
 	// counting the target table's rows it writes), upper-cased.
 	ReadTables []string

@@ -107,3 +107,47 @@ func TestPendingCommitTimestampDML(t *testing.T) {
 		t.Errorf("PENDING_COMMIT_TIMESTAMP() outside an allow_commit_timestamp column compiled, want an error")
 	}
 }
+
+// DML says what the engine needs to run it optimistically: a key probe when WHERE pins the
+// primary key, the tables it reads besides its target, the row count of INSERT ... VALUES, and
+// whether running it again writes the same rows.
+func TestDMLFootprintFacts(t *testing.T) {
+	s := testSchema(t)
+	params := map[string]spantype.Type{"id": spantype.TInt64, "a": spantype.TInt64, "n": spantype.TString}
+	tests := []struct {
+		sql        string
+		probe      string // KeyProbe.SQL, "" for none
+		reads      []string
+		rows       int
+		repeatable bool
+	}{
+		{"UPDATE Singers SET Name = @n WHERE SingerId = @id", "SELECT ?", nil, 0, true},
+		{"UPDATE Singers s SET Name = @n WHERE (s.SingerId = 7) AND Name IS NULL", "SELECT 7", nil, 0, true},
+		{"DELETE FROM Albums WHERE AlbumId = @a AND SingerId = @id", "SELECT ?, ?", nil, 0, true},
+		{"DELETE FROM Albums WHERE SingerId = @id", "", nil, 0, true},
+		{"UPDATE Singers SET Name = @n WHERE SingerId = @id OR Name = @n", "", nil, 0, true},
+		{"UPDATE Singers SET Name = @n WHERE SingerId > @id", "", nil, 0, true},
+		{"UPDATE Singers SET Name = @n WHERE SingerId = (SELECT MAX(SingerId) FROM Albums)", "", []string{"ALBUMS"}, 0, true},
+		{"INSERT INTO Singers (SingerId, Name) VALUES (1, 'a'), (2, 'b')", "", nil, 2, true},
+		{"INSERT INTO Singers (SingerId, Name) SELECT SingerId, Title FROM Albums", "", []string{"ALBUMS"}, 0, true},
+		{"INSERT INTO Singers (SingerId, Name) VALUES (1, GENERATE_UUID())", "", nil, 1, false},
+	}
+	for _, tt := range tests {
+		c, err := compile(t, s, tt.sql, params)
+		if err != nil {
+			t.Errorf("%s: %v", tt.sql, err)
+			continue
+		}
+		probe := ""
+		if c.KeyProbe != nil {
+			probe = c.KeyProbe.SQL
+		}
+		if probe != tt.probe || !cmp.Equal(c.ReadTables, tt.reads) || c.InsertRows != tt.rows || c.Repeatable != tt.repeatable {
+			t.Errorf("%s:\n got probe %q, reads %v, rows %d, repeatable %v\nwant probe %q, reads %v, rows %d, repeatable %v",
+				tt.sql, probe, c.ReadTables, c.InsertRows, c.Repeatable, tt.probe, tt.reads, tt.rows, tt.repeatable)
+		}
+		if c.KeyProbe != nil && len(c.KeyProbe.Columns) != len(c.Table.KeyColumns()) {
+			t.Errorf("%s: probe columns %v", tt.sql, c.KeyProbe.Columns)
+		}
+	}
+}
