@@ -34,7 +34,11 @@ func New(baseURL string) *Relay {
 	if baseURL == "" {
 		return nil
 	}
-	return &Relay{url: strings.TrimSuffix(baseURL, "/") + "/nudge", client: &http.Client{Timeout: Timeout}}
+	// Every committed order nudges, from many requests at once: keep enough idle connections
+	// that nudges do not open a new one each (the default keeps 2 per host).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	return &Relay{url: strings.TrimSuffix(baseURL, "/") + "/nudge", client: &http.Client{Timeout: Timeout, Transport: tr}}
 }
 
 // Nudge tells the relay that events of the order aggregateID were committed, synchronously, with at
