@@ -41,6 +41,8 @@ type Options struct {
 	// LockWait, IdleTimeout and TTLSweepInterval are passed to the engine (zero = engine
 	// defaults).
 	LockWait, IdleTimeout, TTLSweepInterval time.Duration
+	// NoHistory keeps no versions for exact-timestamp reads (see engine.Options.NoHistory).
+	NoHistory bool
 	// Logf receives diagnostic log lines; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -96,6 +98,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		LockWait:         opts.LockWait,
 		IdleTimeout:      opts.IdleTimeout,
 		TTLSweepInterval: opts.TTLSweepInterval,
+		NoHistory:        opts.NoHistory,
 		Logf:             opts.Logf,
 	})
 	if err != nil {

@@ -32,6 +32,11 @@ type Options struct {
 	// TTLSweepInterval is the period of the ROW DELETION POLICY sweeper. Default 1 minute;
 	// negative disables it.
 	TTLSweepInterval time.Duration
+	// NoHistory keeps no versions for exact-timestamp reads (ReadTimestamp, ExactStaleness):
+	// such a read then succeeds only when nothing was committed after its timestamp. Kept
+	// versions are pinned SQLite readers, one per commit, and under hundreds of commits per
+	// second they cost a tenth of the engine's CPU and long latency spikes (see the README).
+	NoHistory bool
 	// Logf receives diagnostic log lines; nil discards them.
 	Logf func(format string, args ...any)
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // exec runs one statement in tx and returns its row count.
@@ -336,5 +337,39 @@ func TestUpdateByKeyFootprint(t *testing.T) {
 	want := [][]*structpb.Value{{str("one")}, {str("two")}, {str("c")}}
 	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+}
+
+// Without version history an exact-timestamp read of the latest data still works, and one from
+// before the latest commit fails with FAILED_PRECONDITION saying why.
+func TestNoHistory(t *testing.T) {
+	_, db := newTestEngine(t, Options{NoHistory: true}, singers)
+	ctx := context.Background()
+	cols := []string{"SingerId", "Name"}
+	var stamps []time.Time
+	for _, name := range []string{"a", "b"} {
+		tx, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+		ts, err := tx.Commit(ctx, []*sppb.Mutation{{Operation: &sppb.Mutation_InsertOrUpdate{InsertOrUpdate: &sppb.Mutation_Write{
+			Table: "Singers", Columns: cols, Values: []*structpb.ListValue{row(str("1"), str(name))}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stamps = append(stamps, ts)
+	}
+	at := func(ts time.Time) (*Result, error) {
+		ro, err := db.Begin(TxnOptions{Mode: ReadOnly, SingleUse: true,
+			ReadOnly: &sppb.TransactionOptions_ReadOnly{TimestampBound: &sppb.TransactionOptions_ReadOnly_ReadTimestamp{ReadTimestamp: timestamppb.New(ts)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ro.Rollback()
+		return ro.ExecuteSQL(ctx, Statement{SQL: "SELECT Name FROM Singers"})
+	}
+	if res, err := at(stamps[1]); err != nil || len(res.Rows) != 1 || res.Rows[0][0].GetStringValue() != "b" {
+		t.Errorf("read at the latest commit: %v, %v", res, err)
+	}
+	_, err := at(stamps[0])
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "no version history") {
+		t.Errorf("read before the latest commit: got %v, want FAILED_PRECONDITION naming the missing history", err)
 	}
 }

@@ -72,6 +72,9 @@ func (h *history) recordCommitMark(seq uint64, ts time.Time) {
 // retainVersion keeps the current state as a version before a write replaces it. The caller
 // holds the write lock, so the state cannot change underneath.
 func (db *DB) retainVersion() {
+	if db.e.opts.NoHistory {
+		return
+	}
 	db.mu.Lock()
 	seq, ts, creating := db.occ.seq, db.lastTS, db.creating
 	db.mu.Unlock()
@@ -161,6 +164,10 @@ func (db *DB) versionAt(ts time.Time) (*version, error) {
 	if len(h.versions) > 0 && h.versions[0].seq == created && ts.Before(h.versions[0].ts) {
 		h.versions[0].refs++
 		return h.versions[0], nil
+	}
+	if db.e.opts.NoHistory {
+		return nil, errorf(codes.FailedPrecondition, "Read timestamp %s is before the latest commit, and this emulator keeps no version history (started with -history=false).",
+			ts.UTC().Format(time.RFC3339Nano))
 	}
 	return nil, errorf(codes.FailedPrecondition, "Read timestamp %s is older than the history the emulator keeps (the last %d versions, at most %s old).",
 		ts.UTC().Format(time.RFC3339Nano), maxVersions, historyWindow)
