@@ -9,7 +9,8 @@
 // EventId from the databases (OutboxEvents.CreatedAt in orders, ProcessedEvents.ProcessedAt in
 // fulfillment; both commit timestamps). A breakdown of where the time goes comes from the metrics:
 // the relay's publish lag (commit → tasks created), fulfillment's POST /events handling time and
-// the CPU each process burned.
+// the CPU each process burned, and the Spanner emulator's commits and aborts by cause. -profile DIR
+// writes CPU profiles of the bench process and of every service (run with PPROF_ENABLED=true).
 //
 // Mode "drain" stops the relay, appends -events order.created events for fake orders straight
 // into the orders outbox (outboxlib.Append, in batches), starts the relay(s) and measures how fast
