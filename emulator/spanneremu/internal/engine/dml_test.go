@@ -373,3 +373,40 @@ func TestNoHistory(t *testing.T) {
 		t.Errorf("read before the latest commit: got %v, want FAILED_PRECONDITION naming the missing history", err)
 	}
 }
+
+// The janitor forgets recorded writes no open transaction can conflict with, and keeps those an
+// optimistic reader must still be checked against, even while that reader is busy.
+func TestPruneKeepsWritesOpenReadsNeed(t *testing.T) {
+	db := newTestDB(t, singers)
+	ctx := context.Background()
+	cols := []string{"SingerId", "Name"}
+	reader, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")))); err != nil {
+		t.Fatal(err)
+	}
+	read(t, reader, "Singers", str("2"))
+	for _, id := range []string{"2", "3"} {
+		if err := commit(t, db, insert("Singers", cols, row(str(id), str("x")))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader.mu.Lock() // busy with a request: the janitor must not need its lock
+	db.abortIdle(time.Now())
+	reader.mu.Unlock()
+	db.mu.Lock()
+	kept := len(db.occ.log)
+	db.mu.Unlock()
+	if kept != 2 {
+		t.Errorf("log keeps %d commits, want the 2 after the open read", kept)
+	}
+	if _, err := reader.Commit(ctx, nil); status.Code(err) != codes.Aborted {
+		t.Errorf("reader commit after its key was written: got %v, want ABORTED", err)
+	}
+	db.abortIdle(time.Now())
+	db.mu.Lock()
+	kept = len(db.occ.log)
+	db.mu.Unlock()
+	if kept != 0 {
+		t.Errorf("log keeps %d commits with no open read, want 0", kept)
+	}
+}

@@ -159,7 +159,8 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 			return nil, err
 		}
 		if schema != t.db.Schema() {
-			return nil, abortedError("Transaction was aborted because the schema changed; retry the transaction.")
+			t.abortLocked("Transaction was aborted because the schema changed; retry the transaction.")
+			return nil, abortedError(t.abortReason)
 		}
 		out, err := t.runDML(ctx, c, args, schema)
 		if err != nil {
@@ -295,9 +296,7 @@ func (t *Txn) runDMLOptimistic(ctx context.Context, c *sqlgen.Compiled, args, pr
 		<-db.lock
 		return nil, err
 	}
-	db.mu.Lock()
-	seq := db.occ.seq
-	db.mu.Unlock()
+	seq := t.noteRead()
 	out, err := t.runDML(ctx, c, args, schema)
 	var probed []any
 	if err == nil && c.KeyProbe != nil {
@@ -307,7 +306,8 @@ func (t *Txn) runDMLOptimistic(ctx context.Context, c *sqlgen.Compiled, args, pr
 	if err != nil || !exact {
 		// Keep the lock: what the statement read cannot be validated later. The footprints
 		// so far were validated when the lock was taken and nothing committed since.
-		t.footprints, t.dml, t.dmlTables = nil, nil, nil
+		t.validated()
+		t.dml, t.dmlTables = nil, nil
 		t.hasLock = true
 		db.retainVersion()
 		if err != nil {
@@ -367,7 +367,7 @@ func (t *Txn) recordDMLWrites(schema *catalog.Schema, c *sqlgen.Compiled, keys [
 	}
 }
 
-// fixPendingTimestamps writes// fixPendingTimestamps writes the commit timestamp into the cells DML filled with
+// fixPendingTimestamps writes the commit timestamp into the cells DML filled with
 // PENDING_COMMIT_TIMESTAMP().
 func (t *Txn) fixPendingTimestamps(ctx context.Context, ts time.Time) error {
 	if len(t.pending) == 0 {

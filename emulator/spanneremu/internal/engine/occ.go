@@ -240,18 +240,19 @@ func decodeRange(kc []keyCol, kr *sppb.KeyRange) (*keyRange, error) {
 	return r, err
 }
 
-// contains reports whether a full key lies in the range, comparing each bound as a key prefix
-// the way the Read itself does (see keySetCondition).
+// contains reports whether a full key may lie in the range, comparing each bound as a key prefix
+// the way the Read itself does (see keySetCondition). Values it cannot order as SQLite does
+// (mixed storage classes) count as inside: a needless abort is safe, a missed conflict is not.
 func (r *keyRange) contains(vals []any) bool {
 	if r.hasStart {
-		c := comparePrefix(r.kc, vals, r.start)
-		if c < 0 || (r.startOpen && c == 0) {
+		c, ok := comparePrefix(r.kc, vals, r.start)
+		if ok && (c < 0 || (r.startOpen && c == 0)) {
 			return false
 		}
 	}
 	if r.hasEnd {
-		c := comparePrefix(r.kc, vals, r.end)
-		if c > 0 || (r.endOpen && c == 0) {
+		c, ok := comparePrefix(r.kc, vals, r.end)
+		if ok && (c > 0 || (r.endOpen && c == 0)) {
 			return false
 		}
 	}
@@ -259,63 +260,56 @@ func (r *keyRange) contains(vals []any) bool {
 }
 
 // comparePrefix compares a key with a bound on the bound's columns, in key order (NULL first,
-// DESC columns reversed).
-func comparePrefix(kc []keyCol, key, bound []any) int {
+// DESC columns reversed); ok is false when two values cannot be ordered here.
+func comparePrefix(kc []keyCol, key, bound []any) (c int, ok bool) {
 	for i, b := range bound {
 		if i >= len(key) {
-			return 0
+			return 0, true
 		}
-		c := compareStored(key[i], b)
+		if c, ok = compareStored(key[i], b); !ok {
+			return 0, false
+		}
 		if kc[i].desc {
 			c = -c
 		}
 		if c != 0 {
-			return c
+			return c, true
 		}
 	}
-	return 0
+	return 0, true
 }
 
-// compareStored orders two storage values of one key column as SQLite does.
-func compareStored(a, b any) int {
+// compareStored orders two storage values of one key column as SQLite does (NULL first,
+// integers and reals numerically, text and blobs bytewise); ok is false for a mix it does not
+// order.
+func compareStored(a, b any) (int, bool) {
 	switch {
 	case a == nil && b == nil:
-		return 0
+		return 0, true
 	case a == nil:
-		return -1
+		return -1, true
 	case b == nil:
-		return 1
+		return 1, true
 	}
 	switch x := a.(type) {
 	case int64:
 		if y, ok := b.(int64); ok {
-			return cmp.Compare(x, y)
+			return cmp.Compare(x, y), true
 		}
 	case float64:
 		if y, ok := b.(float64); ok {
-			return cmp.Compare(x, y)
+			return cmp.Compare(x, y), true
 		}
 	case string:
 		if y, ok := b.(string); ok {
-			return strings.Compare(x, y)
+			return strings.Compare(x, y), true
 		}
 	case []byte:
 		if y, ok := b.([]byte); ok {
-			return bytes.Compare(x, y)
-		}
-	case bool:
-		if y, ok := b.(bool); ok {
-			return cmp.Compare(boolInt(x), boolInt(y))
+			return bytes.Compare(x, y), true
 		}
 	}
-	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+	return 0, false
 }
 
 // occState is the per-database record of recent writes, guarded by DB.mu.

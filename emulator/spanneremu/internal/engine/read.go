@@ -50,9 +50,7 @@ func (t *Txn) optimisticRead(ctx context.Context, r ReadRequest) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	db.mu.Lock()
-	seq := db.occ.seq
-	db.mu.Unlock()
+	seq := t.noteRead()
 	rows, err := queryRows(ctx, db.pool, q, args, cols)
 	if err != nil {
 		return nil, mapError(err, nil)

@@ -45,6 +45,10 @@ type Txn struct {
 	// writes collects what DML wrote.
 	footprints []footprint
 	writes     *writeSet
+	// oldestSeq is 1 + the commit sequence number of the transaction's oldest optimistic read
+	// (0: none), noted under DB.mu when the read starts, so that the janitor, which reads it
+	// without t.mu, never forgets writes a read in progress must still be checked against.
+	oldestSeq atomic.Uint64
 	// dml lists the DML statements run optimistically (see occ.go), replayed when the
 	// transaction takes the lock; dmlTables are the tables they may have changed.
 	dml       []loggedDML
@@ -297,7 +301,7 @@ func (t *Txn) acquireLock(ctx context.Context) error {
 		return err
 	}
 	db := t.db
-	t.footprints = nil
+	t.validated()
 	db.retainVersion()
 	if err := t.beginReplayed(ctx); err != nil {
 		<-db.lock
@@ -370,20 +374,28 @@ func (t *Txn) beginReplayed(ctx context.Context) error {
 // oldestRead is the sequence number of the transaction's oldest optimistic read. Caller holds
 // DB.mu.
 func (t *Txn) oldestRead() (uint64, bool) {
-	if !t.mu.TryLock() {
-		return 0, true // busy: keep everything
+	v := t.oldestSeq.Load()
+	return v - 1, v != 0
+}
+
+// noteRead returns the commit sequence number an optimistic read starting now observes, and
+// notes it as one of the transaction's reads (see oldestSeq). The caller holds t.mu.
+func (t *Txn) noteRead() uint64 {
+	db := t.db
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	seq := db.occ.seq
+	if cur := t.oldestSeq.Load(); cur == 0 || seq+1 < cur {
+		t.oldestSeq.Store(seq + 1)
 	}
-	defer t.mu.Unlock()
-	if len(t.footprints) == 0 {
-		return 0, false
-	}
-	min := t.footprints[0].seq
-	for _, f := range t.footprints {
-		if f.seq < min {
-			min = f.seq
-		}
-	}
-	return min, true
+	return seq
+}
+
+// validated forgets the optimistic reads once they were checked under the lock the transaction
+// now keeps (or at its end).
+func (t *Txn) validated() {
+	t.footprints = nil
+	t.oldestSeq.Store(0)
 }
 
 // releaseLock ends the SQLite transaction (rolling back unless committed) and frees the lock.
@@ -428,7 +440,7 @@ func (t *Txn) finish() {
 	t.releaseLock()
 	t.releaseSnapshot()
 	t.pending = nil
-	t.footprints = nil
+	t.validated()
 	t.dml, t.dmlTables = nil, nil
 	t.done.Store(true)
 	if t.state != aborted {
