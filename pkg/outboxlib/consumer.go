@@ -35,7 +35,8 @@ type Delivery struct {
 // predecessor this consumer has not applied yet (d.LastVersion tells), Permanent(err) when it can
 // never succeed, any other error for a transient fault. Whatever the handler buffered is
 // discarded when it returns an error. A call to a provider or a mail server belongs after the
-// commit: the handler records the intent, the service performs it (ARCHITECTURE.md §6).
+// commit: the handler records the intent, the service performs it (ARCHITECTURE.md §6). To say
+// what it decided, a handler calls Note rather than logging (a log line would repeat on a retry).
 type HandlerFunc func(ctx context.Context, txn *spanner.ReadWriteTransaction, d Delivery) error
 
 // ErrEarly is wrapped by a handler when the event arrived before its predecessor: nothing is
@@ -225,8 +226,11 @@ func (c *Consumer) serveEvent(ec echo.Context) error {
 		return ec.JSON(http.StatusOK, result{OutcomeUnknownType})
 	}
 
-	outcome, commitTS, err := c.apply(ctx, h, d)
+	outcome, commitTS, notes, err := c.apply(ctx, h, d)
 	if err == nil {
+		if len(notes) > 0 {
+			log = log.With(zap.Strings("notes", notes))
+		}
 		c.observe(log, d, outcome, commitTS)
 		return ec.JSON(http.StatusOK, result{outcome})
 	}
@@ -304,9 +308,15 @@ type handlerError struct{ err error }
 func (e *handlerError) Error() string { return e.err.Error() }
 func (e *handlerError) Unwrap() error { return e.err }
 
-// apply runs h for d in one read-write transaction with the inbox and version bookkeeping.
-func (c *Consumer) apply(ctx context.Context, h HandlerFunc, d Delivery) (outcome string, commitTS time.Time, err error) {
+// apply runs h for d in one read-write transaction with the inbox and version bookkeeping. notes
+// are what the handler noted (Note) in the attempt that committed.
+func (c *Consumer) apply(ctx context.Context, h HandlerFunc, d Delivery) (outcome string, commitTS time.Time, notes []string, err error) {
 	commitTS, err = c.cfg.Client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+		// The client may run this function more than once (an aborted attempt is retried):
+		// only the last attempt's notes describe what was committed.
+		attempt := &noteList{}
+		ctx = context.WithValue(ctx, noteKey{}, attempt)
+		defer func() { notes = attempt.notes }()
 		n, err := txn.Update(ctx, outboxdb.InsertOrIgnoreProcessedEvent(d.ID, c.cfg.Name))
 		if err != nil {
 			return fmt.Errorf("record event %s: %w", d.ID, err)
@@ -318,7 +328,23 @@ func (c *Consumer) apply(ctx context.Context, h HandlerFunc, d Delivery) (outcom
 		outcome, err = c.applyRecorded(ctx, txn, h, d)
 		return err
 	})
-	return outcome, commitTS, err
+	return outcome, commitTS, notes, err
+}
+
+type noteKey struct{}
+
+type noteList struct{ notes []string }
+
+// Note records what a handler decided, e.g. "order already decided; nothing to reserve". The
+// consumer writes the notes of the attempt that committed on its one log line for the event
+// (field "notes"), so a transaction the client retries does not log twice. Outside a consumer's
+// transaction the note is logged at info level.
+func Note(ctx context.Context, note string) {
+	if l, ok := ctx.Value(noteKey{}).(*noteList); ok {
+		l.notes = append(l.notes, note)
+		return
+	}
+	platform.Logger(ctx).Info(note)
 }
 
 // applyRecorded is apply after the ProcessedEvents row is in place: the version check, the handler

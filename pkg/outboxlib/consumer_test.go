@@ -26,6 +26,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/spanmart/spanmart/gen/dao"
@@ -57,6 +59,7 @@ const (
 	modeTransientOnce = "transient-once"  // fails on the first delivery (after buffering its write)
 	modeAlwaysFail    = "always-fail"     // fails every time (transient)
 	modeUntilFixed    = "permanent-until" // Permanent error until fixture.fixed is set
+	modeNoteAborted   = "note-aborted"    // notes its try; the first try's transaction aborts
 )
 
 // fixture is a consumer of a fresh fulfillment database served over HTTP, fed by a fresh queue of
@@ -70,6 +73,7 @@ type fixture struct {
 	reg      *prometheus.Registry
 	logs     *observer.ObservedLogs
 	fixed    atomic.Bool
+	tries    atomic.Int64 // handler runs in modeNoteAborted
 }
 
 func newFixture(t *testing.T, maxAttempts int) *fixture {
@@ -136,6 +140,15 @@ func (f *fixture) receiveStock(ctx context.Context, txn *spanner.ReadWriteTransa
 	inv.UpdatedAt = spanner.CommitTimestamp
 	if err := txn.BufferWrite([]*spanner.Mutation{inv.InsertOrUpdate()}); err != nil {
 		return err
+	}
+	if p.Mode == modeNoteAborted {
+		try := f.tries.Add(1)
+		outboxlib.Note(ctx, fmt.Sprintf("try %d", try))
+		if try == 1 {
+			// What Spanner answers when a concurrent transaction wins: the client runs the
+			// whole transaction function again.
+			return status.Error(codes.Aborted, "transaction aborted by a concurrent one")
+		}
 	}
 	// The failures come after the write: the consumer must discard what the handler buffered.
 	switch {
@@ -385,6 +398,34 @@ func TestConsumerAppliesOnceAndAcknowledgesRedelivery(t *testing.T) {
 		if fields[k] != v {
 			t.Errorf("log field %s = %v, want %v", k, fields[k], v)
 		}
+	}
+}
+
+// A handler's notes reach the event's one log line, from the transaction attempt that
+// committed only: an aborted attempt that the client retried leaves no trace.
+func TestConsumerLogsNotesOfTheCommittedAttempt(t *testing.T) {
+	f := newFixture(t, 10)
+	ev := stockEvent(t, "sku-notes", 1, 2, modeNoteAborted)
+	f.send(t, ev, nil)
+	got := f.waitResponses(t, ev.ID, count(1))
+	if diff := cmp.Diff([]string{outboxlib.OutcomeApplied}, outcomes(got)); diff != "" {
+		t.Fatalf("outcomes (-want +got):\n%s", diff)
+	}
+	if n := f.tries.Load(); n != 2 {
+		t.Fatalf("handler ran %d times, want 2 (the first transaction aborted)", n)
+	}
+	if n := f.onHand(t, "sku-notes"); n != 2 {
+		t.Errorf("OnHand = %d, want 2", n)
+	}
+	entries := f.logs.FilterMessage("event applied").AllUntimed()
+	if len(entries) != 1 {
+		t.Fatalf("%d 'event applied' log lines, want 1", len(entries))
+	}
+	if notes := entries[0].ContextMap()["notes"]; !cmp.Equal(notes, []any{"try 2"}) {
+		t.Errorf("notes = %#v, want [try 2]", notes)
+	}
+	if n := f.logs.FilterMessageSnippet("try 1").Len(); n != 0 {
+		t.Errorf("%d log lines mention the aborted try", n)
 	}
 }
 

@@ -14,10 +14,8 @@ import (
 	"fmt"
 
 	"cloud.google.com/go/spanner"
-	"go.uber.org/zap"
 
 	"github.com/spanmart/spanmart/pkg/outboxlib"
-	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/inventory"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/store"
 )
@@ -115,9 +113,8 @@ func OrderCreated(ctx context.Context, txn *spanner.ReadWriteTransaction, d outb
 	if err != nil {
 		return err
 	}
-	log := platform.Logger(ctx).With(zap.String("order_id", orderID), zap.String("event_id", d.ID))
 	if !res.Applied {
-		log.Info("order already decided; nothing to reserve")
+		outboxlib.Note(ctx, fmt.Sprintf("order %s already decided; nothing to reserve", orderID))
 		return nil
 	}
 	var ev outboxlib.Event
@@ -134,7 +131,7 @@ func OrderCreated(ctx context.Context, txn *spanner.ReadWriteTransaction, d outb
 	if err != nil {
 		return err
 	}
-	log.Debug("order decided", zap.String("outcome", ev.Type))
+	outboxlib.Note(ctx, fmt.Sprintf("order %s decided: %s", orderID, ev.Type))
 	return outboxlib.Append(ctx, txn, ev)
 }
 
@@ -162,9 +159,8 @@ func OrderCancelled(ctx context.Context, txn *spanner.ReadWriteTransaction, d ou
 	case err != nil:
 		return err
 	}
-	log := platform.Logger(ctx).With(zap.String("order_id", orderID), zap.String("event_id", d.ID))
 	if !res.Applied {
-		log.Info("order already released")
+		outboxlib.Note(ctx, fmt.Sprintf("order %s already released", orderID))
 		return nil
 	}
 	ev, err := outboxlib.NewEvent(ctx, TypeInventoryReleased, AggregateType, orderID, res.Version,
@@ -172,7 +168,7 @@ func OrderCancelled(ctx context.Context, txn *spanner.ReadWriteTransaction, d ou
 	if err != nil {
 		return err
 	}
-	log.Debug("order released", zap.Int("lines", len(res.Lines)))
+	outboxlib.Note(ctx, fmt.Sprintf("order %s released: %d lines", orderID, len(res.Lines)))
 	return outboxlib.Append(ctx, txn, ev)
 }
 

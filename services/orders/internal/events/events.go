@@ -11,10 +11,8 @@ import (
 	"fmt"
 
 	"cloud.google.com/go/spanner"
-	"go.uber.org/zap"
 
 	"github.com/spanmart/spanmart/pkg/outboxlib"
-	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/services/orders/internal/order"
 	"github.com/spanmart/spanmart/services/orders/internal/store"
 )
@@ -84,12 +82,11 @@ func apply(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.D
 	if p.OrderID == "" {
 		return outboxlib.Permanent(fmt.Errorf("%s %s: payload has no order_id", d.Type, d.ID))
 	}
-	log := platform.Logger(ctx).With(zap.String("order_id", p.OrderID), zap.String("event_id", d.ID), zap.String("event_type", d.Type))
 	consumed := store.Consumed{Type: d.Type, ID: d.ID, AggregateType: d.AggregateType, AggregateVersion: d.AggregateVersion}
 	err := store.UpdateInTxn(ctx, txn, p.OrderID, consumed, func(o *order.Order) error {
 		err := change(o, p)
 		if errors.Is(err, order.ErrIllegalTransition) {
-			log.Info("event ignored: the order has moved on", zap.String("status", string(o.Status())))
+			outboxlib.Note(ctx, fmt.Sprintf("event ignored: order %s has moved on (status %s)", p.OrderID, o.Status()))
 			return nil
 		}
 		return err
