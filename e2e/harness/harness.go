@@ -148,8 +148,6 @@ type Stack struct {
 	tasksPort int
 	tasksHTTP int
 
-	sp *spawner
-
 	mu      sync.Mutex
 	procs   map[string]*Proc
 	ports   map[string]int
@@ -243,7 +241,6 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 	s.opts.Logf("emulators, 4 databases, queues and catalog ready in %s", s.Timings["setup"].Round(time.Millisecond))
 
 	t0 = time.Now()
-	s.sp = newSpawner()
 	for _, p := range processes {
 		port, err := FreePort()
 		if err != nil {

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/spanmart/spanmart/internal/childproc"
 )
 
 // A Proc is one run of a service process.
@@ -69,40 +69,6 @@ func (p *Proc) stop(timeout time.Duration) {
 	<-p.done
 }
 
-// spawner starts every child from one goroutine locked to its OS thread for the life of the process:
-// a child's Pdeathsig fires when the thread that forked it exits, and Go may retire threads, which
-// would kill a healthy child at a random moment (the dev stack does the same, emulator/devstack).
-type spawner struct{ reqs chan spawnReq }
-
-type spawnReq struct {
-	cmd  *exec.Cmd
-	errc chan error
-}
-
-var (
-	spawnerOnce sync.Once
-	theSpawner  *spawner
-)
-
-func newSpawner() *spawner {
-	spawnerOnce.Do(func() {
-		theSpawner = &spawner{reqs: make(chan spawnReq)}
-		go func() {
-			runtime.LockOSThread() // never unlocked: see the type's comment
-			for r := range theSpawner.reqs {
-				r.errc <- r.cmd.Start()
-			}
-		}()
-	})
-	return theSpawner
-}
-
-func (s *spawner) start(cmd *exec.Cmd) error {
-	errc := make(chan error, 1)
-	s.reqs <- spawnReq{cmd: cmd, errc: errc}
-	return <-errc
-}
-
 func (s *Stack) proc(name string) *Proc {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,8 +101,8 @@ func (s *Stack) launch(name string, extra ...string) error {
 	cmd := exec.Command(s.bin + string(os.PathSeparator) + kind)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = sysProcAttr()
-	if err := s.sp.start(cmd); err != nil {
+	// SIGKILL if the harness dies without stopping it (a test binary killed by its timeout).
+	if err := childproc.Start(cmd, syscall.SIGKILL); err != nil {
 		logf.Close()
 		return fmt.Errorf("start %s: %w", name, err)
 	}

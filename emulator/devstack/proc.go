@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/spanmart/spanmart/internal/childproc"
 )
 
 // A proc is one child process: an emulator or a service.
@@ -90,39 +91,9 @@ func (p *proc) stop(timeout time.Duration, force <-chan struct{}, con *console) 
 	<-p.done
 }
 
-// spawner starts every child from one goroutine locked to its OS thread for the life of the process.
-// On Linux a child's Pdeathsig fires when the thread that forked it exits, not the process; Go may
-// retire threads, so forking from an arbitrary goroutine could SIGTERM a healthy child at a random
-// moment. A locked thread whose goroutine never returns is never retired.
-type spawner struct {
-	reqs chan spawnReq
-}
-
-type spawnReq struct {
-	cmd  *exec.Cmd
-	errc chan error
-}
-
-func newSpawner() *spawner {
-	s := &spawner{reqs: make(chan spawnReq)}
-	go func() {
-		runtime.LockOSThread() // never unlocked: see the type's comment
-		for r := range s.reqs {
-			r.errc <- r.cmd.Start()
-		}
-	}()
-	return s
-}
-
-func (s *spawner) start(cmd *exec.Cmd) error {
-	errc := make(chan error, 1)
-	s.reqs <- spawnReq{cmd: cmd, errc: errc}
-	return <-errc
-}
-
 // startProc starts a child whose output goes to con (and its log file) and exits reports on
 // exited when it ends.
-func startProc(sp *spawner, con *console, spec procSpec, logPath string, exited chan<- *proc) (*proc, error) {
+func startProc(con *console, spec procSpec, logPath string, exited chan<- *proc) (*proc, error) {
 	if err := con.register(spec.name, logPath); err != nil {
 		return nil, err
 	}
@@ -149,10 +120,11 @@ func startProc(sp *spawner, con *console, spec procSpec, logPath string, exited 
 	cmd := exec.Command(spec.bin, spec.args...)
 	cmd.Env = append(os.Environ(), spec.env...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = sysProcAttr()
 	// If the child leaves a grandchild holding its output open, Wait must not hang on it forever.
 	cmd.WaitDelay = 2 * time.Second
-	if err := sp.start(cmd); err != nil {
+	// Its own process group: a terminal's Ctrl-C reaches only the devstack, which then stops the
+	// children in order; SIGTERM if the devstack dies without stopping it.
+	if err := childproc.Start(cmd, syscall.SIGTERM); err != nil {
 		return nil, fmt.Errorf("start %s (%s): %w", spec.name, spec.bin, err)
 	}
 	p.cmd = cmd

@@ -32,7 +32,6 @@ type stack struct {
 	state stateLayout
 	con   *console
 
-	sp     *spawner
 	procs  []*proc // in start order
 	exited chan *proc
 	// force is closed by a second Ctrl-C: stop without waiting for graceful exits.
@@ -177,7 +176,7 @@ func (st *stack) build(ctx context.Context) error {
 func (st *stack) bin(name string) string { return filepath.Join(st.state.bin(), name) }
 
 func (st *stack) start(spec procSpec) (*proc, error) {
-	p, err := startProc(st.sp, st.con, spec, st.state.log(spec.name), st.exited)
+	p, err := startProc(st.con, spec, st.state.log(spec.name), st.exited)
 	if err != nil {
 		return nil, err
 	}
@@ -187,9 +186,6 @@ func (st *stack) start(spec procSpec) (*proc, error) {
 
 // startEmulators starts both emulators and waits for their ready lines.
 func (st *stack) startEmulators(ctx context.Context) error {
-	if st.sp == nil {
-		st.sp = newSpawner()
-	}
 	var verbose []string
 	if st.cfg.verbose {
 		verbose = []string{"-v"}
