@@ -311,12 +311,7 @@ func (e *handlerError) Unwrap() error { return e.err }
 // apply runs h for d in one read-write transaction with the inbox and version bookkeeping. notes
 // are what the handler noted (Note) in the attempt that committed.
 func (c *Consumer) apply(ctx context.Context, h HandlerFunc, d Delivery) (outcome string, commitTS time.Time, notes []string, err error) {
-	commitTS, err = c.cfg.Client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
-		// The client may run this function more than once (an aborted attempt is retried):
-		// only the last attempt's notes describe what was committed.
-		attempt := &noteList{}
-		ctx = context.WithValue(ctx, noteKey{}, attempt)
-		defer func() { notes = attempt.notes }()
+	commitTS, notes, err = c.handlerTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
 		n, err := txn.Update(ctx, outboxdb.InsertOrIgnoreProcessedEvent(d.ID, c.cfg.Name))
 		if err != nil {
 			return fmt.Errorf("record event %s: %w", d.ID, err)
@@ -331,14 +326,26 @@ func (c *Consumer) apply(ctx context.Context, h HandlerFunc, d Delivery) (outcom
 	return outcome, commitTS, notes, err
 }
 
+// handlerTransaction runs fn, which calls a handler, in a read-write transaction and returns the
+// notes (Note) of the attempt that committed: the client may run fn more than once (an aborted
+// attempt is retried), and only the last attempt describes what was committed.
+func (c *Consumer) handlerTransaction(ctx context.Context, fn func(context.Context, *spanner.ReadWriteTransaction) error) (commitTS time.Time, notes []string, err error) {
+	commitTS, err = c.cfg.Client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+		attempt := &noteList{}
+		defer func() { notes = attempt.notes }()
+		return fn(context.WithValue(ctx, noteKey{}, attempt), txn)
+	})
+	return commitTS, notes, err
+}
+
 type noteKey struct{}
 
 type noteList struct{ notes []string }
 
 // Note records what a handler decided, e.g. "order already decided; nothing to reserve". The
-// consumer writes the notes of the attempt that committed on its one log line for the event
-// (field "notes"), so a transaction the client retries does not log twice. Outside a consumer's
-// transaction the note is logged at info level.
+// consumer writes the notes of the attempt that committed on its one log line for the event (or
+// for its replay), field "notes", so a transaction the client retries does not log twice. Called
+// outside the consumer (a handler run by a test) the note is logged at info level.
 func Note(ctx context.Context, note string) {
 	if l, ok := ctx.Value(noteKey{}).(*noteList); ok {
 		l.notes = append(l.notes, note)
