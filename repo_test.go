@@ -3,14 +3,19 @@
 package spanmart_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 )
 
 // readmeCommands returns the command lines of the README's first shell block.
@@ -94,5 +99,25 @@ func TestCloudBuildBuildsEveryBinary(t *testing.T) {
 		if !strings.Contains(string(b), "deploy "+name+" ") && !strings.Contains(string(b), "gcloud run deploy "+name+" ") {
 			t.Errorf("cloudbuild.yaml does not deploy %s", name)
 		}
+	}
+}
+
+// TestCloudBuildQueuesMatchSubscriberQueue checks that the queue flags cloudbuild.yaml applies in
+// production are relay.SubscriberQueue, the settings the dev stack and the e2e harness create.
+func TestCloudBuildQueuesMatchSubscriberQueue(t *testing.T) {
+	b, err := os.ReadFile("cloudbuild.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := relay.SubscriberQueue("q")
+	r, l := q.GetRetryConfig(), q.GetRateLimits()
+	seconds := func(d *durationpb.Duration) string {
+		return strconv.FormatFloat(d.AsDuration().Seconds(), 'f', -1, 64) + "s"
+	}
+	want := fmt.Sprintf("--max-attempts=%d --max-retry-duration=%s --min-backoff=%s --max-backoff=%s --max-doublings=%d --max-dispatches-per-second=%s --max-concurrent-dispatches=%d",
+		r.GetMaxAttempts(), seconds(r.GetMaxRetryDuration()), seconds(r.GetMinBackoff()), seconds(r.GetMaxBackoff()),
+		r.GetMaxDoublings(), strconv.FormatFloat(l.GetMaxDispatchesPerSecond(), 'f', -1, 64), l.GetMaxConcurrentDispatches())
+	if !strings.Contains(string(b), want) {
+		t.Errorf("cloudbuild.yaml's queue flags differ from relay.SubscriberQueue; want %q", want)
 	}
 }

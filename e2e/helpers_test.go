@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -17,10 +16,9 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/spanmart/spanmart/e2e/harness"
+	"github.com/spanmart/spanmart/emulator/tasksemu"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 )
-
-func decodeJSON(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
 
 // The databases, by the name of their owner's consumer (ProcessedEvents.Consumer).
 var databases = []string{"orders", "fulfillment", "payments", "notifications"}
@@ -221,30 +219,11 @@ func takeSnapshotErr(s *harness.Stack) (snapshot, error) {
 	return snap, nil
 }
 
-// queueStatus is a queue of the Tasks emulator's GET /status.
-type queueStatus struct {
-	Name     string `json:"name"`
-	Depth    int    `json:"depth"`
-	InFlight int    `json:"in_flight"`
-}
-
-func queues(s *harness.Stack) (map[string]queueStatus, error) {
-	resp, err := http.Get(s.TasksHTTP() + "/status")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var st struct {
-		Queues []queueStatus `json:"queues"`
-	}
-	if err := decodeJSON(resp.Body, &st); err != nil {
-		return nil, err
-	}
-	out := map[string]queueStatus{}
-	for _, q := range st.Queues {
-		out[q.Name[strings.LastIndex(q.Name, "/")+1:]] = q
-	}
-	return out, nil
+// queues is the Tasks emulator's status page by queue id.
+func queues(s *harness.Stack) (map[string]tasksemu.QueueStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.Queues(ctx)
 }
 
 // settled reports whether every outbox is published and the orders and fulfillment queues hold no
@@ -299,25 +278,10 @@ func outboxEvent(t *testing.T, s *harness.Stack, db, aggregateID, eventType stri
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var e outboxlib.Event
-	found := false
-	err := s.DB(db).Single().Query(ctx, spanner.Statement{
-		SQL: `SELECT EventId, EventType, AggregateType, AggregateId, AggregateVersion, SchemaVersion,
-		             TO_JSON_STRING(Payload), IFNULL(TraceParent, ''), OccurredAt
-		      FROM OutboxEvents WHERE AggregateId = @id AND EventType = @type`,
-		Params: map[string]any{"id": aggregateID, "type": eventType},
-	}).Do(func(r *spanner.Row) error {
-		var payload string
-		found = true
-		err := r.Columns(&e.ID, &e.Type, &e.AggregateType, &e.AggregateID, &e.AggregateVersion,
-			&e.SchemaVersion, &payload, &e.TraceParent, &e.OccurredAt)
-		e.Payload = json.RawMessage(payload)
-		return err
-	})
-	if err != nil || !found {
-		t.Fatalf("read %s of %s from the %s outbox: found %v, %v", eventType, aggregateID, db, found, err)
+	e, err := s.OutboxEvent(ctx, db, aggregateID, eventType)
+	if err != nil {
+		t.Fatalf("read %s of %s from the %s outbox: %v", eventType, aggregateID, db, err)
 	}
-	e.Source = "//spanmart/" + db
 	return e
 }
 

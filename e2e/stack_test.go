@@ -39,16 +39,9 @@ func TestStack(t *testing.T) {
 	if err := s.StartTasks(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var status struct {
-		Queues []struct{ Name string } `json:"queues"`
-	}
 	harness.Eventually(t, "the restarted Tasks emulator lists the 4 queues", func() bool {
-		resp, err := http.Get(s.TasksHTTP() + "/status")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		return decodeJSON(resp.Body, &status) == nil && len(status.Queues) == 4
+		qs, err := queues(s)
+		return err == nil && len(qs) == 4
 	})
 	code, err := s.WaitExit(ctx, "orders", 10*time.Millisecond)
 	if err == nil {

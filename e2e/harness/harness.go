@@ -39,6 +39,7 @@ import (
 	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
 	"github.com/spanmart/spanmart/gen/dao/ordersdb"
 	"github.com/spanmart/spanmart/pkg/dbschema"
+	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 	"github.com/spanmart/spanmart/pkg/spannertest"
 )
 
@@ -107,25 +108,6 @@ type Options struct {
 
 // DefaultSeed is product A1 with 5 in stock, as in the dev stack's seed.
 var DefaultSeed = []Product{{SKU: "A1", Name: "Anchor mug", PriceMinor: 1200, Currency: "JPY", OnHand: 5}}
-
-// QueueSettings are the dev stack's production-like queue settings (emulator/devstack/setup.go):
-// unlimited attempts for 72 h, back-off from 100 ms doubling to 60 s, 100 dispatches/s.
-func QueueSettings(name string) *cloudtaskspb.Queue {
-	return &cloudtaskspb.Queue{
-		Name: name,
-		RateLimits: &cloudtaskspb.RateLimits{
-			MaxDispatchesPerSecond:  100,
-			MaxConcurrentDispatches: 100,
-		},
-		RetryConfig: &cloudtaskspb.RetryConfig{
-			MaxAttempts:      -1,
-			MaxRetryDuration: durationpb.New(72 * time.Hour),
-			MinBackoff:       durationpb.New(100 * time.Millisecond),
-			MaxBackoff:       durationpb.New(60 * time.Second),
-			MaxDoublings:     10,
-		},
-	}
-}
 
 // FastQueue scales the back-off down for tests: from 50 ms doubling to at most 1 s, so a consumer
 // that was down or an early event is retried within a second (the emulator keeps sub-second values).
@@ -395,7 +377,7 @@ func (s *Stack) setupQueues(ctx context.Context) error {
 		return err
 	}
 	for _, id := range QueueIDs {
-		q := QueueSettings(QueueName(id))
+		q := relay.SubscriberQueue(QueueName(id))
 		s.opts.Queue(q)
 		if _, err := tc.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: Location, Queue: q}); err != nil {
 			return fmt.Errorf("create queue %s: %w", q.Name, err)

@@ -11,6 +11,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"cloud.google.com/go/spanner"
+
+	"github.com/spanmart/spanmart/emulator/tasksemu"
+	"github.com/spanmart/spanmart/pkg/outboxlib"
 )
 
 // Start starts a stack for a test: it fails the test if the stack does not come up, stops it when
@@ -173,4 +178,54 @@ func (s *Stack) GetJSON(ctx context.Context, name, path string, v any) error {
 		return fmt.Errorf("GET %s%s: %s", name, path, r)
 	}
 	return r.JSON(v)
+}
+
+// Queues returns the Tasks emulator's queues (its GET /status page, as an operator sees it) by
+// queue id.
+func (s *Stack) Queues(ctx context.Context) (map[string]tasksemu.QueueStatus, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.TasksHTTP()+"/status", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Queues []tasksemu.QueueStatus `json:"queues"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return nil, fmt.Errorf("tasks emulator status: %w", err)
+	}
+	out := make(map[string]tasksemu.QueueStatus, len(st.Queues))
+	for _, q := range st.Queues {
+		out[q.Name[strings.LastIndex(q.Name, "/")+1:]] = q
+	}
+	return out, nil
+}
+
+// OutboxEvent reads back the event of type eventType that aggregateID's service wrote to the
+// outbox of database db, as the relay would publish it.
+func (s *Stack) OutboxEvent(ctx context.Context, db, aggregateID, eventType string) (outboxlib.Event, error) {
+	var e outboxlib.Event
+	found := false
+	err := s.DB(db).Single().Query(ctx, spanner.Statement{
+		SQL: `SELECT EventId, EventType, AggregateType, AggregateId, AggregateVersion, SchemaVersion,
+		             TO_JSON_STRING(Payload), IFNULL(TraceParent, ''), OccurredAt
+		      FROM OutboxEvents WHERE AggregateId = @id AND EventType = @type`,
+		Params: map[string]any{"id": aggregateID, "type": eventType},
+	}).Do(func(r *spanner.Row) error {
+		var payload string
+		found = true
+		err := r.Columns(&e.ID, &e.Type, &e.AggregateType, &e.AggregateID, &e.AggregateVersion,
+			&e.SchemaVersion, &payload, &e.TraceParent, &e.OccurredAt)
+		e.Payload = json.RawMessage(payload)
+		return err
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("no %s event of %s in the %s outbox", eventType, aggregateID, db)
+	}
+	e.Source = "//spanmart/" + db
+	return e, err
 }

@@ -58,6 +58,7 @@ import (
 	"github.com/spanmart/spanmart/e2e/harness"
 	"github.com/spanmart/spanmart/emulator/spanneremu"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 )
 
 type options struct {
@@ -753,7 +754,7 @@ func (b *bench) startProbe(ctx context.Context) (func() []time.Duration, error) 
 	if err != nil {
 		return nil, err
 	}
-	q := harness.QueueSettings(harness.QueueName("bench-probe"))
+	q := relay.SubscriberQueue(harness.QueueName("bench-probe"))
 	if _, err := tc.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: harness.Location, Queue: q}); err != nil {
 		return nil, fmt.Errorf("create the probe queue: %w", err)
 	}
@@ -792,28 +793,15 @@ func (b *bench) startProbe(ctx context.Context) (func() []time.Duration, error) 
 
 // tasksDepth is a queue's depth from the Tasks emulator's status page.
 func (b *bench) tasksDepth(ctx context.Context, queue string) (int, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.s.TasksHTTP()+"/status", nil)
-	resp, err := b.http.Do(req)
+	qs, err := b.s.Queues(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	var st struct {
-		Queues []struct {
-			Name     string `json:"name"`
-			Depth    int    `json:"depth"`
-			InFlight int    `json:"in_flight"`
-		} `json:"queues"`
+	q, ok := qs[queue]
+	if !ok {
+		return 0, fmt.Errorf("no queue %s", queue)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return 0, err
-	}
-	for _, q := range st.Queues {
-		if strings.HasSuffix(q.Name, "/"+queue) {
-			return q.Depth, nil
-		}
-	}
-	return 0, fmt.Errorf("no queue %s", queue)
+	return q.Depth, nil
 }
 
 // ---- helpers ----

@@ -35,7 +35,6 @@ import (
 
 	"github.com/spanmart/spanmart/e2e/harness"
 	"github.com/spanmart/spanmart/pkg/faults"
-	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 )
 
@@ -245,7 +244,7 @@ func (d *demo) relayCrash(ctx context.Context) error {
 	if err := d.waitSettled(ctx); err != nil {
 		return err
 	}
-	ev, err := d.event(ctx, id, "order.created")
+	ev, err := d.s.OutboxEvent(ctx, "orders", id, "order.created")
 	if err != nil {
 		return err
 	}
@@ -301,30 +300,6 @@ func (d *demo) relayCrash(ctx context.Context) error {
 	return d.waitSettled(ctx)
 }
 
-// event reads an event back from the orders outbox.
-func (d *demo) event(ctx context.Context, orderID, typ string) (outboxlib.Event, error) {
-	var e outboxlib.Event
-	found := false
-	err := d.s.DB("orders").Single().Query(ctx, spanner.Statement{
-		SQL: `SELECT EventId, EventType, AggregateType, AggregateId, AggregateVersion, SchemaVersion,
-		             TO_JSON_STRING(Payload), IFNULL(TraceParent, ''), OccurredAt
-		      FROM OutboxEvents WHERE AggregateId = @id AND EventType = @type`,
-		Params: map[string]any{"id": orderID, "type": typ},
-	}).Do(func(r *spanner.Row) error {
-		var payload string
-		found = true
-		err := r.Columns(&e.ID, &e.Type, &e.AggregateType, &e.AggregateID, &e.AggregateVersion,
-			&e.SchemaVersion, &payload, &e.TraceParent, &e.OccurredAt)
-		e.Payload = json.RawMessage(payload)
-		return err
-	})
-	if err == nil && !found {
-		err = fmt.Errorf("no %s event of order %s in the orders outbox", typ, orderID)
-	}
-	e.Source = "//spanmart/orders"
-	return e, err
-}
-
 func (d *demo) count(ctx context.Context, db, sql string) (int64, error) {
 	var n int64
 	err := d.s.DB(db).Single().Query(ctx, spanner.Statement{SQL: sql}).Do(func(r *spanner.Row) error { return r.Column(0, &n) })
@@ -366,26 +341,14 @@ func (d *demo) waitSettled(ctx context.Context) error {
 				return false
 			}
 		}
-		resp, err := http.Get(d.s.TasksHTTP() + "/status")
+		qs, err := d.s.Queues(ctx)
 		if err != nil {
 			last = err.Error()
 			return false
 		}
-		defer resp.Body.Close()
-		var st struct {
-			Queues []struct {
-				Name     string `json:"name"`
-				Depth    int    `json:"depth"`
-				InFlight int    `json:"in_flight"`
-			} `json:"queues"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-			last = err.Error()
-			return false
-		}
-		for _, q := range st.Queues {
-			if (strings.HasSuffix(q.Name, "/orders-inbox") || strings.HasSuffix(q.Name, "/fulfillment-inbox")) && q.Depth+q.InFlight > 0 {
-				last = fmt.Sprintf("%s: depth %d", q.Name, q.Depth)
+		for _, id := range []string{"orders-inbox", "fulfillment-inbox"} {
+			if q := qs[id]; q.Depth+q.InFlight > 0 {
+				last = fmt.Sprintf("%s: depth %d", id, q.Depth)
 				return false
 			}
 		}

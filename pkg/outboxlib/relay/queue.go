@@ -1,0 +1,41 @@
+package relay
+
+import (
+	"time"
+
+	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// SubscriberQueue is the configuration of every subscriber queue (one per consuming service,
+// ARCHITECTURE.md §4): what cloudbuild.yaml applies in production, and what the dev stack and the
+// e2e harness create, so that local runs show production behaviour (a root test keeps
+// cloudbuild.yaml's flags equal to it).
+//
+//   - Attempts are unlimited and retrying stops after 72 h. A consumer parks an event it cannot
+//     handle in its DeadLetters table after its own attempt limit and answers 2xx, so the queue must
+//     never give up first (a queue dropping a task would lose the event silently). 72 h survives a
+//     weekend outage, and is far below the 30-day ProcessedEvents retention, which must exceed the
+//     longest redelivery window (the relay checks it at start-up).
+//   - Back-off from 100 ms (Cloud Tasks' default), so an event that arrived before its predecessor
+//     is retried quickly (Cloud Tasks honours Retry-After only on 429 and 503), doubling 10 times
+//     to a 60 s cap, so an outage of a consumer is retried every minute rather than every hour
+//     (Cloud Tasks' default cap).
+//   - 100 dispatches/s and 100 concurrent per consumer: a backlog drains fast without one
+//     consumer's flood starving the others (every service shares the one Spanner instance).
+func SubscriberQueue(name string) *cloudtaskspb.Queue {
+	return &cloudtaskspb.Queue{
+		Name: name,
+		RateLimits: &cloudtaskspb.RateLimits{
+			MaxDispatchesPerSecond:  100,
+			MaxConcurrentDispatches: 100,
+		},
+		RetryConfig: &cloudtaskspb.RetryConfig{
+			MaxAttempts:      -1,
+			MaxRetryDuration: durationpb.New(72 * time.Hour),
+			MinBackoff:       durationpb.New(100 * time.Millisecond),
+			MaxBackoff:       durationpb.New(60 * time.Second),
+			MaxDoublings:     10,
+		},
+	}
+}
