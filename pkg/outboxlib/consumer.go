@@ -26,22 +26,40 @@ import (
 // Delivery is an event as a consumer receives it.
 type Delivery struct {
 	Event
-	Attempt     int   // X-CloudTasks-TaskRetryCount (0 on the first delivery)
+	// Attempt is X-CloudTasks-TaskRetryCount (0 on the first delivery), as Cloud Tasks counts: it
+	// includes attempts the consumer never answered (it was down) and a caller can set it, so it
+	// is informational. The consumer's own decisions count the failed answers it gave
+	// (DeliveryFailures).
+	Attempt int
+	// Predecessor is the AggregateVersion of the latest earlier event of the aggregate that was
+	// routed to this consumer (ce-predecessorversion, set by the relay; 0 when there is none).
+	// Without the attribute it is AggregateVersion-1: every version is expected.
+	Predecessor int64
 	LastVersion int64 // highest AggregateVersion of this aggregate this consumer has applied, 0 if none
 }
 
 // HandlerFunc applies one event inside the consumer's read-write transaction (it may run more than
-// once: pure, no I/O, no goroutines). Return an error wrapping ErrEarly when the event needs a
-// predecessor this consumer has not applied yet (d.LastVersion tells), Permanent(err) when it can
-// never succeed, any other error for a transient fault. Whatever the handler buffered is
-// discarded when it returns an error. A call to a provider or a mail server belongs after the
+// once: pure, no I/O, no goroutines). Return an error wrapping ErrEarly when the event needs
+// something this consumer has not applied yet (the library already defers an event whose
+// predecessor is not applied, unless the handler was registered with AnyOrder), Permanent(err)
+// when it can never succeed, any other error for a transient fault. Whatever the handler buffered
+// is discarded when it returns an error. A call to a provider or a mail server belongs after the
 // commit: the handler records the intent, the service performs it (ARCHITECTURE.md §6). To say
 // what it decided, a handler calls Note rather than logging (a log line would repeat on a retry).
 type HandlerFunc func(ctx context.Context, txn *spanner.ReadWriteTransaction, d Delivery) error
 
-// ErrEarly is wrapped by a handler when the event arrived before its predecessor: nothing is
-// recorded and the consumer answers 409 + Retry-After, so the queue redelivers it later.
+// ErrEarly is wrapped when an event arrived before its predecessor: nothing is recorded but the
+// deferral, and the consumer answers 409 + Retry-After, so the queue redelivers it later.
 var ErrEarly = errors.New("event arrived before its predecessor")
+
+// ErrOutOfOrder is wrapped (as a permanent error) when an event of an in-order handler arrives
+// with a version at or below one this consumer has applied, under another event id: applying it
+// now would apply it out of order and skipping it would lose it, so it is dead-lettered for an
+// operator. The relay's predecessor attribute makes it impossible unless the routes changed.
+var ErrOutOfOrder = errors.New("event version already passed")
+
+// ErrNoHandler is returned by a replay of a dead letter whose event type still has no handler.
+var ErrNoHandler = errors.New("no handler for the event type")
 
 // permanentError marks an error that no retry can fix.
 type permanentError struct{ err error }
@@ -72,18 +90,39 @@ var (
 // Outcomes of a delivery: the values of the outcome label and log field.
 const (
 	OutcomeApplied      = "applied"       // the handler ran and committed
-	OutcomeDuplicate    = "duplicate"     // ProcessedEvents already had the event: nothing done
-	OutcomeStale        = "stale"         // a version at or above the event's was applied: recorded, handler skipped
-	OutcomeEarly        = "early"         // the handler needs a predecessor: nothing recorded, 409
-	OutcomeTransient    = "transient"     // the handler or Spanner failed: nothing recorded, 503
+	OutcomeDuplicate    = "duplicate"     // this event was already applied: nothing done
+	OutcomeStale        = "stale"         // a snapshot superseded by a newer version: recorded, handler skipped
+	OutcomeEarly        = "early"         // its predecessor is not applied yet: deferral counted, 409
+	OutcomeTransient    = "transient"     // the handler or Spanner failed: failure counted, 503
 	OutcomeDeadLettered = "dead_lettered" // parked in DeadLetters and acknowledged
-	OutcomeUnknownType  = "unknown_type"  // no handler: acknowledged, nothing recorded
 	OutcomeRejected     = "rejected"      // bad token (401) or malformed event (400)
+)
+
+// Reasons of a dead letter: the reason label of outbox_consumer_dead_letters_total.
+const (
+	ReasonPermanent   = "permanent"    // the handler said no retry can fix it
+	ReasonMaxAttempts = "max_attempts" // MaxAttempts failed answers (transient or malformed)
+	ReasonPatience    = "patience"     // early for longer than EarlyPatience
+	ReasonUnknownType = "unknown_type" // no handler for its type (a route shipped before its handler)
+	ReasonOutOfOrder  = "out_of_order" // ErrOutOfOrder
 )
 
 // DedupRetention is how long ProcessedEvents rows live (the table's row deletion policy). A
 // delivery later than this after the first is no longer recognised as a duplicate.
 const DedupRetention = 30 * 24 * time.Hour
+
+// OutboxRetention is how long a published OutboxEvents row lives (the table's row deletion
+// policy): the window for replaying a published event, and what the delivery ledger's horizon
+// must stay within.
+const OutboxRetention = 7 * 24 * time.Hour
+
+// DefaultEarlyPatience is how long a consumer defers an event whose predecessor is not applied
+// before it dead-letters it. It must cover the longest the relay may hold the predecessor back
+// before quarantining it (relay.Config.QuarantineHorizon, about 70 minutes with the relay's
+// defaults; the relay refuses a configuration that reaches this): while the predecessor is still on
+// its way, its successor waits. A quarantined predecessor raises the relay's alarm; its successor
+// is dead-lettered after this patience and replayed once the predecessor is applied.
+const DefaultEarlyPatience = 2 * time.Hour
 
 // CheckRetention refuses a configuration whose redelivery window (the subscriber queues'
 // max_retry_duration plus how long after its death a dead letter may still be replayed) reaches
@@ -107,10 +146,13 @@ type ConsumerConfig struct {
 	Name     string          // ProcessedEvents.Consumer, e.g. "fulfillment"
 	Client   *spanner.Client // the consumer's own database
 	Verifier *Verifier       // required
-	// MaxAttempts: the delivery with this attempt number (counting from 1) is dead-lettered if it
-	// fails; default DefaultMaxAttempts. Keep it below the subscriber queue's max_attempts, or the queue gives up
-	// first and the event is only in the logs.
-	MaxAttempts     int
+	// MaxAttempts: the failed answer (transient or malformed; counted by the consumer itself)
+	// that makes this many dead-letters the event instead; default DefaultMaxAttempts. Early
+	// answers do not count: EarlyPatience bounds them.
+	MaxAttempts int
+	// EarlyPatience: an event still early this long after its first early answer is
+	// dead-lettered; default DefaultEarlyPatience. Shorter values are for tests.
+	EarlyPatience   time.Duration
 	EarlyRetryAfter time.Duration         // Retry-After sent with 409; default 1s
 	Registerer      prometheus.Registerer // metrics; nil = none
 }
@@ -119,26 +161,63 @@ type ConsumerConfig struct {
 // handler's writes, the ProcessedEvents row (the inbox) and the aggregate's ConsumerVersions row
 // commit in one read-write transaction, so a redelivery finds the inbox row and does nothing.
 //
+// Order. By default a handler sees one aggregate's events in version order: an event is early
+// (409) until this consumer has applied its predecessor (Delivery.Predecessor, which the relay
+// computes from the routes), and a version at or below the applied one under another id is
+// dead-lettered (ErrOutOfOrder), never skipped: a delta is never lost. A handler registered with
+// Snapshot gets the newest state only (an older version is stale: recorded, skipped); one
+// registered with AnyOrder gets every event as it comes.
+//
 // Answers of POST /events, which drive the queue:
-//   - 200: applied, duplicate, stale, dead-lettered, or an event type without a handler (routing is
-//     configuration; a consumer that is sent an event it does not handle acknowledges it).
+//   - 200: applied, duplicate, stale or dead-lettered (an event type without a handler is
+//     dead-lettered at once, reason unknown_type, and replayed once the handler exists).
 //   - 400: malformed event. 401: bad token. Both are retried by the queue like any failure.
-//   - 409 + Retry-After: the handler said ErrEarly. Cloud Tasks honours Retry-After only on 429 and
-//     503, and both make it throttle the whole queue (system throttling), so an early event is
-//     deliberately a 409: it is retried on the queue's ordinary back-off (min_backoff 100 ms,
-//     doubling), and Retry-After is informational.
+//   - 409 + Retry-After: early. Cloud Tasks honours Retry-After only on 429 and 503, and both make
+//     it throttle the whole queue (system throttling), so an early event is deliberately a 409: it
+//     is retried on the queue's ordinary back-off (min_backoff 100 ms, doubling), and Retry-After
+//     is informational.
 //   - 503: a transient failure of the handler or of Spanner. Cloud Tasks also slows the queue down
 //     on 503, which is what an overloaded or unavailable database wants.
 //
-// A failing delivery (transient, early or malformed with a usable id) whose attempt number reaches
-// MaxAttempts, or a handler error wrapped by Permanent, is written to DeadLetters together with its
-// ProcessedEvents row and acknowledged: later duplicates are no-ops and an operator replays it with
-// ReplayDeadLetter once the cause is fixed.
+// Failed answers are counted by the consumer itself (DeliveryFailures), not by Cloud Tasks'
+// retry count, which also counts attempts made while the consumer was down. The MaxAttempts-th
+// failed answer (transient or malformed with a usable id), a handler error wrapped by Permanent,
+// or an event still early EarlyPatience after its first early answer is written to DeadLetters
+// together with its ProcessedEvents row and acknowledged: later duplicates are no-ops and an
+// operator replays it with ReplayDeadLetter once the cause is fixed.
 type Consumer struct {
 	cfg      ConsumerConfig
-	handlers map[string]HandlerFunc
+	handlers map[string]handlerSpec
 	metrics  *consumerMetrics
 }
+
+// handlerSpec is a registered handler with its ordering.
+type handlerSpec struct {
+	fn    HandlerFunc
+	order ordering
+}
+
+type ordering int
+
+const (
+	inOrder ordering = iota
+	snapshot
+	anyOrder
+)
+
+// HandlerOption changes how Handle delivers events to a handler.
+type HandlerOption func(*handlerSpec)
+
+var (
+	// AnyOrder: the handler accepts one aggregate's events in any order (it is commutative, or
+	// checks what it needs itself): it runs for every event, never deferred by the library and
+	// never skipped (a duplicate id still is).
+	AnyOrder HandlerOption = func(h *handlerSpec) { h.order = anyOrder }
+	// Snapshot: each event carries the aggregate's whole state, so a newer version supersedes an
+	// older one: an event at or below the applied version is stale (recorded, handler skipped),
+	// and a gap is not waited for.
+	Snapshot HandlerOption = func(h *handlerSpec) { h.order = snapshot }
+)
 
 // NewConsumer returns a consumer; register handlers with Handle before serving.
 func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
@@ -152,14 +231,17 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	if cfg.Verifier == nil {
 		problems = append(problems, "a token verifier is required")
 	}
-	if cfg.MaxAttempts < 0 || cfg.EarlyRetryAfter < 0 {
-		problems = append(problems, "max attempts and early retry-after must not be negative")
+	if cfg.MaxAttempts < 0 || cfg.EarlyRetryAfter < 0 || cfg.EarlyPatience < 0 {
+		problems = append(problems, "max attempts, early patience and early retry-after must not be negative")
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("outboxlib: consumer: %s", strings.Join(problems, "; "))
 	}
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.EarlyPatience == 0 {
+		cfg.EarlyPatience = DefaultEarlyPatience
 	}
 	if cfg.EarlyRetryAfter == 0 {
 		cfg.EarlyRetryAfter = time.Second
@@ -168,21 +250,55 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Consumer{cfg: cfg, handlers: map[string]HandlerFunc{}, metrics: m}, nil
+	return &Consumer{cfg: cfg, handlers: map[string]handlerSpec{}, metrics: m}, nil
 }
 
-// Handle registers h for events of eventType. Call it before serving; a second handler for the
-// same type replaces the first.
-func (c *Consumer) Handle(eventType string, h HandlerFunc) { c.handlers[eventType] = h }
+// Handle registers h for events of eventType, in version order unless an option says otherwise
+// (AnyOrder, Snapshot). Call it before serving; a second handler for the same type replaces the
+// first.
+func (c *Consumer) Handle(eventType string, h HandlerFunc, opts ...HandlerOption) {
+	spec := handlerSpec{fn: h}
+	for _, o := range opts {
+		o(&spec)
+	}
+	c.handlers[eventType] = spec
+}
 
-// PathEvents is the route Register adds.
-const PathEvents = "/events"
+// Routes Register adds.
+const (
+	PathEvents = "/events"
+	// PathLedger is the delivery ledger's question to a consumer (POST, the relay's OIDC token):
+	// which of these events have you applied or dead-lettered? See Consumer.Lookup.
+	PathLedger = "/admin/ledger"
+)
 
-// Register adds POST /events to e.
-func (c *Consumer) Register(e *echo.Echo) { e.POST(PathEvents, c.serveEvent) }
+// Register adds POST /events and POST /admin/ledger to e. Both accept only an OIDC token the
+// Verifier accepts (the relay's account, the consumer's audience).
+func (c *Consumer) Register(e *echo.Echo) {
+	e.POST(PathEvents, c.serveEvent)
+	e.POST(PathLedger, c.serveLedger)
+}
 
 // Header Cloud Tasks sets on every attempt: how many times the task was retried.
 const headerRetryCount = "X-Cloudtasks-Taskretrycount"
+
+// verify checks the caller's token; a non-nil result is the answer to give.
+func (c *Consumer) verify(ec echo.Context, log *zap.Logger) error {
+	_, err := c.cfg.Verifier.Verify(ec.Request().Context(), ec.Request().Header.Get(echo.HeaderAuthorization))
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, ErrUnauthenticated) {
+		c.metrics.events.WithLabelValues(c.cfg.Name, "", OutcomeTransient).Inc()
+		log.Warn("cannot verify token", zap.Error(err))
+		return platform.NewProblem(http.StatusServiceUnavailable, "token keys unavailable").Wrap(err)
+	}
+	c.metrics.events.WithLabelValues(c.cfg.Name, "", OutcomeRejected).Inc()
+	log.Warn("event rejected: bad token", zap.String("reason", err.Error()), zap.String("outcome", OutcomeRejected),
+		zap.String("path", ec.Path()))
+	ec.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer error="invalid_token"`)
+	return platform.NewProblem(http.StatusUnauthorized, "a valid OIDC token of an allowed caller is required")
+}
 
 // serveEvent is POST /events.
 func (c *Consumer) serveEvent(ec echo.Context) error {
@@ -193,17 +309,8 @@ func (c *Consumer) serveEvent(ec echo.Context) error {
 	if attempt < 0 {
 		attempt = 0
 	}
-
-	if _, err := c.cfg.Verifier.Verify(ctx, req.Header.Get(echo.HeaderAuthorization)); err != nil {
-		if !errors.Is(err, ErrUnauthenticated) {
-			c.metrics.events.WithLabelValues(c.cfg.Name, "", OutcomeTransient).Inc()
-			log.Warn("cannot verify event token", zap.Error(err))
-			return platform.NewProblem(http.StatusServiceUnavailable, "token keys unavailable").Wrap(err)
-		}
-		c.metrics.events.WithLabelValues(c.cfg.Name, "", OutcomeRejected).Inc()
-		log.Warn("event rejected: bad token", zap.String("reason", err.Error()), zap.String("outcome", OutcomeRejected))
-		ec.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer error="invalid_token"`)
-		return platform.NewProblem(http.StatusUnauthorized, "a valid OIDC token of an allowed caller is required")
+	if err := c.verify(ec, log); err != nil {
+		return err
 	}
 
 	body, err := io.ReadAll(req.Body)
@@ -211,53 +318,83 @@ func (c *Consumer) serveEvent(ec echo.Context) error {
 		return err // *http.MaxBytesError → 413; a broken connection is the client's problem
 	}
 	ev, err := ParseRequest(req.Header, body)
+	var pred int64
+	if err == nil {
+		pred, err = predecessorOf(req.Header, ev.AggregateVersion)
+	}
 	if err != nil {
 		return c.malformed(ec, log, body, attempt, err)
 	}
-	d := Delivery{Event: ev, Attempt: attempt}
+	d := Delivery{Event: ev, Attempt: attempt, Predecessor: pred}
 	log = log.With(zap.String("event_id", ev.ID), zap.String("event_type", ev.Type),
 		zap.String("aggregate_id", ev.AggregateID), zap.Int64("aggregate_version", ev.AggregateVersion),
 		zap.Int("attempt", attempt))
+	f := failure{id: ev.ID, typ: ev.Type, source: ev.Source, header: req.Header, body: body}
 
 	h, ok := c.handlers[ev.Type]
 	if !ok {
-		c.metrics.events.WithLabelValues(c.cfg.Name, ev.Type, OutcomeUnknownType).Inc()
-		log.Info("event type has no handler: acknowledged", zap.String("outcome", OutcomeUnknownType))
-		return ec.JSON(http.StatusOK, result{OutcomeUnknownType})
+		f.kind, f.cause = failUnknownType, fmt.Errorf("%w: consumer %s has no handler for %q", ErrNoHandler, c.cfg.Name, ev.Type)
+		return c.fail(ec, log, d, f)
 	}
-
 	outcome, commitTS, notes, err := c.apply(ctx, h, d)
 	if err == nil {
 		if len(notes) > 0 {
 			log = log.With(zap.Strings("notes", notes))
 		}
-		c.observe(log, d, outcome, commitTS)
+		c.observe(log, d, outcome, commitTS, "")
 		return ec.JSON(http.StatusOK, result{outcome})
 	}
-	if !IsPermanent(err) && attempt+1 < c.cfg.MaxAttempts {
-		if errors.Is(err, ErrEarly) {
-			c.metrics.events.WithLabelValues(c.cfg.Name, ev.Type, OutcomeEarly).Inc()
-			log.Info("event is early: retry later", zap.String("outcome", OutcomeEarly), zap.Error(err))
-			// Informational only: see the Consumer documentation for why this is not a 429/503.
-			ec.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(c.cfg.EarlyRetryAfter)))
-			return platform.NewProblem(http.StatusConflict, "event arrived before its predecessor; retry later")
-		}
-		c.metrics.events.WithLabelValues(c.cfg.Name, ev.Type, OutcomeTransient).Inc()
-		log.Warn("event failed: retry later", zap.String("outcome", OutcomeTransient), zap.Error(err))
-		return platform.NewProblem(http.StatusServiceUnavailable, "event not applied; retry later").Wrap(err)
+	f.cause = err
+	switch {
+	case errors.Is(err, ErrOutOfOrder):
+		f.kind = failOutOfOrder
+	case IsPermanent(err):
+		f.kind = failPermanent
+	case errors.Is(err, ErrEarly):
+		f.kind = failEarly
+	default:
+		f.kind = failTransient
 	}
+	return c.fail(ec, log, d, f)
+}
 
-	// Permanent, or out of attempts: park it and acknowledge the delivery.
-	cause := err
-	outcome, err = c.deadLetter(ctx, ev.ID, ev.Type, ev.Source, req.Header, body, attempt+1, cause)
+// fail counts a failed delivery (or dead-letters it, when that was its last chance) and answers.
+func (c *Consumer) fail(ec echo.Context, log *zap.Logger, d Delivery, f failure) error {
+	ctx := ec.Request().Context()
+	outcome, reason, err := c.recordFailure(ctx, f)
 	if err != nil {
-		c.metrics.events.WithLabelValues(c.cfg.Name, ev.Type, OutcomeTransient).Inc()
-		log.Error("cannot write dead letter: retry later", zap.String("outcome", OutcomeTransient),
-			zap.Error(err), zap.NamedError("cause", cause))
+		c.metrics.events.WithLabelValues(c.cfg.Name, d.Type, OutcomeTransient).Inc()
+		log.Error("cannot record a failed delivery: retry later", zap.String("outcome", OutcomeTransient),
+			zap.Error(err), zap.NamedError("cause", f.cause))
 		return platform.NewProblem(http.StatusServiceUnavailable, "event not applied; retry later").Wrap(err)
 	}
-	c.observe(log.With(zap.NamedError("cause", cause)), d, outcome, time.Time{})
-	return ec.JSON(http.StatusOK, result{outcome})
+	if outcome != "" { // dead-lettered, or applied meanwhile by a concurrent delivery
+		c.observe(log.With(zap.NamedError("cause", f.cause)), d, outcome, time.Time{}, reason)
+		return ec.JSON(http.StatusOK, result{outcome})
+	}
+	if f.kind == failEarly {
+		c.metrics.events.WithLabelValues(c.cfg.Name, d.Type, OutcomeEarly).Inc()
+		log.Info("event is early: retry later", zap.String("outcome", OutcomeEarly), zap.Error(f.cause))
+		// Informational only: see the Consumer documentation for why this is not a 429/503.
+		ec.Response().Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(c.cfg.EarlyRetryAfter)))
+		return platform.NewProblem(http.StatusConflict, "event arrived before its predecessor; retry later")
+	}
+	c.metrics.events.WithLabelValues(c.cfg.Name, d.Type, OutcomeTransient).Inc()
+	log.Warn("event failed: retry later", zap.String("outcome", OutcomeTransient), zap.Error(f.cause))
+	return platform.NewProblem(http.StatusServiceUnavailable, "event not applied; retry later").Wrap(f.cause)
+}
+
+// predecessorOf reads ce-predecessorversion: absent, the predecessor of version is version-1.
+func predecessorOf(h http.Header, version int64) (int64, error) {
+	v := h.Get(HeaderPredecessorVersion)
+	if v == "" {
+		return version - 1, nil
+	}
+	p, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || p < 0 || p >= version {
+		return 0, fmt.Errorf("%w: ce-predecessorversion %q is not a version below %d", ErrMalformed, v, version)
+	}
+	return p, nil
 }
 
 // result is the body of a 200 answer (for people reading logs of the queue, not for Cloud Tasks).
@@ -271,24 +408,28 @@ func retryAfterSeconds(d time.Duration) int {
 }
 
 // malformed answers a delivery ParseRequest refused: 400, which the queue retries like any failure.
-// On the last attempt an event with a usable id is dead-lettered (and acknowledged) so that it is
-// kept for a person to look at; one without an id cannot be stored (the key is the event id) and is
-// only logged, then dropped when the queue gives up.
+// A request with a usable event id counts as a failed answer and is dead-lettered (and
+// acknowledged) on the MaxAttempts-th, so that it is kept for a person to look at; one without an
+// id cannot be stored or counted (the key is the event id) and is only logged, then dropped when
+// the queue gives up.
 func (c *Consumer) malformed(ec echo.Context, log *zap.Logger, body []byte, attempt int, perr error) error {
-	ctx, h := ec.Request().Context(), ec.Request().Header
+	h := ec.Request().Header
 	id, typ := h.Get(HeaderID), h.Get(HeaderType)
 	log = log.With(zap.String("event_id", id), zap.String("event_type", typ), zap.Int("attempt", attempt))
-	if _, err := uuid.Parse(id); err == nil && len(id) == 36 && attempt+1 >= c.cfg.MaxAttempts {
-		outcome, err := c.deadLetter(ctx, id, typ, h.Get(HeaderSource), h, body, attempt+1, perr)
-		if err == nil {
+	if _, err := uuid.Parse(id); err == nil && len(id) == 36 {
+		f := failure{id: id, typ: typ, source: h.Get(HeaderSource), header: h, body: body, kind: failMalformed, cause: perr}
+		outcome, reason, err := c.recordFailure(ec.Request().Context(), f)
+		switch {
+		case err != nil:
+			log.Error("cannot record a malformed delivery", zap.Error(err))
+		case outcome != "":
 			c.metrics.events.WithLabelValues(c.cfg.Name, truncate(typ, 128), outcome).Inc()
 			if outcome == OutcomeDeadLettered {
-				c.metrics.deadLetters.WithLabelValues(c.cfg.Name).Inc()
+				c.metrics.deadLetters.WithLabelValues(c.cfg.Name, reason).Inc()
 			}
 			log.Error("malformed event dead-lettered", zap.String("outcome", outcome), zap.Error(perr))
 			return ec.JSON(http.StatusOK, result{outcome})
 		}
-		log.Error("cannot write dead letter of a malformed event", zap.Error(err))
 	}
 	c.metrics.events.WithLabelValues(c.cfg.Name, "", OutcomeRejected).Inc()
 	log.Warn("malformed event rejected", zap.String("outcome", OutcomeRejected), zap.Error(perr))
@@ -302,15 +443,9 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// handlerError marks an error the handler returned (as opposed to one of Spanner's).
-type handlerError struct{ err error }
-
-func (e *handlerError) Error() string { return e.err.Error() }
-func (e *handlerError) Unwrap() error { return e.err }
-
 // apply runs h for d in one read-write transaction with the inbox and version bookkeeping. notes
 // are what the handler noted (Note) in the attempt that committed.
-func (c *Consumer) apply(ctx context.Context, h HandlerFunc, d Delivery) (outcome string, commitTS time.Time, notes []string, err error) {
+func (c *Consumer) apply(ctx context.Context, h handlerSpec, d Delivery) (outcome string, commitTS time.Time, notes []string, err error) {
 	commitTS, notes, err = c.handlerTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
 		n, err := txn.Update(ctx, outboxdb.InsertOrIgnoreProcessedEvent(d.ID, c.cfg.Name))
 		if err != nil {
@@ -354,24 +489,39 @@ func Note(ctx context.Context, note string) {
 	platform.Logger(ctx).Info(note)
 }
 
-// applyRecorded is apply after the ProcessedEvents row is in place: the version check, the handler
+// applyRecorded is apply after the ProcessedEvents row is in place: the order check, the handler
 // and the new version.
-func (c *Consumer) applyRecorded(ctx context.Context, txn *spanner.ReadWriteTransaction, h HandlerFunc, d Delivery) (string, error) {
+func (c *Consumer) applyRecorded(ctx context.Context, txn *spanner.ReadWriteTransaction, h handlerSpec, d Delivery) (string, error) {
 	cv, err := outboxdb.ReadConsumerVersion(ctx, txn, d.AggregateID, d.AggregateType, c.cfg.Name)
 	switch {
 	case errors.Is(err, dao.ErrNotFound):
-		d.LastVersion = 0
+		cv, d.LastVersion = nil, 0
 	case err != nil:
 		return "", fmt.Errorf("read version of %s %s: %w", d.AggregateType, d.AggregateID, err)
 	default:
 		d.LastVersion = cv.Version
 	}
-	if d.AggregateVersion <= d.LastVersion {
-		// A version at or above this one is applied: keep the inbox row, skip the handler.
+	switch {
+	case h.order == anyOrder:
+	case d.AggregateVersion <= d.LastVersion && (h.order == snapshot || cv.EventId == d.ID):
+		// A newer snapshot is applied, or this very event set the version (its inbox row
+		// expired): keep the inbox row, skip the handler.
+		if cv.EventId == d.ID {
+			return OutcomeDuplicate, nil
+		}
 		return OutcomeStale, nil
+	case d.AggregateVersion <= d.LastVersion:
+		return "", Permanent(fmt.Errorf("%w: %s %s version %d arrived after version %d (event %s) was applied",
+			ErrOutOfOrder, d.AggregateType, d.AggregateID, d.AggregateVersion, d.LastVersion, cv.EventId))
+	case h.order == inOrder && d.LastVersion < d.Predecessor:
+		return "", fmt.Errorf("%w: %s %s version %d needs version %d first; applied: %d",
+			ErrEarly, d.AggregateType, d.AggregateID, d.AggregateVersion, d.Predecessor, d.LastVersion)
 	}
-	if err := h(ctx, txn, d); err != nil {
-		return "", &handlerError{err}
+	if err := h.fn(ctx, txn, d); err != nil {
+		return "", err
+	}
+	if d.AggregateVersion <= d.LastVersion {
+		return OutcomeApplied, nil // AnyOrder: an older event applied late; the version stays
 	}
 	row := outboxdb.ConsumerVersion{
 		AggregateId: d.AggregateID, AggregateType: d.AggregateType, Consumer: c.cfg.Name,
@@ -383,38 +533,100 @@ func (c *Consumer) applyRecorded(ctx context.Context, txn *spanner.ReadWriteTran
 	return OutcomeApplied, nil
 }
 
-// deadLetter parks a delivery in DeadLetters with its ProcessedEvents row, in one transaction. If
-// the event was processed meanwhile (a concurrent delivery applied it), nothing is written and the
-// outcome is duplicate.
-func (c *Consumer) deadLetter(ctx context.Context, id, typ, source string, h http.Header, body []byte, attempts int, cause error) (string, error) {
-	attrs, err := json.Marshal(ceAttributes(h))
+// failureKind is why a delivery was not applied.
+type failureKind int
+
+const (
+	failTransient   failureKind = iota // retried; MaxAttempts of them dead-letter
+	failMalformed                      // counted like a transient failure
+	failEarly                          // retried until EarlyPatience has passed
+	failPermanent                      // dead-lettered at once
+	failUnknownType                    // dead-lettered at once
+	failOutOfOrder                     // dead-lettered at once
+)
+
+// failure is a delivery that was not applied, as recordFailure needs it.
+type failure struct {
+	id, typ, source string
+	header          http.Header
+	body            []byte
+	kind            failureKind
+	cause           error
+}
+
+// recordFailure counts a failed answer in DeliveryFailures, or, when this failure is the event's
+// last chance (permanent, no handler, the MaxAttempts-th failure, early beyond EarlyPatience),
+// parks the delivery in DeadLetters with its ProcessedEvents row instead: one transaction either
+// way. outcome is "" when the failure was only counted (answer 409, 503 or 400), dead_lettered with
+// the reason, or duplicate when the event was processed meanwhile (a concurrent delivery applied
+// it), in which case nothing is written.
+func (c *Consumer) recordFailure(ctx context.Context, f failure) (outcome, reason string, err error) {
+	attrs, err := json.Marshal(ceAttributes(f.header))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
+	body := f.body
 	if body == nil {
 		body = []byte{}
 	}
-	row := outboxdb.DeadLetter{
-		EventId: id, Consumer: c.cfg.Name, EventType: truncate(typ, 128), Source: truncate(source, 128),
-		Attributes: spanner.NullJSON{Value: json.RawMessage(attrs), Valid: true}, Body: body,
-		Attempts: int64(attempts), LastError: cause.Error(),
-	}
-	row.SetCommitTimestamps()
-	var outcome string
+	now := time.Now()
 	_, err = c.cfg.Client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
-		n, err := txn.Update(ctx, outboxdb.InsertOrIgnoreProcessedEvent(id, c.cfg.Name))
-		if err != nil {
-			return err
-		}
-		if n == 0 {
+		outcome, reason = "", ""
+		switch _, err := outboxdb.ReadProcessedEvent(ctx, txn, f.id, c.cfg.Name); {
+		case err == nil:
 			outcome = OutcomeDuplicate
 			return nil
+		case !errors.Is(err, dao.ErrNotFound):
+			return err
+		}
+		row, err := outboxdb.ReadDeliveryFailure(ctx, txn, f.id, c.cfg.Name)
+		switch {
+		case errors.Is(err, dao.ErrNotFound):
+			row = &outboxdb.DeliveryFailure{EventId: f.id, Consumer: c.cfg.Name}
+		case err != nil:
+			return err
+		}
+		if f.kind == failEarly {
+			row.Deferrals++
+			if !row.FirstDeferredAt.Valid {
+				row.FirstDeferredAt = spanner.NullTime{Time: now, Valid: true}
+			}
+		} else {
+			row.Failures++
+		}
+		row.LastError = f.cause.Error()
+		row.UpdatedAt = spanner.CommitTimestamp
+		switch {
+		case f.kind == failPermanent:
+			reason = ReasonPermanent
+		case f.kind == failUnknownType:
+			reason = ReasonUnknownType
+		case f.kind == failOutOfOrder:
+			reason = ReasonOutOfOrder
+		case f.kind == failEarly && now.Sub(row.FirstDeferredAt.Time) >= c.cfg.EarlyPatience:
+			reason = ReasonPatience
+		case f.kind != failEarly && row.Failures >= int64(c.cfg.MaxAttempts):
+			reason = ReasonMaxAttempts
+		default:
+			return txn.BufferWrite([]*spanner.Mutation{row.InsertOrUpdate()})
 		}
 		outcome = OutcomeDeadLettered
+		lastError := f.cause.Error()
+		if reason == ReasonPatience {
+			lastError = fmt.Sprintf("still early %s after its first early answer (%d deferrals): %s",
+				now.Sub(row.FirstDeferredAt.Time).Round(time.Millisecond), row.Deferrals, lastError)
+		}
+		dl := outboxdb.DeadLetter{
+			EventId: f.id, Consumer: c.cfg.Name, EventType: truncate(f.typ, 128), Source: truncate(f.source, 128),
+			Attributes: spanner.NullJSON{Value: json.RawMessage(attrs), Valid: true}, Body: body,
+			Attempts: row.Failures + row.Deferrals, LastError: lastError,
+		}
+		dl.SetCommitTimestamps()
+		inbox := outboxdb.ProcessedEvent{EventId: f.id, Consumer: c.cfg.Name, ProcessedAt: spanner.CommitTimestamp}
 		// InsertOrUpdate: a dead letter of this event may be left from before (its inbox row expired).
-		return txn.BufferWrite([]*spanner.Mutation{row.InsertOrUpdate()})
+		return txn.BufferWrite([]*spanner.Mutation{dl.InsertOrUpdate(), inbox.Insert(), row.Delete()})
 	})
-	return outcome, err
+	return outcome, reason, err
 }
 
 // ceAttributes returns every ce-* header of a delivery, names in lower case.
@@ -428,8 +640,8 @@ func ceAttributes(h http.Header) map[string]string {
 	return m
 }
 
-// observe logs and counts the outcome of a delivery that was acknowledged.
-func (c *Consumer) observe(log *zap.Logger, d Delivery, outcome string, commitTS time.Time) {
+// observe logs and counts the outcome of a delivery that was acknowledged (reason: of a dead letter).
+func (c *Consumer) observe(log *zap.Logger, d Delivery, outcome string, commitTS time.Time, reason string) {
 	c.metrics.events.WithLabelValues(c.cfg.Name, d.Type, outcome).Inc()
 	level := zapcore.InfoLevel
 	switch outcome {
@@ -438,8 +650,9 @@ func (c *Consumer) observe(log *zap.Logger, d Delivery, outcome string, commitTS
 			c.metrics.lag.WithLabelValues(c.cfg.Name, d.Type).Observe(commitTS.Sub(d.OccurredAt).Seconds())
 		}
 	case OutcomeDeadLettered:
-		c.metrics.deadLetters.WithLabelValues(c.cfg.Name).Inc()
+		c.metrics.deadLetters.WithLabelValues(c.cfg.Name, reason).Inc()
 		level = zapcore.ErrorLevel
+		log = log.With(zap.String("reason", reason))
 	}
 	if ce := log.Check(level, "event "+outcome); ce != nil {
 		ce.Write(zap.String("outcome", outcome))

@@ -20,6 +20,7 @@ import (
 	"cloud.google.com/go/spanner"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -55,7 +56,6 @@ type stockPayload struct {
 
 // Modes of the test handler.
 const (
-	modeInOrder       = "in-order"        // ErrEarly unless the previous version was applied
 	modeTransientOnce = "transient-once"  // fails on the first delivery (after buffering its write)
 	modeAlwaysFail    = "always-fail"     // fails every time (transient)
 	modeUntilFixed    = "permanent-until" // Permanent error until fixture.fixed is set
@@ -72,11 +72,25 @@ type fixture struct {
 	rec      *recorder
 	reg      *prometheus.Registry
 	logs     *observer.ObservedLogs
+	verifier *outboxlib.Verifier
 	fixed    atomic.Bool
 	tries    atomic.Int64 // handler runs in modeNoteAborted
 }
 
 func newFixture(t *testing.T, maxAttempts int) *fixture {
+	t.Helper()
+	return newFixtureConfig(t, func(c *outboxlib.ConsumerConfig) { c.MaxAttempts = maxAttempts })
+}
+
+// Event types of the fixture besides stockType: the same quantity as a whole new level
+// (Snapshot) and as a delta the handler accepts in any order (AnyOrder).
+const (
+	levelType  = "stock.counted"
+	adjustType = "stock.adjusted"
+)
+
+// newFixtureConfig is newFixture with the consumer's configuration changed by edit.
+func newFixtureConfig(t *testing.T, edit func(*outboxlib.ConsumerConfig)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{rec: &recorder{byID: map[string][]response{}}, reg: prometheus.NewRegistry()}
@@ -95,13 +109,16 @@ func newFixture(t *testing.T, maxAttempts int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.consumer, err = outboxlib.NewConsumer(outboxlib.ConsumerConfig{
-		Name: consumerID, Client: f.client, Verifier: v, MaxAttempts: maxAttempts, Registerer: f.reg,
-	})
+	cfg := outboxlib.ConsumerConfig{Name: consumerID, Client: f.client, Verifier: v, Registerer: f.reg}
+	edit(&cfg)
+	f.verifier = v
+	f.consumer, err = outboxlib.NewConsumer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.consumer.Handle(stockType, f.receiveStock)
+	f.consumer.Handle(levelType, f.countStock, outboxlib.Snapshot)
+	f.consumer.Handle(adjustType, f.receiveStock, outboxlib.AnyOrder)
 	f.consumer.Register(srv.Echo)
 	f.consumer.RegisterAdmin(srv.Echo.Group("/admin"))
 
@@ -125,9 +142,6 @@ func (f *fixture) receiveStock(ctx context.Context, txn *spanner.ReadWriteTransa
 	var p stockPayload
 	if err := json.Unmarshal(d.Payload, &p); err != nil {
 		return outboxlib.Permanent(err)
-	}
-	if p.Mode == modeInOrder && d.LastVersion != d.AggregateVersion-1 {
-		return fmt.Errorf("version %d after %d: %w", d.AggregateVersion, d.LastVersion, outboxlib.ErrEarly)
 	}
 	inv, err := fulfillmentdb.ReadInventory(ctx, txn, d.AggregateID)
 	if errors.Is(err, dao.ErrNotFound) {
@@ -160,10 +174,26 @@ func (f *fixture) receiveStock(ctx context.Context, txn *spanner.ReadWriteTransa
 	return nil
 }
 
+// countStock is the Snapshot handler: Inventory[sku].OnHand = Qty.
+func (f *fixture) countStock(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	var p stockPayload
+	if err := json.Unmarshal(d.Payload, &p); err != nil {
+		return outboxlib.Permanent(err)
+	}
+	inv := fulfillmentdb.Inventory{Sku: d.AggregateID, OnHand: p.Qty, UpdatedAt: spanner.CommitTimestamp}
+	return txn.BufferWrite([]*spanner.Mutation{inv.InsertOrUpdate()})
+}
+
 // stockEvent returns a stock.received event for sku.
 func stockEvent(t *testing.T, sku string, version, qty int64, mode string) outboxlib.Event {
 	t.Helper()
-	ev, err := outboxlib.NewEvent(context.Background(), stockType, "sku", sku, version, stockPayload{Qty: qty, Mode: mode})
+	return typedEvent(t, stockType, sku, version, qty, mode)
+}
+
+// typedEvent returns an event of type typ for sku.
+func typedEvent(t *testing.T, typ, sku string, version, qty int64, mode string) outboxlib.Event {
+	t.Helper()
+	ev, err := outboxlib.NewEvent(context.Background(), typ, "sku", sku, version, stockPayload{Qty: qty, Mode: mode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,6 +366,21 @@ func (f *fixture) family(t *testing.T, name string) []*dto.Metric {
 	return nil
 }
 
+// deadLetters returns outbox_consumer_dead_letters_total{consumer, reason}.
+func (f *fixture) deadLetters(t *testing.T, reason string) float64 {
+	t.Helper()
+	for _, m := range f.family(t, "outbox_consumer_dead_letters_total") {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["consumer"] == consumerID && labels["reason"] == reason {
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
 // metric returns outbox_consumer_events_total{consumer, type, outcome}.
 func (f *fixture) metric(t *testing.T, typ, outcome string) float64 {
 	t.Helper()
@@ -448,41 +493,23 @@ func TestConsumerConcurrentDuplicatesApplyOnce(t *testing.T) {
 	}
 }
 
-func TestConsumerSkipsStaleVersion(t *testing.T) {
-	f := newFixture(t, 10)
-	v1, v2 := stockEvent(t, "sku-stale", 1, 1, ""), stockEvent(t, "sku-stale", 2, 10, "")
+// A later delta of an aggregate arriving first waits for its predecessor (the library's default:
+// the handler does not check versions), and both are applied, in order: none is lost.
+func TestConsumerDefersGapAndAppliesInOrder(t *testing.T) {
+	f := newFixture(t, 3)
+	v1, v2 := stockEvent(t, "sku-gap", 1, 1, ""), stockEvent(t, "sku-gap", 2, 10, "")
 	f.send(t, v2, nil)
-	f.waitResponses(t, v2.ID, count(1))
-	f.send(t, v1, nil)
-	got := f.waitResponses(t, v1.ID, count(1))
-	if got[0].Status != 200 || got[0].Outcome != outboxlib.OutcomeStale {
-		t.Fatalf("late v1: %+v, want 200 stale", got[0])
-	}
-	if n := f.onHand(t, "sku-stale"); n != 10 {
-		t.Errorf("OnHand = %d, want 10 (v1 skipped)", n)
-	}
-	if v, _ := f.version(t, "sku-stale"); v != 2 {
-		t.Errorf("version = %d, want 2", v)
-	}
-	if !f.processed(t, v1.ID) {
-		t.Error("stale event has no ProcessedEvents row: a redelivery would be checked again")
-	}
-}
-
-func TestConsumerEarlyEventWaitsForPredecessor(t *testing.T) {
-	f := newFixture(t, 50)
-	v1, v2 := stockEvent(t, "sku-early", 1, 3, modeInOrder), stockEvent(t, "sku-early", 2, 4, modeInOrder)
-	f.send(t, v2, nil)
-	first := f.waitResponses(t, v2.ID, count(1))[0]
+	// Deferred more often than MaxAttempts: early answers do not count towards it.
+	first := f.waitResponses(t, v2.ID, count(5))[0]
 	want := response{Status: http.StatusConflict, RetryAfter: "1", ContentType: platform.ContentTypeProblem, Attempt: "0"}
 	if diff := cmp.Diff(want, first, cmpopts.IgnoreUnexported(response{})); diff != "" {
 		t.Fatalf("early v2 (-want +got):\n%s", diff)
 	}
-	if f.processed(t, v2.ID) || f.onHand(t, "sku-early") != 0 {
+	if f.processed(t, v2.ID) || f.onHand(t, "sku-gap") != 0 {
 		t.Fatal("an early event left a trace")
 	}
 	f.send(t, v1, nil)
-	got := f.waitResponses(t, v2.ID, func(rs []response) bool { return rs[len(rs)-1].Status == 200 })
+	got := f.waitResponses(t, v2.ID, func(rs []response) bool { return len(rs) > 0 && rs[len(rs)-1].Status == 200 })
 	if last := got[len(got)-1]; last.Outcome != outboxlib.OutcomeApplied {
 		t.Errorf("v2 finally: %+v, want applied", last)
 	}
@@ -491,14 +518,102 @@ func TestConsumerEarlyEventWaitsForPredecessor(t *testing.T) {
 			t.Errorf("v2 before v1 was applied answered %d, want 409", r.Status)
 		}
 	}
-	if n := f.onHand(t, "sku-early"); n != 7 {
-		t.Errorf("OnHand = %d, want 7", n)
+	if n := f.onHand(t, "sku-gap"); n != 11 {
+		t.Errorf("OnHand = %d, want 11 (both deltas)", n)
 	}
-	if v, id := f.version(t, "sku-early"); v != 2 || id != v2.ID {
+	if v, id := f.version(t, "sku-gap"); v != 2 || id != v2.ID {
 		t.Errorf("version = (%d, %s), want (2, %s)", v, id, v2.ID)
 	}
-	if got := f.metric(t, stockType, outboxlib.OutcomeEarly); got < 1 {
-		t.Errorf("early counter = %v, want >= 1", got)
+	if got := f.metric(t, stockType, outboxlib.OutcomeEarly); got < 5 {
+		t.Errorf("early counter = %v, want >= 5", got)
+	}
+	if dls := f.family(t, "outbox_consumer_dead_letters_total"); len(dls) != 0 {
+		t.Errorf("dead letters %v, want none", dls)
+	}
+}
+
+// The relay's ce-predecessorversion names the version a consumer must have applied first (it
+// sees only some of an aggregate's events): version 5 after version 2 is not a gap.
+func TestConsumerFollowsPredecessorAttribute(t *testing.T) {
+	f := newFixture(t, 10)
+	v2, v5 := stockEvent(t, "sku-pred", 2, 1, ""), stockEvent(t, "sku-pred", 5, 4, "")
+	withPred := func(p string) func(*cloudtaskspb.HttpRequest) {
+		return func(r *cloudtaskspb.HttpRequest) { r.Headers[outboxlib.HeaderPredecessorVersion] = p }
+	}
+	f.send(t, v5, withPred("2"))
+	f.waitResponses(t, v5.ID, count(2)) // early while version 2 is missing
+	f.send(t, v2, withPred("0"))
+	got := f.waitResponses(t, v5.ID, func(rs []response) bool { return len(rs) > 0 && rs[len(rs)-1].Status == 200 })
+	if last := got[len(got)-1]; last.Outcome != outboxlib.OutcomeApplied {
+		t.Fatalf("v5: %+v, want applied", last)
+	}
+	if n := f.onHand(t, "sku-pred"); n != 5 {
+		t.Errorf("OnHand = %d, want 5", n)
+	}
+	// An attribute that cannot be a predecessor is a malformed delivery.
+	bad := stockEvent(t, "sku-pred-bad", 3, 1, "")
+	f.send(t, bad, withPred("3"))
+	if r := f.waitResponses(t, bad.ID, count(1))[0]; r.Status != http.StatusBadRequest {
+		t.Errorf("predecessor 3 of version 3: %+v, want 400", r)
+	}
+}
+
+// Snapshot handlers get the newest state only: an older version is stale (recorded, skipped).
+// AnyOrder handlers get every event as it comes, and the version never goes back.
+func TestConsumerSnapshotAndAnyOrderHandlers(t *testing.T) {
+	f := newFixture(t, 10)
+	l1, l2 := typedEvent(t, levelType, "sku-level", 1, 3, ""), typedEvent(t, levelType, "sku-level", 2, 8, "")
+	f.send(t, l2, nil)
+	if r := f.waitResponses(t, l2.ID, count(1))[0]; r.Outcome != outboxlib.OutcomeApplied {
+		t.Fatalf("snapshot v2: %+v, want applied (a gap is not waited for)", r)
+	}
+	f.send(t, l1, nil)
+	if r := f.waitResponses(t, l1.ID, count(1))[0]; r.Status != 200 || r.Outcome != outboxlib.OutcomeStale {
+		t.Fatalf("snapshot v1 after v2: %+v, want 200 stale", r)
+	}
+	if n := f.onHand(t, "sku-level"); n != 8 {
+		t.Errorf("OnHand = %d, want 8 (v2's level)", n)
+	}
+	if !f.processed(t, l1.ID) {
+		t.Error("stale snapshot has no ProcessedEvents row: a redelivery would be checked again")
+	}
+
+	a1, a2 := typedEvent(t, adjustType, "sku-adjust", 1, 2, ""), typedEvent(t, adjustType, "sku-adjust", 2, 5, "")
+	f.send(t, a2, nil)
+	f.waitResponses(t, a2.ID, count(1))
+	f.send(t, a1, nil)
+	for _, ev := range []outboxlib.Event{a1, a2} {
+		if r := f.waitResponses(t, ev.ID, count(1))[0]; r.Outcome != outboxlib.OutcomeApplied {
+			t.Errorf("any-order v%d: %+v, want applied", ev.AggregateVersion, r)
+		}
+	}
+	if n := f.onHand(t, "sku-adjust"); n != 7 {
+		t.Errorf("OnHand = %d, want 7", n)
+	}
+	if v, id := f.version(t, "sku-adjust"); v != 2 || id != a2.ID {
+		t.Errorf("version = (%d, %s), want (2, %s): it never goes back", v, id, a2.ID)
+	}
+}
+
+// An event still early after EarlyPatience (its predecessor never came) is dead-lettered, with
+// what it waited for.
+func TestConsumerEarlyPatienceDeadLetters(t *testing.T) {
+	f := newFixtureConfig(t, func(c *outboxlib.ConsumerConfig) { c.EarlyPatience = 300 * time.Millisecond })
+	v2 := stockEvent(t, "sku-orphan", 2, 1, "")
+	f.send(t, v2, nil)
+	got := f.waitResponses(t, v2.ID, func(rs []response) bool { return len(rs) > 0 && rs[len(rs)-1].Status == 200 })
+	if last := got[len(got)-1]; last.Outcome != outboxlib.OutcomeDeadLettered || len(got) < 2 {
+		t.Fatalf("answers %v, want 409s then dead_lettered", statuses(got))
+	}
+	dl, err := outboxdb.ReadDeadLetter(context.Background(), f.client.Single(), v2.ID, consumerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(dl.LastError, "still early") || !strings.Contains(dl.LastError, "needs version 1 first") {
+		t.Errorf("dead letter error %q, want the patience and the missing version", dl.LastError)
+	}
+	if got := f.deadLetters(t, outboxlib.ReasonPatience); got != 1 {
+		t.Errorf("dead letters{reason=patience} = %v, want 1", got)
 	}
 }
 
@@ -703,12 +818,12 @@ func TestConsumerRejectsBadTokensAndMalformedEvents(t *testing.T) {
 		if tc.status >= 400 && got.ContentType != platform.ContentTypeProblem {
 			t.Errorf("%s: content type %q, want problem+json", tc.name, got.ContentType)
 		}
-		if f.processed(t, ev.ID) {
-			t.Errorf("%s: recorded in ProcessedEvents", tc.name)
+		if f.processed(t, ev.ID) != (tc.status == 200) {
+			t.Errorf("%s: recorded in ProcessedEvents: %v", tc.name, !(tc.status == 200))
 		}
 	}
-	if got := f.rec.get(events["unknown type"].ID)[0].Outcome; got != outboxlib.OutcomeUnknownType {
-		t.Errorf("unknown type outcome %q, want %q", got, outboxlib.OutcomeUnknownType)
+	if got := f.rec.get(events["unknown type"].ID)[0].Outcome; got != outboxlib.OutcomeDeadLettered {
+		t.Errorf("unknown type outcome %q, want %q", got, outboxlib.OutcomeDeadLettered)
 	}
 	if got := f.metric(t, "", outboxlib.OutcomeRejected); got < 4 {
 		t.Errorf("rejected counter = %v, want >= 4", got)
@@ -803,23 +918,201 @@ func TestConsumerDeadLettersMalformedEventOnLastAttempt(t *testing.T) {
 	}
 }
 
-func TestReplayOfSupersededDeadLetterSkipsHandler(t *testing.T) {
-	f := newFixture(t, 10)
-	v1, v2 := stockEvent(t, "sku-superseded", 1, 1, modeUntilFixed), stockEvent(t, "sku-superseded", 2, 20, "")
+// A dead-lettered event holds its aggregate's successors back (they are early, then dead-lettered
+// after the patience): replayed in order, both apply; a replay of the successor first is early.
+func TestReplayOfDeadLetteredPredecessorKeepsOrder(t *testing.T) {
+	ctx := context.Background()
+	f := newFixtureConfig(t, func(c *outboxlib.ConsumerConfig) { c.EarlyPatience = 200 * time.Millisecond })
+	v1, v2 := stockEvent(t, "sku-held", 1, 1, modeUntilFixed), stockEvent(t, "sku-held", 2, 20, "")
 	f.send(t, v1, nil)
-	f.waitResponses(t, v1.ID, count(1))
+	if r := f.waitResponses(t, v1.ID, count(1))[0]; r.Outcome != outboxlib.OutcomeDeadLettered {
+		t.Fatalf("v1: %+v, want dead_lettered", r)
+	}
 	f.send(t, v2, nil)
-	f.waitResponses(t, v2.ID, count(1))
+	f.waitResponses(t, v2.ID, func(rs []response) bool { return len(rs) > 0 && rs[len(rs)-1].Outcome == outboxlib.OutcomeDeadLettered })
+	if n := f.onHand(t, "sku-held"); n != 0 {
+		t.Fatalf("OnHand = %d, want 0: v2 must not be applied before v1", n)
+	}
 	f.fixed.Store(true)
-	var res struct{ Outcome string }
-	status, _ := doJSON(t, "POST", f.url+"/admin/deadletters/"+v1.ID+"/replay", `{"reason":"fixed","by":"alice"}`, &res)
-	if status != 200 || res.Outcome != outboxlib.OutcomeStale {
-		t.Fatalf("replay = %d %+v, want 200 stale", status, res)
+	if err := f.consumer.ReplayDeadLetter(ctx, v2.ID, "fixed", "alice"); !errors.Is(err, outboxlib.ErrEarly) {
+		t.Errorf("replay of v2 before v1 = %v, want ErrEarly", err)
 	}
-	if n := f.onHand(t, "sku-superseded"); n != 20 {
-		t.Errorf("OnHand = %d, want 20 (v1 must not be applied over v2)", n)
+	for _, ev := range []outboxlib.Event{v1, v2} {
+		var res struct{ Outcome string }
+		status, _ := doJSON(t, "POST", f.url+"/admin/deadletters/"+ev.ID+"/replay", `{"reason":"fixed","by":"alice"}`, &res)
+		if status != 200 || res.Outcome != outboxlib.OutcomeApplied {
+			t.Fatalf("replay of v%d = %d %+v, want 200 applied", ev.AggregateVersion, status, res)
+		}
 	}
-	if v, id := f.version(t, "sku-superseded"); v != 2 || id != v2.ID {
+	if n := f.onHand(t, "sku-held"); n != 21 {
+		t.Errorf("OnHand = %d, want 21 (both deltas)", n)
+	}
+	if v, id := f.version(t, "sku-held"); v != 2 || id != v2.ID {
 		t.Errorf("version = (%d, %s), want (2, %s)", v, id, v2.ID)
+	}
+}
+
+// Concurrent replays of one dead letter apply it once: one succeeds, the others are told it was
+// replayed already.
+func TestConcurrentDeadLetterReplaysApplyOnce(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 10)
+	ev := stockEvent(t, "sku-replays", 1, 4, modeUntilFixed)
+	f.send(t, ev, nil)
+	f.waitResponses(t, ev.ID, count(1))
+	f.fixed.Store(true)
+	const n = 5
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = f.consumer.ReplayDeadLetter(ctx, ev.ID, "fixed", fmt.Sprintf("operator-%d", i)) })
+	}
+	wg.Wait()
+	ok, already := 0, 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, outboxlib.ErrAlreadyReplayed):
+			already++
+		default:
+			t.Errorf("replay: %v", err)
+		}
+	}
+	if ok != 1 || already != n-1 {
+		t.Errorf("%d replays succeeded and %d were already replayed, want 1 and %d", ok, already, n-1)
+	}
+	if got := f.onHand(t, "sku-replays"); got != 4 {
+		t.Errorf("OnHand = %d, want 4 (one application)", got)
+	}
+}
+
+// An event whose type has no handler (a route shipped before its handler, a consumer rolled back)
+// is dead-lettered at once with the reason, never acknowledged and forgotten; once a deployment
+// has the handler, a replay applies it.
+func TestUnknownTypeIsDeadLetteredAndReplayedOnceHandled(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 10)
+	const newType = "stock.transferred"
+	ev := typedEvent(t, newType, "sku-new-type", 1, 9, "")
+	f.send(t, ev, nil)
+	if r := f.waitResponses(t, ev.ID, count(1))[0]; r.Status != 200 || r.Outcome != outboxlib.OutcomeDeadLettered {
+		t.Fatalf("delivery of an unknown type: %+v, want 200 dead_lettered", r)
+	}
+	dl, err := outboxdb.ReadDeadLetter(ctx, f.client.Single(), ev.ID, consumerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(dl.LastError, `no handler for "stock.transferred"`) {
+		t.Errorf("dead letter error %q, want the missing handler", dl.LastError)
+	}
+	if got := f.deadLetters(t, outboxlib.ReasonUnknownType); got != 1 {
+		t.Errorf("dead letters{reason=unknown_type} = %v, want 1", got)
+	}
+	status, _ := doJSON(t, "POST", f.url+"/admin/deadletters/"+ev.ID+"/replay", `{"reason":"handler deployed?","by":"alice"}`, nil)
+	if status != http.StatusConflict {
+		t.Errorf("replay while no handler exists = %d, want 409", status)
+	}
+
+	// The next deployment of the consumer has the handler.
+	next, err := outboxlib.NewConsumer(outboxlib.ConsumerConfig{Name: consumerID, Client: f.client, Verifier: f.verifier})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.Handle(newType, f.receiveStock)
+	if err := next.ReplayDeadLetter(ctx, ev.ID, "handler for stock.transferred deployed", "alice"); err != nil {
+		t.Fatalf("replay with the handler: %v", err)
+	}
+	if n := f.onHand(t, "sku-new-type"); n != 9 {
+		t.Errorf("OnHand = %d, want 9", n)
+	}
+}
+
+// The consumer dead-letters by the failed answers it gave itself, not by
+// X-CloudTasks-TaskRetryCount: that header also counts attempts made while the consumer was
+// down, and a caller can set it.
+func TestConsumerCountsItsOwnAnswers(t *testing.T) {
+	f := newFixture(t, 20)
+	probe := stockEvent(t, "sku-probe", 1, 1, "")
+	f.send(t, probe, nil)
+	token := f.waitResponses(t, probe.ID, count(1))[0].auth
+
+	ev := stockEvent(t, "sku-spoofed", 1, 2, modeAlwaysFail)
+	post := func(retryCount string) int {
+		req, err := http.NewRequest("POST", f.url+outboxlib.PathEvents, bytes.NewReader(ev.Payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range ev.Headers() {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("Authorization", token)
+		req.Header.Set("X-CloudTasks-TaskRetryCount", retryCount)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// The 20th attempt as Cloud Tasks counts, but the consumer's first answer.
+	if status := post("19"); status != http.StatusServiceUnavailable {
+		t.Fatalf("first answer with retry count 19 = %d, want 503 (not dead-lettered)", status)
+	}
+	row, err := outboxdb.ReadDeliveryFailure(context.Background(), f.client.Single(), ev.ID, consumerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Failures != 1 || row.Deferrals != 0 || !strings.Contains(row.LastError, "hiccup") {
+		t.Errorf("failures row %+v, want 1 failure with the handler's error", row)
+	}
+	if _, err := outboxdb.ReadDeadLetter(context.Background(), f.client.Single(), ev.ID, consumerID); !errors.Is(err, dao.ErrNotFound) {
+		t.Errorf("dead letter after one answer: %v, want none", err)
+	}
+}
+
+// The ledger asks a consumer which events it applied or dead-lettered, with the relay's token.
+func TestConsumerAnswersTheLedger(t *testing.T) {
+	f := newFixture(t, 10)
+	applied, dead := stockEvent(t, "sku-ledger", 1, 1, ""), stockEvent(t, "sku-ledger-dead", 1, 1, modeUntilFixed)
+	f.send(t, applied, nil)
+	f.send(t, dead, nil)
+	token := f.waitResponses(t, applied.ID, count(1))[0].auth
+	f.waitResponses(t, dead.ID, count(1))
+	unknown := uuid.NewString()
+
+	ask := func(auth, body string) (int, outboxlib.LedgerResponse) {
+		req, err := http.NewRequest("POST", f.url+outboxlib.PathLedger, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out outboxlib.LedgerResponse
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	status, got := ask(token, fmt.Sprintf(`{"event_ids":[%q,%q,%q]}`, applied.ID, dead.ID, unknown))
+	want := outboxlib.LedgerResponse{Consumer: consumerID, Deliveries: map[string]string{
+		applied.ID: outboxlib.DeliveryApplied, dead.ID: outboxlib.DeliveryDeadLettered, unknown: outboxlib.DeliveryUnknown,
+	}}
+	if diff := cmp.Diff(want, got); status != 200 || diff != "" {
+		t.Errorf("ledger answer %d (-want +got):\n%s", status, diff)
+	}
+	if status, _ := ask("", `{"event_ids":[]}`); status != http.StatusUnauthorized {
+		t.Errorf("ledger without a token = %d, want 401", status)
+	}
+	if status, _ := ask(token, `{"event_ids":["not-a-uuid"]}`); status != http.StatusBadRequest {
+		t.Errorf("ledger with a bad id = %d, want 400", status)
+	}
+	if status, _ := ask(token, `{"ids":[]}`); status != http.StatusBadRequest {
+		t.Errorf("ledger with an unknown field = %d, want 400", status)
 	}
 }

@@ -158,9 +158,13 @@ func (c *Consumer) replay(ctx context.Context, eventID, reason, by string) (stri
 		}
 		handler, ok := c.handlers[ev.Type]
 		if !ok {
-			return fmt.Errorf("outboxlib: no handler for event type %q", ev.Type)
+			return fmt.Errorf("%w: consumer %s has no handler for %q", ErrNoHandler, c.cfg.Name, ev.Type)
 		}
-		d = Delivery{Event: ev, Attempt: int(row.Attempts)}
+		pred, err := predecessorOf(h, ev.AggregateVersion)
+		if err != nil {
+			return Permanent(err)
+		}
+		d = Delivery{Event: ev, Attempt: int(row.Attempts), Predecessor: pred}
 		// The dead letter wrote the inbox row; a replay is the one sanctioned second application.
 		// Rewrite it (a fresh ProcessedAt also restarts its retention) rather than insert-or-ignore.
 		inbox := outboxdb.ProcessedEvent{EventId: ev.ID, Consumer: c.cfg.Name, ProcessedAt: spanner.CommitTimestamp}
@@ -240,7 +244,7 @@ func (c *Consumer) serveReplay(ec echo.Context) error {
 		return ec.JSON(http.StatusOK, result{outcome})
 	case errors.Is(err, ErrDeadLetterNotFound):
 		return platform.NewProblem(http.StatusNotFound, err.Error())
-	case errors.Is(err, ErrAlreadyReplayed), errors.Is(err, ErrEarly):
+	case errors.Is(err, ErrAlreadyReplayed), errors.Is(err, ErrEarly), errors.Is(err, ErrNoHandler):
 		return platform.NewProblem(http.StatusConflict, err.Error())
 	case IsPermanent(err):
 		return platform.NewProblem(http.StatusUnprocessableEntity, err.Error())

@@ -2,6 +2,7 @@ package outboxlib
 
 import (
 	"fmt"
+	"time"
 
 	"cloud.google.com/go/spanner"
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,10 +10,12 @@ import (
 	"github.com/spanmart/spanmart/pkg/platform"
 )
 
-// DefaultMaxAttempts is how many deliveries of a failing event a consumer makes before it parks the
-// event in DeadLetters. With the subscriber queues' back-off (100 ms doubling to 60 s) twenty
-// attempts span about 12 minutes: long enough to ride out a short outage of the consumer's
-// database, short enough that a poison event does not block its aggregate for long.
+// DefaultMaxAttempts is how many failed answers (transient or malformed) a consumer gives one event
+// before it parks the event in DeadLetters. With the subscriber queues' back-off (100 ms doubling
+// to 60 s) twenty answers span about 12 minutes: long enough to ride out a short outage of the
+// consumer's database, short enough that a poison event does not block its aggregate for long.
+// Early answers do not count (DefaultEarlyPatience bounds them), nor do attempts the consumer never
+// answered.
 const DefaultMaxAttempts = 20
 
 // ConsumerEnv is what a service that consumes events reads from its environment:
@@ -21,12 +24,17 @@ const DefaultMaxAttempts = 20
 //	                     (locally the Cloud Tasks emulator's issuer URL)
 //	OIDC_AUDIENCE        required; the audience the tokens must carry (the service's own URL)
 //	OIDC_ALLOWED_EMAILS  required; comma-separated accounts allowed to deliver events (the relay's)
-//	EVENTS_MAX_ATTEMPTS  deliveries of a failing event before it is dead-lettered; default 20
+//	EVENTS_MAX_ATTEMPTS  failed answers (transient, malformed) to one event before it is
+//	                     dead-lettered; default 20
+//	EVENTS_EARLY_PATIENCE how long an event may stay early (its predecessor not applied) before it
+//	                     is dead-lettered; default 2h (DefaultEarlyPatience). Shorter values are
+//	                     for tests: in production it must outlast the relay's quarantine horizon.
 type ConsumerEnv struct {
 	Issuer        string
 	Audience      string
 	AllowedEmails []string
 	MaxAttempts   int
+	EarlyPatience time.Duration
 }
 
 // LoadConsumerEnv reads the variables; problems go to env.Err().
@@ -36,6 +44,7 @@ func LoadConsumerEnv(env *platform.Env) ConsumerEnv {
 		Audience:      env.Required("OIDC_AUDIENCE"),
 		AllowedEmails: env.List("OIDC_ALLOWED_EMAILS", true),
 		MaxAttempts:   env.Int("EVENTS_MAX_ATTEMPTS", DefaultMaxAttempts, 1, 1000),
+		EarlyPatience: env.Duration("EVENTS_EARLY_PATIENCE", DefaultEarlyPatience, time.Millisecond, 48*time.Hour),
 	}
 }
 
@@ -45,5 +54,5 @@ func (ce ConsumerEnv) NewConsumer(name string, client *spanner.Client, reg prome
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", name, err)
 	}
-	return NewConsumer(ConsumerConfig{Name: name, Client: client, Verifier: verifier, MaxAttempts: ce.MaxAttempts, Registerer: reg})
+	return NewConsumer(ConsumerConfig{Name: name, Client: client, Verifier: verifier, MaxAttempts: ce.MaxAttempts, EarlyPatience: ce.EarlyPatience, Registerer: reg})
 }

@@ -55,6 +55,11 @@ const (
 	HeaderAggregateVersion = "Ce-Aggregateversion"
 	HeaderSchemaVersion    = "Ce-Schemaversion"
 	HeaderTraceParent      = "Ce-Traceparent"
+	// HeaderPredecessorVersion is a delivery attribute, not part of the event: the relay sets it
+	// per subscriber to the AggregateVersion of the latest earlier event of the aggregate routed
+	// to that subscriber (0: none), so a consumer that sees only some of an aggregate's events
+	// knows which one must be applied first.
+	HeaderPredecessorVersion = "Ce-Predecessorversion"
 )
 
 // NewEvent returns an event with a fresh id, schema version 1, the current time and the trace of

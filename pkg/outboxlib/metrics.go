@@ -19,7 +19,7 @@ func newConsumerMetrics(reg prometheus.Registerer) (*consumerMetrics, error) {
 	m := &consumerMetrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "outbox_consumer_events_total",
-			Help: "Event deliveries by outcome (applied, duplicate, stale, early, transient, dead_lettered, unknown_type, rejected).",
+			Help: "Event deliveries by outcome (applied, duplicate, stale, early, transient, dead_lettered, rejected).",
 		}, []string{"consumer", "type", "outcome"}),
 		lag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "outbox_consumer_lag_seconds",
@@ -28,8 +28,8 @@ func newConsumerMetrics(reg prometheus.Registerer) (*consumerMetrics, error) {
 		}, []string{"consumer", "type"}),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "outbox_consumer_dead_letters_total",
-			Help: "Events written to DeadLetters.",
-		}, []string{"consumer"}),
+			Help: "Events written to DeadLetters, by reason (permanent, max_attempts, patience, unknown_type, out_of_order).",
+		}, []string{"consumer", "reason"}),
 		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "outbox_consumer_replays_total",
 			Help: "Dead letters replayed by an operator, by outcome (applied, stale).",

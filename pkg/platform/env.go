@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Env reads configuration from environment variables and collects every problem instead of
@@ -78,6 +79,24 @@ func (e *Env) Int64(name string, def, lo, hi int64) int64 {
 		return def
 	}
 	return n
+}
+
+// Duration returns the value of name as a Go duration ("90s", "2h") in [lo, hi], def when unset.
+func (e *Env) Duration(name string, def, lo, hi time.Duration) time.Duration {
+	v := e.Lookup(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		e.Invalid(name, v, fmt.Errorf("not a duration like 90s or 2h"))
+		return def
+	}
+	if d < lo || d > hi {
+		e.Invalid(name, v, fmt.Errorf("want %s..%s", lo, hi))
+		return def
+	}
+	return d
 }
 
 // Enum returns the value of name, which must be one of allowed (compared case-insensitively and

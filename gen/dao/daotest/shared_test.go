@@ -31,6 +31,15 @@ func sharedCases() []tableCase {
 					}
 					return outboxdb.ReadOutboxPending(ctx, r, x.PendingShard.Int64, x.CreatedAt)
 				},
+				"OutboxUnaudited": func(ctx ctxT, r reader, x *outboxdb.OutboxEvent) ([]*outboxdb.OutboxEvent, error) {
+					if !x.AuditShard.Valid || !x.PublishedAt.Valid {
+						return nil, errSkip
+					}
+					return outboxdb.ReadOutboxUnaudited(ctx, r, x.AuditShard.Int64, x.PublishedAt.Time)
+				},
+				"OutboxByAggregate": func(ctx ctxT, r reader, x *outboxdb.OutboxEvent) ([]*outboxdb.OutboxEvent, error) {
+					return outboxdb.ReadOutboxByAggregate(ctx, r, x.AggregateId, x.AggregateType, x.AggregateVersion)
+				},
 			},
 		}.run},
 		{outboxdb.ProcessedEventsTable, lc[outboxdb.ProcessedEvent, *outboxdb.ProcessedEvent]{
@@ -69,6 +78,26 @@ func sharedCases() []tableCase {
 			readRows: outboxdb.ReadConsumerVersionRows,
 			del: func(x *outboxdb.ConsumerVersion) *spanner.Mutation {
 				return outboxdb.DeleteConsumerVersion(x.AggregateId, x.AggregateType, x.Consumer)
+			},
+		}.run},
+		{outboxdb.DeliveryFailuresTable, lc[outboxdb.DeliveryFailure, *outboxdb.DeliveryFailure]{
+			values: deliveryFailureValues, change: deliveryFailureChange, listed: deliveryFailureListed, unlisted: deliveryFailureUnlisted,
+			read: func(ctx ctxT, r reader, x *outboxdb.DeliveryFailure) (*outboxdb.DeliveryFailure, error) {
+				return outboxdb.ReadDeliveryFailure(ctx, r, x.EventId, x.Consumer)
+			},
+			readRows: outboxdb.ReadDeliveryFailureRows,
+			del: func(x *outboxdb.DeliveryFailure) *spanner.Mutation {
+				return outboxdb.DeleteDeliveryFailure(x.EventId, x.Consumer)
+			},
+		}.run},
+		{outboxdb.MissingDeliveriesTable, lc[outboxdb.MissingDelivery, *outboxdb.MissingDelivery]{
+			values: missingDeliveryValues, change: missingDeliveryChange, listed: missingDeliveryListed, unlisted: missingDeliveryUnlisted,
+			read: func(ctx ctxT, r reader, x *outboxdb.MissingDelivery) (*outboxdb.MissingDelivery, error) {
+				return outboxdb.ReadMissingDelivery(ctx, r, x.EventId, x.Subscriber)
+			},
+			readRows: outboxdb.ReadMissingDeliveryRows,
+			del: func(x *outboxdb.MissingDelivery) *spanner.Mutation {
+				return outboxdb.DeleteMissingDelivery(x.EventId, x.Subscriber)
 			},
 		}.run},
 	}

@@ -48,6 +48,7 @@ var (
 		"OccurredAt": t0, "CreatedAt": spanner.CommitTimestamp, "PendingShard": i64(3), "PublishedAt": spanner.NullTime{},
 		"Attempts": int64(0), "NextAttemptAt": spanner.NullTime{}, "LastError": spanner.NullString{}, "QuarantinedAt": spanner.NullTime{},
 		"ReplayGeneration": int64(0), "ReplayReason": spanner.NullString{},
+		"PublishedTo": []spanner.NullString(nil), "AuditShard": spanner.NullInt64{},
 	}
 	// A failure that quarantines the event (QuarantinedAt takes the commit timestamp), then a replay
 	// after publication: the next generation, with the operator's reason.
@@ -57,6 +58,7 @@ var (
 	outboxEventListed = map[string]any{
 		"PendingShard": spanner.NullInt64{}, "PublishedAt": dao.NullCommitTimestamp, "QuarantinedAt": spanner.NullTime{},
 		"ReplayGeneration": int64(1), "ReplayReason": str("consumer lost its state"),
+		"PublishedTo": []spanner.NullString{str("fulfillment"), str("notifications")}, "AuditShard": i64(3),
 	}
 	outboxEventUnlisted = map[string]any{"EventType": "order.changed"}
 
@@ -87,4 +89,21 @@ var (
 	consumerVersionChange   = map[string]any{"Version": int64(2), "EventId": "8d7a2a3e-0000-4000-8000-000000000005"}
 	consumerVersionListed   = map[string]any{"Version": int64(3)}
 	consumerVersionUnlisted = map[string]any{"EventId": "8d7a2a3e-0000-4000-8000-000000000006"}
+
+	deliveryFailureValues = map[string]any{
+		"EventId": "8d7a2a3e-0000-4000-8000-000000000007", "Consumer": "orders", "Failures": int64(1), "Deferrals": int64(0),
+		"FirstDeferredAt": spanner.NullTime{}, "LastError": "spanner unavailable", "UpdatedAt": spanner.CommitTimestamp,
+	}
+	deliveryFailureChange   = map[string]any{"Deferrals": int64(1), "FirstDeferredAt": tm(t1), "LastError": "early"}
+	deliveryFailureListed   = map[string]any{"Failures": int64(2)}
+	deliveryFailureUnlisted = map[string]any{"LastError": "other"}
+
+	missingDeliveryValues = map[string]any{
+		"EventId": "8d7a2a3e-0000-4000-8000-000000000008", "Subscriber": "fulfillment", "EventType": "order.created",
+		"AggregateId": "o-1", "ReplayGeneration": int64(0), "PublishedAt": t0, "DetectedAt": spanner.CommitTimestamp,
+		"ReplayedAt": spanner.NullTime{}, "ReplayReason": spanner.NullString{},
+	}
+	missingDeliveryChange   = map[string]any{"ReplayGeneration": int64(1)}
+	missingDeliveryListed   = map[string]any{"ReplayedAt": dao.NullCommitTimestamp, "ReplayReason": str("audience fixed")}
+	missingDeliveryUnlisted = map[string]any{"EventType": "order.changed"}
 )

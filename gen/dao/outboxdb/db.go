@@ -15,5 +15,5 @@ const Stream = "outbox"
 // Tables returns the names of the tables of the stream, which every database that carries it has,
 // parents before their interleaved children.
 func Tables() []string {
-	return []string{OutboxEventsTable, ProcessedEventsTable, OutboxLeasesTable, DeadLettersTable, ConsumerVersionsTable}
+	return []string{OutboxEventsTable, ProcessedEventsTable, OutboxLeasesTable, DeadLettersTable, ConsumerVersionsTable, DeliveryFailuresTable, MissingDeliveriesTable}
 }

@@ -33,37 +33,41 @@ const (
 	OutboxEventColQuarantinedAt    = "QuarantinedAt"
 	OutboxEventColReplayGeneration = "ReplayGeneration"
 	OutboxEventColReplayReason     = "ReplayReason"
+	OutboxEventColPublishedTo      = "PublishedTo"
+	OutboxEventColAuditShard       = "AuditShard"
 )
 
 // OutboxEvent is a row of table OutboxEvents, primary key (EventId).
 type OutboxEvent struct {
-	EventId          string             `spanner:"EventId"`          // STRING NOT NULL
-	AggregateType    string             `spanner:"AggregateType"`    // STRING NOT NULL
-	AggregateId      string             `spanner:"AggregateId"`      // STRING NOT NULL
-	AggregateVersion int64              `spanner:"AggregateVersion"` // INT64 NOT NULL
-	EventType        string             `spanner:"EventType"`        // STRING NOT NULL
-	SchemaVersion    int64              `spanner:"SchemaVersion"`    // INT64 NOT NULL
-	Payload          spanner.NullJSON   `spanner:"Payload"`          // JSON NOT NULL
-	TraceParent      spanner.NullString `spanner:"TraceParent"`      // STRING
-	OccurredAt       time.Time          `spanner:"OccurredAt"`       // TIMESTAMP NOT NULL
-	CreatedAt        time.Time          `spanner:"CreatedAt"`        // TIMESTAMP NOT NULL allow_commit_timestamp
-	PendingShard     spanner.NullInt64  `spanner:"PendingShard"`     // INT64
-	PublishedAt      spanner.NullTime   `spanner:"PublishedAt"`      // TIMESTAMP allow_commit_timestamp
-	Attempts         int64              `spanner:"Attempts"`         // INT64 NOT NULL
-	NextAttemptAt    spanner.NullTime   `spanner:"NextAttemptAt"`    // TIMESTAMP
-	LastError        spanner.NullString `spanner:"LastError"`        // STRING
-	QuarantinedAt    spanner.NullTime   `spanner:"QuarantinedAt"`    // TIMESTAMP allow_commit_timestamp
-	ReplayGeneration int64              `spanner:"ReplayGeneration"` // INT64 NOT NULL
-	ReplayReason     spanner.NullString `spanner:"ReplayReason"`     // STRING
+	EventId          string               `spanner:"EventId"`          // STRING NOT NULL
+	AggregateType    string               `spanner:"AggregateType"`    // STRING NOT NULL
+	AggregateId      string               `spanner:"AggregateId"`      // STRING NOT NULL
+	AggregateVersion int64                `spanner:"AggregateVersion"` // INT64 NOT NULL
+	EventType        string               `spanner:"EventType"`        // STRING NOT NULL
+	SchemaVersion    int64                `spanner:"SchemaVersion"`    // INT64 NOT NULL
+	Payload          spanner.NullJSON     `spanner:"Payload"`          // JSON NOT NULL
+	TraceParent      spanner.NullString   `spanner:"TraceParent"`      // STRING
+	OccurredAt       time.Time            `spanner:"OccurredAt"`       // TIMESTAMP NOT NULL
+	CreatedAt        time.Time            `spanner:"CreatedAt"`        // TIMESTAMP NOT NULL allow_commit_timestamp
+	PendingShard     spanner.NullInt64    `spanner:"PendingShard"`     // INT64
+	PublishedAt      spanner.NullTime     `spanner:"PublishedAt"`      // TIMESTAMP allow_commit_timestamp
+	Attempts         int64                `spanner:"Attempts"`         // INT64 NOT NULL
+	NextAttemptAt    spanner.NullTime     `spanner:"NextAttemptAt"`    // TIMESTAMP
+	LastError        spanner.NullString   `spanner:"LastError"`        // STRING
+	QuarantinedAt    spanner.NullTime     `spanner:"QuarantinedAt"`    // TIMESTAMP allow_commit_timestamp
+	ReplayGeneration int64                `spanner:"ReplayGeneration"` // INT64 NOT NULL
+	ReplayReason     spanner.NullString   `spanner:"ReplayReason"`     // STRING
+	PublishedTo      []spanner.NullString `spanner:"PublishedTo"`      // ARRAY<STRING>
+	AuditShard       spanner.NullInt64    `spanner:"AuditShard"`       // INT64
 }
 
 // OutboxEventColumns returns the columns of table OutboxEvents in schema order.
 func OutboxEventColumns() []string {
-	return []string{OutboxEventColEventId, OutboxEventColAggregateType, OutboxEventColAggregateId, OutboxEventColAggregateVersion, OutboxEventColEventType, OutboxEventColSchemaVersion, OutboxEventColPayload, OutboxEventColTraceParent, OutboxEventColOccurredAt, OutboxEventColCreatedAt, OutboxEventColPendingShard, OutboxEventColPublishedAt, OutboxEventColAttempts, OutboxEventColNextAttemptAt, OutboxEventColLastError, OutboxEventColQuarantinedAt, OutboxEventColReplayGeneration, OutboxEventColReplayReason}
+	return []string{OutboxEventColEventId, OutboxEventColAggregateType, OutboxEventColAggregateId, OutboxEventColAggregateVersion, OutboxEventColEventType, OutboxEventColSchemaVersion, OutboxEventColPayload, OutboxEventColTraceParent, OutboxEventColOccurredAt, OutboxEventColCreatedAt, OutboxEventColPendingShard, OutboxEventColPublishedAt, OutboxEventColAttempts, OutboxEventColNextAttemptAt, OutboxEventColLastError, OutboxEventColQuarantinedAt, OutboxEventColReplayGeneration, OutboxEventColReplayReason, OutboxEventColPublishedTo, OutboxEventColAuditShard}
 }
 
 // outboxEventWriteColumns are the columns mutations write: every column but generated ones.
-var outboxEventWriteColumns = []string{OutboxEventColEventId, OutboxEventColAggregateType, OutboxEventColAggregateId, OutboxEventColAggregateVersion, OutboxEventColEventType, OutboxEventColSchemaVersion, OutboxEventColPayload, OutboxEventColTraceParent, OutboxEventColOccurredAt, OutboxEventColCreatedAt, OutboxEventColPendingShard, OutboxEventColPublishedAt, OutboxEventColAttempts, OutboxEventColNextAttemptAt, OutboxEventColLastError, OutboxEventColQuarantinedAt, OutboxEventColReplayGeneration, OutboxEventColReplayReason}
+var outboxEventWriteColumns = []string{OutboxEventColEventId, OutboxEventColAggregateType, OutboxEventColAggregateId, OutboxEventColAggregateVersion, OutboxEventColEventType, OutboxEventColSchemaVersion, OutboxEventColPayload, OutboxEventColTraceParent, OutboxEventColOccurredAt, OutboxEventColCreatedAt, OutboxEventColPendingShard, OutboxEventColPublishedAt, OutboxEventColAttempts, OutboxEventColNextAttemptAt, OutboxEventColLastError, OutboxEventColQuarantinedAt, OutboxEventColReplayGeneration, OutboxEventColReplayReason, OutboxEventColPublishedTo, OutboxEventColAuditShard}
 
 // outboxEventKeyColumns are the primary key columns of table OutboxEvents.
 var outboxEventKeyColumns = []string{OutboxEventColEventId}
@@ -89,7 +93,7 @@ func ReadOutboxEventRows(ctx context.Context, r dao.Reader, keys spanner.KeySet)
 }
 
 func (o *OutboxEvent) values() []any {
-	return []any{o.EventId, o.AggregateType, o.AggregateId, o.AggregateVersion, o.EventType, o.SchemaVersion, o.Payload, o.TraceParent, o.OccurredAt, o.CreatedAt, o.PendingShard, o.PublishedAt, o.Attempts, o.NextAttemptAt, o.LastError, o.QuarantinedAt, o.ReplayGeneration, o.ReplayReason}
+	return []any{o.EventId, o.AggregateType, o.AggregateId, o.AggregateVersion, o.EventType, o.SchemaVersion, o.Payload, o.TraceParent, o.OccurredAt, o.CreatedAt, o.PendingShard, o.PublishedAt, o.Attempts, o.NextAttemptAt, o.LastError, o.QuarantinedAt, o.ReplayGeneration, o.ReplayReason, o.PublishedTo, o.AuditShard}
 }
 
 // Insert returns a mutation inserting o; it fails at commit if the row exists.
@@ -167,8 +171,65 @@ func ReadOutboxPendingKeys(ctx context.Context, r dao.Reader, keys spanner.KeySe
 	return dao.ReadIndex[OutboxEvent](ctx, r, OutboxEventsTable, OutboxPendingIndex, false, keys, limit, outboxEventKeyColumns, OutboxEventColumns(), "OutboxEvents")
 }
 
+// OutboxUnauditedIndex is the name of the NULL_FILTERED index OutboxUnaudited ON OutboxEvents (AuditShard, PublishedAt).
+// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().
+const OutboxUnauditedIndex = "OutboxUnaudited"
+
+// OutboxUnauditedKey returns a key (AuditShard, PublishedAt) of index OutboxUnaudited.
+func OutboxUnauditedKey(auditShard int64, publishedAt time.Time) spanner.Key {
+	return spanner.Key{auditShard, publishedAt}
+}
+
+// ReadOutboxUnaudited reads the OutboxEvents rows with the given key of index OutboxUnaudited, in index order.
+func ReadOutboxUnaudited(ctx context.Context, r dao.Reader, auditShard int64, publishedAt time.Time) ([]*OutboxEvent, error) {
+	return ReadOutboxUnauditedKeys(ctx, r, OutboxUnauditedKey(auditShard, publishedAt), 0)
+}
+
+// ReadOutboxUnauditedByAuditShard reads the OutboxEvents rows whose key of index OutboxUnaudited starts with (AuditShard), in index order.
+func ReadOutboxUnauditedByAuditShard(ctx context.Context, r dao.Reader, auditShard int64) ([]*OutboxEvent, error) {
+	return ReadOutboxUnauditedKeys(ctx, r, spanner.Key{auditShard}.AsPrefix(), 0)
+}
+
+// ReadOutboxUnauditedKeys reads the OutboxEvents rows whose key of index OutboxUnaudited is in keys, in index order,
+// at most limit rows when limit > 0.
+func ReadOutboxUnauditedKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*OutboxEvent, error) {
+	return dao.ReadIndex[OutboxEvent](ctx, r, OutboxEventsTable, OutboxUnauditedIndex, false, keys, limit, outboxEventKeyColumns, OutboxEventColumns(), "OutboxEvents")
+}
+
+// OutboxByAggregateIndex is the name of the index OutboxByAggregate ON OutboxEvents (AggregateId, AggregateType, AggregateVersion).
+// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().
+const OutboxByAggregateIndex = "OutboxByAggregate"
+
+// OutboxByAggregateKey returns a key (AggregateId, AggregateType, AggregateVersion) of index OutboxByAggregate.
+func OutboxByAggregateKey(aggregateId string, aggregateType string, aggregateVersion int64) spanner.Key {
+	return spanner.Key{aggregateId, aggregateType, aggregateVersion}
+}
+
+// ReadOutboxByAggregate reads the OutboxEvents rows with the given key of index OutboxByAggregate, in index order.
+func ReadOutboxByAggregate(ctx context.Context, r dao.Reader, aggregateId string, aggregateType string, aggregateVersion int64) ([]*OutboxEvent, error) {
+	return ReadOutboxByAggregateKeys(ctx, r, OutboxByAggregateKey(aggregateId, aggregateType, aggregateVersion), 0)
+}
+
+// ReadOutboxByAggregateByAggregateId reads the OutboxEvents rows whose key of index OutboxByAggregate starts with (AggregateId), in index order.
+func ReadOutboxByAggregateByAggregateId(ctx context.Context, r dao.Reader, aggregateId string) ([]*OutboxEvent, error) {
+	return ReadOutboxByAggregateKeys(ctx, r, spanner.Key{aggregateId}.AsPrefix(), 0)
+}
+
+// ReadOutboxByAggregateByAggregateIdAggregateType reads the OutboxEvents rows whose key of index OutboxByAggregate starts with (AggregateId, AggregateType), in index order.
+func ReadOutboxByAggregateByAggregateIdAggregateType(ctx context.Context, r dao.Reader, aggregateId string, aggregateType string) ([]*OutboxEvent, error) {
+	return ReadOutboxByAggregateKeys(ctx, r, spanner.Key{aggregateId, aggregateType}.AsPrefix(), 0)
+}
+
+// ReadOutboxByAggregateKeys reads the OutboxEvents rows whose key of index OutboxByAggregate is in keys, in index order,
+// at most limit rows when limit > 0.
+func ReadOutboxByAggregateKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*OutboxEvent, error) {
+	return dao.ReadIndex[OutboxEvent](ctx, r, OutboxEventsTable, OutboxByAggregateIndex, false, keys, limit, outboxEventKeyColumns, OutboxEventColumns(), "OutboxEvents")
+}
+
 // OutboxEventAppend is an unpublished outbox row: the relay picks it up through index OutboxPending.
-// Its Insert writes CreatedAt = the commit timestamp, PublishedAt = NULL, Attempts = 0, NextAttemptAt = NULL, LastError = NULL, QuarantinedAt = NULL, ReplayGeneration = 0, ReplayReason = NULL.
+// Its Insert writes CreatedAt = the commit timestamp, PublishedAt = NULL, Attempts = 0, NextAttemptAt = NULL, LastError = NULL, QuarantinedAt = NULL, ReplayGeneration = 0, ReplayReason = NULL, PublishedTo = NULL, AuditShard = NULL.
 type OutboxEventAppend struct {
 	EventId          string
 	AggregateType    string
@@ -184,5 +245,5 @@ type OutboxEventAppend struct {
 
 // Insert returns the mutation inserting the row.
 func (a *OutboxEventAppend) Insert() *spanner.Mutation {
-	return spanner.Insert(OutboxEventsTable, outboxEventWriteColumns, []any{a.EventId, a.AggregateType, a.AggregateId, a.AggregateVersion, a.EventType, a.SchemaVersion, a.Payload, a.TraceParent, a.OccurredAt, spanner.CommitTimestamp, a.PendingShard, spanner.NullTime{}, int64(0), spanner.NullTime{}, spanner.NullString{}, spanner.NullTime{}, int64(0), spanner.NullString{}})
+	return spanner.Insert(OutboxEventsTable, outboxEventWriteColumns, []any{a.EventId, a.AggregateType, a.AggregateId, a.AggregateVersion, a.EventType, a.SchemaVersion, a.Payload, a.TraceParent, a.OccurredAt, spanner.CommitTimestamp, a.PendingShard, spanner.NullTime{}, int64(0), spanner.NullTime{}, spanner.NullString{}, spanner.NullTime{}, int64(0), spanner.NullString{}, nil, spanner.NullInt64{}})
 }

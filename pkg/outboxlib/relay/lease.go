@@ -81,6 +81,9 @@ func (s *source) run(ctx context.Context) {
 		wg.Go(func() { s.shardLoop(ctx, shard) })
 	}
 	wg.Go(func() { s.statusLoop(ctx) })
+	if s.r.ledgerEnabled() {
+		wg.Go(func() { s.ledgerLoop(ctx) })
+	}
 	tick := time.NewTicker(s.r.cfg.LeaseDuration / 3)
 	defer tick.Stop()
 	for {

@@ -21,7 +21,9 @@ type SourceStatus struct {
 	Database string `json:"database"`
 	// Pending counts unpublished rows that are not quarantined (including rows backing off).
 	Pending int64 `json:"pending"`
-	// OldestPendingAgeSeconds is now minus the commit time of the oldest of them (0 if none).
+	// OldestPendingAgeSeconds is now minus the commit time of the oldest unpublished row,
+	// quarantined rows included (0 if none): a quarantined event keeps the alert on it firing
+	// until it is replayed and published.
 	OldestPendingAgeSeconds float64       `json:"oldest_pending_age_seconds"`
 	Quarantined             int64         `json:"quarantined"`
 	Shards                  []ShardStatus `json:"shards"`
@@ -50,8 +52,8 @@ func (r *Relay) Status(ctx context.Context) ([]SourceStatus, error) {
 }
 
 const (
-	pendingStatsSQL = `SELECT COUNT(*) AS n, MIN(CreatedAt) AS oldest FROM OutboxEvents@{FORCE_INDEX=OutboxPending}
-WHERE PendingShard IS NOT NULL AND QuarantinedAt IS NULL`
+	pendingStatsSQL = `SELECT COUNTIF(QuarantinedAt IS NULL) AS n, MIN(CreatedAt) AS oldest FROM OutboxEvents@{FORCE_INDEX=OutboxPending}
+WHERE PendingShard IS NOT NULL`
 	quarantinedSQL = `SELECT COUNT(*) AS n FROM OutboxEvents@{FORCE_INDEX=OutboxPending}
 WHERE PendingShard IS NOT NULL AND QuarantinedAt IS NOT NULL`
 )
@@ -126,10 +128,16 @@ func (s *source) statusLoop(ctx context.Context) {
 // (within the outbox's 7-day retention) or one backing off (which is then retried at once). The
 // row gets its pending shard back, Attempts 0, no NextAttemptAt, no QuarantinedAt, no LastError
 // (the errors of the new attempts are recorded again), PublishedAt NULL (so the TTL cannot delete
-// it while pending) and ReplayReason = reason. A published event also moves to the next replay
+// it while pending), no PublishedTo or AuditShard (the ledger audits it again once it is
+// published) and ReplayReason = reason. A published event also moves to the next replay
 // generation (ReplayGeneration + 1), which gives its tasks new names; a pending or quarantined one
 // keeps its generation. See the package documentation.
 func (r *Relay) Replay(ctx context.Context, sourceName, eventID, reason string) error {
+	return r.replay(ctx, sourceName, eventID, reason, nil)
+}
+
+// replay is Replay, with more to do in its transaction.
+func (r *Relay) replay(ctx context.Context, sourceName, eventID, reason string, also func(context.Context, *spanner.ReadWriteTransaction) error) error {
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
 		return ErrNoReason
@@ -158,15 +166,21 @@ func (r *Relay) Replay(ctx context.Context, sourceName, eventID, reason string) 
 		if !shard.Valid {
 			gen++ // published: its tasks' names are taken
 		}
+		if also != nil {
+			if err := also(ctx, txn); err != nil {
+				return err
+			}
+		}
 		return txn.BufferWrite([]*spanner.Mutation{spanner.Update(outboxdb.OutboxEventsTable,
 			[]string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColPublishedAt,
 				outboxdb.OutboxEventColAttempts, outboxdb.OutboxEventColNextAttemptAt, outboxdb.OutboxEventColLastError, outboxdb.OutboxEventColQuarantinedAt,
-				outboxdb.OutboxEventColReplayGeneration, outboxdb.OutboxEventColReplayReason},
+				outboxdb.OutboxEventColReplayGeneration, outboxdb.OutboxEventColReplayReason,
+				outboxdb.OutboxEventColPublishedTo, outboxdb.OutboxEventColAuditShard},
 			[]any{eventID, outboxlib.ShardOf(aggregateID), spanner.NullTime{}, int64(0), spanner.NullTime{}, spanner.NullString{}, spanner.NullTime{},
-				gen, reason})})
+				gen, reason, []string(nil), spanner.NullInt64{}})})
 	})
 	if err != nil {
-		if errors.Is(err, ErrEventNotFound) {
+		if errors.Is(err, ErrEventNotFound) || errors.Is(err, ErrNotMissing) {
 			return err
 		}
 		return fmt.Errorf("relay: replay %s in %s: %w", eventID, sourceName, err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -100,6 +101,9 @@ type outcome struct {
 	created   []string
 }
 
+// predecessors maps (event id, subscriber) to the ce-predecessorversion of that task.
+type predecessors map[[2]string]int64
+
 // processBatch scans one batch of shard and delivers it. n is the number of rows handled, full
 // whether the batch was full (more may be waiting).
 func (s *source) processBatch(ctx context.Context, shard, epoch int64) (n int, full bool, err error) {
@@ -108,7 +112,11 @@ func (s *source) processBatch(ctx context.Context, shard, epoch int64) (n int, f
 	if err != nil || len(rows) == 0 {
 		return 0, false, err
 	}
-	outs := s.enqueue(ctx, rows)
+	preds, err := s.predecessors(ctx, rows)
+	if err != nil {
+		return 0, false, err
+	}
+	outs := s.enqueue(ctx, rows, preds)
 	if ctx.Err() != nil {
 		return 0, false, ctx.Err()
 	}
@@ -183,8 +191,73 @@ func (s *source) readPending(ctx context.Context, shard int64, limit int) ([]*pe
 	return rows, nil
 }
 
+// aggregateSQL reads every event of some aggregates (their index entries: few per aggregate).
+const aggregateSQL = `SELECT AggregateId, AggregateType, AggregateVersion, EventType
+FROM OutboxEvents@{FORCE_INDEX=OutboxByAggregate}
+WHERE AggregateId IN UNNEST(@ids)`
+
+// predecessors computes, for each row and each of its subscribers, the latest earlier version of
+// the row's aggregate whose event type is routed to that subscriber: the version the subscriber
+// must have applied before this one (outboxlib.HeaderPredecessorVersion). A consumer sees only
+// the events routed to it, so "version - 1" would wait for ever for a version it is never sent.
+// Rows at version 1 need no read. The routes are today's: an event published before its type was
+// routed to a subscriber counts as if it had been (the subscriber then defers, and after its
+// patience dead-letters, the successor; docs/architecture.md). Predecessors deleted by the outbox
+// TTL (published more than 7 days ago) no longer count.
+func (s *source) predecessors(ctx context.Context, rows []*pendingRow) (predecessors, error) {
+	preds := predecessors{}
+	var ids []string
+	seen := map[string]bool{}
+	for _, row := range rows {
+		if row.event.AggregateVersion > 1 && !seen[row.event.AggregateID] {
+			seen[row.event.AggregateID] = true
+			ids = append(ids, row.event.AggregateID)
+		}
+	}
+	if len(ids) == 0 {
+		return preds, nil
+	}
+	type version struct {
+		n   int64
+		typ string
+	}
+	history := map[[2]string][]version{} // (aggregate type, id) → its events
+	iter := s.src.Client.Single().Query(ctx, spanner.Statement{SQL: aggregateSQL, Params: map[string]any{"ids": ids}})
+	err := iter.Do(func(r *spanner.Row) error {
+		var (
+			id, aggType, typ string
+			n                int64
+		)
+		if err := r.Columns(&id, &aggType, &n, &typ); err != nil {
+			return err
+		}
+		k := [2]string{aggType, id}
+		history[k] = append(history[k], version{n, typ})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the aggregates of a batch: %w", err)
+	}
+	routes := s.r.cfg.Routes
+	for _, row := range rows {
+		ev := row.event
+		for _, v := range history[[2]string{ev.AggregateType, ev.AggregateID}] {
+			if v.n >= ev.AggregateVersion {
+				continue
+			}
+			for _, sub := range routes[v.typ] {
+				k := [2]string{ev.ID, sub.Name}
+				if v.n > preds[k] {
+					preds[k] = v.n
+				}
+			}
+		}
+	}
+	return preds, nil
+}
+
 // enqueue creates the tasks of rows, at most Parallelism at a time.
-func (s *source) enqueue(ctx context.Context, rows []*pendingRow) []*outcome {
+func (s *source) enqueue(ctx context.Context, rows []*pendingRow, preds predecessors) []*outcome {
 	cfg := s.r.cfg
 	outs := make([]*outcome, len(rows))
 	sem := make(chan struct{}, cfg.Parallelism)
@@ -197,7 +270,7 @@ func (s *source) enqueue(ctx context.Context, rows []*pendingRow) []*outcome {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				err := s.createTask(ctx, row, sub)
+				err := s.createTask(ctx, row, sub, preds[[2]string{row.event.ID, sub.Name}])
 				mu.Lock()
 				defer mu.Unlock()
 				if err == nil {
@@ -231,9 +304,12 @@ func (s *source) enqueue(ctx context.Context, rows []*pendingRow) []*outcome {
 	return outs
 }
 
-// createTask creates the task of (row, sub); ALREADY_EXISTS (an earlier run created it) is success.
-func (s *source) createTask(ctx context.Context, row *pendingRow, sub Subscriber) error {
+// createTask creates the task of (row, sub), carrying sub's predecessor version;
+// ALREADY_EXISTS (an earlier run created it) is success.
+func (s *source) createTask(ctx context.Context, row *pendingRow, sub Subscriber, pred int64) error {
 	cfg := s.r.cfg
+	headers := row.event.Headers()
+	headers[outboxlib.HeaderPredecessorVersion] = strconv.FormatInt(pred, 10)
 	req := &cloudtaskspb.CreateTaskRequest{
 		Parent: sub.Queue,
 		Task: &cloudtaskspb.Task{
@@ -241,7 +317,7 @@ func (s *source) createTask(ctx context.Context, row *pendingRow, sub Subscriber
 			MessageType: &cloudtaskspb.Task_HttpRequest{HttpRequest: &cloudtaskspb.HttpRequest{
 				Url:        sub.URL,
 				HttpMethod: cloudtaskspb.HttpMethod_POST,
-				Headers:    row.event.Headers(),
+				Headers:    headers,
 				Body:       row.event.Payload,
 				AuthorizationHeader: &cloudtaskspb.HttpRequest_OidcToken{OidcToken: &cloudtaskspb.OidcToken{
 					ServiceAccountEmail: cfg.ServiceAccount, Audience: sub.Audience,
@@ -276,19 +352,22 @@ func TaskName(queue, eventID, subscriber string, generation int64) string {
 }
 
 // mark writes the results of a batch in one transaction, if this instance still holds the shard:
-// the enqueued rows become published, the failed ones back off or are quarantined. Only rows still
-// pending (and, for failures, not quarantined) are touched: another instance or an operator may
-// have changed them since the scan.
+// the enqueued rows become published (with the subscribers whose tasks exist, for the delivery
+// ledger), the failed ones back off or are quarantined. Only rows still pending at the replay
+// generation that was scanned (and, for failures, not quarantined) are touched: another instance
+// or an operator may have changed them since the scan, and a row replayed into a new generation
+// needs tasks under its new names before it may be marked published.
 func (s *source) mark(ctx context.Context, shard, epoch int64, done, failed []*outcome) error {
 	cfg := s.r.cfg
 	keys := spanner.KeySets()
 	for _, o := range append(append([]*outcome(nil), done...), failed...) {
 		keys = spanner.KeySets(keys, outboxdb.OutboxEventKey(o.row.event.ID))
 	}
-	cols := []string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColQuarantinedAt, outboxdb.OutboxEventColAttempts}
+	cols := []string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColQuarantinedAt,
+		outboxdb.OutboxEventColAttempts, outboxdb.OutboxEventColReplayGeneration}
 	type state struct {
 		pending, quarantined bool
-		attempts             int64
+		attempts, generation int64
 	}
 	var quarantined []*outcome
 	_, err := s.src.Client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
@@ -306,7 +385,7 @@ func (s *source) mark(ctx context.Context, shard, epoch int64, done, failed []*o
 				quarantined spanner.NullTime
 				st          state
 			)
-			if err := r.Columns(&id, &shard, &quarantined, &st.attempts); err != nil {
+			if err := r.Columns(&id, &shard, &quarantined, &st.attempts, &st.generation); err != nil {
 				return err
 			}
 			st.pending, st.quarantined = shard.Valid, quarantined.Valid
@@ -319,17 +398,26 @@ func (s *source) mark(ctx context.Context, shard, epoch int64, done, failed []*o
 		var ms []*spanner.Mutation
 		quarantined = nil
 		for _, o := range done {
-			if !cur[o.row.event.ID].pending {
-				continue // published meanwhile by another instance
+			st := cur[o.row.event.ID]
+			if !st.pending || st.generation != o.row.generation {
+				continue // published meanwhile by another instance, or replayed into a new generation
+			}
+			published := make([]string, len(o.created))
+			copy(published, o.created)
+			sort.Strings(published)
+			audit := spanner.NullInt64{}
+			if s.r.audited(published) {
+				audit = spanner.NullInt64{Int64: shard, Valid: true}
 			}
 			ms = append(ms, spanner.Update(outboxdb.OutboxEventsTable,
-				[]string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColPublishedAt, outboxdb.OutboxEventColNextAttemptAt},
-				[]any{o.row.event.ID, spanner.NullInt64{}, dao.NullCommitTimestamp, spanner.NullTime{}}))
+				[]string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColPublishedAt,
+					outboxdb.OutboxEventColNextAttemptAt, outboxdb.OutboxEventColPublishedTo, outboxdb.OutboxEventColAuditShard},
+				[]any{o.row.event.ID, spanner.NullInt64{}, dao.NullCommitTimestamp, spanner.NullTime{}, published, audit}))
 		}
 		now := time.Now()
 		for _, o := range failed {
 			st := cur[o.row.event.ID]
-			if !st.pending || st.quarantined {
+			if !st.pending || st.quarantined || st.generation != o.row.generation {
 				continue
 			}
 			attempts := st.attempts + 1

@@ -40,7 +40,7 @@ var appendRoles = []appendRole{{
 	Fixed: map[string]fixedKind{
 		"CreatedAt": fixCommitTimestamp, "PublishedAt": fixNull, "Attempts": fixZero,
 		"NextAttemptAt": fixNull, "LastError": fixNull, "QuarantinedAt": fixNull,
-		"ReplayGeneration": fixZero, "ReplayReason": fixNull,
+		"ReplayGeneration": fixZero, "ReplayReason": fixNull, "PublishedTo": fixNull, "AuditShard": fixNull,
 	},
 	Required: []string{"PendingShard"},
 	Doc:      "an unpublished outbox row: the relay picks it up through index OutboxPending",
@@ -108,6 +108,9 @@ func (v *tableView) roles(n names, imports map[string]bool) error {
 			case kind == fixCommitTimestamp:
 				o.Values = append(o.Values, "spanner.CommitTimestamp")
 				o.Fixed = append(o.Fixed, f.Column+" = the commit timestamp")
+			case kind == fixNull && strings.HasPrefix(f.Type, "[]"):
+				o.Values = append(o.Values, "nil") // an empty slice would write an empty array, not NULL
+				o.Fixed = append(o.Fixed, f.Column+" = NULL")
 			case kind == fixNull:
 				o.Values = append(o.Values, f.Type+"{}")
 				o.Fixed = append(o.Fixed, f.Column+" = NULL")

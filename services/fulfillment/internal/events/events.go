@@ -38,10 +38,12 @@ const ReasonOutOfStock = "out_of_stock"
 
 // Handler is what Register needs of an outboxlib consumer.
 type Handler interface {
-	Handle(eventType string, h outboxlib.HandlerFunc)
+	Handle(eventType string, h outboxlib.HandlerFunc, opts ...outboxlib.HandlerOption)
 }
 
-// Register registers the handlers of every event fulfillment consumes.
+// Register registers the handlers of every event fulfillment consumes, in the library's default
+// order: order.cancelled waits until this consumer has applied the order's order.created (the
+// relay names it as the cancellation's predecessor).
 func Register(c Handler) {
 	c.Handle(TypeOrderCreated, OrderCreated)
 	c.Handle(TypeOrderCancelled, OrderCancelled)

@@ -1,0 +1,388 @@
+package relay_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
+	"cloud.google.com/go/spanner"
+	"github.com/google/uuid"
+	"github.com/googleapis/gax-go/v2"
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/spanmart/spanmart/emulator/tasksemu"
+	"github.com/spanmart/spanmart/gen/dao"
+	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
+	"github.com/spanmart/spanmart/gen/dao/outboxdb"
+	"github.com/spanmart/spanmart/pkg/dbschema"
+	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
+	"github.com/spanmart/spanmart/pkg/platform"
+)
+
+// appCounter is a real outboxlib consumer (inbox, versions, dead letters) over a fresh fulfillment
+// database, served over HTTP: each applied event adds one to Inventory[aggregate id].OnHand, in
+// the library's default order. Its handler can be swapped (a redeployment) while it serves.
+type appCounter struct {
+	name     string
+	client   *spanner.Client
+	srv      *httptest.Server
+	tasks    *tasksemu.Server
+	handler  atomic.Pointer[http.Handler]
+	consumer atomic.Pointer[outboxlib.Consumer]
+	mu       sync.Mutex
+	answers  map[string][]string // event id → outcomes ("" for a failure) in order
+}
+
+// newAppCounter starts the consumer; audience is the audience its verifier accepts (its own URL
+// when "", a wrong one to simulate a misconfiguration).
+func newAppCounter(t *testing.T, name string, tasks *tasksemu.Server, maxAttempts int) *appCounter {
+	t.Helper()
+	c := &appCounter{name: name, tasks: tasks, answers: map[string][]string{}}
+	c.client, _ = env.NewDatabase(t, dbschema.Fulfillment)
+	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*c.handler.Load()).ServeHTTP(w, r) }))
+	t.Cleanup(c.srv.Close)
+	c.deploy(t, c.srv.URL, maxAttempts)
+	return c
+}
+
+// deploy replaces the running consumer by one whose verifier accepts audience.
+func (c *appCounter) deploy(t *testing.T, audience string, maxAttempts int) {
+	t.Helper()
+	v, err := outboxlib.NewVerifier(outboxlib.VerifierConfig{Issuer: c.tasks.Issuer(), Audiences: []string{audience}, AllowedEmails: []string{serviceAccount}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := outboxlib.NewConsumer(outboxlib.ConsumerConfig{Name: c.name, Client: c.client, Verifier: v, MaxAttempts: maxAttempts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{"order.created", "order.cancelled"} {
+		cons.Handle(typ, c.count)
+	}
+	srv := platform.NewServer(platform.ServerOptions{Service: c.name, Logger: zap.NewNop()})
+	srv.Echo.Use(c.record)
+	cons.Register(srv.Echo)
+	var h http.Handler = srv.Echo
+	c.handler.Store(&h)
+	c.consumer.Store(cons)
+}
+
+func (c *appCounter) count(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	inv, err := fulfillmentdb.ReadInventory(ctx, txn, d.AggregateID)
+	if errors.Is(err, dao.ErrNotFound) {
+		inv, err = &fulfillmentdb.Inventory{Sku: d.AggregateID}, nil
+	}
+	if err != nil {
+		return err
+	}
+	inv.OnHand++
+	inv.UpdatedAt = spanner.CommitTimestamp
+	return txn.BufferWrite([]*spanner.Mutation{inv.InsertOrUpdate()})
+}
+
+func (c *appCounter) subscriber() relay.Subscriber {
+	return relay.Subscriber{Name: c.name, Queue: queue(c.name + "-inbox"), URL: c.srv.URL + outboxlib.PathEvents,
+		Audience: c.srv.URL, LedgerURL: c.srv.URL + outboxlib.PathLedger}
+}
+
+func (c *appCounter) outcomes(id string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.answers[id]...)
+}
+
+func (c *appCounter) applied(t *testing.T, aggregateID string) int64 {
+	t.Helper()
+	inv, err := fulfillmentdb.ReadInventory(context.Background(), c.client.Single(), aggregateID)
+	if errors.Is(err, dao.ErrNotFound) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv.OnHand
+}
+
+func (c *appCounter) deadLetters(t *testing.T) int {
+	t.Helper()
+	rows, err := outboxdb.ReadDeadLetterRows(context.Background(), c.client.Single(), spanner.AllKeys())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(rows)
+}
+
+// appendOf commits events of one aggregate, versions 1, 2, ... in the order of types.
+func appendOf(t *testing.T, client *spanner.Client, aggregateID string, types ...string) []outboxlib.Event {
+	t.Helper()
+	ctx := context.Background()
+	var evs []outboxlib.Event
+	for i, typ := range types {
+		ev, err := outboxlib.NewEvent(ctx, typ, "order", aggregateID, int64(i+1), map[string]any{"order_id": aggregateID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	if _, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+		return outboxlib.Append(ctx, txn, evs...)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// holdBack fails CreateTask for one event id until released (codes.Internal: retried per event).
+type holdBack struct {
+	relay.Tasks
+	id       string
+	released atomic.Bool
+	held     atomic.Int64
+	mu       sync.Mutex
+	requests []*cloudtaskspb.CreateTaskRequest
+}
+
+func (h *holdBack) CreateTask(ctx context.Context, req *cloudtaskspb.CreateTaskRequest, opts ...gax.CallOption) (*cloudtaskspb.Task, error) {
+	if req.GetTask().GetHttpRequest().GetHeaders()[outboxlib.HeaderID] == h.id && !h.released.Load() {
+		h.held.Add(1)
+		return nil, status.Error(codes.Internal, "held back by the test")
+	}
+	h.mu.Lock()
+	h.requests = append(h.requests, req)
+	h.mu.Unlock()
+	return h.Tasks.CreateTask(ctx, req, opts...)
+}
+
+func (h *holdBack) header(id, name string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.requests {
+		if hs := r.GetTask().GetHttpRequest().GetHeaders(); hs[outboxlib.HeaderID] == id {
+			return hs[name]
+		}
+	}
+	return ""
+}
+
+// A predecessor held back in the relay (its enqueue failing) for longer than the consumer's
+// attempt limit: its successor, delivered meanwhile, is deferred (not dead-lettered), and both
+// are applied, in order. The successor's task names its predecessor among the events routed to
+// this subscriber (version 1, not 2, which goes elsewhere).
+func TestPredecessorHeldBackInRelay(t *testing.T) {
+	client, db := env.NewDatabase(t, dbschema.Orders)
+	other := newConsumer(t, "gateway")
+	srv, tc := startTasks(t, tasksemu.Options{ServiceAccount: serviceAccount}, other)
+	const maxAttempts = 3
+	c := newAppCounter(t, "fulfillment", srv, maxAttempts)
+	createQueue(t, tc, c.subscriber().Queue, nil)
+	id := uuid.NewString()
+	evs := appendOf(t, client, id, "order.created", "order.awaiting_payment", "order.cancelled")
+	held := &holdBack{Tasks: tc, id: evs[0].ID}
+	routes := relay.Routes{
+		"order.created":          {c.subscriber()},
+		"order.awaiting_payment": {other.subscriber()},
+		"order.cancelled":        {c.subscriber()},
+	}
+	start(t, testConfig(client, db, held, routes))
+
+	// Deferred more often than the attempt limit: early answers are bounded by time, not count.
+	eventually(t, "order.cancelled deferred more than MaxAttempts times", func() bool {
+		return len(c.outcomes(evs[2].ID)) > 2*maxAttempts
+	})
+	if n := c.applied(t, id); n != 0 || c.deadLetters(t) != 0 {
+		t.Fatalf("applied %d, %d dead letters while the predecessor is held back; want 0 and 0", n, c.deadLetters(t))
+	}
+	if got := held.header(evs[2].ID, outboxlib.HeaderPredecessorVersion); got != "1" {
+		t.Errorf("order.cancelled's ce-predecessorversion = %q, want 1 (version 2 is routed elsewhere)", got)
+	}
+	held.released.Store(true)
+	eventually(t, "both events applied", func() bool { return c.applied(t, id) == 2 })
+	v, err := outboxdb.ReadConsumerVersion(context.Background(), c.client.Single(), id, "order", c.name)
+	if err != nil || v.Version != 3 || v.EventId != evs[2].ID {
+		t.Errorf("version = %+v (%v), want 3 set by order.cancelled", v, err)
+	}
+	if n := c.deadLetters(t); n != 0 {
+		t.Errorf("%d dead letters, want 0", n)
+	}
+	if got := held.header(evs[0].ID, outboxlib.HeaderPredecessorVersion); got != "0" {
+		t.Errorf("order.created's ce-predecessorversion = %q, want 0", got)
+	}
+}
+
+// createQueue creates a queue with short retries (or rc).
+func createQueue(t *testing.T, tc interface {
+	CreateQueue(context.Context, *cloudtaskspb.CreateQueueRequest, ...gax.CallOption) (*cloudtaskspb.Queue, error)
+}, name string, rc *cloudtaskspb.RetryConfig) {
+	t.Helper()
+	if rc == nil {
+		rc = &cloudtaskspb.RetryConfig{MaxRetryDuration: durationpb.New(time.Hour), MinBackoff: durationpb.New(10 * time.Millisecond), MaxBackoff: durationpb.New(100 * time.Millisecond)}
+	}
+	if _, err := tc.CreateQueue(context.Background(), &cloudtaskspb.CreateQueueRequest{Parent: location, Queue: &cloudtaskspb.Queue{Name: name, RetryConfig: rc}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A lease lost between the enqueue and the mark: the mark writes nothing (fenced by the epoch),
+// and the next owner's enqueue is ALREADY_EXISTS, so each subscriber still gets one task per event.
+func TestLeaseLostMidBatch(t *testing.T) {
+	client, db := env.NewDatabase(t, dbschema.Orders)
+	fulfillment := newConsumer(t, "fulfillment")
+	_, tc := startTasks(t, tasksemu.Options{}, fulfillment)
+	counting := &countingTasks{Tasks: tc}
+	evs := appendEvents(t, client, "order.created", 5)
+	cfg := testConfig(client, db, counting, relay.Routes{"order.created": {fulfillment.subscriber()}})
+	var stolen atomic.Int64
+	cfg.BeforeMark = func(ctx context.Context, _ string, shard int64, ids []string) error {
+		if len(ids) == 0 || stolen.Load() > 0 {
+			return nil
+		}
+		// Another instance takes the shard (a new epoch) while this batch is in flight; its lease
+		// runs out soon, and this instance takes the shard back with yet another epoch.
+		_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+			l, err := outboxdb.ReadOutboxLease(ctx, txn, shard)
+			if err != nil {
+				return err
+			}
+			l.Owner = spanner.NullString{StringVal: "thief", Valid: true}
+			l.Epoch++
+			l.ExpiresAt = spanner.NullTime{Time: time.Now().Add(300 * time.Millisecond), Valid: true}
+			l.UpdatedAt = spanner.CommitTimestamp
+			return txn.BufferWrite([]*spanner.Mutation{l.Update()})
+		})
+		stolen.Add(int64(len(ids)))
+		return err
+	}
+	r, _ := start(t, cfg)
+	eventually(t, "every event published", func() bool { return stolen.Load() > 0 && status1(t, r).Pending == 0 })
+	// The batch whose lease was stolen was not marked: its rows were enqueued again.
+	if got := counting.count(codes.AlreadyExists); int64(got) < stolen.Load() {
+		t.Errorf("%d ALREADY_EXISTS, want at least the %d rows of the batch whose lease was lost", got, stolen.Load())
+	}
+	eventually(t, "every delivery", func() bool { return len(fulfillment.perEvent()) == len(evs) })
+	exactlyOnce(t, fulfillment, evs)
+}
+
+// One subscriber failing while another succeeds: the row stays pending for both; on the retry the
+// one that succeeded gets ALREADY_EXISTS (no second task), and each gets the event once.
+func TestOneSubscriberFailsWhileAnotherSucceeds(t *testing.T) {
+	client, db := env.NewDatabase(t, dbschema.Orders)
+	fulfillment, gateway := newConsumer(t, "fulfillment"), newConsumer(t, "gateway")
+	_, tc := startTasks(t, tasksemu.Options{}, fulfillment) // no gateway queue yet: NOT_FOUND
+	counting := &countingTasks{Tasks: tc}
+	ev := appendEvents(t, client, "order.created", 1)[0]
+	r, _ := start(t, testConfig(client, db, counting, relay.Routes{"order.created": {fulfillment.subscriber(), gateway.subscriber()}}))
+	eventually(t, "two failed attempts", func() bool { return readEvent(t, client, ev.ID).Attempts >= 2 })
+	if row := readEvent(t, client, ev.ID); !row.PendingShard.Valid || row.PublishedAt.Valid {
+		t.Fatalf("row while one subscriber fails: PendingShard %v PublishedAt %v, want pending", row.PendingShard, row.PublishedAt)
+	}
+	if got := counting.count(codes.AlreadyExists); got < 1 {
+		t.Errorf("%d ALREADY_EXISTS, want the succeeded subscriber's task found again on each retry", got)
+	}
+	createQueue(t, tc, gateway.subscriber().Queue, nil)
+	eventually(t, "published", func() bool { return status1(t, r).Pending == 0 })
+	eventually(t, "both deliveries", func() bool { return gateway.perEvent()[ev.ID] == 1 })
+	exactlyOnce(t, fulfillment, []outboxlib.Event{ev})
+	exactlyOnce(t, gateway, []outboxlib.Event{ev})
+	row := readEvent(t, client, ev.ID)
+	if got := fmt.Sprint(row.PublishedTo); got != "[fulfillment gateway]" {
+		t.Errorf("PublishedTo = %s, want [fulfillment gateway]", got)
+	}
+}
+
+// A replay that lands between the scan and the mark moves the row to a new generation: the mark
+// must not publish it with the old generation's tasks; it is published once the new generation's
+// tasks exist.
+func TestMarkRereadsReplayGeneration(t *testing.T) {
+	client, db := env.NewDatabase(t, dbschema.Orders)
+	fulfillment := newConsumer(t, "fulfillment")
+	_, tc := startTasks(t, tasksemu.Options{}, fulfillment)
+	ev := appendEvents(t, client, "order.created", 1)[0]
+	cfg := testConfig(client, db, tc, relay.Routes{"order.created": {fulfillment.subscriber()}})
+	var once sync.Once
+	cfg.BeforeMark = func(ctx context.Context, _ string, _ int64, ids []string) error {
+		var err error
+		once.Do(func() {
+			// What a replay does to a published row, landing after this batch's scan.
+			_, err = client.Apply(ctx, []*spanner.Mutation{spanner.Update(outboxdb.OutboxEventsTable,
+				[]string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColReplayGeneration, outboxdb.OutboxEventColReplayReason},
+				[]any{ev.ID, int64(1), "replayed during the batch"})})
+		})
+		return err
+	}
+	r, _ := start(t, cfg)
+	eventually(t, "published", func() bool { return status1(t, r).Pending == 0 })
+	eventually(t, "both generations delivered", func() bool { return fulfillment.perEvent()[ev.ID] == 2 })
+	want := map[string]bool{
+		taskID(relay.TaskName(fulfillment.subscriber().Queue, ev.ID, "fulfillment", 0)): true,
+		taskID(relay.TaskName(fulfillment.subscriber().Queue, ev.ID, "fulfillment", 1)): true,
+	}
+	for _, d := range fulfillment.deliveries() {
+		delete(want, d.header.Get("X-Cloudtasks-Taskname"))
+	}
+	if len(want) != 0 {
+		t.Errorf("no delivery under task ids %v: the row was published without its new generation's task", want)
+	}
+}
+
+func taskID(name string) string { return name[strings.LastIndex(name, "/")+1:] }
+
+// A quarantined row keeps the alarm on: the oldest pending age counts it.
+func TestQuarantinedRowKeepsOldestPendingAge(t *testing.T) {
+	client, db := env.NewDatabase(t, dbschema.Orders)
+	gateway := newConsumer(t, "gateway")
+	_, tc := startTasks(t, tasksemu.Options{}) // no queue: NOT_FOUND until quarantined
+	cfg := testConfig(client, db, tc, relay.Routes{"order.created": {gateway.subscriber()}})
+	cfg.MaxAttempts = 2
+	appendEvents(t, client, "order.created", 1)
+	r, _ := start(t, cfg)
+	eventually(t, "quarantined", func() bool { return status1(t, r).Quarantined == 1 })
+	if st := status1(t, r); st.Pending != 0 || st.OldestPendingAgeSeconds <= 0 {
+		t.Errorf("status = %+v, want no pending row but an oldest pending age (the quarantined row's)", st)
+	}
+}
+
+// record keeps the consumer's outcome of each delivery (by ce-id).
+func (c *appCounter) record(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		if ec.Path() != outboxlib.PathEvents {
+			return next(ec)
+		}
+		rec := &outcomeWriter{ResponseWriter: ec.Response().Writer}
+		ec.Response().Writer = rec
+		err := next(ec)
+		if err != nil {
+			ec.Error(err)
+		}
+		var out struct{ Outcome string }
+		json.Unmarshal(rec.body, &out)
+		id := ec.Request().Header.Get(outboxlib.HeaderID)
+		c.mu.Lock()
+		c.answers[id] = append(c.answers[id], out.Outcome)
+		c.mu.Unlock()
+		return nil
+	}
+}
+
+type outcomeWriter struct {
+	http.ResponseWriter
+	body []byte
+}
+
+func (w *outcomeWriter) Write(b []byte) (int, error) {
+	w.body = append(w.body, b...)
+	return w.ResponseWriter.Write(b)
+}
