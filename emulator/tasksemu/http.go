@@ -13,11 +13,14 @@ import (
 )
 
 // httpHandler serves the OIDC discovery document and JWKS (so receivers can verify the tokens
-// the dispatcher mints) and a read-only status page.
+// the dispatcher mints), the metadata server's identity endpoints (so services get tokens from
+// the same issuer for their own calls), and a read-only status page.
 func (s *Server) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /.well-known/openid-configuration", s.issuer.Handler())
 	mux.Handle("GET /jwks", s.issuer.Handler())
+	mux.HandleFunc("GET /computeMetadata/v1/instance/service-accounts/{account}/identity", s.serveIdentity)
+	mux.HandleFunc("GET /computeMetadata/v1/instance/service-accounts/{account}/email", s.serveEmail)
 	mux.HandleFunc("GET /status", s.serveStatusJSON)
 	mux.HandleFunc("GET /metrics", s.serveMetrics)
 	mux.HandleFunc("GET /{$}", s.serveStatusHTML)

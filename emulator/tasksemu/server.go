@@ -7,6 +7,11 @@
 // queue's rate limits, with the Cloud Tasks request headers, an OIDC token signed by a key
 // published at HTTPAddr() (so receivers verify it exactly as they verify Google's), and with
 // retries that follow the queue's retry_config. See README.md for what differs from production.
+//
+// The HTTP port also answers the metadata server's identity endpoints
+// (/computeMetadata/v1/instance/service-accounts/{account}/identity and .../email), so a service
+// run locally with GCE_METADATA_HOST=HTTPAddr() gets ID tokens for its own calls to other
+// services from the same issuer, as it gets Google's from the metadata server on Cloud Run.
 package tasksemu
 
 import (
@@ -34,7 +39,8 @@ import (
 	"github.com/spanmart/spanmart/emulator/tasksemu/retry"
 )
 
-// DefaultServiceAccount is the e-mail put in OIDC tokens when a task names no service account.
+// DefaultServiceAccount is the e-mail put in OIDC tokens when a task names no service account,
+// and the metadata server's "default" account, unless Options.ServiceAccount says otherwise.
 const DefaultServiceAccount = "cloud-tasks-emulator@emulator.iam.gserviceaccount.com"
 
 // QueueConfig describes a queue created when the emulator starts. Zero fields take Cloud Tasks'
@@ -51,7 +57,7 @@ type QueueConfig struct {
 type Options struct {
 	Host     string // default 127.0.0.1
 	Port     int    // gRPC port; 0 picks a free one
-	HTTPPort int    // OIDC discovery, JWKS and status page; 0 picks a free one
+	HTTPPort int    // OIDC discovery, JWKS, metadata identity endpoints and status page; 0 picks a free one
 	// DataDir keeps queues, pending tasks and the OIDC signing key across restarts.
 	// Empty means everything lives in memory.
 	DataDir string
@@ -62,7 +68,8 @@ type Options struct {
 	// QueueReuseWindow is how long a deleted queue's name cannot be re-created
 	// (production: up to 3 days, the default).
 	QueueReuseWindow time.Duration
-	// ServiceAccount is the e-mail in OIDC tokens of tasks that name none.
+	// ServiceAccount is the e-mail in OIDC tokens of tasks that name none, and the account the
+	// metadata endpoints call "default" (the service's own account on Cloud Run).
 	ServiceAccount string
 	// MaxDispatchRate is the highest max_dispatches_per_second a queue may be given: 500, as in
 	// production, unless raised (for load tests of a single queue).
@@ -198,7 +205,9 @@ func (s *Server) ClientOptions() []option.ClientOption {
 	}
 }
 
-// HTTPAddr is the host:port of the OIDC discovery, JWKS and status endpoints.
+// HTTPAddr is the host:port of the OIDC discovery, JWKS, metadata and status endpoints; set
+// GCE_METADATA_HOST to it to get ID tokens from the emulator through
+// cloud.google.com/go/compute/metadata.
 func (s *Server) HTTPAddr() string { return s.httpLis.Addr().String() }
 
 // Issuer is the OIDC issuer URL put in the iss claim of tokens.

@@ -48,4 +48,17 @@
 //	srv.AddCheck(platform.SpannerCheck("spanner", client))
 //	httpapi.Register(srv.Echo, ...) // the service's own routes
 //	return srv.Run(ctx, cfg.Config, zap.String("database", cfg.Database.String()))
+//
+// # Calling other services
+//
+// A Cloud Run service that requires authentication accepts a Google ID token whose audience is
+// its URL. IDTokenSource gets such tokens for the caller's own service account from the
+// metadata server and caches each until five minutes before it expires; Client(audience)
+// attaches one to every request:
+//
+//	tokens := platform.NewIDTokenSource(nil)
+//	orders := tokens.Client(cfg.OrdersURL)
+//
+// Locally, GCE_METADATA_HOST set to the Cloud Tasks emulator's HTTP address makes the same code
+// get tokens the emulator signs (emulator/tasksemu/README.md).
 package platform

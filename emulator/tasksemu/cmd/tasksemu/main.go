@@ -90,7 +90,7 @@ func main() {
 	)
 	flag.StringVar(&opts.Host, "host", "127.0.0.1", "interface to listen on")
 	flag.IntVar(&opts.Port, "port", 8123, "gRPC port (0 picks a free one)")
-	flag.IntVar(&opts.HTTPPort, "http-port", 8124, "port of the OIDC discovery/JWKS endpoints and the status page (0 picks a free one)")
+	flag.IntVar(&opts.HTTPPort, "http-port", 8124, "port of the OIDC discovery/JWKS endpoints, the metadata identity endpoints (GCE_METADATA_HOST) and the status page (0 picks a free one)")
 	flag.StringVar(&opts.DataDir, "data-dir", "", "directory that keeps queues, pending tasks and the OIDC key across restarts (default: in memory)")
 	flag.Var(&queues, "queue", "queue to create at start: NAME or NAME?max_dispatches_per_second=100&max_attempts=5&min_backoff=100ms... (repeatable)")
 	flag.Float64Var(&opts.MaxDispatchRate, "max-dispatch-rate", 500, "highest max_dispatches_per_second a queue may be given (production: 500)")
@@ -98,7 +98,7 @@ func main() {
 	flag.StringVar(&keyFile, "signing-key", "", "PEM file with the RSA key that signs OIDC tokens (created if missing; default DATA-DIR/oidc-key.pem or a fresh key)")
 	flag.DurationVar(&opts.NameReuseWindow, "name-reuse-window", time.Hour, "how long a deleted or executed task's name stays taken")
 	flag.DurationVar(&opts.QueueReuseWindow, "queue-reuse-window", 72*time.Hour, "how long a deleted queue's name cannot be re-created")
-	flag.StringVar(&opts.ServiceAccount, "service-account", tasksemu.DefaultServiceAccount, "default e-mail in OIDC tokens")
+	flag.StringVar(&opts.ServiceAccount, "service-account", tasksemu.DefaultServiceAccount, "default e-mail in OIDC tokens and the metadata server's default service account")
 	flag.BoolVar(&verbose, "v", false, "log every dispatch to standard error")
 	flag.Parse()
 	opts.Queues = queues

@@ -1,0 +1,10 @@
+package platform
+
+import "time"
+
+// SetIDTokenClock replaces the clock by which s decides that a cached token is due for refresh,
+// so that tests reach the refresh point without waiting for it.
+func SetIDTokenClock(s *IDTokenSource, now func() time.Time) { s.now = now }
+
+// IDTokenRefreshMargin is idTokenRefreshMargin, for tests.
+const IDTokenRefreshMargin = idTokenRefreshMargin
