@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,11 @@ import (
 //	                                                  commit, naming their source and the event's shard)
 //	GET  /v1/outbox                                   200: Status of every source
 //	POST /v1/outbox/{source}/events/{id}/replay       202: re-queue an event, body {"reason": "..."}
+//	GET  /v1/ledger[?all=true]                        200: every source's missing deliveries
+//	POST /v1/ledger/audit                             200: run an audit pass of every source now
+//	                                                  (what the relay does every RELAY_LEDGER_INTERVAL;
+//	                                                  Cloud Scheduler may call it too)
+//	POST /v1/ledger/{source}/events/{id}/replay       202: replay a missing delivery, body {"reason": "..."}
 func registerAPI(srv *platform.Server, core *relay.Relay) {
 	e := srv.Echo
 	e.POST("/nudge", func(c echo.Context) error {
@@ -46,28 +52,57 @@ func registerAPI(srv *platform.Server, core *relay.Relay) {
 		return c.JSON(http.StatusOK, map[string]any{"owner": core.Owner(), "sources": st})
 	})
 	e.POST("/v1/outbox/:source/events/:id/replay", func(c echo.Context) error {
-		var body struct {
-			Reason string `json:"reason"`
+		return serveReplay(c, core.Replay)
+	})
+	e.GET("/v1/ledger", func(c echo.Context) error {
+		all, _ := strconv.ParseBool(c.QueryParam("all"))
+		out := []map[string]any{}
+		for _, st := range core.SourceNames() {
+			missing, err := core.Missing(c.Request().Context(), st, all, 0)
+			if err != nil {
+				return err
+			}
+			out = append(out, map[string]any{"source": st, "missing": missing})
 		}
-		data, err := io.ReadAll(c.Request().Body)
+		return c.JSON(http.StatusOK, map[string]any{"sources": out})
+	})
+	e.POST("/v1/ledger/audit", func(c echo.Context) error {
+		res, err := core.Audit(c.Request().Context())
 		if err != nil {
 			return err
 		}
-		if err := json.Unmarshal(data, &body); err != nil {
-			return platform.NewProblem(http.StatusBadRequest, "body must be JSON: {\"reason\": \"...\"}").Wrap(err)
-		}
-		source, id := c.Param("source"), c.Param("id")
-		err = core.Replay(c.Request().Context(), source, id, body.Reason)
-		switch {
-		case errors.Is(err, relay.ErrNoReason):
-			return platform.NewProblem(http.StatusBadRequest, "reason is required").Wrap(err)
-		case errors.Is(err, relay.ErrUnknownSource):
-			return platform.NewProblem(http.StatusNotFound, "unknown source "+source).Wrap(err)
-		case errors.Is(err, relay.ErrEventNotFound):
-			return platform.NewProblem(http.StatusNotFound, "no event "+id+" in "+source).Wrap(err)
-		case err != nil:
-			return err
-		}
-		return c.JSON(http.StatusAccepted, map[string]string{"source": source, "event_id": id, "status": "replayed"})
+		return c.JSON(http.StatusOK, map[string]any{"audits": res})
 	})
+	e.POST("/v1/ledger/:source/events/:id/replay", func(c echo.Context) error {
+		return serveReplay(c, core.ReplayMissing)
+	})
+}
+
+// serveReplay reads {"reason": "..."} and calls replay(source, id, reason): 202, or a problem.
+func serveReplay(c echo.Context, replay func(ctx context.Context, source, id, reason string) error) error {
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	data, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, &body); err != nil {
+		return platform.NewProblem(http.StatusBadRequest, "body must be JSON: {\"reason\": \"...\"}").Wrap(err)
+	}
+	source, id := c.Param("source"), c.Param("id")
+	err = replay(c.Request().Context(), source, id, body.Reason)
+	switch {
+	case errors.Is(err, relay.ErrNoReason):
+		return platform.NewProblem(http.StatusBadRequest, "reason is required").Wrap(err)
+	case errors.Is(err, relay.ErrUnknownSource):
+		return platform.NewProblem(http.StatusNotFound, "unknown source "+source).Wrap(err)
+	case errors.Is(err, relay.ErrEventNotFound):
+		return platform.NewProblem(http.StatusNotFound, "no event "+id+" in "+source).Wrap(err)
+	case errors.Is(err, relay.ErrNotMissing):
+		return platform.NewProblem(http.StatusConflict, "event "+id+" in "+source+" has no unreplayed missing delivery").Wrap(err)
+	case err != nil:
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]string{"source": source, "event_id": id, "status": "replayed"})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spanmart/spanmart/pkg/platform"
 )
@@ -27,6 +28,12 @@ type config struct {
 	// TasksEmulator is CLOUD_TASKS_EMULATOR_HOST (host:port): when set, the Cloud Tasks client
 	// talks plaintext gRPC without credentials to the emulator.
 	TasksEmulator string
+	// Ledger configures the delivery ledger: RELAY_LEDGER (default true), RELAY_LEDGER_INTERVAL
+	// between audits (default 1m), RELAY_LEDGER_MIN_AGE before a delivery is asked about (default
+	// 1m) and RELAY_LEDGER_GRACE past a queue's retry horizon before it is missing (default 10m).
+	// Its ID tokens come from the metadata server (locally GCE_METADATA_HOST: the Tasks emulator).
+	Ledger                                    bool
+	LedgerInterval, LedgerMinAge, LedgerGrace time.Duration
 }
 
 // loadConfig reads the environment through getenv and reports every missing or invalid
@@ -42,6 +49,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	cfg.ServiceAccount = env.Required("RELAY_SERVICE_ACCOUNT")
 	cfg.TasksEmulator = env.Lookup("CLOUD_TASKS_EMULATOR_HOST")
 	cfg.Routing = loadRouting(env)
+	cfg.Ledger = env.Bool("RELAY_LEDGER", true)
+	cfg.LedgerInterval = env.Duration("RELAY_LEDGER_INTERVAL", time.Minute, 10*time.Millisecond, 24*time.Hour)
+	cfg.LedgerMinAge = env.Duration("RELAY_LEDGER_MIN_AGE", time.Minute, time.Millisecond, 24*time.Hour)
+	cfg.LedgerGrace = env.Duration("RELAY_LEDGER_GRACE", 10*time.Minute, time.Millisecond, 24*time.Hour)
 	cfg.Services = map[string]string{}
 	for _, db := range sources {
 		svc, ok := cfg.Routing.Services[db.Database]

@@ -112,7 +112,8 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	sub := func(name, queue, url string) relay.Subscriber {
-		return relay.Subscriber{Name: name, Queue: location + "/queues/" + queue, URL: "https://svc/" + url + "/events", Audience: "https://svc/" + url}
+		return relay.Subscriber{Name: name, Queue: location + "/queues/" + queue, URL: "https://svc/" + url + "/events", Audience: "https://svc/" + url,
+			LedgerURL: "https://svc/" + url + "/admin/ledger"}
 	}
 	wantCfg := config{
 		Config: platform.Config{Service: "relay", Port: 9000, LogLevel: "info", Project: "shop-prod", MaxBodyBytes: 1 << 20},
@@ -123,6 +124,10 @@ func TestLoadConfig(t *testing.T) {
 		Services:       map[string]string{"orders": "orders", "payments": "gateway-abstraction"},
 		ServiceAccount: serviceAccount,
 		TasksEmulator:  "127.0.0.1:8123",
+		Ledger:         true,
+		LedgerInterval: time.Minute,
+		LedgerMinAge:   time.Minute,
+		LedgerGrace:    10 * time.Minute,
 		Routing: routing{
 			Services: map[string]string{"orders": "orders", "fulfillment": "fulfillment", "payments": "gateway-abstraction", "notifications": "notifications"},
 			Routes: relay.Routes{

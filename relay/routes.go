@@ -33,6 +33,7 @@ type subscriberFile struct {
 	Queue    string `yaml:"queue"`
 	URL      string `yaml:"url"`
 	Audience string `yaml:"audience"`
+	Ledger   string `yaml:"ledger"`
 }
 
 // routing is a routes file with the environment applied.
@@ -81,7 +82,7 @@ func loadRouting(env *platform.Env) routing {
 	subs := map[string]relay.Subscriber{}
 	for _, subName := range sortedKeys(f.Subscribers) {
 		sf := f.Subscribers[subName]
-		sub := relay.Subscriber{Name: subName, Queue: expand(sf.Queue), URL: expand(sf.URL), Audience: expand(sf.Audience)}
+		sub := relay.Subscriber{Name: subName, Queue: expand(sf.Queue), URL: expand(sf.URL), Audience: expand(sf.Audience), LedgerURL: expand(sf.Ledger)}
 		if sf.Queue == "" || sf.URL == "" {
 			problems = append(problems, fmt.Sprintf("subscriber %s needs a queue and a url", subName))
 		}

@@ -47,9 +47,14 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 		return err
 	}
 	defer tasks.Close()
+	var tokens relay.TokenSource
+	if cfg.Ledger {
+		tokens = platform.NewIDTokenSource(nil)
+	}
 	core, err := relay.New(relay.Config{
 		Sources: sources, Routes: cfg.Routing.Routes, Tasks: tasks, ServiceAccount: cfg.ServiceAccount,
 		Registerer: srv.Registry, Logger: log.Named("relay"),
+		Tokens: tokens, LedgerInterval: cfg.LedgerInterval, LedgerMinAge: cfg.LedgerMinAge, LedgerGrace: cfg.LedgerGrace,
 		BeforeMark: func(_ context.Context, _ string, _ int64, enqueued []string) error {
 			if len(enqueued) > 0 {
 				// The drills' crash between enqueue and mark (off unless SPANMART_FAULTS names it).

@@ -18,7 +18,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/googleapis/gax-go/v2"
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -385,4 +387,179 @@ type outcomeWriter struct {
 func (w *outcomeWriter) Write(b []byte) (int, error) {
 	w.body = append(w.body, b...)
 	return w.ResponseWriter.Write(b)
+}
+
+// gauge returns the value of a relay gauge with the given labels from reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
+					continue series
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
+// The delivery ledger: a consumer answering 401 (its audience misconfigured) until its queue gives
+// up loses the delivery inside Cloud Tasks. The ledger shows the delivery unconfirmed while the
+// consumer cannot answer, reports it missing once the consumer answers and the queue's horizon has
+// passed, and an operator's replay delivers it; the other subscriber's copy is absorbed by its
+// inbox. A healthy delivery is confirmed and reports nothing.
+func TestLedgerReportsDroppedDelivery(t *testing.T) {
+	ctx := context.Background()
+	client, db := env.NewDatabase(t, dbschema.Orders)
+	srv, tc := startTasks(t, tasksemu.Options{ServiceAccount: serviceAccount})
+	t.Setenv("GCE_METADATA_HOST", srv.HTTPAddr()) // the ledger's ID tokens, as on Cloud Run
+	healthy := newAppCounter(t, "orders", srv, 10)
+	broken := newAppCounter(t, "fulfillment", srv, 10)
+	broken.deploy(t, "https://wrong-audience.example", 10)
+	createQueue(t, tc, healthy.subscriber().Queue, nil)
+	// The broken consumer's queue gives up after three attempts (a 150 ms retry horizon).
+	createQueue(t, tc, broken.subscriber().Queue, &cloudtaskspb.RetryConfig{
+		MaxAttempts: 3, MinBackoff: durationpb.New(10 * time.Millisecond), MaxBackoff: durationpb.New(50 * time.Millisecond),
+	})
+	reg := prometheus.NewRegistry()
+	cfg := testConfig(client, db, tc, relay.Routes{"order.created": {broken.subscriber(), healthy.subscriber()}})
+	cfg.Tokens = platform.NewIDTokenSource(nil)
+	cfg.Registerer = reg
+	cfg.LedgerInterval = time.Hour // the test runs the passes
+	cfg.LedgerMinAge = time.Millisecond
+	cfg.LedgerGrace = 100 * time.Millisecond
+	r, _ := start(t, cfg)
+	audit := func() relay.AuditResult {
+		t.Helper()
+		res, err := r.Audit(ctx)
+		if err != nil || len(res) != 1 {
+			t.Fatalf("Audit = %v, %v", res, err)
+		}
+		return res[0]
+	}
+
+	ev := appendEvents(t, client, "order.created", 1)[0]
+	eventually(t, "the healthy subscriber applied it", func() bool { return healthy.applied(t, ev.AggregateID) == 1 })
+	eventually(t, "the broken subscriber's queue gave up", func() bool {
+		it := tc.ListTasks(ctx, &cloudtaskspb.ListTasksRequest{Parent: broken.subscriber().Queue})
+		_, err := it.Next()
+		return errors.Is(err, iterator.Done) && len(broken.outcomes(ev.ID)) >= 3
+	})
+	if n := broken.applied(t, ev.AggregateID); n != 0 {
+		t.Fatalf("the misconfigured consumer applied the event %d times", n)
+	}
+	res := audit()
+	if res.Confirmed != 1 || res.Missing != 0 || res.Unconfirmed["fulfillment"].Count != 1 || !strings.Contains(res.Errors["fulfillment"], "401") {
+		t.Errorf("audit while the consumer cannot answer = %+v, want 1 confirmed, fulfillment unconfirmed with its 401", res)
+	}
+	labels := map[string]string{"source": "orders", "subscriber": "fulfillment"}
+	if got := gauge(t, reg, "outbox_ledger_oldest_unconfirmed_age_seconds", labels); got <= 0 {
+		t.Errorf("oldest unconfirmed age = %v, want > 0", got)
+	}
+
+	broken.deploy(t, broken.srv.URL, 10) // the audience is fixed; the task is gone
+	var found relay.AuditResult
+	eventually(t, "the ledger to report the delivery missing", func() bool {
+		found = audit()
+		return found.Missing == 1
+	})
+	if found.Rows != 1 || found.Confirmed != 1 || len(found.Unconfirmed) != 0 {
+		t.Errorf("audit that found it = %+v, want the row settled: 1 confirmed, 1 missing", found)
+	}
+	missing, err := r.Missing(ctx, "orders", false, 0)
+	if err != nil || len(missing) != 1 || missing[0].EventID != ev.ID || missing[0].Subscriber != "fulfillment" || missing[0].EventType != "order.created" {
+		t.Fatalf("Missing = %+v, %v; want the fulfillment delivery of %s", missing, err, ev.ID)
+	}
+	if got := gauge(t, reg, "outbox_ledger_missing_deliveries", labels); got != 1 {
+		t.Errorf("missing gauge = %v, want 1", got)
+	}
+	if res := audit(); res.Rows != 0 || res.Missing != 0 {
+		t.Errorf("audit after settling = %+v, want nothing left to examine", res)
+	}
+
+	if err := r.ReplayMissing(ctx, "orders", ev.ID, "fulfillment's audience fixed (INC-7)"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the replay applied", func() bool { return broken.applied(t, ev.AggregateID) == 1 })
+	eventually(t, "the healthy subscriber's copy absorbed", func() bool {
+		o := healthy.outcomes(ev.ID)
+		return len(o) == 2 && o[1] == outboxlib.OutcomeDuplicate
+	})
+	if n := healthy.applied(t, ev.AggregateID); n != 1 {
+		t.Errorf("healthy subscriber applied %d times, want 1", n)
+	}
+	if err := r.ReplayMissing(ctx, "orders", ev.ID, "again"); !errors.Is(err, relay.ErrNotMissing) {
+		t.Errorf("second ReplayMissing = %v, want ErrNotMissing", err)
+	}
+
+	// The replayed event and a new one are confirmed by both; nothing is missing any more.
+	more := appendEvents(t, client, "order.created", 1)[0]
+	eventually(t, "both subscribers applied the new event", func() bool {
+		return broken.applied(t, more.AggregateID) == 1 && healthy.applied(t, more.AggregateID) == 1
+	})
+	var clean relay.AuditResult
+	eventually(t, "every row settled", func() bool {
+		clean = audit()
+		return clean.Rows == 0 || (clean.Confirmed == 2*clean.Rows && clean.Rows == 2)
+	})
+	if clean.Missing != 0 || len(clean.Unconfirmed) != 0 || len(clean.Errors) != 0 {
+		t.Errorf("healthy audit = %+v, want nothing missing, unconfirmed or failing", clean)
+	}
+	if got := gauge(t, reg, "outbox_ledger_missing_deliveries", labels); got != 0 {
+		t.Errorf("missing gauge after the replay = %v, want 0", got)
+	}
+	all, err := r.Missing(ctx, "orders", true, 0)
+	if err != nil || len(all) != 1 || all[0].ReplayedAt == nil || all[0].ReplayReason != "fulfillment's audience fixed (INC-7)" {
+		t.Errorf("Missing(all) = %+v, %v; want the replayed record with its reason", all, err)
+	}
+}
+
+// What the task-name window does not give: a quarantined event keeps its generation, but
+// quarantine takes long enough that Cloud Tasks has freed the names of the tasks created before
+// the failure (an hour after they ran). The subscriber that got it then gets it again on the
+// replay, and its inbox absorbs the copy.
+func TestReplayAfterNameReuseWindowIsAbsorbed(t *testing.T) {
+	ctx := context.Background()
+	client, db := env.NewDatabase(t, dbschema.Orders)
+	gateway := newConsumer(t, "gateway")
+	const window = 200 * time.Millisecond
+	srv, tc := startTasks(t, tasksemu.Options{ServiceAccount: serviceAccount, NameReuseWindow: window}) // no gateway queue yet
+	fulfillment := newAppCounter(t, "fulfillment", srv, 10)
+	createQueue(t, tc, fulfillment.subscriber().Queue, nil)
+	cfg := testConfig(client, db, tc, relay.Routes{"order.created": {fulfillment.subscriber(), gateway.subscriber()}})
+	cfg.MaxAttempts = 2
+	r, _ := start(t, cfg)
+	ev := appendEvents(t, client, "order.created", 1)[0]
+	eventually(t, "applied by fulfillment and quarantined for the gateway", func() bool {
+		return fulfillment.applied(t, ev.AggregateID) == 1 && status1(t, r).Quarantined == 1
+	})
+	appliedAt := time.Now()
+	// Waits for a deadline, not for an outcome: the window is the emulator's clock rule under test.
+	eventually(t, "the name-reuse window to pass", func() bool { return time.Since(appliedAt) > 2*window })
+
+	createQueue(t, tc, gateway.subscriber().Queue, nil)
+	if err := r.Replay(ctx, "orders", ev.ID, "gateway queue created"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the gateway got it", func() bool { return gateway.perEvent()[ev.ID] == 1 })
+	eventually(t, "fulfillment got a second delivery, a duplicate", func() bool {
+		o := fulfillment.outcomes(ev.ID)
+		return len(o) == 2 && o[0] == outboxlib.OutcomeApplied && o[1] == outboxlib.OutcomeDuplicate
+	})
+	if n := fulfillment.applied(t, ev.AggregateID); n != 1 {
+		t.Errorf("fulfillment applied the event %d times, want 1", n)
+	}
+	if row := readEvent(t, client, ev.ID); row.ReplayGeneration != 0 || !row.PublishedAt.Valid {
+		t.Errorf("replayed row: generation %d, published %v; want 0 (quarantined rows keep theirs), published", row.ReplayGeneration, row.PublishedAt)
+	}
 }

@@ -243,6 +243,15 @@ func (cfg Config) QuarantineHorizon() time.Duration {
 	return total
 }
 
+// SourceNames returns the names of r's sources, in configuration order.
+func (r *Relay) SourceNames() []string {
+	names := make([]string, 0, len(r.sources))
+	for _, s := range r.sources {
+		names = append(names, s.src.Name)
+	}
+	return names
+}
+
 // Owner returns the lease owner id of r.
 func (r *Relay) Owner() string { return r.cfg.Owner }
 
