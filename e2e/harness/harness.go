@@ -304,6 +304,8 @@ func (s *Stack) StartTasks(ctx context.Context) error {
 		s.tasks, err = tasksemu.Start(ctx, tasksemu.Options{
 			Port: s.tasksPort, HTTPPort: s.tasksHTTP, DataDir: dataDir,
 			MaxDispatchRate: s.opts.MaxDispatchRate,
+			ServiceAccount:  ServiceAccount, // the metadata server's default account: the relay's
+
 		})
 		if err == nil {
 			return nil
@@ -463,6 +465,7 @@ func (s *Stack) env(name string) []string {
 	return append(env,
 		"RELAY_SOURCES="+strings.Join(sources, ","),
 		"RELAY_SERVICE_ACCOUNT="+ServiceAccount,
+		"GCE_METADATA_HOST="+strings.TrimPrefix(s.TasksHTTP(), "http://"), // ID tokens of the delivery ledger
 		"TASKS_LOCATION="+Location,
 		"ORDERS_URL="+url("orders"),
 		"FULFILLMENT_URL="+url("fulfillment"),

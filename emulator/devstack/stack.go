@@ -204,7 +204,10 @@ func (st *stack) startEmulators(ctx context.Context) error {
 		name: "tasksemu",
 		bin:  st.bin("tasksemu"),
 		args: append([]string{"-host", host, "-port", strconv.Itoa(st.port(tasksPort)),
-			"-http-port", strconv.Itoa(st.port(tasksHTTPPort)), "-data-dir", st.state.tasks()}, verbose...),
+			"-http-port", strconv.Itoa(st.port(tasksHTTPPort)), "-data-dir", st.state.tasks(),
+			// The metadata server's "default" account of the relay, whose ID tokens it presents to
+			// the consumers' ledger endpoints (GCE_METADATA_HOST below).
+			"-service-account", relayServiceAccount}, verbose...),
 		readyPrefix: "tasksemu: ready on",
 	})
 	if err != nil {
@@ -262,6 +265,10 @@ func (st *stack) serviceEnv(s service) []string {
 	return append(env,
 		"RELAY_SOURCES="+strings.Join(sources, ","),
 		"RELAY_SERVICE_ACCOUNT="+relayServiceAccount,
+		// The relay's ID tokens (the delivery ledger) come from the metadata server; locally the
+		// Tasks emulator answers its identity endpoint. Only the relay gets it: it also makes
+		// Google's libraries look for credentials there.
+		"GCE_METADATA_HOST="+strings.TrimPrefix(st.tasksHTTP(), "http://"),
 		"TASKS_LOCATION="+location,
 		"ORDERS_URL="+st.serviceURL(serviceNamed("orders")),
 		"FULFILLMENT_URL="+st.serviceURL(serviceNamed("fulfillment")),

@@ -563,3 +563,40 @@ func TestReplayAfterNameReuseWindowIsAbsorbed(t *testing.T) {
 		t.Errorf("replayed row: generation %d, published %v; want 0 (quarantined rows keep theirs), published", row.ReplayGeneration, row.PublishedAt)
 	}
 }
+
+// The relay refuses a back-off that could hold an event longer than a consumer's patience with its
+// successors, and (with the ledger on) a queue whose horizon leaves no time to replay a lost
+// delivery before the outbox TTL deletes its row.
+func TestRefusesHorizonsBeyondTheGuarantees(t *testing.T) {
+	client, db := env.NewDatabase(t, dbschema.Orders)
+	_, tc := startTasks(t, tasksemu.Options{})
+	cfg := testConfig(client, db, tc, nil)
+	cfg.BaseBackoff, cfg.MaxBackoff, cfg.MaxAttempts = time.Second, time.Hour, 20
+	if _, err := relay.New(cfg); err == nil || !strings.Contains(err.Error(), "patience") {
+		t.Errorf("New with hours of back-off = %v, want a refusal naming the consumers' patience", err)
+	}
+	if h := (relay.Config{}).QuarantineHorizon(); h < time.Hour || h >= outboxlib.DefaultEarlyPatience {
+		t.Errorf("default quarantine horizon %s, want between 1 h and the %s patience", h, outboxlib.DefaultEarlyPatience)
+	}
+
+	q := queue("slow-inbox")
+	createQueue(t, tc, q, &cloudtaskspb.RetryConfig{MaxRetryDuration: durationpb.New(6 * 24 * time.Hour)})
+	sub := relay.Subscriber{Name: "slow", Queue: q, URL: "http://127.0.0.1:1/events", LedgerURL: "http://127.0.0.1:1/admin/ledger"}
+	cfg = testConfig(client, db, tc, relay.Routes{"order.created": {sub}})
+	cfg.ReplayWindow = time.Hour
+	cfg.Tokens = platform.NewIDTokenSource(nil)
+	r, err := relay.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CheckQueues(context.Background()); err == nil || !strings.Contains(err.Error(), "delivery ledger") {
+		t.Errorf("CheckQueues with a 6-day horizon and the ledger = %v, want a refusal", err)
+	}
+	cfg.Tokens = nil // no ledger: nothing to refuse
+	if r, err = relay.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CheckQueues(context.Background()); err != nil {
+		t.Errorf("CheckQueues without the ledger = %v, want nil", err)
+	}
+}

@@ -94,6 +94,13 @@ type Config struct {
 	BeforeMark func(ctx context.Context, source string, shard int64, eventIDs []string) error
 }
 
+// Defaults of the per-event back-off (Config).
+const (
+	defaultMaxAttempts = 20
+	defaultBaseBackoff = time.Second
+	defaultMaxBackoff  = 5 * time.Minute
+)
+
 // Errors of the operator functions.
 var (
 	ErrUnknownSource = errors.New("relay: unknown source")
@@ -164,8 +171,8 @@ func New(cfg Config) (*Relay, error) {
 	def(&cfg.LeaseDuration, 10*time.Second)
 	def(&cfg.PollInterval, 150*time.Millisecond)
 	def(&cfg.MaxIdle, time.Second)
-	def(&cfg.BaseBackoff, time.Second)
-	def(&cfg.MaxBackoff, 5*time.Minute)
+	def(&cfg.BaseBackoff, defaultBaseBackoff)
+	def(&cfg.MaxBackoff, defaultMaxBackoff)
 	def(&cfg.TasksDownMax, 30*time.Second)
 	def(&cfg.CallTimeout, 10*time.Second)
 	def(&cfg.StatusInterval, 5*time.Second)
@@ -186,7 +193,7 @@ func New(cfg Config) (*Relay, error) {
 		cfg.Parallelism = 32
 	}
 	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 20
+		cfg.MaxAttempts = defaultMaxAttempts
 	}
 	if h := cfg.QuarantineHorizon(); h >= outboxlib.DefaultEarlyPatience {
 		return nil, fmt.Errorf("relay: an event may back off for %s before it is quarantined, as long as a consumer's patience with its successors (%s): lower MaxAttempts or MaxBackoff", h.Round(time.Second), outboxlib.DefaultEarlyPatience)
@@ -222,15 +229,18 @@ func New(cfg Config) (*Relay, error) {
 // About 70 minutes with the defaults. A consumer defers the event's successors meanwhile, so New
 // refuses a configuration whose horizon reaches outboxlib.DefaultEarlyPatience.
 func (cfg Config) QuarantineHorizon() time.Duration {
-	base, maxB := cfg.BaseBackoff, cfg.MaxBackoff
+	base, maxB, attempts := cfg.BaseBackoff, cfg.MaxBackoff, cfg.MaxAttempts
 	if base <= 0 {
-		base = time.Second
+		base = defaultBaseBackoff
 	}
 	if maxB <= 0 {
-		maxB = 5 * time.Minute
+		maxB = defaultMaxBackoff
+	}
+	if attempts <= 0 {
+		attempts = defaultMaxAttempts
 	}
 	var total time.Duration
-	for n := int64(1); n < max(cfg.MaxAttempts, 1); n++ {
+	for n := int64(1); n < attempts; n++ {
 		d := maxB
 		if n-1 < 32 {
 			d = min(base<<(n-1), maxB)
