@@ -455,6 +455,7 @@ func TestLedgerReportsDroppedDelivery(t *testing.T) {
 		_, err := it.Next()
 		return errors.Is(err, iterator.Done) && len(broken.outcomes(ev.ID)) >= 3
 	})
+	eventually(t, "the event published", func() bool { return status1(t, r).Pending == 0 })
 	if n := broken.applied(t, ev.AggregateID); n != 0 {
 		t.Fatalf("the misconfigured consumer applied the event %d times", n)
 	}
@@ -598,5 +599,43 @@ func TestRefusesHorizonsBeyondTheGuarantees(t *testing.T) {
 	}
 	if err := r.CheckQueues(context.Background()); err != nil {
 		t.Errorf("CheckQueues without the ledger = %v, want nil", err)
+	}
+}
+
+// One audit settles more than a batch: a busy source publishes more rows per interval than one
+// pass reads.
+func TestLedgerAuditsMoreThanABatch(t *testing.T) {
+	ctx := context.Background()
+	client, db := env.NewDatabase(t, dbschema.Orders)
+	srv, tc := startTasks(t, tasksemu.Options{ServiceAccount: serviceAccount})
+	t.Setenv("GCE_METADATA_HOST", srv.HTTPAddr())
+	c := newAppCounter(t, "fulfillment", srv, 10)
+	createQueue(t, tc, c.subscriber().Queue, nil)
+	cfg := testConfig(client, db, tc, relay.Routes{"order.created": {c.subscriber()}})
+	cfg.Tokens = platform.NewIDTokenSource(nil)
+	cfg.LedgerInterval, cfg.LedgerMinAge, cfg.LedgerBatch = time.Hour, time.Millisecond, 3
+	r, _ := start(t, cfg)
+	evs := appendEvents(t, client, "order.created", 10)
+	eventually(t, "every event applied", func() bool {
+		for _, ev := range evs {
+			if c.applied(t, ev.AggregateID) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	eventually(t, "every event published", func() bool { return status1(t, r).Pending == 0 })
+	res, err := r.Audit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Rows != 10 || res[0].Confirmed != 10 || res[0].Missing != 0 {
+		t.Errorf("audit = %+v, want 10 rows examined and confirmed in one call (batches of 3)", res[0])
+	}
+	var left int64
+	if err := client.Single().Query(ctx, spanner.Statement{SQL: "SELECT COUNT(*) FROM OutboxEvents WHERE AuditShard IS NOT NULL"}).Do(func(r *spanner.Row) error {
+		return r.Columns(&left)
+	}); err != nil || left != 0 {
+		t.Errorf("%d rows left unaudited (%v), want 0", left, err)
 	}
 }

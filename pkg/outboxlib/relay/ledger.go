@@ -158,17 +158,44 @@ type auditRow struct {
 	generation           int64
 }
 
-// audit runs one pass over the source's unaudited rows.
+// maxAuditPasses bounds one audit: LedgerBatch rows a pass, so 25,000 rows of a source per
+// LedgerInterval with the defaults.
+const maxAuditPasses = 50
+
+// audit settles the source's unaudited rows, oldest first, one batch a pass, until the rest fit
+// one batch or a pass settles nothing (the oldest rows wait for their subscribers): a busy source
+// publishes more than a batch per interval. Rows, Confirmed and Missing add up over the passes;
+// Unconfirmed and Errors are the last pass's, which saw what is still waiting at the head.
 func (s *source) audit(ctx context.Context) (AuditResult, error) {
+	total := AuditResult{Source: s.src.Name, Unconfirmed: map[string]Unconfirmed{}, Errors: map[string]string{}}
+	if !s.r.ledgerEnabled() {
+		return total, nil
+	}
+	for range maxAuditPasses {
+		res, settled, err := s.auditPass(ctx)
+		if err != nil {
+			return total, err
+		}
+		total.Rows += res.Rows
+		total.Confirmed += res.Confirmed
+		total.Missing += res.Missing
+		total.Unconfirmed, total.Errors = res.Unconfirmed, res.Errors
+		if res.Rows < s.r.cfg.LedgerBatch || settled == 0 {
+			break
+		}
+	}
+	return total, s.ledgerGauges(ctx, total)
+}
+
+// auditPass examines one batch of the oldest unaudited rows and settles what it can; settled is
+// the number of rows it took out of the index.
+func (s *source) auditPass(ctx context.Context) (res AuditResult, settled int, err error) {
 	cfg := s.r.cfg
 	now := time.Now()
-	res := AuditResult{Source: s.src.Name, Unconfirmed: map[string]Unconfirmed{}, Errors: map[string]string{}}
-	if !s.r.ledgerEnabled() {
-		return res, nil
-	}
+	res = AuditResult{Source: s.src.Name, Unconfirmed: map[string]Unconfirmed{}, Errors: map[string]string{}}
 	rows, err := s.unaudited(ctx, now.Add(-cfg.LedgerMinAge))
 	if err != nil {
-		return res, err
+		return res, 0, err
 	}
 	res.Rows = len(rows)
 
@@ -200,7 +227,7 @@ func (s *source) audit(ctx context.Context) (AuditResult, error) {
 	}
 
 	// Classify each pair; a row is settled when none is unconfirmed.
-	var settled []auditRow
+	var done []auditRow
 	var missing []outboxdb.MissingDelivery
 	for _, row := range rows {
 		complete := true
@@ -228,12 +255,12 @@ func (s *source) audit(ctx context.Context) (AuditResult, error) {
 			}
 		}
 		if complete {
-			settled = append(settled, row)
+			done = append(done, row)
 			missing = append(missing, rowMissing...)
 		}
 	}
-	if err := s.settle(ctx, settled, missing); err != nil {
-		return res, err
+	if err := s.settle(ctx, done, missing); err != nil {
+		return res, 0, err
 	}
 	res.Missing = len(missing)
 	for _, m := range missing {
@@ -241,7 +268,7 @@ func (s *source) audit(ctx context.Context) (AuditResult, error) {
 			zap.String("event_id", m.EventId), zap.String("event_type", m.EventType), zap.String("subscriber", m.Subscriber),
 			zap.Time("published_at", m.PublishedAt))
 	}
-	return res, s.ledgerGauges(ctx, res)
+	return res, len(done), nil
 }
 
 // unaudited reads the oldest unsettled published rows committed before cutoff.
