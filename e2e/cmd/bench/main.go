@@ -73,6 +73,7 @@ type options struct {
 	keep     bool
 	persist  bool
 	noNudge  bool
+	noLedger bool
 	verbose  bool
 	profile  string
 	qrate    float64
@@ -94,6 +95,7 @@ func main() {
 	qconc := flag.Int("queue-concurrency", 500, "max_concurrent_dispatches of every queue")
 	flag.BoolVar(&o.persist, "tasks-persist", false, "run the Tasks emulator with its data dir (a snapshot write per CreateTask, slower as queues deepen); default in memory")
 	flag.BoolVar(&o.noNudge, "no-nudge", false, "orders does not nudge the relay after a commit (RELAY_URL unset): delivery waits for the relay's poll")
+	flag.BoolVar(&o.noLedger, "no-ledger", false, "the relay runs without the delivery ledger (RELAY_LEDGER=false), to measure what it costs")
 	flag.BoolVar(&o.keep, "keep", false, "keep the state directory (process logs)")
 	flag.BoolVar(&o.verbose, "v", false, "print the harness's progress lines")
 	flag.StringVar(&o.profile, "profile", "", "write CPU profiles to this directory: bench.pprof (load generator and both emulators, all windows) and one per service and relay over the first window")
@@ -151,6 +153,9 @@ func run(ctx context.Context, o options) (err error) {
 	opts.Env = map[string][]string{}
 	if o.noNudge {
 		opts.Env["orders"] = []string{"RELAY_URL="}
+	}
+	if o.noLedger {
+		opts.Env["relay"] = []string{"RELAY_LEDGER=false"}
 	}
 	if o.profile != "" {
 		for _, n := range []string{"orders", "fulfillment", "relay", "gateway-abstraction", "notifications"} {
@@ -531,8 +536,8 @@ func (b *bench) latencies(ctx context.Context, w *window, ids []string) error {
 
 func (b *bench) report(ws []*window) {
 	fmt.Printf("\nOrders placed open-loop for %s per rate through POST /v1/orders (1 line, 1 of %d SKUs), %d relay instance(s), "+
-		"queues %v dispatches/s and %d concurrent, Tasks emulator persisted: %v, relay nudged by orders: %v.\n\n",
-		b.o.duration, b.o.skus, b.o.relays, b.o.qrate, b.o.qconc, b.o.persist, !b.o.noNudge)
+		"queues %v dispatches/s and %d concurrent, Tasks emulator persisted: %v, relay nudged by orders: %v, delivery ledger: %v.\n\n",
+		b.o.duration, b.o.skus, b.o.relays, b.o.qrate, b.o.qconc, b.o.persist, !b.o.noNudge, !b.o.noLedger)
 	fmt.Println("| orders/s (target) | placed | HTTP errors | POST p50 / p99 | events relayed/s per relay (orders outbox / all outboxes) | orders outbox after window | commit → applied at fulfillment p50 / p95 / p99 (n) | order → AWAITING_PAYMENT p50 / p99 |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, w := range ws {
