@@ -12,6 +12,9 @@
 //	POST /nudge                                  wake the relay after a commit (204)
 //	GET  /v1/outbox                              per source: pending, oldest pending age, quarantined, shard leases
 //	POST /v1/outbox/{source}/events/{id}/replay  {"reason": "..."}: re-queue a quarantined or published event (202)
+//	GET  /v1/ledger                              the delivery ledger's missing deliveries per source
+//	POST /v1/ledger/audit                        an audit pass now (the relay runs one every RELAY_LEDGER_INTERVAL)
+//	POST /v1/ledger/{source}/events/{id}/replay  {"reason": "..."}: replay a missing delivery (202)
 package main
 
 import "github.com/spanmart/spanmart/pkg/platform"
