@@ -5,6 +5,7 @@ package spanmart_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -12,9 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 )
 
@@ -72,7 +75,10 @@ func TestCloudBuildBuildsEveryBinary(t *testing.T) {
 	if err := yaml.Unmarshal(b, &cb); err != nil {
 		t.Fatalf("cloudbuild.yaml: %v", err)
 	}
-	binaries := []string{"services/orders", "services/fulfillment", "services/gateway-abstraction", "services/notifications", "relay"}
+	var binaries []string
+	for _, svc := range topology.Services() {
+		binaries = append(binaries, strings.TrimPrefix(svc.Package, "./"))
+	}
 	var built []string
 	for _, s := range cb.Steps {
 		for _, a := range s.Args {
@@ -119,5 +125,87 @@ func TestCloudBuildQueuesMatchSubscriberQueue(t *testing.T) {
 		r.GetMaxDoublings(), strconv.FormatFloat(l.GetMaxDispatchesPerSecond(), 'f', -1, 64), l.GetMaxConcurrentDispatches())
 	if !strings.Contains(string(b), want) {
 		t.Errorf("cloudbuild.yaml's queue flags differ from relay.SubscriberQueue; want %q", want)
+	}
+}
+
+// TestRoutesFollowTheRoster checks relay/routes.yaml against internal/topology: each database maps
+// to the service that owns it, and each consumer is a subscriber with its own queue, URL variable,
+// audience and ledger endpoint, so that a service is added in one place and the routing file cannot
+// drift from it.
+func TestRoutesFollowTheRoster(t *testing.T) {
+	b, err := os.ReadFile("relay/routes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Sources     map[string]string            `yaml:"sources"`
+		Subscribers map[string]map[string]string `yaml:"subscribers"`
+		Routes      map[string][]string          `yaml:"routes"`
+	}
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	wantSources := map[string]string{}
+	wantSubs := map[string]map[string]string{}
+	for _, svc := range topology.Consumers() {
+		wantSources[svc.Database] = svc.Name
+		wantSubs[svc.Name] = map[string]string{
+			"queue":    "${TASKS_LOCATION}/queues/" + svc.Queue,
+			"url":      "${" + svc.URLVar + "}/events",
+			"audience": "${" + svc.URLVar + "}",
+			"ledger":   "${" + svc.URLVar + "}/admin/ledger",
+		}
+	}
+	if diff := cmp.Diff(wantSources, f.Sources); diff != "" {
+		t.Errorf("routes.yaml sources differ from the roster (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantSubs, f.Subscribers); diff != "" {
+		t.Errorf("routes.yaml subscribers differ from the roster (-want +got):\n%s", diff)
+	}
+	for typ, subs := range f.Routes {
+		for _, sub := range subs {
+			if _, ok := topology.Lookup(sub); !ok {
+				t.Errorf("route %s names %s, which is not in the roster", typ, sub)
+			}
+		}
+	}
+}
+
+// TestCloudBuildFollowsTheRoster checks the lists cloudbuild.yaml writes out in shell against
+// internal/topology: the queues it creates, the relay's sources and subscriber URLs, and one
+// deploy per service with its database.
+func TestCloudBuildFollowsTheRoster(t *testing.T) {
+	b, err := os.ReadFile("cloudbuild.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	m := regexp.MustCompile(`for q in ([^;]+); do`).FindStringSubmatch(text)
+	if m == nil || !slices.Equal(strings.Fields(m[1]), topology.Queues()) {
+		t.Errorf("cloudbuild.yaml creates queues %v, want the roster's %v", m, topology.Queues())
+	}
+	var sources []string
+	for _, db := range topology.Databases() {
+		sources = append(sources, "$$db/"+db)
+	}
+	if want := "RELAY_SOURCES=" + strings.Join(sources, ",") + ";"; !strings.Contains(text, want) {
+		t.Errorf("cloudbuild.yaml does not give the relay %q", want)
+	}
+	for _, svc := range topology.Consumers() {
+		if want := svc.URLVar + "=$$(url " + svc.Name + ")"; !strings.Contains(text, want) {
+			t.Errorf("cloudbuild.yaml does not give the relay %q", want)
+		}
+		if !regexp.MustCompile(`(?m)^\s*deploy ` + regexp.QuoteMeta(svc.Name) + ` ` + regexp.QuoteMeta(svc.Database) + ` `).MatchString(text) {
+			t.Errorf("cloudbuild.yaml does not deploy %s with database %s", svc.Name, svc.Database)
+		}
+	}
+}
+
+// TestGoModIsTidy fails when `go mod tidy` would change go.mod or go.sum (a dependency used
+// directly but marked indirect, one no longer used, a missing checksum).
+func TestGoModIsTidy(t *testing.T) {
+	out, err := exec.Command("go", "mod", "tidy", "-diff").CombinedOutput()
+	if err != nil {
+		t.Errorf("go mod tidy -diff: %v; run go mod tidy:\n%s", err, out)
 	}
 }

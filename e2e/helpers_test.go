@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/spanmart/spanmart/internal/topology"
 	"net/http"
 	"sort"
 	"strings"
@@ -21,7 +22,7 @@ import (
 )
 
 // The databases, by the name of their owner's consumer (ProcessedEvents.Consumer).
-var databases = []string{"orders", "fulfillment", "payments", "notifications"}
+var databases = topology.Databases()
 
 // order is the public API's view of an order (GET /v1/orders/{id}).
 type order struct {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"github.com/spanmart/spanmart/internal/topology"
 	"net/http"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ func TestStack(t *testing.T) {
 	s := harness.Start(t, harness.Options{})
 	ctx := context.Background()
 	t.Logf("start-up: %v", s.Timings)
-	for _, name := range []string{"orders", "fulfillment", "gateway-abstraction", "notifications", "relay"} {
+	for _, name := range topology.Names() {
 		r, err := s.Do(ctx, http.MethodGet, name, "/healthz", nil)
 		if err != nil || r.Status != http.StatusOK {
 			t.Errorf("%s /healthz: %v %v", name, r, err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/spanmart/spanmart/internal/topology"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -84,7 +85,7 @@ func routesFor(t *testing.T, databases []string, services ...string) string {
 func startTasks(t *testing.T) *tasksemu.Server {
 	t.Helper()
 	var queues []tasksemu.QueueConfig
-	for _, q := range []string{"orders-inbox", "fulfillment-inbox", "gateway-inbox", "notifications-inbox"} {
+	for _, q := range topology.Queues() {
 		queues = append(queues, tasksemu.QueueConfig{Name: location + "/queues/" + q, Retry: retry.Policy{
 			MaxAttempts: -1, MaxRetryDuration: 72 * time.Hour, MinBackoff: 10 * time.Millisecond, MaxBackoff: time.Second, MaxDoublings: 4,
 		}})

@@ -9,17 +9,19 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/spanmart/spanmart/internal/topology"
 )
 
 // Binaries are the programs the harness runs as processes, by process kind (the emulators run in
 // the harness's own process).
-var Binaries = map[string]string{
-	"orders":              "./services/orders",
-	"fulfillment":         "./services/fulfillment",
-	"gateway-abstraction": "./services/gateway-abstraction",
-	"notifications":       "./services/notifications",
-	"relay":               "./relay",
-}
+var Binaries = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range topology.Services() {
+		m[s.Name] = s.Package
+	}
+	return m
+}()
 
 var (
 	buildOnce sync.Once
@@ -55,8 +57,8 @@ func build() (string, error) {
 		return "", err
 	}
 	args := []string{"build", "-o", dir + string(filepath.Separator)}
-	for _, kind := range []string{"orders", "fulfillment", "gateway-abstraction", "notifications", "relay"} {
-		args = append(args, Binaries[kind])
+	for _, s := range topology.Services() {
+		args = append(args, s.Package)
 	}
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root

@@ -38,6 +38,7 @@ import (
 	"github.com/spanmart/spanmart/emulator/tasksemu"
 	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
 	"github.com/spanmart/spanmart/gen/dao/ordersdb"
+	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 	"github.com/spanmart/spanmart/pkg/spannertest"
@@ -55,20 +56,21 @@ const (
 // "notifications").
 func DatabaseName(db string) string { return Instance + "/databases/" + db }
 
-// QueueIDs are the subscriber queues, one per consumer.
-var QueueIDs = []string{"orders-inbox", "fulfillment-inbox", "gateway-inbox", "notifications-inbox"}
+// QueueIDs are the subscriber queues, one per consumer (internal/topology).
+var QueueIDs = topology.Queues()
 
 // QueueName is the full name of a queue id.
 func QueueName(id string) string { return Location + "/queues/" + id }
 
-// The processes of a stack, in start order, with the database each owns ("" for the relay).
-var processes = []struct{ name, database string }{
-	{"orders", dbschema.Orders},
-	{"fulfillment", dbschema.Fulfillment},
-	{"gateway-abstraction", "payments"},
-	{"notifications", "notifications"},
-	{"relay", ""},
-}
+// The processes of a stack, in start order, with the database each owns ("" for the relay): the
+// roster's (internal/topology).
+var processes = func() []struct{ name, database string } {
+	var out []struct{ name, database string }
+	for _, s := range topology.Services() {
+		out = append(out, struct{ name, database string }{s.Name, s.Database})
+	}
+	return out
+}()
 
 // Product is a seeded product: a Products row (orders) and an Inventory row (fulfillment).
 type Product struct {
@@ -220,7 +222,7 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.Timings["setup"] = time.Since(t0)
-	s.opts.Logf("emulators, 4 databases, queues and catalog ready in %s", s.Timings["setup"].Round(time.Millisecond))
+	s.opts.Logf("emulators, %d databases, queues and catalog ready in %s", len(topology.Databases()), s.Timings["setup"].Round(time.Millisecond))
 
 	t0 = time.Now()
 	for _, p := range processes {
@@ -242,7 +244,7 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	s.Timings["services"] = time.Since(t0)
 	s.Timings["total"] = time.Since(start)
-	s.opts.Logf("5 processes ready in %s", s.Timings["services"].Round(time.Millisecond))
+	s.opts.Logf("%d processes ready in %s", len(processes), s.Timings["services"].Round(time.Millisecond))
 	return s, nil
 }
 
@@ -455,22 +457,19 @@ func (s *Stack) env(name string) []string {
 				"OIDC_ISSUER="+s.TasksHTTP(),
 				"OIDC_AUDIENCE="+url(name),
 				"OIDC_ALLOWED_EMAILS="+ServiceAccount,
-				"RELAY_URL="+url("relay"))
+				"RELAY_URL="+url(topology.Relay))
 		}
 	}
 	var sources []string
 	for _, db := range dbschema.Databases() {
 		sources = append(sources, DatabaseName(db.Name))
 	}
-	return append(env,
+	return append(append(env,
 		"RELAY_SOURCES="+strings.Join(sources, ","),
 		"RELAY_SERVICE_ACCOUNT="+ServiceAccount,
 		"GCE_METADATA_HOST="+strings.TrimPrefix(s.TasksHTTP(), "http://"), // ID tokens of the delivery ledger
-		"TASKS_LOCATION="+Location,
-		"ORDERS_URL="+url("orders"),
-		"FULFILLMENT_URL="+url("fulfillment"),
-		"GATEWAY_URL="+url("gateway-abstraction"),
-		"NOTIFICATIONS_URL="+url("notifications"))
+		"TASKS_LOCATION="+Location),
+		topology.RelayURLEnv(func(svc topology.Service) string { return url(svc.Name) })...)
 }
 
 // Close stops every process (SIGTERM, then SIGKILL after 5 s), closes the clients and the

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/spanmart/spanmart/internal/topology"
 )
 
 // Fixed ports of the dev stack (before -port-offset). They are documented in README.md and printed at
@@ -23,7 +25,7 @@ const (
 // rather than "localhost", which may resolve to ::1 first while the emulators listen on IPv4 only.
 const host = "127.0.0.1"
 
-// A service is one of the five Spanmart binaries the dev stack runs.
+// A service is one of the Spanmart binaries the dev stack runs (internal/topology lists them).
 type service struct {
 	name string // also the binary's name (the last element of pkg)
 	pkg  string // Go package, relative to the repository root
@@ -33,15 +35,15 @@ type service struct {
 	database string
 }
 
-// services in start order: consumers first, the relay (which delivers to them) last. They stop in
-// the reverse order.
-var services = []service{
-	{name: "orders", pkg: "./services/orders", port: 8081, database: "orders"},
-	{name: "fulfillment", pkg: "./services/fulfillment", port: 8082, database: "fulfillment"},
-	{name: "gateway-abstraction", pkg: "./services/gateway-abstraction", port: 8083, database: "payments"},
-	{name: "notifications", pkg: "./services/notifications", port: 8084, database: "notifications"},
-	{name: "relay", pkg: "./relay", port: 8085},
-}
+// services in start order (the roster's): consumers first, the relay (which delivers to them)
+// last. They stop in the reverse order.
+var services = func() []service {
+	var out []service
+	for _, s := range topology.Services() {
+		out = append(out, service{name: s.Name, pkg: s.Package, port: s.DevPort, database: s.Database})
+	}
+	return out
+}()
 
 // A listener is a port the stack will listen on, for the "port in use" check and the summary.
 type listener struct {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/migrate"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
@@ -22,7 +23,7 @@ import (
 
 // Queues, one per subscriber (ARCHITECTURE.md §4): a slow or failing consumer backs up only its own
 // queue, and each consumer gets its own rate limit.
-var queueIDs = []string{"orders-inbox", "fulfillment-inbox", "gateway-inbox", "notifications-inbox"}
+var queueIDs = topology.Queues()
 
 func queueName(id string) string { return location + "/queues/" + id }
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 )
 
@@ -255,25 +256,22 @@ func (st *stack) serviceEnv(s service) []string {
 			"OIDC_ISSUER="+st.tasksHTTP(),
 			"OIDC_AUDIENCE="+st.serviceURL(s),
 			"OIDC_ALLOWED_EMAILS="+relayServiceAccount,
-			"RELAY_URL="+st.serviceURL(serviceNamed("relay")))
+			"RELAY_URL="+st.serviceURL(serviceNamed(topology.Relay)))
 		return env
 	}
 	var sources []string
 	for _, db := range dbschema.Databases() {
 		sources = append(sources, databaseName(db.Name))
 	}
-	return append(env,
+	return append(append(env,
 		"RELAY_SOURCES="+strings.Join(sources, ","),
 		"RELAY_SERVICE_ACCOUNT="+relayServiceAccount,
 		// The relay's ID tokens (the delivery ledger) come from the metadata server; locally the
 		// Tasks emulator answers its identity endpoint. Only the relay gets it: it also makes
 		// Google's libraries look for credentials there.
 		"GCE_METADATA_HOST="+strings.TrimPrefix(st.tasksHTTP(), "http://"),
-		"TASKS_LOCATION="+location,
-		"ORDERS_URL="+st.serviceURL(serviceNamed("orders")),
-		"FULFILLMENT_URL="+st.serviceURL(serviceNamed("fulfillment")),
-		"GATEWAY_URL="+st.serviceURL(serviceNamed("gateway-abstraction")),
-		"NOTIFICATIONS_URL="+st.serviceURL(serviceNamed("notifications")))
+		"TASKS_LOCATION="+location),
+		topology.RelayURLEnv(func(s topology.Service) string { return st.serviceURL(serviceNamed(s.Name)) })...)
 }
 
 // relayServiceAccount is the identity the relay asks Cloud Tasks to sign task tokens as.

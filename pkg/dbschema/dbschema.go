@@ -6,12 +6,14 @@ package dbschema
 
 import (
 	"fmt"
+	"strings"
 
 	fulfillmentschema "github.com/spanmart/spanmart/services/fulfillment/schema"
 	paymentsschema "github.com/spanmart/spanmart/services/gateway-abstraction/schema"
 	notificationsschema "github.com/spanmart/spanmart/services/notifications/schema"
 	ordersschema "github.com/spanmart/spanmart/services/orders/schema"
 
+	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/migrate"
 	outboxschema "github.com/spanmart/spanmart/pkg/outboxlib/schema"
 )
@@ -27,14 +29,26 @@ const (
 	Notifications = "notifications"
 )
 
-// Databases returns every service database, in a fixed order.
+// own is the service's own migration stream of each database.
+var own = map[string]migrate.Stream{
+	Orders:        {Name: Orders, Dir: "services/orders/schema", FS: ordersschema.Migrations},
+	Fulfillment:   {Name: Fulfillment, Dir: "services/fulfillment/schema", FS: fulfillmentschema.Migrations},
+	Payments:      {Name: Payments, Dir: "services/gateway-abstraction/schema", FS: paymentsschema.Migrations},
+	Notifications: {Name: Notifications, Dir: "services/notifications/schema", FS: notificationsschema.Migrations},
+}
+
+// Databases returns every service database, in the roster's order (internal/topology), each the
+// outbox stream followed by its service's own.
 func Databases() []migrate.Database {
-	return []migrate.Database{
-		{Name: Orders, Streams: []migrate.Stream{Outbox, {Name: Orders, Dir: "services/orders/schema", FS: ordersschema.Migrations}}},
-		{Name: Fulfillment, Streams: []migrate.Stream{Outbox, {Name: Fulfillment, Dir: "services/fulfillment/schema", FS: fulfillmentschema.Migrations}}},
-		{Name: Payments, Streams: []migrate.Stream{Outbox, {Name: Payments, Dir: "services/gateway-abstraction/schema", FS: paymentsschema.Migrations}}},
-		{Name: Notifications, Streams: []migrate.Stream{Outbox, {Name: Notifications, Dir: "services/notifications/schema", FS: notificationsschema.Migrations}}},
+	var out []migrate.Database
+	for _, db := range topology.Databases() {
+		stream, ok := own[db]
+		if !ok {
+			panic(fmt.Sprintf("dbschema: the roster's database %q has no migration stream", db))
+		}
+		out = append(out, migrate.Database{Name: db, Streams: []migrate.Stream{Outbox, stream}})
 	}
+	return out
 }
 
 // Lookup returns the database called name.
@@ -44,5 +58,5 @@ func Lookup(name string) (migrate.Database, error) {
 			return d, nil
 		}
 	}
-	return migrate.Database{}, fmt.Errorf("unknown database %q (want orders, fulfillment, payments or notifications)", name)
+	return migrate.Database{}, fmt.Errorf("unknown database %q (want one of %s)", name, strings.Join(topology.Databases(), ", "))
 }

@@ -57,6 +57,7 @@ import (
 
 	"github.com/spanmart/spanmart/e2e/harness"
 	"github.com/spanmart/spanmart/emulator/spanneremu"
+	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 )
@@ -158,7 +159,7 @@ func run(ctx context.Context, o options) (err error) {
 		opts.Env["relay"] = []string{"RELAY_LEDGER=false"}
 	}
 	if o.profile != "" {
-		for _, n := range []string{"orders", "fulfillment", "relay", "gateway-abstraction", "notifications"} {
+		for _, n := range topology.Names() {
 			opts.Env[n] = append(opts.Env[n], "PPROF_ENABLED=true")
 		}
 	}
@@ -340,7 +341,7 @@ func (b *bench) window(ctx context.Context, rate float64) (*window, error) {
 	w.pubOrders = delta(before, after, "relay", "outbox_published_events_total", `source="orders"`)
 	w.pubAll = delta(before, after, "relay", "outbox_published_events_total", "")
 	w.cpu = map[string]float64{}
-	for _, p := range append([]string{"orders", "fulfillment", "gateway-abstraction", "notifications"}, b.relays...) {
+	for _, p := range append(consumerNames(), b.relays...) {
 		w.cpu[p] = delta(before, after, p, "process_cpu_seconds_total", "")
 	}
 	w.tasksAttempts = map[string]float64{}
@@ -578,9 +579,8 @@ func (b *bench) report(ws []*window) {
 	}
 
 	fmt.Printf("\nCPU seconds per second of window (%d cores available; bench = load generator + both emulators):\n\n", runtime.NumCPU())
-	names := []string{"bench+emulators", "orders", "fulfillment"}
+	names := append([]string{"bench+emulators"}, consumerNames()...)
 	names = append(names, b.relays...)
-	names = append(names, "gateway-abstraction", "notifications")
 	fmt.Println("| orders/s | " + strings.Join(names, " | ") + " | total |")
 	fmt.Println("|---" + strings.Repeat("|---", len(names)) + "|---|")
 	for _, w := range ws {
@@ -811,11 +811,20 @@ func (b *bench) tasksDepth(ctx context.Context, queue string) (int, error) {
 
 // ---- helpers ----
 
+// consumerNames are the service processes besides the relays, in the roster's order.
+func consumerNames() []string {
+	var out []string
+	for _, s := range topology.Consumers() {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
 type scrape map[string]map[string]float64 // process → "name{labels}" → value
 
 func (b *bench) scrapeAll(ctx context.Context) (scrape, error) {
 	out := scrape{}
-	procs := append([]string{"orders", "fulfillment", "gateway-abstraction", "notifications"}, b.relays...)
+	procs := append(consumerNames(), b.relays...)
 	for _, p := range procs {
 		m, err := b.scrape(ctx, b.s.URL(p)+"/metrics")
 		if err != nil {

@@ -34,6 +34,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/spanmart/spanmart/e2e/harness"
+	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/faults"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 )
@@ -334,7 +335,7 @@ func (d *demo) metric(ctx context.Context, process, name string, labels ...strin
 func (d *demo) waitSettled(ctx context.Context) error {
 	last := ""
 	err := harness.Poll(ctx, 30*time.Second, "every outbox published and the queues empty", func() bool {
-		for _, db := range []string{"orders", "fulfillment", "payments", "notifications"} {
+		for _, db := range topology.Databases() {
 			n, err := d.count(ctx, db, "SELECT COUNT(*) FROM OutboxEvents WHERE PublishedAt IS NULL")
 			if err != nil || n > 0 {
 				last = fmt.Sprintf("%s: %d unpublished (%v)", db, n, err)
@@ -491,8 +492,8 @@ func (d *demo) printOutbox(ctx context.Context) error {
 			}
 		}
 		db := st.Source
-		if db == "gateway-abstraction" {
-			db = "payments"
+		if svc, ok := topology.Lookup(st.Source); ok {
+			db = svc.Database
 		}
 		events, err := d.eventCounts(ctx, db)
 		if err != nil {

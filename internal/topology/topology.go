@@ -1,0 +1,113 @@
+// Package topology is the roster of Spanmart's deployables, written once: each service's name
+// (binary, Cloud Run service, K_SERVICE, subscriber name in relay/routes.yaml), Go package, Spanner
+// database, dev-stack port, inbox queue and the variable that carries its URL to the relay.
+// Everything that lists services (the dev stack, the e2e harness, the bench and the demo,
+// pkg/dbschema) derives its list from here; a root test checks relay/routes.yaml and
+// cloudbuild.yaml against it.
+//
+// The payment gateway keeps the names it has in production resources: service
+// gateway-abstraction, database payments, queue gateway-inbox, variable GATEWAY_URL. This is the
+// one place that maps them.
+package topology
+
+import "strings"
+
+// Service is one deployable.
+type Service struct {
+	Name     string // binary, Cloud Run service and subscriber name, e.g. "orders"
+	Package  string // Go main package, relative to the repository root
+	Database string // the service's own Spanner database; "" for the relay, which reads them all
+	DevPort  int    // HTTP port in the dev stack (before -port-offset)
+	Queue    string // its inbox queue id (one per consumer); "" for the relay
+	URLVar   string // the relay's environment variable with the service's URL; "" for the relay
+}
+
+// Consumer reports whether the service consumes events (has an inbox queue).
+func (s Service) Consumer() bool { return s.Queue != "" }
+
+// Relay is the name of the relay.
+const Relay = "relay"
+
+// services in start order: consumers first, the relay (which delivers to them) last.
+var services = []Service{
+	{Name: "orders", Package: "./services/orders", Database: "orders", DevPort: 8081, Queue: "orders-inbox", URLVar: "ORDERS_URL"},
+	{Name: "fulfillment", Package: "./services/fulfillment", Database: "fulfillment", DevPort: 8082, Queue: "fulfillment-inbox", URLVar: "FULFILLMENT_URL"},
+	{Name: "gateway-abstraction", Package: "./services/gateway-abstraction", Database: "payments", DevPort: 8083, Queue: "gateway-inbox", URLVar: "GATEWAY_URL"},
+	{Name: "notifications", Package: "./services/notifications", Database: "notifications", DevPort: 8084, Queue: "notifications-inbox", URLVar: "NOTIFICATIONS_URL"},
+	{Name: Relay, Package: "./relay", DevPort: 8085},
+}
+
+// Services returns every deployable, in start order (stop in reverse).
+func Services() []Service { return append([]Service(nil), services...) }
+
+// Names returns the names of every deployable, in start order.
+func Names() []string {
+	out := make([]string, len(services))
+	for i, s := range services {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Consumers returns the services that consume events, in start order.
+func Consumers() []Service {
+	var out []Service
+	for _, s := range services {
+		if s.Consumer() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Queues returns the inbox queue ids, one per consumer.
+func Queues() []string {
+	var out []string
+	for _, s := range Consumers() {
+		out = append(out, s.Queue)
+	}
+	return out
+}
+
+// Databases returns the service databases, in start order of their owners.
+func Databases() []string {
+	var out []string
+	for _, s := range services {
+		if s.Database != "" {
+			out = append(out, s.Database)
+		}
+	}
+	return out
+}
+
+// Lookup returns the service called name.
+func Lookup(name string) (Service, bool) {
+	for _, s := range services {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Service{}, false
+}
+
+// OwnerOf returns the service that owns database db.
+func OwnerOf(db string) (Service, bool) {
+	for _, s := range services {
+		if s.Database == db && db != "" {
+			return s, true
+		}
+	}
+	return Service{}, false
+}
+
+// RelayURLEnv returns the relay's URL variables for the consumers, "NAME=" + url(service) each.
+func RelayURLEnv(url func(Service) string) []string {
+	var out []string
+	for _, s := range Consumers() {
+		out = append(out, s.URLVar+"="+url(s))
+	}
+	return out
+}
+
+// Binary returns the binary's file name: the last element of its package.
+func (s Service) Binary() string { return s.Package[strings.LastIndex(s.Package, "/")+1:] }

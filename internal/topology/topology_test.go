@@ -1,0 +1,56 @@
+package topology_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/spanmart/spanmart/internal/topology"
+)
+
+// Every entry is complete and unique: names, packages, databases, ports, queues and variables.
+func TestRosterIsConsistent(t *testing.T) {
+	seen := map[string]string{}
+	unique := func(kind, v, who string) {
+		if v == "" {
+			return
+		}
+		if other, ok := seen[kind+"\x00"+v]; ok {
+			t.Errorf("%s %q is used by both %s and %s", kind, v, other, who)
+		}
+		seen[kind+"\x00"+v] = who
+	}
+	relays := 0
+	for _, s := range topology.Services() {
+		unique("name", s.Name, s.Name)
+		unique("package", s.Package, s.Name)
+		unique("database", s.Database, s.Name)
+		unique("queue", s.Queue, s.Name)
+		unique("url variable", s.URLVar, s.Name)
+		if s.DevPort <= 0 {
+			t.Errorf("%s has no dev port", s.Name)
+		}
+		unique("port", strconv.Itoa(s.DevPort), s.Name)
+		if s.Binary() != s.Name {
+			t.Errorf("%s: binary %q (from %s) is not the service's name", s.Name, s.Binary(), s.Package)
+		}
+		if _, err := os.Stat(filepath.Join("..", "..", s.Package, "main.go")); err != nil {
+			t.Errorf("%s: no main package at %s: %v", s.Name, s.Package, err)
+		}
+		if s.Name == topology.Relay {
+			relays++
+			if s.Database != "" || s.Queue != "" || s.URLVar != "" {
+				t.Errorf("the relay has a database, queue or URL variable: %+v", s)
+			}
+		} else if s.Database == "" || s.Queue == "" || s.URLVar == "" {
+			t.Errorf("service %s needs a database, a queue and a URL variable: %+v", s.Name, s)
+		}
+	}
+	if relays != 1 || topology.Services()[len(topology.Services())-1].Name != topology.Relay {
+		t.Errorf("the relay must be listed once, last (it starts after its consumers)")
+	}
+	if s, ok := topology.OwnerOf("payments"); !ok || s.Name != "gateway-abstraction" {
+		t.Errorf("OwnerOf(payments) = %+v, %v", s, ok)
+	}
+}
