@@ -38,6 +38,14 @@ type Delivery struct {
 	LastVersion int64 // highest AggregateVersion of this aggregate this consumer has applied, 0 if none
 }
 
+// committed is when the event was committed: ce-committime, or ce-time for a delivery without it.
+func (d Delivery) committed() time.Time {
+	if !d.CommittedAt.IsZero() {
+		return d.CommittedAt
+	}
+	return d.OccurredAt
+}
+
 // HandlerFunc applies one event inside the consumer's read-write transaction (it may run more than
 // once: pure, no I/O, no goroutines). Return an error wrapping ErrEarly when the event needs
 // something this consumer has not applied yet (the library already defers an event whose
@@ -647,7 +655,7 @@ func (c *Consumer) observe(log *zap.Logger, d Delivery, outcome string, commitTS
 	switch outcome {
 	case OutcomeApplied:
 		if !commitTS.IsZero() {
-			c.metrics.lag.WithLabelValues(c.cfg.Name, d.Type).Observe(commitTS.Sub(d.OccurredAt).Seconds())
+			c.metrics.lag.WithLabelValues(c.cfg.Name, d.Type).Observe(commitTS.Sub(d.committed()).Seconds())
 		}
 	case OutcomeDeadLettered:
 		c.metrics.deadLetters.WithLabelValues(c.cfg.Name, reason).Inc()

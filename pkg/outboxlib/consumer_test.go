@@ -399,6 +399,10 @@ func (f *fixture) metric(t *testing.T, typ, outcome string) float64 {
 func TestConsumerAppliesOnceAndAcknowledgesRedelivery(t *testing.T) {
 	f := newFixture(t, 10)
 	ev := stockEvent(t, "sku-apply", 1, 5, "")
+	// Committed 30 s after it occurred (a slow producer transaction), as the relay says: the lag
+	// counts from the commit.
+	ev.OccurredAt = time.Now().Add(-10 * time.Minute)
+	ev.CommittedAt = time.Now().Add(-30 * time.Second)
 	f.send(t, ev, nil)
 	got := f.waitResponses(t, ev.ID, count(1))
 	if diff := cmp.Diff([]string{outboxlib.OutcomeApplied}, outcomes(got)); diff != "" || got[0].Status != 200 {
@@ -432,6 +436,8 @@ func TestConsumerAppliesOnceAndAcknowledgesRedelivery(t *testing.T) {
 	}
 	if lag := f.family(t, "outbox_consumer_lag_seconds"); len(lag) != 1 || lag[0].GetHistogram().GetSampleCount() != 1 {
 		t.Errorf("lag histogram %v, want one series with one sample", lag)
+	} else if sum := lag[0].GetHistogram().GetSampleSum(); sum < 30 || sum > 60 {
+		t.Errorf("lag = %.1f s, want about 30 s: from ce-committime, not ce-time", sum)
 	}
 	entries := f.logs.FilterMessage("event applied").AllUntimed()
 	if len(entries) != 1 {

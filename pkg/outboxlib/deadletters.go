@@ -191,7 +191,7 @@ func (c *Consumer) replay(ctx context.Context, eventID, reason, by string) (stri
 		zap.String("aggregate_id", d.AggregateID), zap.String("replay_reason", reason))
 	c.metrics.replays.WithLabelValues(c.cfg.Name, d.Type, outcome).Inc()
 	if outcome == OutcomeApplied {
-		c.metrics.lag.WithLabelValues(c.cfg.Name, d.Type).Observe(commitTS.Sub(d.OccurredAt).Seconds())
+		c.metrics.lag.WithLabelValues(c.cfg.Name, d.Type).Observe(commitTS.Sub(d.committed()).Seconds())
 	}
 	return outcome, nil
 }

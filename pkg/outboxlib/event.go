@@ -41,6 +41,10 @@ type Event struct {
 	OccurredAt       time.Time       // ce-time
 	TraceParent      string          // ce-traceparent (W3C), also sent as the traceparent header
 	Payload          json.RawMessage // the body: a published contract, not a dump of columns
+	// CommittedAt is ce-committime: the commit timestamp of the event's outbox row, set by the
+	// relay (zero before the commit). Latencies are measured from it, not from OccurredAt, which
+	// is the producer's clock before its transaction committed.
+	CommittedAt time.Time
 }
 
 // CloudEvents attribute headers (binary content mode) and the extension attributes Spanmart adds.
@@ -55,6 +59,7 @@ const (
 	HeaderAggregateVersion = "Ce-Aggregateversion"
 	HeaderSchemaVersion    = "Ce-Schemaversion"
 	HeaderTraceParent      = "Ce-Traceparent"
+	HeaderCommitTime       = "Ce-Committime"
 	// HeaderPredecessorVersion is a delivery attribute, not part of the event: the relay sets it
 	// per subscriber to the AggregateVersion of the latest earlier event of the aggregate routed
 	// to that subscriber (0: none), so a consumer that sees only some of an aggregate's events
@@ -127,6 +132,9 @@ func (e Event) Headers() map[string]string {
 		HeaderSchemaVersion:    strconv.FormatInt(e.SchemaVersion, 10),
 		"Content-Type":         "application/json",
 	}
+	if !e.CommittedAt.IsZero() {
+		h[HeaderCommitTime] = e.CommittedAt.UTC().Format(time.RFC3339Nano)
+	}
 	if e.TraceParent != "" {
 		h[HeaderTraceParent] = e.TraceParent
 		h["Traceparent"] = e.TraceParent
@@ -165,6 +173,11 @@ func ParseRequest(h http.Header, body []byte) (Event, error) {
 		problems = append(problems, fmt.Sprintf("ce-time %q is not RFC 3339", h.Get(HeaderTime)))
 	}
 	e.OccurredAt = t
+	if v := h.Get(HeaderCommitTime); v != "" {
+		if e.CommittedAt, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			problems = append(problems, fmt.Sprintf("ce-committime %q is not RFC 3339", v))
+		}
+	}
 	if err := e.validate(true); err != nil {
 		problems = append(problems, err.Error())
 	}

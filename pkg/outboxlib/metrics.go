@@ -23,7 +23,7 @@ func newConsumerMetrics(reg prometheus.Registerer) (*consumerMetrics, error) {
 		}, []string{"consumer", "type", "outcome"}),
 		lag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "outbox_consumer_lag_seconds",
-			Help:    "Time from an event's occurrence to the commit that applied it.",
+			Help:    "Time from an event's commit (ce-committime; ce-time when a delivery lacks it) to the commit that applied it.",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
 		}, []string{"consumer", "type"}),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{

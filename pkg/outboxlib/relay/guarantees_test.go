@@ -223,6 +223,10 @@ func TestPredecessorHeldBackInRelay(t *testing.T) {
 	if got := held.header(evs[0].ID, outboxlib.HeaderPredecessorVersion); got != "0" {
 		t.Errorf("order.created's ce-predecessorversion = %q, want 0", got)
 	}
+	// Every task carries its row's commit timestamp, for latencies measured from the commit.
+	if got, want := held.header(evs[0].ID, outboxlib.HeaderCommitTime), readEvent(t, client, evs[0].ID).CreatedAt.UTC().Format(time.RFC3339Nano); got != want {
+		t.Errorf("ce-committime = %q, want the row's CreatedAt %q", got, want)
+	}
 }
 
 // createQueue creates a queue with short retries (or rc).

@@ -179,7 +179,7 @@ func (s *source) readPending(ctx context.Context, shard int64, limit int) ([]*pe
 		p.event = outboxlib.Event{
 			ID: id, Type: typ, Source: "//spanmart/" + s.src.Name, AggregateType: aggType, AggregateID: aggID,
 			AggregateVersion: aggVersion, SchemaVersion: schemaV, OccurredAt: occurred,
-			TraceParent: trace.StringVal, Payload: []byte(payload.Value.GetStringValue()),
+			TraceParent: trace.StringVal, Payload: []byte(payload.Value.GetStringValue()), CommittedAt: createdAt,
 		}
 		p.createdAt = createdAt
 		rows = append(rows, &p)
