@@ -209,3 +209,34 @@ func TestGoModIsTidy(t *testing.T) {
 		t.Errorf("go mod tidy -diff: %v; run go mod tidy:\n%s", err, out)
 	}
 }
+
+// TestCitesOnlyItsOwnDesign: docs/architecture.md is the design; nothing cites the team's design
+// file outside the repository. Applied migrations are left as they are (their checksums are
+// recorded in every database).
+func TestCitesOnlyItsOwnDesign(t *testing.T) {
+	outside := "ARCHITECTURE" + ".md"
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != ".") {
+			return filepath.SkipDir
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".yaml", ".yml", ".md":
+		default:
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), outside) {
+			t.Errorf("%s cites %s, which is not in the repository: cite docs/architecture.md", path, outside)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

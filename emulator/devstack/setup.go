@@ -21,7 +21,7 @@ import (
 	"github.com/spanmart/spanmart/pkg/spannertest"
 )
 
-// Queues, one per subscriber (ARCHITECTURE.md §4): a slow or failing consumer backs up only its own
+// Queues, one per subscriber (docs/architecture.md, "Event envelope and delivery contract"): a slow or failing consumer backs up only its own
 // queue, and each consumer gets its own rate limit.
 var queueIDs = topology.Queues()
 

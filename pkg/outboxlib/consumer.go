@@ -52,7 +52,7 @@ func (d Delivery) committed() time.Time {
 // predecessor is not applied, unless the handler was registered with AnyOrder), Permanent(err)
 // when it can never succeed, any other error for a transient fault. Whatever the handler buffered
 // is discarded when it returns an error. A call to a provider or a mail server belongs after the
-// commit: the handler records the intent, the service performs it (ARCHITECTURE.md §6). To say
+// commit: the handler records the intent, the service performs it (docs/architecture.md, "Side effects outside Spanner"). To say
 // what it decided, a handler calls Note rather than logging (a log line would repeat on a retry).
 type HandlerFunc func(ctx context.Context, txn *spanner.ReadWriteTransaction, d Delivery) error
 

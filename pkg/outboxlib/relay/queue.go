@@ -8,7 +8,7 @@ import (
 )
 
 // SubscriberQueue is the configuration of every subscriber queue (one per consuming service,
-// ARCHITECTURE.md §4): what cloudbuild.yaml applies in production, and what the dev stack and the
+// docs/architecture.md, "Event envelope and delivery contract"): what cloudbuild.yaml applies in production, and what the dev stack and the
 // e2e harness create, so that local runs show production behaviour (a root test keeps
 // cloudbuild.yaml's flags equal to it).
 //

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Roles give the shared outbox and inbox tables (ARCHITECTURE.md §3) typed builders beyond the
+// Roles give the shared outbox and inbox tables (docs/architecture.md, "Databases and migrations") typed builders beyond the
 // per-table code. They are driven by the tables present: the package that has the table gets the
 // builder (outboxdb, the package of the shared outbox stream, for the service databases), and the builder follows the table's columns (a column added by a later migration becomes a
 // field). A role only names what is fixed about the table's use; a missing column is an error.

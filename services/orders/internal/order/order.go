@@ -1,7 +1,7 @@
 // Package order is the order aggregate: its lines, totals, status machine and version. It has no
 // I/O: the store loads and saves orders, the app layer decides which transition to apply.
 //
-// States (ARCHITECTURE.md §5):
+// States (docs/architecture.md, "Flows"):
 //
 //	PENDING → AWAITING_PAYMENT → CONFIRMED → SHIPPED → COMPLETED
 //	PENDING | AWAITING_PAYMENT | CONFIRMED → CANCELLING → CANCELLED
