@@ -25,7 +25,8 @@ func ShardOf(aggregateID string) int64 {
 
 // Append buffers the outbox rows of events in txn: they commit, or not, with the caller's state
 // change. It is pure (no I/O beyond buffering), so it is safe in a transaction function the
-// client may retry.
+// client may retry. Inside a consumer's handler it also tells the consumer which shards to nudge
+// once the transaction has committed.
 func Append(ctx context.Context, txn *spanner.ReadWriteTransaction, events ...Event) error {
 	ms := make([]*spanner.Mutation, 0, len(events))
 	for _, e := range events {
@@ -41,6 +42,7 @@ func Append(ctx context.Context, txn *spanner.ReadWriteTransaction, events ...Ev
 			PendingShard: ShardOf(e.AggregateID),
 		}
 		ms = append(ms, row.Insert())
+		appended(ctx, row.PendingShard)
 	}
 	if err := txn.BufferWrite(ms); err != nil {
 		return fmt.Errorf("append %d outbox events: %w", len(events), err)

@@ -163,6 +163,9 @@ type ConsumerConfig struct {
 	EarlyPatience   time.Duration
 	EarlyRetryAfter time.Duration         // Retry-After sent with 409; default 1s
 	Registerer      prometheus.Registerer // metrics; nil = none
+	// Nudger, when set, is nudged after a commit in which handlers appended events, for their
+	// shards (best effort, on the request path): a multi-hop flow then waits for no relay poll.
+	Nudger *Nudger
 }
 
 // Consumer turns Cloud Tasks deliveries of events into exactly one application per consumer: the
@@ -344,12 +347,14 @@ func (c *Consumer) serveEvent(ec echo.Context) error {
 		f.kind, f.cause = failUnknownType, fmt.Errorf("%w: consumer %s has no handler for %q", ErrNoHandler, c.cfg.Name, ev.Type)
 		return c.fail(ec, log, d, f)
 	}
-	outcome, commitTS, notes, err := c.apply(ctx, h, d)
+	outcome, commitTS, rec, err := c.apply(ctx, h, d)
 	if err == nil {
-		if len(notes) > 0 {
-			log = log.With(zap.Strings("notes", notes))
+		if len(rec.notes) > 0 {
+			log = log.With(zap.Strings("notes", rec.notes))
 		}
 		c.observe(log, d, outcome, commitTS, "")
+		// The handler's events wait for the relay's poll otherwise: at every hop of a flow.
+		c.cfg.Nudger.Nudge(ctx, rec.shards...)
 		return ec.JSON(http.StatusOK, result{outcome})
 	}
 	f.cause = err
@@ -451,10 +456,10 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// apply runs h for d in one read-write transaction with the inbox and version bookkeeping. notes
-// are what the handler noted (Note) in the attempt that committed.
-func (c *Consumer) apply(ctx context.Context, h handlerSpec, d Delivery) (outcome string, commitTS time.Time, notes []string, err error) {
-	commitTS, notes, err = c.handlerTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+// apply runs h for d in one read-write transaction with the inbox and version bookkeeping, and
+// returns what the attempt that committed recorded (its notes and the shards it appended to).
+func (c *Consumer) apply(ctx context.Context, h handlerSpec, d Delivery) (outcome string, commitTS time.Time, rec attempt, err error) {
+	commitTS, rec, err = c.handlerTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
 		n, err := txn.Update(ctx, outboxdb.InsertOrIgnoreProcessedEvent(d.ID, c.cfg.Name))
 		if err != nil {
 			return fmt.Errorf("record event %s: %w", d.ID, err)
@@ -466,35 +471,47 @@ func (c *Consumer) apply(ctx context.Context, h handlerSpec, d Delivery) (outcom
 		outcome, err = c.applyRecorded(ctx, txn, h, d)
 		return err
 	})
-	return outcome, commitTS, notes, err
+	return outcome, commitTS, rec, err
 }
 
-// handlerTransaction runs fn, which calls a handler, in a read-write transaction and returns the
-// notes (Note) of the attempt that committed: the client may run fn more than once (an aborted
-// attempt is retried), and only the last attempt describes what was committed.
-func (c *Consumer) handlerTransaction(ctx context.Context, fn func(context.Context, *spanner.ReadWriteTransaction) error) (commitTS time.Time, notes []string, err error) {
+// handlerTransaction runs fn, which calls a handler, in a read-write transaction and returns what
+// the attempt that committed recorded: the client may run fn more than once (an aborted attempt is
+// retried), and only the last attempt describes what was committed.
+func (c *Consumer) handlerTransaction(ctx context.Context, fn func(context.Context, *spanner.ReadWriteTransaction) error) (commitTS time.Time, rec attempt, err error) {
 	commitTS, err = c.cfg.Client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
-		attempt := &noteList{}
-		defer func() { notes = attempt.notes }()
-		return fn(context.WithValue(ctx, noteKey{}, attempt), txn)
+		a := &attempt{}
+		defer func() { rec = *a }()
+		return fn(context.WithValue(ctx, attemptKey{}, a), txn)
 	})
-	return commitTS, notes, err
+	return commitTS, rec, err
 }
 
-type noteKey struct{}
+type attemptKey struct{}
 
-type noteList struct{ notes []string }
+// attempt is what one run of a handler transaction recorded: the handler's notes (Note) and the
+// pending shards of the events it appended (Append), which the consumer nudges after the commit.
+type attempt struct {
+	notes  []string
+	shards []int64
+}
 
 // Note records what a handler decided, e.g. "order already decided; nothing to reserve". The
 // consumer writes the notes of the attempt that committed on its one log line for the event (or
 // for its replay), field "notes", so a transaction the client retries does not log twice. Called
 // outside the consumer (a handler run by a test) the note is logged at info level.
 func Note(ctx context.Context, note string) {
-	if l, ok := ctx.Value(noteKey{}).(*noteList); ok {
-		l.notes = append(l.notes, note)
+	if a, ok := ctx.Value(attemptKey{}).(*attempt); ok {
+		a.notes = append(a.notes, note)
 		return
 	}
 	platform.Logger(ctx).Info(note)
+}
+
+// appended records, in a handler's transaction, the shard of an event Append buffered.
+func appended(ctx context.Context, shard int64) {
+	if a, ok := ctx.Value(attemptKey{}).(*attempt); ok {
+		a.shards = append(a.shards, shard)
+	}
 }
 
 // applyRecorded is apply after the ProcessedEvents row is in place: the order check, the handler

@@ -60,6 +60,7 @@ const (
 	modeAlwaysFail    = "always-fail"     // fails every time (transient)
 	modeUntilFixed    = "permanent-until" // Permanent error until fixture.fixed is set
 	modeNoteAborted   = "note-aborted"    // notes its try; the first try's transaction aborts
+	modeEmit          = "emit"            // appends a stock.noted event of the same sku
 )
 
 // fixture is a consumer of a fresh fulfillment database served over HTTP, fed by a fresh queue of
@@ -162,6 +163,15 @@ func (f *fixture) receiveStock(ctx context.Context, txn *spanner.ReadWriteTransa
 			// What Spanner answers when a concurrent transaction wins: the client runs the
 			// whole transaction function again.
 			return status.Error(codes.Aborted, "transaction aborted by a concurrent one")
+		}
+	}
+	if p.Mode == modeEmit {
+		ev, err := outboxlib.NewEvent(ctx, "stock.noted", "sku-note", d.AggregateID, d.AggregateVersion, map[string]int64{"qty": p.Qty})
+		if err != nil {
+			return err
+		}
+		if err := outboxlib.Append(ctx, txn, ev); err != nil {
+			return err
 		}
 	}
 	// The failures come after the write: the consumer must discard what the handler buffered.
@@ -1120,5 +1130,31 @@ func TestConsumerAnswersTheLedger(t *testing.T) {
 	}
 	if status, _ := ask(token, `{"ids":[]}`); status != http.StatusBadRequest {
 		t.Errorf("ledger with an unknown field = %d, want 400", status)
+	}
+}
+
+// A consumer whose handler appended events nudges the relay for their shard after the commit, so
+// the next hop does not wait for a poll; a duplicate, which commits nothing new, does not nudge.
+func TestConsumerNudgesTheRelayAfterAppending(t *testing.T) {
+	relay := newRelayStub(t)
+	f := newFixtureConfig(t, func(c *outboxlib.ConsumerConfig) { c.Nudger = outboxlib.NewNudger(relay.srv.URL, consumerID) })
+	plain, emitting := stockEvent(t, "sku-quiet", 1, 1, ""), stockEvent(t, "sku-noted", 1, 1, modeEmit)
+	f.send(t, plain, nil)
+	f.waitResponses(t, plain.ID, count(1))
+	if got := relay.nudges(); len(got) != 0 {
+		t.Errorf("nudges after a handler that appended nothing: %v, want none", got)
+	}
+	f.send(t, emitting, nil)
+	if r := f.waitResponses(t, emitting.ID, count(1))[0]; r.Outcome != outboxlib.OutcomeApplied {
+		t.Fatalf("delivery: %+v", r)
+	}
+	want := []string{fmt.Sprintf("POST /nudge?source=%s&shard=%d", consumerID, outboxlib.ShardOf("sku-noted"))}
+	if diff := cmp.Diff(want, relay.nudges()); diff != "" {
+		t.Errorf("nudges (-want +got):\n%s", diff)
+	}
+	f.send(t, emitting, nil)
+	f.waitResponses(t, emitting.ID, count(2))
+	if diff := cmp.Diff(want, relay.nudges()); diff != "" {
+		t.Errorf("nudges after a duplicate (-want +got):\n%s", diff)
 	}
 }

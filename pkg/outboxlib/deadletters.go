@@ -133,7 +133,7 @@ func (c *Consumer) replay(ctx context.Context, eventID, reason, by string) (stri
 		outcome string
 		d       Delivery
 	)
-	commitTS, notes, err := c.handlerTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+	commitTS, rec, err := c.handlerTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
 		row, err := outboxdb.ReadDeadLetter(ctx, txn, eventID, c.cfg.Name)
 		if errors.Is(err, dao.ErrNotFound) {
 			return fmt.Errorf("%w: %s", ErrDeadLetterNotFound, eventID)
@@ -184,9 +184,10 @@ func (c *Consumer) replay(ctx context.Context, eventID, reason, by string) (stri
 		log.Warn("dead letter replay failed", zap.Error(err))
 		return "", err
 	}
-	if len(notes) > 0 {
-		log = log.With(zap.Strings("notes", notes))
+	if len(rec.notes) > 0 {
+		log = log.With(zap.Strings("notes", rec.notes))
 	}
+	c.cfg.Nudger.Nudge(ctx, rec.shards...)
 	log.Info("dead letter replayed", zap.String("outcome", outcome), zap.String("event_type", d.Type),
 		zap.String("aggregate_id", d.AggregateID), zap.String("replay_reason", reason))
 	c.metrics.replays.WithLabelValues(c.cfg.Name, d.Type, outcome).Inc()

@@ -26,6 +26,7 @@ const DefaultMaxAttempts = 20
 //	OIDC_ALLOWED_EMAILS  required; comma-separated accounts allowed to deliver events (the relay's)
 //	EVENTS_MAX_ATTEMPTS  failed answers (transient, malformed) to one event before it is
 //	                     dead-lettered; default 20
+//	RELAY_URL            optional; the relay, nudged after a commit in which handlers appended events
 //	EVENTS_EARLY_PATIENCE how long an event may stay early (its predecessor not applied) before it
 //	                     is dead-lettered; default 2h (DefaultEarlyPatience). Shorter values are
 //	                     for tests: in production it must outlast the relay's quarantine horizon.
@@ -35,6 +36,7 @@ type ConsumerEnv struct {
 	AllowedEmails []string
 	MaxAttempts   int
 	EarlyPatience time.Duration
+	RelayURL      string
 }
 
 // LoadConsumerEnv reads the variables; problems go to env.Err().
@@ -44,15 +46,19 @@ func LoadConsumerEnv(env *platform.Env) ConsumerEnv {
 		Audience:      env.Required("OIDC_AUDIENCE"),
 		AllowedEmails: env.List("OIDC_ALLOWED_EMAILS", true),
 		MaxAttempts:   env.Int("EVENTS_MAX_ATTEMPTS", DefaultMaxAttempts, 1, 1000),
+		RelayURL:      env.URL("RELAY_URL", ""),
 		EarlyPatience: env.Duration("EVENTS_EARLY_PATIENCE", DefaultEarlyPatience, time.Millisecond, 48*time.Hour),
 	}
 }
 
-// NewConsumer returns the consumer called name (its ProcessedEvents.Consumer) configured by ce.
+// NewConsumer returns the consumer called name (its ProcessedEvents.Consumer, which is also the
+// service's name and the relay's name for its database, so its nudges name that source)
+// configured by ce.
 func (ce ConsumerEnv) NewConsumer(name string, client *spanner.Client, reg prometheus.Registerer) (*Consumer, error) {
 	verifier, err := NewVerifier(VerifierConfig{Issuer: ce.Issuer, Audiences: []string{ce.Audience}, AllowedEmails: ce.AllowedEmails})
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", name, err)
 	}
-	return NewConsumer(ConsumerConfig{Name: name, Client: client, Verifier: verifier, MaxAttempts: ce.MaxAttempts, EarlyPatience: ce.EarlyPatience, Registerer: reg})
+	return NewConsumer(ConsumerConfig{Name: name, Client: client, Verifier: verifier, MaxAttempts: ce.MaxAttempts, EarlyPatience: ce.EarlyPatience, Registerer: reg,
+		Nudger: NewNudger(ce.RelayURL, name)})
 }

@@ -10,10 +10,9 @@ const serviceName = "fulfillment"
 
 // config is the service's configuration: what every database-owning service reads
 // (platform.ServiceConfig) plus how event deliveries are verified and dead-lettered
-// (outboxlib.ConsumerEnv: OIDC_ISSUER, OIDC_AUDIENCE, OIDC_ALLOWED_EMAILS, EVENTS_MAX_ATTEMPTS).
-//
-// Fulfillment does not nudge the relay (RELAY_URL is not read): its events are appended inside the
-// consumer's transaction, and the relay's polling publishes them.
+// (outboxlib.ConsumerEnv: OIDC_ISSUER, OIDC_AUDIENCE, OIDC_ALLOWED_EMAILS, EVENTS_MAX_ATTEMPTS,
+// EVENTS_EARLY_PATIENCE, and RELAY_URL: the consumer nudges the relay after a commit in which its
+// handlers appended inventory.* events).
 type config struct {
 	platform.ServiceConfig
 	Events outboxlib.ConsumerEnv

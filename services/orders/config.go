@@ -10,14 +10,12 @@ const serviceName = "orders"
 
 // config is the service's configuration: what every database-owning service reads
 // (platform.ServiceConfig), how event deliveries are verified and dead-lettered
-// (outboxlib.ConsumerEnv: OIDC_ISSUER, OIDC_AUDIENCE, OIDC_ALLOWED_EMAILS, EVENTS_MAX_ATTEMPTS),
-// and its own:
-//
-//	RELAY_URL  optional; base URL of the outbox relay, nudged (POST /nudge) after an order is placed
+// (outboxlib.ConsumerEnv: OIDC_ISSUER, OIDC_AUDIENCE, OIDC_ALLOWED_EMAILS, EVENTS_MAX_ATTEMPTS,
+// EVENTS_EARLY_PATIENCE, and RELAY_URL: the relay, nudged after an order is placed and after its
+// event handlers appended events).
 type config struct {
 	platform.ServiceConfig
-	Events   outboxlib.ConsumerEnv
-	RelayURL string
+	Events outboxlib.ConsumerEnv
 }
 
 // loadConfig reads the environment through getenv and reports every missing or invalid
@@ -27,7 +25,6 @@ func loadConfig(getenv func(string) string) (config, error) {
 	cfg := config{
 		ServiceConfig: platform.LoadServiceConfig(env, serviceName),
 		Events:        outboxlib.LoadConsumerEnv(env),
-		RelayURL:      env.URL("RELAY_URL", ""),
 	}
 	return cfg, env.Err()
 }

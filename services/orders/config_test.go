@@ -31,7 +31,7 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Events.Issuer != "https://accounts.google.com" || cfg.Events.Audience != "https://orders.example" || cfg.RelayURL != "http://127.0.0.1:8090" {
+	if cfg.Events.Issuer != "https://accounts.google.com" || cfg.Events.Audience != "https://orders.example" || cfg.Events.RelayURL != "http://127.0.0.1:8090" {
 		t.Errorf("config = %+v", cfg)
 	}
 	if diff := cmp.Diff([]string{"relay@p.iam.gserviceaccount.com", "ops@p.iam.gserviceaccount.com"}, cfg.Events.AllowedEmails); diff != "" {

@@ -5,11 +5,11 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/services/orders/internal/app"
 	"github.com/spanmart/spanmart/services/orders/internal/events"
 	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
-	"github.com/spanmart/spanmart/services/orders/internal/nudge"
 	"github.com/spanmart/spanmart/services/orders/internal/store"
 )
 
@@ -27,8 +27,8 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	srv.AddCheck(platform.SpannerCheck("spanner", client))
 
 	var nudger app.Nudger
-	if r := nudge.New(cfg.RelayURL); r != nil {
-		nudger = r
+	if n := outboxlib.NewNudger(cfg.Events.RelayURL, events.ConsumerName); n != nil {
+		nudger = n
 	}
 	httpapi.Register(srv.Echo, app.New(store.New(client), nudger))
 

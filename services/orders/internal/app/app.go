@@ -102,7 +102,7 @@ type Repository interface {
 
 // Nudger tells the relay that new outbox rows are waiting; best effort.
 type Nudger interface {
-	Nudge(ctx context.Context, orderID string)
+	NudgeAggregate(ctx context.Context, orderID string)
 }
 
 // Service runs the use cases.
@@ -176,7 +176,7 @@ func (s *Service) PlaceOrder(ctx context.Context, idempotencyKey string, req Pla
 		return Response{}, err
 	}
 	if !resp.Replayed && s.nudge != nil {
-		s.nudge.Nudge(ctx, resp.OrderID)
+		s.nudge.NudgeAggregate(ctx, resp.OrderID)
 	}
 	return resp, nil
 }

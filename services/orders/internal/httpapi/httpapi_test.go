@@ -17,11 +17,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/spanmart/spanmart/pkg/dbschema"
+	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/pkg/spannertest"
 	"github.com/spanmart/spanmart/services/orders/internal/app"
 	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
-	"github.com/spanmart/spanmart/services/orders/internal/nudge"
 	"github.com/spanmart/spanmart/services/orders/internal/orderstest"
 	"github.com/spanmart/spanmart/services/orders/internal/store"
 )
@@ -51,7 +51,7 @@ func newFixture(t *testing.T) *fixture {
 	}))
 	t.Cleanup(relay.Close)
 	srv := platform.NewServer(platform.ServerOptions{Service: "orders", ErrorMapper: httpapi.ErrorMapper})
-	httpapi.Register(srv.Echo, app.New(store.New(client), nudge.New(relay.URL)))
+	httpapi.Register(srv.Echo, app.New(store.New(client), outboxlib.NewNudger(relay.URL, "orders")))
 	ts := httptest.NewServer(srv.Echo)
 	t.Cleanup(ts.Close)
 	return &fixture{url: ts.URL, client: client, nudges: nudges}
@@ -337,7 +337,7 @@ func TestRelayDown(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
 	srv := platform.NewServer(platform.ServerOptions{ErrorMapper: httpapi.ErrorMapper})
-	httpapi.Register(srv.Echo, app.New(store.New(client), nudge.New(dead.URL)))
+	httpapi.Register(srv.Echo, app.New(store.New(client), outboxlib.NewNudger(dead.URL, "orders")))
 	ts := httptest.NewServer(srv.Echo)
 	defer ts.Close()
 	f := &fixture{url: ts.URL, client: client}
