@@ -374,8 +374,12 @@ func TestPoisonEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStatus(t, s, id, "AWAITING_PAYMENT")
+	token, err := s.OperatorToken(ctx, "fulfillment")
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, err := s.Do(ctx, http.MethodPost, "fulfillment", "/admin/deadletters/"+poison.ID+"/replay",
-		map[string]string{"reason": "order.created has arrived", "by": "e2e"})
+		map[string]string{"reason": "order.created has arrived"}, "Authorization", "Bearer "+token)
 	if err != nil {
 		t.Fatal(err)
 	}

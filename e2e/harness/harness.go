@@ -19,6 +19,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,6 +51,9 @@ const (
 	Instance       = "projects/" + Project + "/instances/e2e"
 	Location       = "projects/" + Project + "/locations/us-central1"
 	ServiceAccount = "relay@" + Project + ".iam.gserviceaccount.com"
+	// Operator is the account allowed to use the services' operator endpoints (ADMIN_ALLOWED_EMAILS);
+	// OperatorToken gets its ID token.
+	Operator = "operator@" + Project + ".iam.gserviceaccount.com"
 )
 
 // DatabaseName is the full name of a service database ("orders", "fulfillment", "payments",
@@ -457,6 +461,7 @@ func (s *Stack) env(name string) []string {
 				"OIDC_ISSUER="+s.TasksHTTP(),
 				"OIDC_AUDIENCE="+url(name),
 				"OIDC_ALLOWED_EMAILS="+ServiceAccount,
+				"ADMIN_ALLOWED_EMAILS="+Operator,
 				"RELAY_URL="+url(topology.Relay))
 		}
 	}
@@ -565,4 +570,28 @@ func (s *Stack) WaitReady(ctx context.Context, name string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// OperatorToken returns an ID token of the Operator account for a process's URL, from the Tasks
+// emulator's metadata endpoint (in production: the operator's own Google identity).
+func (s *Stack) OperatorToken(ctx context.Context, name string) (string, error) {
+	u := s.TasksHTTP() + "/computeMetadata/v1/instance/service-accounts/" + Operator + "/identity?audience=" + url.QueryEscape(s.URL(name))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Metadata-Flavor", "Google")
+	resp, err := s.HTTP.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("operator token: %s %s", resp.Status, b)
+	}
+	return string(b), nil
 }

@@ -256,6 +256,7 @@ func (st *stack) serviceEnv(s service) []string {
 			"OIDC_ISSUER="+st.tasksHTTP(),
 			"OIDC_AUDIENCE="+st.serviceURL(s),
 			"OIDC_ALLOWED_EMAILS="+relayServiceAccount,
+			"ADMIN_ALLOWED_EMAILS="+operatorAccount,
 			"RELAY_URL="+st.serviceURL(serviceNamed(topology.Relay)))
 		return env
 	}
@@ -273,6 +274,10 @@ func (st *stack) serviceEnv(s service) []string {
 		"TASKS_LOCATION="+location),
 		topology.RelayURLEnv(func(s topology.Service) string { return st.serviceURL(serviceNamed(s.Name)) })...)
 }
+
+// operatorAccount may use the services' operator endpoints; the README shows how to get its ID token
+// from the Tasks emulator.
+const operatorAccount = "operator@" + project + ".iam.gserviceaccount.com"
 
 // relayServiceAccount is the identity the relay asks Cloud Tasks to sign task tokens as.
 const relayServiceAccount = "relay@" + project + ".iam.gserviceaccount.com"

@@ -163,6 +163,9 @@ type ConsumerConfig struct {
 	EarlyPatience   time.Duration
 	EarlyRetryAfter time.Duration         // Retry-After sent with 409; default 1s
 	Registerer      prometheus.Registerer // metrics; nil = none
+	// Operators verifies the ID tokens of the operators' endpoints (dead letters): the accounts
+	// allowed to list and replay them. nil: those endpoints refuse everyone (403).
+	Operators *Verifier
 	// Nudger, when set, is nudged after a commit in which handlers appended events, for their
 	// shards (best effort, on the request path): a multi-hop flow then waits for no relay poll.
 	Nudger *Nudger
@@ -283,11 +286,49 @@ const (
 	PathLedger = "/admin/ledger"
 )
 
-// Register adds POST /events and POST /admin/ledger to e. Both accept only an OIDC token the
-// Verifier accepts (the relay's account, the consumer's audience).
+// Register adds the consumer's routes to e: POST /events and POST /admin/ledger, which accept only
+// an OIDC token the Verifier accepts (the relay's account, the consumer's audience), and the
+// operators' endpoints, which accept only an operator's:
+//
+//	GET  /admin/deadletters[?all=true&limit=N]  this consumer's dead letters (not yet replayed unless all)
+//	POST /admin/deadletters/:id/replay          body {"reason": "..."}; recorded with the operator's e-mail
 func (c *Consumer) Register(e *echo.Echo) {
 	e.POST(PathEvents, c.serveEvent)
 	e.POST(PathLedger, c.serveLedger)
+	g := e.Group("/admin", c.operatorsOnly)
+	g.GET("/deadletters", c.serveDeadLetters)
+	g.POST("/deadletters/:id/replay", c.serveReplay)
+}
+
+type operatorKey struct{}
+
+// operatorsOnly lets through a request with an operator's ID token (ConsumerConfig.Operators), and
+// puts the operator's e-mail in the request's context: a replay records who did it from the
+// verified identity, never from a field the caller writes. Anything else gets 401 (no valid token)
+// or 403 (a valid token of an account that is not an operator), problem+json, and changes nothing.
+func (c *Consumer) operatorsOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(ec echo.Context) error {
+		log := platform.Logger(ec.Request().Context()).With(zap.String("consumer", c.cfg.Name), zap.String("path", ec.Path()))
+		if c.cfg.Operators == nil {
+			log.Warn("operator endpoint refused: no operator accounts configured (ADMIN_ALLOWED_EMAILS)")
+			return platform.NewProblem(http.StatusForbidden, "no operator accounts are configured for this service")
+		}
+		email, err := c.cfg.Operators.Verify(ec.Request().Context(), ec.Request().Header.Get(echo.HeaderAuthorization))
+		switch {
+		case errors.Is(err, ErrNotAllowed):
+			log.Warn("operator endpoint refused: not an operator", zap.String("reason", err.Error()))
+			return platform.NewProblem(http.StatusForbidden, "the caller is not an operator of this service")
+		case errors.Is(err, ErrUnauthenticated):
+			log.Warn("operator endpoint refused: bad token", zap.String("reason", err.Error()))
+			ec.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer error="invalid_token"`)
+			return platform.NewProblem(http.StatusUnauthorized, "a valid ID token of an operator is required")
+		case err != nil:
+			return platform.NewProblem(http.StatusServiceUnavailable, "token keys unavailable").Wrap(err)
+		}
+		req := ec.Request()
+		ec.SetRequest(req.WithContext(context.WithValue(req.Context(), operatorKey{}, email)))
+		return next(ec)
+	}
 }
 
 // Header Cloud Tasks sets on every attempt: how many times the task was retried.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -41,6 +42,7 @@ import (
 
 const (
 	relaySA    = "relay@spanmart-test.iam.gserviceaccount.com"
+	operator   = "alice@spanmart-test.iam.gserviceaccount.com"
 	location   = "projects/spanmart-test/locations/us-central1"
 	consumerID = "fulfillment"
 	stockType  = "stock.received"
@@ -110,7 +112,11 @@ func newFixtureConfig(t *testing.T, edit func(*outboxlib.ConsumerConfig)) *fixtu
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := outboxlib.ConsumerConfig{Name: consumerID, Client: f.client, Verifier: v, Registerer: f.reg}
+	ops, err := outboxlib.NewVerifier(outboxlib.VerifierConfig{Issuer: tasks.Issuer(), Audiences: []string{f.url}, AllowedEmails: []string{operator}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := outboxlib.ConsumerConfig{Name: consumerID, Client: f.client, Verifier: v, Operators: ops, Registerer: f.reg}
 	edit(&cfg)
 	f.verifier = v
 	f.consumer, err = outboxlib.NewConsumer(cfg)
@@ -121,7 +127,6 @@ func newFixtureConfig(t *testing.T, edit func(*outboxlib.ConsumerConfig)) *fixtu
 	f.consumer.Handle(levelType, f.countStock, outboxlib.Snapshot)
 	f.consumer.Handle(adjustType, f.receiveStock, outboxlib.AnyOrder)
 	f.consumer.Register(srv.Echo)
-	f.consumer.RegisterAdmin(srv.Echo.Group("/admin"))
 
 	q, err := ct.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: location, Queue: &cloudtaskspb.Queue{
 		Name: fmt.Sprintf("%s/queues/%s", location, strings.ReplaceAll(strings.ToLower(t.Name()), "_", "-")+fmt.Sprint(time.Now().UnixNano()%1e9)),
@@ -723,11 +728,11 @@ func TestConsumerPermanentErrorDeadLettersThenReplay(t *testing.T) {
 	var list struct {
 		DeadLetters []outboxlib.DeadLetter `json:"dead_letters"`
 	}
-	status, _ := doJSON(t, "GET", f.url+"/admin/deadletters", "", &list)
+	status, _ := f.admin(t, "GET", "/admin/deadletters", "", &list)
 	if status != 200 || len(list.DeadLetters) != 1 || list.DeadLetters[0].EventID != ev.ID || string(list.DeadLetters[0].Body) != string(ev.Payload) {
 		t.Fatalf("GET /admin/deadletters = %d %+v, want the one dead letter", status, list)
 	}
-	status, ctype := doJSON(t, "POST", f.url+"/admin/deadletters/"+ev.ID+"/replay", `{"by":"alice"}`, nil)
+	status, ctype := f.admin(t, "POST", "/admin/deadletters/"+ev.ID+"/replay", `{}`, nil)
 	if status != http.StatusBadRequest || ctype != platform.ContentTypeProblem {
 		t.Errorf("replay without a reason = %d %s, want 400 problem+json", status, ctype)
 	}
@@ -741,7 +746,7 @@ func TestConsumerPermanentErrorDeadLettersThenReplay(t *testing.T) {
 
 	f.fixed.Store(true)
 	var res struct{ Outcome string }
-	status, _ = doJSON(t, "POST", f.url+"/admin/deadletters/"+ev.ID+"/replay", `{"reason":"sku unblocked (INC-42)","by":"alice"}`, &res)
+	status, _ = f.admin(t, "POST", "/admin/deadletters/"+ev.ID+"/replay", `{"reason":"sku unblocked (INC-42)"}`, &res)
 	if status != 200 || res.Outcome != outboxlib.OutcomeApplied {
 		t.Fatalf("replay = %d %+v, want 200 applied", status, res)
 	}
@@ -755,7 +760,7 @@ func TestConsumerPermanentErrorDeadLettersThenReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !dl.ReplayedAt.Valid || dl.ReplayReason.StringVal != "sku unblocked (INC-42)" || dl.ReplayedBy.StringVal != "alice" {
+	if !dl.ReplayedAt.Valid || dl.ReplayReason.StringVal != "sku unblocked (INC-42)" || dl.ReplayedBy.StringVal != operator {
 		t.Errorf("dead letter after replay: %v %v %v", dl.ReplayedAt, dl.ReplayReason, dl.ReplayedBy)
 	}
 	if err := f.consumer.ReplayDeadLetter(ctx, ev.ID, "again", "bob"); !errors.Is(err, outboxlib.ErrAlreadyReplayed) {
@@ -772,19 +777,50 @@ func TestConsumerPermanentErrorDeadLettersThenReplay(t *testing.T) {
 		t.Errorf("pending dead letters after replay = %v, %v; want none", pending, err)
 	}
 	all, err := f.consumer.DeadLetters(ctx, true, 0)
-	if err != nil || len(all) != 1 || all[0].ReplayedBy != "alice" {
+	if err != nil || len(all) != 1 || all[0].ReplayedBy != operator {
 		t.Errorf("all dead letters = %+v, %v; want the replayed one", all, err)
 	}
 }
 
-// doJSON sends a request and decodes a JSON answer into out (if not nil).
-func doJSON(t *testing.T, method, url, body string, out any) (status int, contentType string) {
+// idToken gets an ID token of account for audience from the Tasks emulator's metadata endpoint
+// (what the metadata server gives an operator's or a service's account in production).
+func idToken(t *testing.T, account, audience string) string {
+	t.Helper()
+	req, err := http.NewRequest("GET", "http://"+tasks.HTTPAddr()+"/computeMetadata/v1/instance/service-accounts/"+account+"/identity?audience="+url.QueryEscape(audience), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Metadata-Flavor", "Google")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("id token: %s %s %v", resp.Status, b, err)
+	}
+	return string(b)
+}
+
+// admin calls an operators' endpoint of the consumer with the operator's ID token.
+func (f *fixture) admin(t *testing.T, method, path, body string, out any) (status int, contentType string) {
+	t.Helper()
+	return doJSON(t, method, f.url+path, body, out, "Bearer "+idToken(t, operator, f.url))
+}
+
+// doJSON sends a request and decodes a JSON answer into out (if not nil); auth, when given, is
+// the Authorization header.
+func doJSON(t *testing.T, method, url, body string, out any, auth ...string) (status int, contentType string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if len(auth) > 0 {
+		req.Header.Set("Authorization", auth[0])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -955,7 +991,7 @@ func TestReplayOfDeadLetteredPredecessorKeepsOrder(t *testing.T) {
 	}
 	for _, ev := range []outboxlib.Event{v1, v2} {
 		var res struct{ Outcome string }
-		status, _ := doJSON(t, "POST", f.url+"/admin/deadletters/"+ev.ID+"/replay", `{"reason":"fixed","by":"alice"}`, &res)
+		status, _ := f.admin(t, "POST", "/admin/deadletters/"+ev.ID+"/replay", `{"reason":"fixed"}`, &res)
 		if status != 200 || res.Outcome != outboxlib.OutcomeApplied {
 			t.Fatalf("replay of v%d = %d %+v, want 200 applied", ev.AggregateVersion, status, res)
 		}
@@ -1025,7 +1061,7 @@ func TestUnknownTypeIsDeadLetteredAndReplayedOnceHandled(t *testing.T) {
 	if got := f.deadLetters(t, outboxlib.ReasonUnknownType); got != 1 {
 		t.Errorf("dead letters{reason=unknown_type} = %v, want 1", got)
 	}
-	status, _ := doJSON(t, "POST", f.url+"/admin/deadletters/"+ev.ID+"/replay", `{"reason":"handler deployed?","by":"alice"}`, nil)
+	status, _ := f.admin(t, "POST", "/admin/deadletters/"+ev.ID+"/replay", `{"reason":"handler deployed?"}`, nil)
 	if status != http.StatusConflict {
 		t.Errorf("replay while no handler exists = %d, want 409", status)
 	}
@@ -1156,5 +1192,52 @@ func TestConsumerNudgesTheRelayAfterAppending(t *testing.T) {
 	f.waitResponses(t, emitting.ID, count(2))
 	if diff := cmp.Diff(want, relay.nudges()); diff != "" {
 		t.Errorf("nudges after a duplicate (-want +got):\n%s", diff)
+	}
+}
+
+// The operators' endpoints need an operator's ID token: none is 401, another account's is 403, and
+// neither lists or replays anything.
+func TestAdminEndpointsNeedAnOperator(t *testing.T) {
+	f := newFixture(t, 10)
+	ev := stockEvent(t, "sku-admin", 1, 3, modeUntilFixed)
+	f.send(t, ev, nil)
+	f.waitResponses(t, ev.ID, count(1))
+	f.fixed.Store(true)
+	for name, auth := range map[string]string{
+		"no token":          "",
+		"the relay's token": "Bearer " + idToken(t, relaySA, f.url),
+		"another audience":  "Bearer " + idToken(t, operator, "https://elsewhere.example"),
+	} {
+		want := http.StatusUnauthorized
+		if name == "the relay's token" {
+			want = http.StatusForbidden
+		}
+		for _, call := range []struct{ method, path, body string }{
+			{"GET", "/admin/deadletters", ""},
+			{"POST", "/admin/deadletters/" + ev.ID + "/replay", `{"reason":"let me"}`},
+		} {
+			var a []string
+			if auth != "" {
+				a = []string{auth}
+			}
+			status, ctype := doJSON(t, call.method, f.url+call.path, call.body, nil, a...)
+			if status != want || ctype != platform.ContentTypeProblem {
+				t.Errorf("%s: %s %s = %d %s, want %d problem+json", name, call.method, call.path, status, ctype, want)
+			}
+		}
+	}
+	if n := f.onHand(t, "sku-admin"); n != 0 {
+		t.Errorf("OnHand = %d after refused replays, want 0", n)
+	}
+	if status, _ := f.admin(t, "POST", "/admin/deadletters/"+ev.ID+"/replay", `{"reason":"fixed","by":"mallory"}`, nil); status != http.StatusBadRequest {
+		t.Errorf("replay naming its own 'by' = %d, want 400 (who replays is the token's account)", status)
+	}
+	var res struct{ Outcome string }
+	if status, _ := f.admin(t, "POST", "/admin/deadletters/"+ev.ID+"/replay", `{"reason":"fixed"}`, &res); status != 200 || res.Outcome != outboxlib.OutcomeApplied {
+		t.Fatalf("operator's replay = %d %+v, want 200 applied", status, res)
+	}
+	dl, err := outboxdb.ReadDeadLetter(context.Background(), f.client.Single(), ev.ID, consumerID)
+	if err != nil || dl.ReplayedBy.StringVal != operator {
+		t.Errorf("ReplayedBy = %v (%v), want the operator's e-mail %s", dl.ReplayedBy, err, operator)
 	}
 }

@@ -197,19 +197,6 @@ func (c *Consumer) replay(ctx context.Context, eventID, reason, by string) (stri
 	return outcome, nil
 }
 
-// RegisterAdmin adds the operators' endpoints to g:
-//
-//	GET  /deadletters[?all=true&limit=N]  this consumer's dead letters (not yet replayed unless all)
-//	POST /deadletters/:id/replay          body {"reason": "...", "by": "..."}; reason is required
-//
-// They carry no authorization of their own: mount g on a path that only operators can reach
-// (Cloud Run IAM on the service, an internal ingress, or the platform's admin listener). Anyone who
-// can call them can re-apply parked events.
-func (c *Consumer) RegisterAdmin(g *echo.Group) {
-	g.GET("/deadletters", c.serveDeadLetters)
-	g.POST("/deadletters/:id/replay", c.serveReplay)
-}
-
 func (c *Consumer) serveDeadLetters(ec echo.Context) error {
 	all, _ := strconv.ParseBool(ec.QueryParam("all"))
 	limit, _ := strconv.Atoi(ec.QueryParam("limit"))
@@ -220,10 +207,10 @@ func (c *Consumer) serveDeadLetters(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, map[string]any{"dead_letters": list})
 }
 
-// ReplayRequest is the body of POST /deadletters/:id/replay.
+// ReplayRequest is the body of POST /admin/deadletters/:id/replay. Who replays is the operator
+// whose token the request carries.
 type ReplayRequest struct {
 	Reason string `json:"reason"`
-	By     string `json:"by"`
 }
 
 func (c *Consumer) serveReplay(ec echo.Context) error {
@@ -231,15 +218,13 @@ func (c *Consumer) serveReplay(ec echo.Context) error {
 	dec := json.NewDecoder(ec.Request().Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
-		return platform.NewProblem(http.StatusBadRequest, "body must be a JSON object {\"reason\", \"by\"}").Wrap(err)
+		return platform.NewProblem(http.StatusBadRequest, "body must be a JSON object {\"reason\": \"...\"}").Wrap(err)
 	}
 	if strings.TrimSpace(body.Reason) == "" {
 		return platform.NewProblem(http.StatusBadRequest, "reason is required")
 	}
-	if len(body.By) > 128 {
-		return platform.NewProblem(http.StatusBadRequest, "by must be at most 128 characters")
-	}
-	outcome, err := c.replay(ec.Request().Context(), ec.Param("id"), body.Reason, body.By)
+	by, _ := ec.Request().Context().Value(operatorKey{}).(string)
+	outcome, err := c.replay(ec.Request().Context(), ec.Param("id"), body.Reason, truncate(by, 128))
 	switch {
 	case err == nil:
 		return ec.JSON(http.StatusOK, result{outcome})

@@ -26,6 +26,8 @@ const DefaultMaxAttempts = 20
 //	OIDC_ALLOWED_EMAILS  required; comma-separated accounts allowed to deliver events (the relay's)
 //	EVENTS_MAX_ATTEMPTS  failed answers (transient, malformed) to one event before it is
 //	                     dead-lettered; default 20
+//	ADMIN_ALLOWED_EMAILS optional; comma-separated accounts allowed to list and replay dead letters
+//	                     (their Google ID tokens, for the service's own URL); none: nobody may
 //	RELAY_URL            optional; the relay, nudged after a commit in which handlers appended events
 //	EVENTS_EARLY_PATIENCE how long an event may stay early (its predecessor not applied) before it
 //	                     is dead-lettered; default 2h (DefaultEarlyPatience). Shorter values are
@@ -37,6 +39,7 @@ type ConsumerEnv struct {
 	MaxAttempts   int
 	EarlyPatience time.Duration
 	RelayURL      string
+	Operators     []string
 }
 
 // LoadConsumerEnv reads the variables; problems go to env.Err().
@@ -47,6 +50,7 @@ func LoadConsumerEnv(env *platform.Env) ConsumerEnv {
 		AllowedEmails: env.List("OIDC_ALLOWED_EMAILS", true),
 		MaxAttempts:   env.Int("EVENTS_MAX_ATTEMPTS", DefaultMaxAttempts, 1, 1000),
 		RelayURL:      env.URL("RELAY_URL", ""),
+		Operators:     env.List("ADMIN_ALLOWED_EMAILS", false),
 		EarlyPatience: env.Duration("EVENTS_EARLY_PATIENCE", DefaultEarlyPatience, time.Millisecond, 48*time.Hour),
 	}
 }
@@ -59,6 +63,12 @@ func (ce ConsumerEnv) NewConsumer(name string, client *spanner.Client, reg prome
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", name, err)
 	}
+	var operators *Verifier
+	if len(ce.Operators) > 0 {
+		if operators, err = NewVerifier(VerifierConfig{Issuer: ce.Issuer, Audiences: []string{ce.Audience}, AllowedEmails: ce.Operators}); err != nil {
+			return nil, fmt.Errorf("consumer %s: operators: %w", name, err)
+		}
+	}
 	return NewConsumer(ConsumerConfig{Name: name, Client: client, Verifier: verifier, MaxAttempts: ce.MaxAttempts, EarlyPatience: ce.EarlyPatience, Registerer: reg,
-		Nudger: NewNudger(ce.RelayURL, name)})
+		Operators: operators, Nudger: NewNudger(ce.RelayURL, name)})
 }

@@ -48,6 +48,5 @@ func ExampleConsumer() {
 		// outboxlib.Append(ctx, txn, ev) ...
 		return nil
 	})
-	consumer.Register(srv.Echo)                      // POST /events
-	consumer.RegisterAdmin(srv.Echo.Group("/admin")) // dead letters: reachable by operators only
+	consumer.Register(srv.Echo) // POST /events, POST /admin/ledger, the operators' /admin/deadletters
 }

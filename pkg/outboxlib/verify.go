@@ -37,6 +37,10 @@ const (
 // other error from Verify means the keys could not be fetched: the token may be fine (503).
 var ErrUnauthenticated = errors.New("unauthenticated")
 
+// ErrNotAllowed is wrapped (with ErrUnauthenticated) when a valid token's e-mail is not among the
+// allowed ones: authenticated, but not authorized (403 rather than 401 where that matters).
+var ErrNotAllowed = errors.New("caller not allowed")
+
 // VerifierConfig configures NewVerifier.
 type VerifierConfig struct {
 	Issuer        string   // "https://accounts.google.com" in production; the Tasks emulator's issuer URL locally
@@ -132,7 +136,7 @@ func (v *Verifier) Verify(ctx context.Context, authorizationHeader string) (emai
 		return "", fmt.Errorf("%w: e-mail %q is not verified", ErrUnauthenticated, c.Email)
 	}
 	if !slices.Contains(v.cfg.AllowedEmails, c.Email) {
-		return "", fmt.Errorf("%w: e-mail %q is not allowed", ErrUnauthenticated, c.Email)
+		return "", fmt.Errorf("%w: %w: e-mail %q is not allowed", ErrUnauthenticated, ErrNotAllowed, c.Email)
 	}
 	return c.Email, nil
 }

@@ -25,6 +25,7 @@ import (
 const (
 	testAudience = "http://fulfillment.test"
 	relayEmail   = "relay@spanmart.test"
+	operatorMail = "ops@spanmart.test"
 )
 
 // fulfillment is the service run in process against a fresh database, with the deliveries' tokens
@@ -54,12 +55,13 @@ func startFulfillment(t *testing.T) *fulfillment {
 	t.Cleanup(idp.Close)
 
 	cfg, err := loadConfig(platformtest.Getenv(map[string]string{
-		"SPANNER_DATABASE":    name,
-		"PORT":                "0",
-		"OIDC_ISSUER":         idp.URL,
-		"OIDC_AUDIENCE":       testAudience,
-		"OIDC_ALLOWED_EMAILS": relayEmail,
-		"EVENTS_MAX_ATTEMPTS": "10",
+		"SPANNER_DATABASE":     name,
+		"PORT":                 "0",
+		"OIDC_ISSUER":          idp.URL,
+		"OIDC_AUDIENCE":        testAudience,
+		"OIDC_ALLOWED_EMAILS":  relayEmail,
+		"EVENTS_MAX_ATTEMPTS":  "10",
+		"ADMIN_ALLOWED_EMAILS": operatorMail,
 		// Short, so that an early event is dead-lettered within the test (production: 2h).
 		"EVENTS_EARLY_PATIENCE": "50ms",
 	}))
@@ -239,11 +241,25 @@ func TestEventsOverHTTP(t *testing.T) {
 		if status, outcome, _ := f.deliver(t, created, good); status != http.StatusOK || outcome != outboxlib.OutcomeApplied {
 			t.Fatalf("order.created: %d %q, want 200 applied", status, outcome)
 		}
-		resp, err := http.Post(f.url+adminPrefix+"/deadletters/"+poison.ID+"/replay", "application/json",
-			strings.NewReader(`{"reason":"order.created has arrived","by":"test"}`))
-		if err != nil {
-			t.Fatal(err)
+		replay := func(token string) *http.Response {
+			req, err := http.NewRequest("POST", f.url+"/admin/deadletters/"+poison.ID+"/replay", strings.NewReader(`{"reason":"order.created has arrived"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp
 		}
+		// The relay may deliver events, not replay them: only an operator may.
+		if resp := replay(good); resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("replay with the relay's token: %s, want 403", resp.Status)
+		}
+		resp := replay(f.token(t, testAudience, operatorMail))
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("replay: %s, want 200", resp.Status)

@@ -14,9 +14,6 @@ import (
 // consumerName is fulfillment's name in ProcessedEvents, ConsumerVersions and DeadLetters.
 const consumerName = "fulfillment"
 
-// adminPrefix is where the consumer's operator routes are mounted.
-const adminPrefix = "/admin"
-
 // run serves until ctx is done, then shuts down gracefully and closes the Spanner client.
 func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	client, err := platform.NewSpannerClient(ctx, cfg.Database.String())
@@ -36,11 +33,7 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 		return err
 	}
 	events.Register(consumer)
-	consumer.Register(srv.Echo)
-	// Operators list and replay dead letters under /admin (GET /admin/deadletters, POST
-	// /admin/deadletters/:id/replay). The routes carry no authorization of their own: the service
-	// must only be reachable through Cloud Run IAM (as the event deliveries require anyway).
-	consumer.RegisterAdmin(srv.Echo.Group(adminPrefix))
+	consumer.Register(srv.Echo) // events, the ledger, and the operators' dead letters under /admin
 
 	return srv.Run(ctx, cfg.Config, zap.String("database", cfg.Database.String()))
 }
