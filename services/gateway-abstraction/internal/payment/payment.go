@@ -1,0 +1,306 @@
+// Package payment is the payment aggregate of the gateway: one payment of one order, with one
+// method, through one provider, and its state machine. It has no I/O: the store loads and saves
+// payments, the app layer decides which transition a provider's answer or webhook means.
+//
+// States (docs/architecture.md, "Flows"):
+//
+//	REQUESTED → AUTHORIZED | PENDING (slip issued) | FAILED
+//	PENDING → AUTHORIZED (the slip was paid) | FAILED | EXPIRED | VOID_REQUESTED → VOIDED
+//	AUTHORIZED → CAPTURE_REQUESTED → CAPTURED | CAPTURE_FAILED
+//	AUTHORIZED → VOID_REQUESTED → VOIDED
+//	AUTHORIZED → EXPIRED (the authorization lapsed)
+//
+// Transitions that reach a provider's answer emit one event each (payment.authorized,
+// payment.pending, ...) and increment the version; recording an intent (*_REQUESTED) emits none. A
+// provider callback for a stage the payment has already passed is late or a duplicate: the app
+// layer asks Late and ignores it rather than applying it.
+package payment
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// AggregateType is the aggregate type of the payment events.
+const AggregateType = "payment"
+
+// Event types the payment aggregate emits.
+const (
+	EventAuthorized    = "payment.authorized"
+	EventPending       = "payment.pending"
+	EventFailed        = "payment.failed"
+	EventExpired       = "payment.expired"
+	EventCaptured      = "payment.captured"
+	EventCaptureFailed = "payment.capture_failed"
+	EventVoided        = "payment.voided"
+)
+
+// Method is how the customer pays; its values are those of the CK_Payments_Method check.
+type Method string
+
+const (
+	Card         Method = "CARD"
+	Wallet       Method = "WALLET" // PayPay
+	Konbini      Method = "KONBINI"
+	BankTransfer Method = "BANK_TRANSFER"
+)
+
+// Methods returns every method.
+func Methods() []Method { return []Method{Card, Wallet, Konbini, BankTransfer} }
+
+// ParseMethod reads a method as clients write it ("card", "wallet", "konbini", "bank_transfer").
+func ParseMethod(s string) (Method, error) {
+	m := Method(strings.ToUpper(s))
+	for _, v := range Methods() {
+		if m == v {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("%w: unknown payment method %q (want card, wallet, konbini or bank_transfer)", ErrInvalid, s)
+}
+
+// Providers.
+const (
+	ProviderStripe = "stripe" // cards
+	ProviderKomoju = "komoju" // konbini, bank transfer, PayPay
+)
+
+// Provider is the provider that takes payments of m.
+func (m Method) Provider() string {
+	if m == Card {
+		return ProviderStripe
+	}
+	return ProviderKomoju
+}
+
+// UsesSlip reports whether the customer pays m later, with a slip.
+func (m Method) UsesSlip() bool { return m == Konbini || m == BankTransfer }
+
+// Reason is why a payment failed, in Spanmart's own vocabulary: no provider's codes leave its adapter.
+type Reason string
+
+const (
+	ReasonDeclined            Reason = "declined"
+	ReasonInsufficientFunds   Reason = "insufficient_funds"
+	ReasonExpired             Reason = "expired"
+	ReasonAuthentication      Reason = "authentication_failed"
+	ReasonProviderUnavailable Reason = "provider_unavailable"
+	ReasonInvalidRequest      Reason = "invalid_request"
+)
+
+// Sentinel errors; test with errors.Is.
+var (
+	ErrNotFound          = errors.New("payment not found")
+	ErrInvalid           = errors.New("invalid payment")
+	ErrIllegalTransition = errors.New("illegal payment transition")
+)
+
+// TransitionError is an illegal transition; it wraps ErrIllegalTransition.
+type TransitionError struct {
+	ID       string
+	From, To Status
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("payment %s: illegal transition %s → %s", e.ID, e.From, e.To)
+}
+
+func (e *TransitionError) Unwrap() error { return ErrIllegalTransition }
+
+// Emitted is an event a transition produced: its type and the aggregate version it carries.
+type Emitted struct {
+	Type    string
+	Version int64
+}
+
+// Payment is the aggregate. Its fields are unexported: it changes only through its methods.
+type Payment struct {
+	id, orderID       string
+	method            Method
+	amountMinor       int64
+	currency          string
+	status            Status
+	providerPaymentID string
+	failureReason     Reason
+	expiresAt         time.Time // of a slip
+	version           int64
+
+	emitted []Emitted
+}
+
+// New validates a new payment and returns it REQUESTED at version 0: it emits nothing (the
+// provider has not answered yet), and its first event will be version 1.
+func New(id, orderID string, method Method, amountMinor int64, currency string) (*Payment, error) {
+	var problems []string
+	if id == "" || orderID == "" {
+		problems = append(problems, "id and order id are required")
+	}
+	if _, err := ParseMethod(string(method)); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if amountMinor <= 0 {
+		problems = append(problems, fmt.Sprintf("amount %d is not positive", amountMinor))
+	}
+	if len(currency) != 3 {
+		problems = append(problems, fmt.Sprintf("currency %q is not a 3-letter code", currency))
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, strings.Join(problems, "; "))
+	}
+	return &Payment{id: id, orderID: orderID, method: method, amountMinor: amountMinor, currency: currency, status: Requested}, nil
+}
+
+// Snapshot is a payment's persisted state, for the store to rebuild a Payment with Restore.
+type Snapshot struct {
+	ID, OrderID       string
+	Method            Method
+	AmountMinor       int64
+	Currency          string
+	Status            Status
+	ProviderPaymentID string
+	FailureReason     Reason
+	ExpiresAt         time.Time
+	Version           int64
+}
+
+// Restore rebuilds a stored payment; it emits nothing.
+func Restore(s Snapshot) (*Payment, error) {
+	if !s.Status.Valid() {
+		return nil, fmt.Errorf("restore payment %s: unknown status %q", s.ID, s.Status)
+	}
+	if _, err := ParseMethod(string(s.Method)); err != nil {
+		return nil, fmt.Errorf("restore payment %s: %w", s.ID, err)
+	}
+	return &Payment{
+		id: s.ID, orderID: s.OrderID, method: s.Method, amountMinor: s.AmountMinor, currency: s.Currency,
+		status: s.Status, providerPaymentID: s.ProviderPaymentID, failureReason: s.FailureReason,
+		expiresAt: s.ExpiresAt, version: s.Version,
+	}, nil
+}
+
+// Snapshot returns the state to persist.
+func (p *Payment) Snapshot() Snapshot {
+	return Snapshot{
+		ID: p.id, OrderID: p.orderID, Method: p.method, AmountMinor: p.amountMinor, Currency: p.currency,
+		Status: p.status, ProviderPaymentID: p.providerPaymentID, FailureReason: p.failureReason,
+		ExpiresAt: p.expiresAt, Version: p.version,
+	}
+}
+
+func (p *Payment) ID() string                { return p.id }
+func (p *Payment) OrderID() string           { return p.orderID }
+func (p *Payment) Method() Method            { return p.method }
+func (p *Payment) AmountMinor() int64        { return p.amountMinor }
+func (p *Payment) Currency() string          { return p.currency }
+func (p *Payment) Status() Status            { return p.status }
+func (p *Payment) ProviderPaymentID() string { return p.providerPaymentID }
+func (p *Payment) FailureReason() Reason     { return p.failureReason }
+func (p *Payment) ExpiresAt() time.Time      { return p.expiresAt }
+func (p *Payment) Version() int64            { return p.version }
+
+// Emitted returns the events emitted since New or Restore, oldest first.
+func (p *Payment) Emitted() []Emitted { return append([]Emitted(nil), p.emitted...) }
+
+// Late reports whether a provider callback that would move the payment to to comes after the
+// payment has reached or passed that stage (a duplicate, or an older callback arriving last).
+func (p *Payment) Late(to Status) bool { return p.status.Passed(to) }
+
+// Authorize records that the provider holds the money (card, wallet) or the slip was paid, under
+// the provider's id for the payment: REQUESTED | PENDING → AUTHORIZED.
+func (p *Payment) Authorize(providerPaymentID string) error {
+	if err := p.setProviderID(providerPaymentID); err != nil {
+		return err
+	}
+	return p.transition(Authorized, EventAuthorized)
+}
+
+// Pend records a slip issued by the provider, which the customer pays before expiresAt:
+// REQUESTED → PENDING. Only slip methods pend.
+func (p *Payment) Pend(providerPaymentID string, expiresAt time.Time) error {
+	if !p.method.UsesSlip() {
+		return fmt.Errorf("%w: a %s payment has no slip", ErrInvalid, p.method)
+	}
+	if expiresAt.IsZero() {
+		return fmt.Errorf("%w: a slip needs an expiry", ErrInvalid)
+	}
+	if err := p.setProviderID(providerPaymentID); err != nil {
+		return err
+	}
+	if err := p.transition(Pending, EventPending); err != nil {
+		return err
+	}
+	p.expiresAt = expiresAt
+	return nil
+}
+
+// Fail records the provider's refusal with its normalized reason: REQUESTED | PENDING → FAILED.
+func (p *Payment) Fail(reason Reason) error {
+	if reason == "" {
+		return fmt.Errorf("%w: a failure needs a reason", ErrInvalid)
+	}
+	if err := p.transition(Failed, EventFailed); err != nil {
+		return err
+	}
+	p.failureReason = reason
+	return nil
+}
+
+// Expire records that the slip or the authorization lapsed: PENDING | AUTHORIZED → EXPIRED.
+func (p *Payment) Expire() error { return p.transition(Expired, EventExpired) }
+
+// RequestCapture records the intent to capture, before the provider is called:
+// AUTHORIZED → CAPTURE_REQUESTED (no event).
+func (p *Payment) RequestCapture() error { return p.intend(CaptureRequested) }
+
+// Capture records the provider's capture: CAPTURE_REQUESTED → CAPTURED.
+func (p *Payment) Capture() error { return p.transition(Captured, EventCaptured) }
+
+// FailCapture records a capture that failed permanently: CAPTURE_REQUESTED → CAPTURE_FAILED.
+func (p *Payment) FailCapture(reason Reason) error {
+	if reason == "" {
+		return fmt.Errorf("%w: a failure needs a reason", ErrInvalid)
+	}
+	if err := p.transition(CaptureFailed, EventCaptureFailed); err != nil {
+		return err
+	}
+	p.failureReason = reason
+	return nil
+}
+
+// RequestVoid records the intent to release the authorization or cancel the slip:
+// PENDING | AUTHORIZED → VOID_REQUESTED (no event).
+func (p *Payment) RequestVoid() error { return p.intend(VoidRequested) }
+
+// Void records the provider's void: VOID_REQUESTED → VOIDED.
+func (p *Payment) Void() error { return p.transition(Voided, EventVoided) }
+
+func (p *Payment) setProviderID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: the provider's payment id is required", ErrInvalid)
+	case p.providerPaymentID != "" && p.providerPaymentID != id:
+		return fmt.Errorf("%w: payment %s is %s at the provider, not %s", ErrInvalid, p.id, p.providerPaymentID, id)
+	}
+	p.providerPaymentID = id
+	return nil
+}
+
+func (p *Payment) intend(to Status) error {
+	if !p.status.CanTransitionTo(to) {
+		return &TransitionError{ID: p.id, From: p.status, To: to}
+	}
+	p.status = to
+	return nil
+}
+
+func (p *Payment) transition(to Status, event string) error {
+	if !p.status.CanTransitionTo(to) {
+		return &TransitionError{ID: p.id, From: p.status, To: to}
+	}
+	p.status = to
+	p.version++
+	p.emitted = append(p.emitted, Emitted{Type: event, Version: p.version})
+	return nil
+}
