@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+)
+
+// TestCommand builds the command, waits for its ready line, uses it with stripe-go and stops it
+// with SIGTERM.
+func TestCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "paysim")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-port", "0")
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var line string
+	select {
+	case line = <-lines:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no ready line after 30s")
+	}
+	m := regexp.MustCompile(`^paysim: ready on (http://127\.0\.0\.1:\d+)$`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("ready line %q", line)
+	}
+
+	backends := stripe.NewBackendsWithConfig(&stripe.BackendConfig{URL: stripe.String(m[1]), LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull}})
+	c := stripe.NewClient("sk_test_cmd", stripe.WithBackends(backends))
+	pi, err := c.V1PaymentIntents.Create(context.Background(), &stripe.PaymentIntentCreateParams{
+		Amount: stripe.Int64(1000), Currency: stripe.String("usd"), PaymentMethod: stripe.String("pm_card_visa"),
+		CaptureMethod: stripe.String("manual"), Confirm: stripe.Bool(true),
+	})
+	if err != nil || pi.Status != stripe.PaymentIntentStatusRequiresCapture {
+		t.Fatalf("Create = %v, %v", pi, err)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// Output ends when the process exits; Wait only after reading it all.
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case extra, ok := <-lines:
+			if ok {
+				t.Errorf("more output after the ready line: %q", extra)
+				continue
+			}
+		case <-timeout:
+			t.Fatal("still running 30s after SIGTERM")
+		}
+		break
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit after SIGTERM: %v", err)
+	}
+}

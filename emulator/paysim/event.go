@@ -1,0 +1,80 @@
+package paysim
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// event is a Stripe Event. Its object is a snapshot taken when the event was created, as
+// Stripe's events are.
+type event struct {
+	id        string
+	typ       string
+	created   time.Time
+	object    json.RawMessage
+	requestID string // empty for changes the clock made
+	idemKey   string
+	webhooks  int // pending_webhooks at creation: 1 with a webhook URL, else 0
+}
+
+type eventJSON struct {
+	ID              string           `json:"id"`
+	Object          string           `json:"object"`
+	APIVersion      string           `json:"api_version"`
+	Created         int64            `json:"created"`
+	Data            eventDataJSON    `json:"data"`
+	Livemode        bool             `json:"livemode"`
+	PendingWebhooks int              `json:"pending_webhooks"`
+	Request         eventRequestJSON `json:"request"`
+	Type            string           `json:"type"`
+}
+
+type eventDataJSON struct {
+	Object json.RawMessage `json:"object"`
+}
+
+type eventRequestJSON struct {
+	ID             *string `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
+func (e *event) json(apiVersion string) eventJSON {
+	j := eventJSON{
+		ID: e.id, Object: "event", APIVersion: apiVersion, Created: e.created.Unix(),
+		Data: eventDataJSON{Object: e.object}, PendingWebhooks: e.webhooks, Type: e.typ,
+	}
+	if e.requestID != "" {
+		j.Request.ID = &e.requestID
+	}
+	if e.idemKey != "" {
+		j.Request.IdempotencyKey = &e.idemKey
+	}
+	return j
+}
+
+// matchesType reports whether an event type matches a list filter: an exact type or a
+// wildcard such as "payment_intent.*".
+func matchesType(filter, typ string) bool {
+	if prefix, ok := strings.CutSuffix(filter, "*"); ok {
+		return strings.HasPrefix(typ, prefix)
+	}
+	return filter == typ
+}
+
+// emitLocked records an event about obj (marshalled now) and queues it for delivery once the
+// current request releases the lock.
+func (s *Server) emitLocked(typ string, obj any) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		panic(err) // only our own JSON types are passed
+	}
+	e := &event{id: newID("evt"), typ: typ, created: s.nowLocked(), object: raw,
+		requestID: s.cur.requestID, idemKey: s.cur.idemKey}
+	if s.opts.WebhookURL != "" {
+		e.webhooks = 1
+	}
+	s.events = append(s.events, e)
+	s.byEvent[e.id] = e
+	s.fresh = append(s.fresh, e)
+}

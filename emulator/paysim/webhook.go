@@ -1,0 +1,316 @@
+package paysim
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// RetryPolicy controls webhook redelivery. Stripe retries for up to three days in live mode
+// (three times over a few hours in a sandbox); the defaults here are scaled down so that a
+// local run sees retries within seconds.
+type RetryPolicy struct {
+	MaxAttempts int           // attempts per delivery, the first included; default 4
+	MinBackoff  time.Duration // gap before the first retry; default 1 s, doubled each retry
+	MaxBackoff  time.Duration // largest gap; default 1 min
+	Timeout     time.Duration // per attempt; default 10 s
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = 4
+	}
+	if p.MinBackoff <= 0 {
+		p.MinBackoff = time.Second
+	}
+	if p.MaxBackoff <= 0 {
+		p.MaxBackoff = time.Minute
+	}
+	if p.MaxBackoff < p.MinBackoff {
+		p.MaxBackoff = p.MinBackoff
+	}
+	if p.Timeout <= 0 {
+		p.Timeout = 10 * time.Second
+	}
+	return p
+}
+
+// Backoff is the gap before retry k (k = 1 is the first retry).
+func (p RetryPolicy) Backoff(k int) time.Duration {
+	d := p.MinBackoff
+	for i := 1; i < k && d < p.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, p.MaxBackoff)
+}
+
+// Webhook fault modes, for testing how a receiver copes with what Stripe's at-least-once,
+// unordered delivery allows.
+const (
+	FaultNone      = "none"      // deliver each event once, at once
+	FaultDuplicate = "duplicate" // deliver each event twice (two independent deliveries)
+	FaultDrop      = "drop"      // never deliver (the event stays retrievable through the API)
+	FaultDelay     = "delay"     // hold each delivery for Delay before its first attempt
+	FaultReorder   = "reorder"   // hold each event back until the next one has been attempted
+)
+
+// WebhookFault selects a fault for the next Count events (0: until changed).
+type WebhookFault struct {
+	Mode  string        `json:"mode"`
+	Count int           `json:"count,omitempty"`
+	Delay time.Duration `json:"delay,omitempty"`
+}
+
+// Delivery is one delivery of an event to the webhook URL, with its attempts.
+type Delivery struct {
+	ID        string    `json:"id"`
+	EventID   string    `json:"event_id"`
+	EventType string    `json:"event_type"`
+	Fault     string    `json:"fault,omitempty"`
+	State     string    `json:"state"` // pending, held, delivered, failed, dropped
+	Attempts  []Attempt `json:"attempts"`
+}
+
+// Attempt is one POST of a delivery.
+type Attempt struct {
+	At     time.Time `json:"at"`
+	Status int       `json:"status,omitempty"` // HTTP status; 0 on a connection error
+	Error  string    `json:"error,omitempty"`
+}
+
+// webhooks delivers events to one URL, at least once, with retries and injected faults.
+type webhooks struct {
+	url, secret string
+	policy      RetryPolicy
+	logf        func(string, ...any)
+	client      *http.Client
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu         sync.Mutex
+	fault      WebhookFault
+	left       int // events the fault still applies to, when fault.Count > 0
+	held       *delivery
+	deliveries []*delivery
+}
+
+// delivery is the running state of a Delivery.
+type delivery struct {
+	Delivery
+	payload   []byte
+	firstDone chan struct{} // closed after the first attempt (or when it never happens)
+	closeOnce sync.Once
+}
+
+func (d *delivery) markFirstDone() { d.closeOnce.Do(func() { close(d.firstDone) }) }
+
+func newWebhooks(url, secret string, policy RetryPolicy, logf func(string, ...any)) *webhooks {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &webhooks{
+		url: url, secret: secret, policy: policy, logf: logf,
+		client: &http.Client{Timeout: policy.Timeout},
+		ctx:    ctx, cancel: cancel,
+		fault: WebhookFault{Mode: FaultNone},
+	}
+}
+
+func (w *webhooks) close() {
+	w.cancel()
+	w.wg.Wait()
+}
+
+// setFault changes the fault mode. An event held back for reordering is released.
+func (w *webhooks) setFault(f WebhookFault) error {
+	switch f.Mode {
+	case "":
+		f.Mode = FaultNone
+	case FaultNone, FaultDuplicate, FaultDrop, FaultReorder:
+	case FaultDelay:
+		if f.Delay <= 0 {
+			return fmt.Errorf("webhook fault %s needs a positive delay", f.Mode)
+		}
+	default:
+		return fmt.Errorf("unknown webhook fault %q (want none, duplicate, drop, delay or reorder)", f.Mode)
+	}
+	if f.Count < 0 {
+		return fmt.Errorf("webhook fault count %d is negative", f.Count)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.fault, w.left = f, f.Count
+	if w.held != nil && f.Mode != FaultReorder {
+		w.startLocked(w.held, 0, nil)
+		w.held = nil
+	}
+	return nil
+}
+
+func (w *webhooks) currentFault() WebhookFault {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.fault
+}
+
+// log returns a copy of every delivery so far, oldest first.
+func (w *webhooks) log() []Delivery {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]Delivery, len(w.deliveries))
+	for i, d := range w.deliveries {
+		out[i] = d.Delivery
+		out[i].Attempts = append([]Attempt(nil), d.Attempts...)
+	}
+	return out
+}
+
+// send starts the delivery of events (in order), applying the current fault to each.
+func (w *webhooks) send(evs []*event, apiVersion string) {
+	if w.url == "" || len(evs) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range evs {
+		payload, err := json.MarshalIndent(e.json(apiVersion), "", "  ")
+		if err != nil {
+			panic(err) // our own JSON types
+		}
+		f := w.fault
+		if w.fault.Count > 0 {
+			if w.left--; w.left <= 0 {
+				w.fault = WebhookFault{Mode: FaultNone}
+			}
+		}
+		newDelivery := func() *delivery {
+			d := &delivery{Delivery: Delivery{
+				ID: fmt.Sprintf("whd_%d", len(w.deliveries)+1), EventID: e.id, EventType: e.typ, State: "pending",
+				Attempts: []Attempt{},
+			}, payload: payload, firstDone: make(chan struct{})}
+			if f.Mode != FaultNone {
+				d.Fault = f.Mode
+			}
+			w.deliveries = append(w.deliveries, d)
+			return d
+		}
+		switch f.Mode {
+		case FaultDrop:
+			d := newDelivery()
+			d.State = "dropped"
+			d.markFirstDone()
+		case FaultDuplicate:
+			w.startLocked(newDelivery(), 0, nil)
+			w.startLocked(newDelivery(), 0, nil)
+		case FaultDelay:
+			w.startLocked(newDelivery(), f.Delay, nil)
+		case FaultReorder:
+			d := newDelivery()
+			if w.held == nil {
+				d.State = "held"
+				w.held = d
+				continue
+			}
+			older := w.held
+			w.held = nil
+			w.startLocked(d, 0, nil)
+			w.startLocked(older, 0, d.firstDone)
+		default:
+			w.startLocked(newDelivery(), 0, nil)
+		}
+		if w.held != nil && w.fault.Mode != FaultReorder {
+			w.startLocked(w.held, 0, nil) // the reorder fault just ran out
+			w.held = nil
+		}
+	}
+}
+
+// startLocked runs d in its own goroutine: after wait, and once after (if not nil) is closed.
+func (w *webhooks) startLocked(d *delivery, wait time.Duration, after <-chan struct{}) {
+	d.State = "pending"
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer d.markFirstDone()
+		if after != nil {
+			select {
+			case <-after:
+			case <-w.ctx.Done():
+				return
+			}
+		}
+		for attempt := 1; ; attempt++ {
+			if wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-w.ctx.Done():
+					t.Stop()
+					return
+				}
+			}
+			a := w.post(d.payload)
+			w.mu.Lock()
+			d.Attempts = append(d.Attempts, a)
+			ok := a.Status >= 200 && a.Status < 300
+			switch {
+			case ok:
+				d.State = "delivered"
+			case attempt >= w.policy.MaxAttempts:
+				d.State = "failed"
+			}
+			w.mu.Unlock()
+			d.markFirstDone()
+			w.logf("paysim: webhook %s %s attempt %d: status %d %s", d.EventID, d.EventType, attempt, a.Status, a.Error)
+			if ok || attempt >= w.policy.MaxAttempts || w.ctx.Err() != nil {
+				return
+			}
+			wait = w.policy.Backoff(attempt)
+		}
+	}()
+}
+
+// post makes one attempt, signed at the current wall-clock time as Stripe signs it.
+func (w *webhooks) post(payload []byte) Attempt {
+	now := time.Now()
+	a := Attempt{At: now}
+	req, err := http.NewRequestWithContext(w.ctx, http.MethodPost, w.url, bytes.NewReader(payload))
+	if err != nil {
+		a.Error = err.Error()
+		return a
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
+	req.Header.Set("Accept", "*/*; q=0.5, application/xml")
+	req.Header.Set("Cache-Control", "no-cache")
+	req.Header.Set("Stripe-Signature", SignatureHeader(payload, w.secret, now))
+	resp, err := w.client.Do(req)
+	if err != nil {
+		a.Error = err.Error()
+		return a
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	a.Status = resp.StatusCode
+	return a
+}
+
+// SignatureHeader is the Stripe-Signature header for payload signed with secret at t:
+// "t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<payload>">".
+func SignatureHeader(payload []byte, secret string, t time.Time) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte(ts))
+	mac.Write([]byte("."))
+	mac.Write(payload)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
+}
