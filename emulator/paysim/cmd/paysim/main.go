@@ -11,13 +11,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spanmart/spanmart/emulator/paysim"
+	"github.com/spanmart/spanmart/internal/emucmd"
 )
 
 func main() {
@@ -46,31 +44,12 @@ func main() {
 		opts.ClockStart = t
 	}
 
-	logger := log.New(os.Stderr, "", log.LstdFlags|log.Lmicroseconds)
-	if verbose {
-		opts.Logf = logger.Printf
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, opts); err != nil {
-		logger.Printf("paysim: %v", err)
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context, opts paysim.Options) error {
-	srv, err := paysim.Start(ctx, opts)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("paysim: ready on %s\n", srv.URL())
-	<-ctx.Done()
-	done := make(chan error, 1)
-	go func() { done <- srv.Close() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("shutdown took longer than 30s")
-	}
+	opts.Logf = emucmd.Logf(verbose)
+	emucmd.Main("paysim", func(ctx context.Context) (string, func() error, error) {
+		srv, err := paysim.Start(ctx, opts)
+		if err != nil {
+			return "", nil, err
+		}
+		return "paysim: ready on " + srv.URL(), srv.Close, nil
+	})
 }

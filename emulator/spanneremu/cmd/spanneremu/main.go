@@ -10,14 +10,9 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"log"
-	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu"
+	"github.com/spanmart/spanmart/internal/emucmd"
 )
 
 func main() {
@@ -36,31 +31,12 @@ func main() {
 	flag.Parse()
 	opts.NoHistory = !*history
 
-	logger := log.New(os.Stderr, "", log.LstdFlags|log.Lmicroseconds)
-	if verbose {
-		opts.Logf = logger.Printf
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, opts); err != nil {
-		logger.Printf("spanneremu: %v", err)
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context, opts spanneremu.Options) error {
-	srv, err := spanneremu.Start(ctx, opts)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("spanneremu: ready on %s\n", srv.Addr())
-	<-ctx.Done()
-	done := make(chan error, 1)
-	go func() { done <- srv.Close() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("shutdown took longer than 30s")
-	}
+	opts.Logf = emucmd.Logf(verbose)
+	emucmd.Main("spanneremu", func(ctx context.Context) (string, func() error, error) {
+		srv, err := spanneremu.Start(ctx, opts)
+		if err != nil {
+			return "", nil, err
+		}
+		return "spanneremu: ready on " + srv.Addr(), srv.Close, nil
+	})
 }

@@ -12,17 +12,15 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log"
 	"net/url"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spanmart/spanmart/emulator/tasksemu"
 	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
+	"github.com/spanmart/spanmart/internal/emucmd"
 )
 
 // queueFlags collects repeated -queue flags.
@@ -111,31 +109,12 @@ func main() {
 		opts.SigningKey = key
 	}
 
-	logger := log.New(os.Stderr, "", log.LstdFlags|log.Lmicroseconds)
-	if verbose {
-		opts.Logf = logger.Printf
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, opts); err != nil {
-		logger.Printf("tasksemu: %v", err)
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context, opts tasksemu.Options) error {
-	srv, err := tasksemu.Start(ctx, opts)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("tasksemu: ready on %s (oidc/status on http://%s)\n", srv.Addr(), srv.HTTPAddr())
-	<-ctx.Done()
-	done := make(chan error, 1)
-	go func() { done <- srv.Close() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("shutdown took longer than 30s")
-	}
+	opts.Logf = emucmd.Logf(verbose)
+	emucmd.Main("tasksemu", func(ctx context.Context) (string, func() error, error) {
+		srv, err := tasksemu.Start(ctx, opts)
+		if err != nil {
+			return "", nil, err
+		}
+		return fmt.Sprintf("tasksemu: ready on %s (oidc/status on http://%s)", srv.Addr(), srv.HTTPAddr()), srv.Close, nil
+	})
 }
