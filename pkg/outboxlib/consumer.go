@@ -209,6 +209,7 @@ type Consumer struct {
 type handlerSpec struct {
 	fn    HandlerFunc
 	order ordering
+	after func(context.Context, Delivery) error
 }
 
 type ordering int
@@ -232,6 +233,18 @@ var (
 	// and a gap is not waited for.
 	Snapshot HandlerOption = func(h *handlerSpec) { h.order = snapshot }
 )
+
+// After runs effect on the request path once the handler's transaction has committed, and again
+// on every later delivery of an event already applied (a redelivery answered as a duplicate). It
+// is how a consumer carries out a side effect outside Spanner that its handler recorded as an
+// intent row (docs/architecture.md, "Side effects outside Spanner"): effect reads the intent and
+// does nothing once it is finished, so it may run any number of times. An error answers 503, so
+// the queue delivers the event again and effect runs again; the event itself stays applied (no
+// failed delivery is counted, nothing is dead-lettered), and the owner's sweep of unfinished
+// intents is the backstop once the queue gives up.
+func After(effect func(ctx context.Context, d Delivery) error) HandlerOption {
+	return func(h *handlerSpec) { h.after = effect }
+}
 
 // NewConsumer returns a consumer; register handlers with Handle before serving.
 func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
@@ -396,6 +409,14 @@ func (c *Consumer) serveEvent(ec echo.Context) error {
 		c.observe(log, d, outcome, commitTS, "")
 		// The handler's events wait for the relay's poll otherwise: at every hop of a flow.
 		c.cfg.Nudger.Nudge(ctx, rec.shards...)
+		if h.after != nil && (outcome == OutcomeApplied || outcome == OutcomeDuplicate) {
+			if err := h.after(ctx, d); err != nil {
+				c.metrics.effects.WithLabelValues(c.cfg.Name, d.Type, "failed").Inc()
+				log.Warn("event applied; its side effect failed: retry later", zap.Error(err))
+				return platform.NewProblem(http.StatusServiceUnavailable, "event applied; its side effect is not finished; retry later").Wrap(err)
+			}
+			c.metrics.effects.WithLabelValues(c.cfg.Name, d.Type, "done").Inc()
+		}
 		return ec.JSON(http.StatusOK, result{outcome})
 	}
 	f.cause = err

@@ -46,6 +46,7 @@ const (
 	location   = "projects/spanmart-test/locations/us-central1"
 	consumerID = "fulfillment"
 	stockType  = "stock.received"
+	effectType = "stock.shipped" // receiveStock, then an After effect (fixture.effect)
 	waitLimit  = 15 * time.Second
 )
 
@@ -78,6 +79,7 @@ type fixture struct {
 	verifier *outboxlib.Verifier
 	fixed    atomic.Bool
 	tries    atomic.Int64 // handler runs in modeNoteAborted
+	effects  atomic.Int64 // runs of the After effect of effectType; the first one fails
 }
 
 func newFixture(t *testing.T, maxAttempts int) *fixture {
@@ -126,6 +128,12 @@ func newFixtureConfig(t *testing.T, edit func(*outboxlib.ConsumerConfig)) *fixtu
 	f.consumer.Handle(stockType, f.receiveStock)
 	f.consumer.Handle(levelType, f.countStock, outboxlib.Snapshot)
 	f.consumer.Handle(adjustType, f.receiveStock, outboxlib.AnyOrder)
+	f.consumer.Handle(effectType, f.receiveStock, outboxlib.After(func(ctx context.Context, d outboxlib.Delivery) error {
+		if f.effects.Add(1) == 1 {
+			return errors.New("the provider did not answer")
+		}
+		return nil
+	}))
 	f.consumer.Register(srv.Echo)
 
 	q, err := ct.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: location, Queue: &cloudtaskspb.Queue{
@@ -651,6 +659,38 @@ func TestConsumerTransientFailureIsRetried(t *testing.T) {
 	}
 	if n := f.onHand(t, "sku-transient"); n != 2 {
 		t.Errorf("OnHand = %d, want 2 (the failed attempt's write discarded)", n)
+	}
+}
+
+// An After effect runs once the handler's transaction committed; when it fails the delivery is
+// answered 503 although the event is applied, and the redelivery (a duplicate) runs the effect
+// again without applying the event twice or counting a failed delivery.
+func TestConsumerAfterEffectIsResumedByRedelivery(t *testing.T) {
+	f := newFixture(t, 2)
+	ev := typedEvent(t, effectType, "sku-effect", 1, 4, "")
+	f.send(t, ev, nil)
+	got := f.waitResponses(t, ev.ID, count(2))
+	if diff := cmp.Diff([]int{503, 200}, statuses(got)); diff != "" {
+		t.Errorf("statuses (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"", outboxlib.OutcomeDuplicate}, outcomes(got)); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	if n := f.effects.Load(); n != 2 {
+		t.Errorf("effect ran %d times, want 2 (after the commit, again on the redelivery)", n)
+	}
+	if n := f.onHand(t, "sku-effect"); n != 4 {
+		t.Errorf("OnHand = %d, want 4 (applied once)", n)
+	}
+	var failures int64
+	err := f.client.Single().Query(context.Background(), spanner.Statement{
+		SQL: "SELECT COUNT(*) FROM DeliveryFailures WHERE EventId = @id", Params: map[string]any{"id": ev.ID},
+	}).Do(func(r *spanner.Row) error { return r.Columns(&failures) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failures != 0 {
+		t.Errorf("%d DeliveryFailures rows, want none: the event was applied", failures)
 	}
 }
 

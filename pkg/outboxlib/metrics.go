@@ -13,6 +13,7 @@ type consumerMetrics struct {
 	lag         *prometheus.HistogramVec
 	deadLetters *prometheus.CounterVec
 	replays     *prometheus.CounterVec
+	effects     *prometheus.CounterVec
 }
 
 func newConsumerMetrics(reg prometheus.Registerer) (*consumerMetrics, error) {
@@ -34,6 +35,10 @@ func newConsumerMetrics(reg prometheus.Registerer) (*consumerMetrics, error) {
 			Name: "outbox_consumer_replays_total",
 			Help: "Dead letters replayed by an operator, by outcome (applied, stale).",
 		}, []string{"consumer", "type", "outcome"}),
+		effects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "outbox_consumer_effects_total",
+			Help: "Side effects run after an applied event (After), by result (done, failed).",
+		}, []string{"consumer", "type", "result"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -52,6 +57,10 @@ func newConsumerMetrics(reg prometheus.Registerer) (*consumerMetrics, error) {
 		return nil, err
 	}
 	m.replays, err = register(reg, m.replays)
+	if err != nil {
+		return nil, err
+	}
+	m.effects, err = register(reg, m.effects)
 	if err != nil {
 		return nil, err
 	}
