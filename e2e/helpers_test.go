@@ -37,9 +37,12 @@ type order struct {
 	} `json:"timeline"`
 }
 
-// orderRequest is the body of POST /v1/orders for qty of sku.
+// orderRequest is the body of POST /v1/orders for qty of sku, paid by a card that authorizes.
 func orderRequest(customer, sku string, qty int64) map[string]any {
-	return map[string]any{"customer_id": customer, "lines": []map[string]any{{"sku": sku, "quantity": qty}}}
+	return map[string]any{
+		"customer_id": customer, "lines": []map[string]any{{"sku": sku, "quantity": qty}},
+		"payment": map[string]any{"method": "card", "payment_method": "pm_card_visa"},
+	}
 }
 
 // postOrder sends POST /v1/orders with an Idempotency-Key.

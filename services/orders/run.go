@@ -30,13 +30,16 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	if n := outboxlib.NewNudger(cfg.Events.RelayURL, events.ConsumerName); n != nil {
 		nudger = n
 	}
-	httpapi.Register(srv.Echo, app.New(store.New(client), nudger))
+	// One service for both entry points: the public API and the event handlers use the same use
+	// cases and repository.
+	svc := app.New(store.New(client), nudger)
+	httpapi.Register(srv.Echo, svc)
 
 	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry)
 	if err != nil {
 		return err
 	}
-	events.Register(consumer)
+	events.Register(consumer, svc)
 	consumer.Register(srv.Echo)
 
 	return srv.Run(ctx, cfg.Config, zap.String("database", cfg.Database.String()))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/spanner"
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
 	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
@@ -91,8 +92,14 @@ func (s *system) post(t *testing.T, path string, header map[string]string, body 
 
 func (s *system) placeOrder(t *testing.T) string {
 	t.Helper()
+	return s.placeOrderWith(t, `"payment": {"method": "card", "payment_method": "pm_card_visa"}`)
+}
+
+// placeOrderWith places an order of 2 × A1 (300 JPY) with the given members (payment, email).
+func (s *system) placeOrderWith(t *testing.T, members string) string {
+	t.Helper()
 	status, body := s.post(t, "/v1/orders", map[string]string{"Idempotency-Key": uuid.NewString(), "Content-Type": "application/json"},
-		`{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 2}]}`)
+		`{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 2}], `+members+`}`)
 	if status != http.StatusCreated {
 		t.Fatalf("POST /v1/orders = %d %s", status, body)
 	}
@@ -200,5 +207,94 @@ func TestEventsThroughConsumer(t *testing.T) {
 	}
 	if o.Status != "AWAITING_PAYMENT" || o.Version != 2 || len(o.Timeline) != 3 || o.Timeline[1].Direction != "consumed" || o.Timeline[1].EventID != ev.ID || o.Timeline[2].EventType != "order.awaiting_payment" {
 		t.Errorf("GET = %+v", o)
+	}
+}
+
+// paymentEvent is a gateway event of the payment paymentID (aggregate "payment").
+func paymentEvent(typ, paymentID string, version int64, payload string) outboxlib.Event {
+	return outboxlib.Event{
+		ID: uuid.NewString(), Type: typ, Source: "//spanmart/gateway-abstraction", AggregateType: "payment",
+		AggregateID: paymentID, AggregateVersion: version, SchemaVersion: 1, OccurredAt: time.Now().UTC(),
+		Payload: json.RawMessage(payload),
+	}
+}
+
+// TestPaymentEventsThroughConsumer drives a konbini order through the real consumer as run wires
+// it: reserved, the slip (payment.pending, which GET then shows), the payment
+// (payment.authorized); and a card order through a decline and the release of its stock.
+func TestPaymentEventsThroughConsumer(t *testing.T) {
+	s := startSystem(t)
+	get := func(id string) (o struct {
+		Status       string
+		Version      int64
+		CancelReason *string `json:"cancel_reason"`
+		Email        string
+		Payment      map[string]any
+		Timeline     []struct {
+			EventType string `json:"event_type"`
+		}
+	}) {
+		t.Helper()
+		resp, err := http.Get(s.url + "/v1/orders/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	deliver := func(e outboxlib.Event) {
+		t.Helper()
+		if status, outcome := s.deliver(t, e, relayEmail); status != 200 || outcome != outboxlib.OutcomeApplied {
+			t.Fatalf("%s = %d %s, want 200 applied", e.Type, status, outcome)
+		}
+	}
+
+	id := s.placeOrderWith(t, `"email": "ali@example.com", "payment": {"method": "konbini", "store": "family-mart"}`)
+	deliver(inventoryEvent("inventory.reserved", id, `{"order_id": "`+id+`"}`))
+	pid := uuid.NewString()
+	pending := paymentEvent("payment.pending", pid, 1, `{"payment_id": "`+pid+`", "order_id": "`+id+`", "method": "konbini", "provider": "komoju",
+		"status": "PENDING", "amount_minor": 300, "currency": "JPY",
+		"slip": {"method": "konbini", "store": "family-mart", "payment_code": "FM-1", "confirmation_code": "C-2",
+			"instructions_url": "https://komoju.test/slips/1", "expires_at": "2026-12-09T15:00:00Z"}}`)
+	deliver(pending)
+	if status, outcome := s.deliver(t, pending, relayEmail); status != 200 || outcome != outboxlib.OutcomeDuplicate {
+		t.Errorf("redelivered payment.pending = %d %s, want 200 duplicate", status, outcome)
+	}
+	o := get(id)
+	wantPayment := map[string]any{
+		"method": "konbini", "store": "family-mart",
+		"instructions": map[string]any{
+			"method": "konbini", "store": "family-mart", "payment_code": "FM-1", "confirmation_code": "C-2",
+			"instructions_url": "https://komoju.test/slips/1", "expires_at": "2026-12-09T15:00:00Z",
+		},
+	}
+	if o.Status != "AWAITING_PAYMENT" || o.Version != 2 || o.Email != "ali@example.com" || len(o.Timeline) != 4 || o.Timeline[3].EventType != "payment.pending" {
+		t.Errorf("GET after the slip = %+v", o)
+	}
+	if diff := cmp.Diff(wantPayment, o.Payment); diff != "" {
+		t.Errorf("GET payment (-want +got):\n%s", diff)
+	}
+	deliver(paymentEvent("payment.authorized", pid, 2, `{"payment_id": "`+pid+`", "order_id": "`+id+`", "method": "konbini", "provider": "komoju",
+		"status": "AUTHORIZED", "amount_minor": 300, "currency": "JPY"}`))
+	if o := get(id); o.Status != "CONFIRMED" || o.Version != 3 || o.Timeline[len(o.Timeline)-1].EventType != "order.confirmed" {
+		t.Errorf("GET after the payment = %+v", o)
+	}
+
+	declined := s.placeOrder(t)
+	deliver(inventoryEvent("inventory.reserved", declined, `{"order_id": "`+declined+`"}`))
+	cid := uuid.NewString()
+	deliver(paymentEvent("payment.failed", cid, 1, `{"payment_id": "`+cid+`", "order_id": "`+declined+`", "method": "card", "provider": "stripe",
+		"status": "FAILED", "amount_minor": 300, "currency": "JPY", "reason": "declined"}`))
+	if o := get(declined); o.Status != "CANCELLING" || o.CancelReason == nil || *o.CancelReason != "payment_declined" {
+		t.Errorf("GET after the decline = %+v", o)
+	}
+	released := inventoryEvent("inventory.released", declined, `{"order_id": "`+declined+`", "lines": [{"sku": "A1", "quantity": 2}]}`)
+	released.AggregateVersion = 2
+	deliver(released)
+	if o := get(declined); o.Status != "CANCELLED" || o.Version != 4 {
+		t.Errorf("GET after the release = %+v", o)
 	}
 }

@@ -429,7 +429,7 @@ func (b *bench) profileServices(ctx context.Context) func() {
 
 func (b *bench) place(ctx context.Context) (string, error) {
 	sku := b.skus[rand.IntN(len(b.skus))]
-	body := fmt.Sprintf(`{"customer_id":"bench","lines":[{"sku":%q,"quantity":1}]}`, sku)
+	body := fmt.Sprintf(`{"customer_id":"bench","lines":[{"sku":%q,"quantity":1}],"payment":{"method":"card","payment_method":"pm_card_visa"}}`, sku)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.s.URL("orders")+"/v1/orders", strings.NewReader(body))
 	if err != nil {
 		return "", err

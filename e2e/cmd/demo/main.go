@@ -139,7 +139,10 @@ func run(ctx context.Context, keep, verbose bool) (err error) {
 
 // place posts an order of qty × A1 and returns its id.
 func (d *demo) place(ctx context.Context, qty int64) (string, error) {
-	body := map[string]any{"customer_id": "demo-customer", "lines": []map[string]any{{"sku": "A1", "quantity": qty}}}
+	body := map[string]any{
+		"customer_id": "demo-customer", "lines": []map[string]any{{"sku": "A1", "quantity": qty}},
+		"payment": map[string]any{"method": "card", "payment_method": "pm_card_visa"},
+	}
 	r, err := d.s.Do(ctx, http.MethodPost, "orders", "/v1/orders", body, "Idempotency-Key", uuid.NewString())
 	if err != nil {
 		return "", fmt.Errorf("POST /v1/orders: %w", err)

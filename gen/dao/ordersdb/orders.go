@@ -15,37 +15,45 @@ const OrdersTable = "Orders"
 
 // Column names of table Orders.
 const (
-	OrderColOrderId      = "OrderId"
-	OrderColCustomerId   = "CustomerId"
-	OrderColStatus       = "Status"
-	OrderColCurrency     = "Currency"
-	OrderColTotalMinor   = "TotalMinor"
-	OrderColVersion      = "Version"
-	OrderColCancelReason = "CancelReason"
-	OrderColCreatedAt    = "CreatedAt"
-	OrderColUpdatedAt    = "UpdatedAt"
+	OrderColOrderId             = "OrderId"
+	OrderColCustomerId          = "CustomerId"
+	OrderColStatus              = "Status"
+	OrderColCurrency            = "Currency"
+	OrderColTotalMinor          = "TotalMinor"
+	OrderColVersion             = "Version"
+	OrderColCancelReason        = "CancelReason"
+	OrderColCreatedAt           = "CreatedAt"
+	OrderColUpdatedAt           = "UpdatedAt"
+	OrderColPaymentMethod       = "PaymentMethod"
+	OrderColPaymentDetail       = "PaymentDetail"
+	OrderColEmail               = "Email"
+	OrderColPaymentInstructions = "PaymentInstructions"
 )
 
 // Order is a row of table Orders, primary key (OrderId).
 type Order struct {
-	OrderId      string             `spanner:"OrderId"`      // STRING NOT NULL
-	CustomerId   string             `spanner:"CustomerId"`   // STRING NOT NULL
-	Status       string             `spanner:"Status"`       // STRING NOT NULL
-	Currency     string             `spanner:"Currency"`     // STRING NOT NULL
-	TotalMinor   int64              `spanner:"TotalMinor"`   // INT64 NOT NULL
-	Version      int64              `spanner:"Version"`      // INT64 NOT NULL
-	CancelReason spanner.NullString `spanner:"CancelReason"` // STRING
-	CreatedAt    time.Time          `spanner:"CreatedAt"`    // TIMESTAMP NOT NULL allow_commit_timestamp
-	UpdatedAt    time.Time          `spanner:"UpdatedAt"`    // TIMESTAMP NOT NULL allow_commit_timestamp
+	OrderId             string             `spanner:"OrderId"`             // STRING NOT NULL
+	CustomerId          string             `spanner:"CustomerId"`          // STRING NOT NULL
+	Status              string             `spanner:"Status"`              // STRING NOT NULL
+	Currency            string             `spanner:"Currency"`            // STRING NOT NULL
+	TotalMinor          int64              `spanner:"TotalMinor"`          // INT64 NOT NULL
+	Version             int64              `spanner:"Version"`             // INT64 NOT NULL
+	CancelReason        spanner.NullString `spanner:"CancelReason"`        // STRING
+	CreatedAt           time.Time          `spanner:"CreatedAt"`           // TIMESTAMP NOT NULL allow_commit_timestamp
+	UpdatedAt           time.Time          `spanner:"UpdatedAt"`           // TIMESTAMP NOT NULL allow_commit_timestamp
+	PaymentMethod       spanner.NullString `spanner:"PaymentMethod"`       // STRING
+	PaymentDetail       spanner.NullString `spanner:"PaymentDetail"`       // STRING
+	Email               spanner.NullString `spanner:"Email"`               // STRING
+	PaymentInstructions spanner.NullJSON   `spanner:"PaymentInstructions"` // JSON
 }
 
 // OrderColumns returns the columns of table Orders in schema order.
 func OrderColumns() []string {
-	return []string{OrderColOrderId, OrderColCustomerId, OrderColStatus, OrderColCurrency, OrderColTotalMinor, OrderColVersion, OrderColCancelReason, OrderColCreatedAt, OrderColUpdatedAt}
+	return []string{OrderColOrderId, OrderColCustomerId, OrderColStatus, OrderColCurrency, OrderColTotalMinor, OrderColVersion, OrderColCancelReason, OrderColCreatedAt, OrderColUpdatedAt, OrderColPaymentMethod, OrderColPaymentDetail, OrderColEmail, OrderColPaymentInstructions}
 }
 
 // orderWriteColumns are the columns mutations write: every column but generated ones.
-var orderWriteColumns = []string{OrderColOrderId, OrderColCustomerId, OrderColStatus, OrderColCurrency, OrderColTotalMinor, OrderColVersion, OrderColCancelReason, OrderColCreatedAt, OrderColUpdatedAt}
+var orderWriteColumns = []string{OrderColOrderId, OrderColCustomerId, OrderColStatus, OrderColCurrency, OrderColTotalMinor, OrderColVersion, OrderColCancelReason, OrderColCreatedAt, OrderColUpdatedAt, OrderColPaymentMethod, OrderColPaymentDetail, OrderColEmail, OrderColPaymentInstructions}
 
 // orderKeyColumns are the primary key columns of table Orders.
 var orderKeyColumns = []string{OrderColOrderId}
@@ -71,7 +79,7 @@ func ReadOrderRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*O
 }
 
 func (o *Order) values() []any {
-	return []any{o.OrderId, o.CustomerId, o.Status, o.Currency, o.TotalMinor, o.Version, o.CancelReason, o.CreatedAt, o.UpdatedAt}
+	return []any{o.OrderId, o.CustomerId, o.Status, o.Currency, o.TotalMinor, o.Version, o.CancelReason, o.CreatedAt, o.UpdatedAt, o.PaymentMethod, o.PaymentDetail, o.Email, o.PaymentInstructions}
 }
 
 // Insert returns a mutation inserting o; it fails at commit if the row exists.

@@ -1,6 +1,18 @@
 // Package app holds the orders service's use cases: placing an order idempotently, reading an
-// order with its timeline, and listing the catalog. It declares what it needs from the outside
-// (Repository, Nudger) and knows nothing of HTTP or Spanner.
+// order with its timeline, listing the catalog, and applying the other services' events to orders
+// (events.go). It declares what it needs from the outside (Repository, Nudger) and knows nothing of
+// HTTP or Spanner.
+//
+// Two kinds of use case, two kinds of transaction. The request use cases (PlaceOrder, Order,
+// Products) let the Repository open and commit its own transaction. The event use cases run inside
+// a transaction somebody else opened: the event consumer's (pkg/outboxlib), which records the
+// inbox row and the aggregate version in the same transaction, so the order's change, its outbox
+// events and the "this event was applied" record commit together or not at all. Such a use case
+// takes that transaction as a Txn, an opaque value it never looks into, and hands it back to
+// Repository.UpdateInTxn, which knows what it is (the store: a *spanner.ReadWriteTransaction).
+// This keeps the decisions (which transition an event means, when an order has moved on and the
+// event is only noted) here, and the consumer's packages (internal/events) down to decoding
+// payloads; nothing outside the store touches a transaction.
 package app
 
 import (
@@ -98,6 +110,11 @@ type Repository interface {
 	Order(ctx context.Context, id string) (*order.Order, []TimelineEntry, error)
 	// ActiveProducts returns the active catalog, by SKU.
 	ActiveProducts(ctx context.Context) ([]Product, error)
+	// UpdateInTxn, inside txn (which the caller commits): loads order id, runs change on it and
+	// writes the consumed event's timeline row and, if change changed the order, its new state,
+	// its outbox events and their timeline rows. change is pure (txn may be retried); its error is
+	// returned unchanged and nothing is written. An unknown order is order.ErrNotFound.
+	UpdateInTxn(ctx context.Context, txn Txn, id string, consumed Consumed, change func(*order.Order) error) error
 }
 
 // Nudger tells the relay that new outbox rows are waiting; best effort.
@@ -121,10 +138,71 @@ type LineRequest struct {
 }
 
 // PlaceOrderRequest is the body of POST /v1/orders. Its JSON encoding is canonical (fixed field
-// order, no insignificant whitespace) and is what the request hash covers.
+// order, no insignificant whitespace) and is what the request hash covers, payment and e-mail
+// included.
 type PlaceOrderRequest struct {
-	CustomerID string        `json:"customer_id"`
-	Lines      []LineRequest `json:"lines"`
+	CustomerID string          `json:"customer_id"`
+	Email      string          `json:"email,omitempty"`
+	Lines      []LineRequest   `json:"lines"`
+	Payment    *PaymentRequest `json:"payment"`
+}
+
+// PaymentRequest is the payment object of POST /v1/orders: a method and the fields it takes
+// ({"method": "card", "payment_method": "pm_card_visa"}, {"method": "konbini", "store": "lawson"},
+// {"method": "wallet"}). It is decoded leniently so that validation (order.ParsePayment) can list
+// every problem, an unknown field or a field of another method among them, rather than stop at the
+// first; a known field that is not a string is malformed JSON for this API, as elsewhere.
+type PaymentRequest struct {
+	Method string
+	// Fields holds every other member of the object by name: the method's detail, and whatever
+	// else the client sent (the value of a field that is not a payment field is its raw JSON).
+	Fields map[string]string
+}
+
+// UnmarshalJSON implements json.Unmarshaler. A JSON null member counts as absent.
+func (p *PaymentRequest) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("payment: %w", err)
+	}
+	*p = PaymentRequest{}
+	for name, v := range raw {
+		if string(v) == "null" {
+			continue
+		}
+		switch name {
+		case order.FieldMethod, order.FieldPaymentMethod, order.FieldStore:
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				return fmt.Errorf("payment.%s is not a string", name)
+			}
+			if name == order.FieldMethod {
+				p.Method = s
+				continue
+			}
+			if p.Fields == nil {
+				p.Fields = map[string]string{}
+			}
+			p.Fields[name] = s
+		default:
+			if p.Fields == nil {
+				p.Fields = map[string]string{}
+			}
+			p.Fields[name] = string(v)
+		}
+	}
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler: one object with the method and the fields, keys sorted
+// (canonical, for the request hash).
+func (p PaymentRequest) MarshalJSON() ([]byte, error) {
+	m := make(map[string]string, len(p.Fields)+1)
+	for k, v := range p.Fields {
+		m[k] = v
+	}
+	m[order.FieldMethod] = p.Method
+	return json.Marshal(m)
 }
 
 // KeyHash returns hex SHA-256 of scope + "\x00" + key.
@@ -155,6 +233,15 @@ func (s *Service) PlaceOrder(ctx context.Context, idempotencyKey string, req Pla
 		skus[i] = l.SKU
 	}
 	problems := append(order.ValidateCustomer(req.CustomerID), order.ValidateLines(lines)...)
+	var payment order.Payment
+	if req.Payment == nil {
+		problems = append(problems, "payment is required")
+	} else {
+		var pp []string
+		payment, pp = order.ParsePayment(req.Payment.Method, req.Payment.Fields)
+		problems = append(problems, pp...)
+	}
+	problems = append(problems, order.ValidateEmail(req.Email, payment.Method)...)
 	if len(problems) > 0 {
 		return Response{}, &order.ValidationError{Problems: problems}
 	}
@@ -169,7 +256,7 @@ func (s *Service) PlaceOrder(ctx context.Context, idempotencyKey string, req Pla
 	resp, err := s.repo.PlaceOrder(ctx, Placement{
 		Key: key, SKUs: skus, Render: render,
 		Build: func(catalog map[string]Product) (*order.Order, error) {
-			return build(uuid.NewString(), req.CustomerID, lines, catalog)
+			return build(uuid.NewString(), req.CustomerID, lines, payment, req.Email, catalog)
 		},
 	})
 	if err != nil {
@@ -182,7 +269,7 @@ func (s *Service) PlaceOrder(ctx context.Context, idempotencyKey string, req Pla
 }
 
 // build prices lines from the catalog: every SKU must be active and every price in one currency.
-func build(id, customerID string, lines []order.Line, catalog map[string]Product) (*order.Order, error) {
+func build(id, customerID string, lines []order.Line, payment order.Payment, email string, catalog map[string]Product) (*order.Order, error) {
 	priced := make([]order.Line, len(lines))
 	currency := ""
 	for i, l := range lines {
@@ -197,7 +284,7 @@ func build(id, customerID string, lines []order.Line, catalog map[string]Product
 		}
 		priced[i] = order.Line{SKU: l.SKU, Quantity: l.Quantity, UnitPriceMinor: p.PriceMinor}
 	}
-	return order.New(id, customerID, currency, priced)
+	return order.New(id, customerID, currency, priced, payment, email)
 }
 
 // Order returns an order and its timeline.

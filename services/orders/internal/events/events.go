@@ -1,7 +1,19 @@
 // Package events applies other services' events to orders. It is registered with the outboxlib
 // consumer (POST /events, consumer name "orders"), which verifies the caller, de-duplicates
-// deliveries (ProcessedEvents) and tracks per-aggregate versions in the same read-write
-// transaction as the handlers below; the handlers only change the order and append its events.
+// deliveries (ProcessedEvents) and tracks per-aggregate versions in one read-write transaction
+// around the handlers below.
+//
+// A handler only decodes: it reads the payload (fulfillment's and the gateway's published
+// contracts; unknown fields are ignored) and calls the use case of package app that the event
+// means, passing the consumer's transaction along as an app.Txn. The app layer decides the
+// transition and whether the order has moved on, and reaches the store through its Repository
+// with that same transaction, so the order's change, its outbox events, its timeline and the
+// consumer's inbox row commit together. This package never touches the store.
+//
+// Errors: an unreadable payload, an unknown order or a change the order can never take (e.g. an
+// authorization for another amount) is permanent (outboxlib.Permanent: dead-lettered at once, for
+// an operator), since orders created every order it is told about and waiting cannot help; any
+// other error is transient and the queue redelivers the event.
 package events
 
 import (
@@ -9,95 +21,200 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"cloud.google.com/go/spanner"
 
 	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/services/orders/internal/app"
 	"github.com/spanmart/spanmart/services/orders/internal/order"
-	"github.com/spanmart/spanmart/services/orders/internal/store"
 )
 
 // ConsumerName is the name of this consumer in ProcessedEvents, ConsumerVersions and DeadLetters.
 const ConsumerName = "orders"
 
-// Event types consumed.
+// Event types consumed: fulfillment's (aggregate "reservation", id = the order id) and the
+// gateway's (aggregate "payment", id = the gateway's payment id; the order is in the payload).
 const (
 	InventoryReserved = "inventory.reserved"
 	InventoryRejected = "inventory.rejected"
+	InventoryReleased = "inventory.released"
+	PaymentAuthorized = "payment.authorized"
+	PaymentPending    = "payment.pending"
+	PaymentFailed     = "payment.failed"
+	PaymentExpired    = "payment.expired"
 )
 
-// Handlers returns the handler of every consumed event type.
-func Handlers() map[string]outboxlib.HandlerFunc {
+// Handler is what Register needs of an outboxlib consumer.
+type Handler interface {
+	Handle(eventType string, h outboxlib.HandlerFunc, opts ...outboxlib.HandlerOption)
+}
+
+// Handlers returns the handler of every consumed event type, applying them through svc.
+func Handlers(svc *app.Service) map[string]outboxlib.HandlerFunc {
+	h := &handlers{svc: svc}
 	return map[string]outboxlib.HandlerFunc{
-		InventoryReserved: InventoryReservedHandler,
-		InventoryRejected: InventoryRejectedHandler,
+		InventoryReserved: h.inventoryReserved,
+		InventoryRejected: h.inventoryRejected,
+		InventoryReleased: h.inventoryReleased,
+		PaymentAuthorized: h.paymentAuthorized,
+		PaymentPending:    h.paymentPending,
+		PaymentFailed:     h.paymentFailed,
+		PaymentExpired:    h.paymentFailed,
 	}
 }
 
-// Register adds every handler to c.
-func Register(c *outboxlib.Consumer) {
-	for typ, h := range Handlers() {
+// Register adds every handler to c, in the library's default order per aggregate: a payment's
+// payment.authorized after its payment.pending, a reservation's inventory.released after its
+// inventory.reserved.
+func Register(c Handler, svc *app.Service) {
+	for typ, h := range Handlers(svc) {
 		c.Handle(typ, h)
 	}
 }
 
-// inventoryPayload is what orders reads of inventory.* payloads (fulfillment's contract); unknown
-// fields are ignored.
+type handlers struct {
+	svc *app.Service
+}
+
+// inventoryPayload is what orders reads of inventory.* payloads.
 type inventoryPayload struct {
 	OrderID string `json:"order_id"`
 	Reason  string `json:"reason"`
 }
 
-// InventoryReservedHandler: every line is reserved, so a PENDING order now awaits payment
-// (order.awaiting_payment).
-func InventoryReservedHandler(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
-	return apply(ctx, txn, d, func(o *order.Order, _ inventoryPayload) error { return o.MarkAwaitingPayment() })
+// paymentPayload is what orders reads of payment.* payloads.
+type paymentPayload struct {
+	OrderID     string    `json:"order_id"`
+	Method      string    `json:"method"`
+	AmountMinor int64     `json:"amount_minor"`
+	Currency    string    `json:"currency"`
+	Reason      string    `json:"reason"`
+	Slip        *slipJSON `json:"slip"`
 }
 
-// InventoryRejectedHandler: stock could not be reserved, so a PENDING order is cancelled with the
-// event's reason (default "out_of_stock"; order.cancelled). Nothing was reserved or paid, so it goes
-// straight to CANCELLED.
-func InventoryRejectedHandler(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
-	return apply(ctx, txn, d, func(o *order.Order, p inventoryPayload) error {
-		reason := p.Reason
-		if reason == "" {
-			reason = "out_of_stock"
-		}
-		if len(reason) > order.MaxReasonLen {
-			reason = reason[:order.MaxReasonLen]
-		}
-		return o.Reject(reason)
-	})
+type slipJSON struct {
+	Method           string    `json:"method"`
+	Store            string    `json:"store"`
+	PaymentCode      string    `json:"payment_code"`
+	ConfirmationCode string    `json:"confirmation_code"`
+	InstructionsURL  string    `json:"instructions_url"`
+	Bank             *bankJSON `json:"bank"`
+	ExpiresAt        time.Time `json:"expires_at"`
 }
 
-// apply decodes the payload and runs change on the order it names. An order that has already
-// moved on (the transition is illegal from its state) makes the event a no-op, logged; an unknown
-// order or an unreadable payload is permanent: orders created the order this event is about, so
-// neither can be fixed by waiting.
-func apply(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery, change func(*order.Order, inventoryPayload) error) error {
+type bankJSON struct {
+	BankName      string `json:"bank_name"`
+	BranchName    string `json:"branch_name"`
+	AccountType   string `json:"account_type"`
+	AccountNumber string `json:"account_number"`
+	AccountHolder string `json:"account_holder"`
+}
+
+func (h *handlers) inventoryReserved(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
 	var p inventoryPayload
-	if err := json.Unmarshal(d.Payload, &p); err != nil {
+	if err := decode(d, &p, &p.OrderID); err != nil {
+		return err
+	}
+	out, err := h.svc.MarkStockReserved(ctx, txn, consumed(d), p.OrderID)
+	return finish(ctx, out, err)
+}
+
+func (h *handlers) inventoryRejected(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	var p inventoryPayload
+	if err := decode(d, &p, &p.OrderID); err != nil {
+		return err
+	}
+	out, err := h.svc.RejectForStock(ctx, txn, consumed(d), p.OrderID, p.Reason)
+	return finish(ctx, out, err)
+}
+
+func (h *handlers) inventoryReleased(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	var p inventoryPayload
+	if err := decode(d, &p, &p.OrderID); err != nil {
+		return err
+	}
+	out, err := h.svc.CompleteCancellation(ctx, txn, consumed(d), p.OrderID)
+	return finish(ctx, out, err)
+}
+
+func (h *handlers) paymentAuthorized(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	var p paymentPayload
+	if err := decode(d, &p, &p.OrderID); err != nil {
+		return err
+	}
+	a := app.PaymentAuthorization{AmountMinor: p.AmountMinor, Currency: p.Currency}
+	out, err := h.svc.ConfirmPayment(ctx, txn, consumed(d), p.OrderID, a)
+	return finish(ctx, out, err)
+}
+
+func (h *handlers) paymentPending(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	var p paymentPayload
+	if err := decode(d, &p, &p.OrderID); err != nil {
+		return err
+	}
+	if p.Slip == nil {
+		return outboxlib.Permanent(fmt.Errorf("%s %s: payload has no slip", d.Type, d.ID))
+	}
+	// The payment's method is the contract's ("konbini", "bank_transfer"); the slip's own may be
+	// spelled in the gateway's vocabulary ("KONBINI"), so it only fills in for a missing one.
+	method := p.Method
+	if method == "" {
+		method = strings.ToLower(p.Slip.Method)
+	}
+	slip := order.PaymentInstructions{
+		Method: order.PaymentMethod(method), Store: p.Slip.Store, PaymentCode: p.Slip.PaymentCode,
+		ConfirmationCode: p.Slip.ConfirmationCode, InstructionsURL: p.Slip.InstructionsURL, ExpiresAt: p.Slip.ExpiresAt,
+	}
+	if b := p.Slip.Bank; b != nil {
+		slip.Bank = &order.BankAccount{
+			BankName: b.BankName, BranchName: b.BranchName, AccountType: b.AccountType,
+			AccountNumber: b.AccountNumber, AccountHolder: b.AccountHolder,
+		}
+	}
+	out, err := h.svc.RecordPaymentSlip(ctx, txn, consumed(d), p.OrderID, slip)
+	return finish(ctx, out, err)
+}
+
+// paymentFailed handles payment.failed and payment.expired (whose reason defaults to "expired").
+func (h *handlers) paymentFailed(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	var p paymentPayload
+	if err := decode(d, &p, &p.OrderID); err != nil {
+		return err
+	}
+	reason := p.Reason
+	if reason == "" && d.Type == PaymentExpired {
+		reason = app.ReasonPaymentExpired
+	}
+	out, err := h.svc.FailPayment(ctx, txn, consumed(d), p.OrderID, reason)
+	return finish(ctx, out, err)
+}
+
+// decode reads d's payload into v and checks that it names an order (*orderID).
+func decode(d outboxlib.Delivery, v any, orderID *string) error {
+	if err := json.Unmarshal(d.Payload, v); err != nil {
 		return outboxlib.Permanent(fmt.Errorf("%s %s: payload: %w", d.Type, d.ID, err))
 	}
-	if p.OrderID == "" {
+	if *orderID == "" {
 		return outboxlib.Permanent(fmt.Errorf("%s %s: payload has no order_id", d.Type, d.ID))
 	}
-	consumed := store.Consumed{Type: d.Type, ID: d.ID, AggregateType: d.AggregateType, AggregateVersion: d.AggregateVersion}
-	err := store.UpdateInTxn(ctx, txn, p.OrderID, consumed, func(o *order.Order) error {
-		err := change(o, p)
-		if errors.Is(err, order.ErrIllegalTransition) {
-			outboxlib.Note(ctx, fmt.Sprintf("event ignored: order %s has moved on (status %s)", p.OrderID, o.Status()))
-			return nil
-		}
-		return err
-	})
+	return nil
+}
+
+func consumed(d outboxlib.Delivery) app.Consumed {
+	return app.Consumed{Type: d.Type, ID: d.ID, AggregateType: d.AggregateType, AggregateVersion: d.AggregateVersion}
+}
+
+// finish turns a use case's answer into the handler's: the note for the consumer's log line, and
+// the error classified for the queue.
+func finish(ctx context.Context, out app.Outcome, err error) error {
 	switch {
-	case errors.Is(err, order.ErrNotFound):
-		return outboxlib.Permanent(fmt.Errorf("%s %s: %w", d.Type, d.ID, err))
-	case errors.Is(err, order.ErrInvalid):
-		return outboxlib.Permanent(fmt.Errorf("%s %s: %w", d.Type, d.ID, err))
+	case errors.Is(err, order.ErrNotFound), errors.Is(err, order.ErrInvalid):
+		return outboxlib.Permanent(err)
 	case err != nil:
-		return fmt.Errorf("%s %s: %w", d.Type, d.ID, err)
+		return err
 	}
+	outboxlib.Note(ctx, out.Note)
 	return nil
 }

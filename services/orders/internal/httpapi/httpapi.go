@@ -69,16 +69,50 @@ type TimelineEntry struct {
 
 // Order is the representation of an order. POST returns it without a timeline (the commit
 // timestamps are not known inside the transaction that stores the response); GET includes it.
+// Email and Payment are absent for an order placed before payments existed (and Email when the
+// customer gave none).
 type Order struct {
 	ID           string          `json:"id"`
 	CustomerID   string          `json:"customer_id"`
+	Email        string          `json:"email,omitempty"`
 	Status       string          `json:"status"`
 	Currency     string          `json:"currency"`
 	TotalMinor   int64           `json:"total_minor"`
 	Version      int64           `json:"version"`
 	CancelReason *string         `json:"cancel_reason"`
+	Payment      *Payment        `json:"payment,omitempty"`
 	Lines        []Line          `json:"lines"`
 	Timeline     []TimelineEntry `json:"timeline,omitempty"`
+}
+
+// Payment is an order's payment: the method and its detail as the request gave them, and the slip
+// of a konbini or bank transfer payment once the gateway issued it.
+type Payment struct {
+	Method        string        `json:"method"`
+	PaymentMethod string        `json:"payment_method,omitempty"`
+	Store         string        `json:"store,omitempty"`
+	Instructions  *Instructions `json:"instructions,omitempty"`
+}
+
+// Instructions is how the customer pays a slip: at a konbini (store, codes) or by bank transfer
+// (the account), until ExpiresAt.
+type Instructions struct {
+	Method           string       `json:"method"`
+	Store            string       `json:"store,omitempty"`
+	PaymentCode      string       `json:"payment_code,omitempty"`
+	ConfirmationCode string       `json:"confirmation_code,omitempty"`
+	InstructionsURL  string       `json:"instructions_url,omitempty"`
+	Bank             *BankAccount `json:"bank,omitempty"`
+	ExpiresAt        *time.Time   `json:"expires_at,omitempty"`
+}
+
+// BankAccount is the account a bank transfer is paid into.
+type BankAccount struct {
+	BankName      string `json:"bank_name,omitempty"`
+	BranchName    string `json:"branch_name,omitempty"`
+	AccountType   string `json:"account_type,omitempty"`
+	AccountNumber string `json:"account_number,omitempty"`
+	AccountHolder string `json:"account_holder,omitempty"`
 }
 
 // Product is a catalog entry.
@@ -92,8 +126,8 @@ type Product struct {
 
 func toOrder(o *order.Order, timeline []app.TimelineEntry) Order {
 	out := Order{
-		ID: o.ID(), CustomerID: o.CustomerID(), Status: string(o.Status()), Currency: o.Currency(),
-		TotalMinor: o.TotalMinor(), Version: o.Version(), Lines: []Line{},
+		ID: o.ID(), CustomerID: o.CustomerID(), Email: o.Email(), Status: string(o.Status()), Currency: o.Currency(),
+		TotalMinor: o.TotalMinor(), Version: o.Version(), Payment: toPayment(o), Lines: []Line{},
 	}
 	if r := o.CancelReason(); r != "" {
 		out.CancelReason = &r
@@ -106,6 +140,42 @@ func toOrder(o *order.Order, timeline []app.TimelineEntry) Order {
 			Seq: t.Seq, Direction: t.Direction, EventType: t.EventType, EventID: t.EventID,
 			AggregateType: t.AggregateType, AggregateVersion: t.AggregateVersion, At: t.At.UTC(),
 		})
+	}
+	return out
+}
+
+// toPayment returns the order's payment, nil for an order placed before payments existed (unless
+// the gateway issued it a slip all the same).
+func toPayment(o *order.Order) *Payment {
+	p, in := o.Payment(), o.PaymentInstructions()
+	if p.IsZero() && in == nil {
+		return nil
+	}
+	out := &Payment{Method: string(p.Method)}
+	switch p.Method.DetailField() {
+	case order.FieldPaymentMethod:
+		out.PaymentMethod = p.Detail
+	case order.FieldStore:
+		out.Store = p.Detail
+	}
+	if in != nil {
+		if out.Method == "" {
+			out.Method = string(in.Method)
+		}
+		out.Instructions = &Instructions{
+			Method: string(in.Method), Store: in.Store, PaymentCode: in.PaymentCode,
+			ConfirmationCode: in.ConfirmationCode, InstructionsURL: in.InstructionsURL,
+		}
+		if b := in.Bank; b != nil {
+			out.Instructions.Bank = &BankAccount{
+				BankName: b.BankName, BranchName: b.BranchName, AccountType: b.AccountType,
+				AccountNumber: b.AccountNumber, AccountHolder: b.AccountHolder,
+			}
+		}
+		if !in.ExpiresAt.IsZero() {
+			t := in.ExpiresAt.UTC()
+			out.Instructions.ExpiresAt = &t
+		}
 	}
 	return out
 }

@@ -96,7 +96,8 @@ func decode[T any](t *testing.T, b []byte) T {
 	return v
 }
 
-const orderBody = `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 2}, {"sku": "B2", "quantity": 1}]}`
+const orderBody = `{"customer_id": "cust-1", "email": "ali@example.com", "lines": [{"sku": "A1", "quantity": 2}, {"sku": "B2", "quantity": 1}],
+	"payment": {"method": "card", "payment_method": "pm_card_visa"}}`
 
 func TestPlaceOrder(t *testing.T) {
 	f := newFixture(t)
@@ -106,8 +107,9 @@ func TestPlaceOrder(t *testing.T) {
 	}
 	got := decode[httpapi.Order](t, resp.body)
 	want := httpapi.Order{
-		ID: got.ID, CustomerID: "cust-1", Status: "PENDING", Currency: "JPY", TotalMinor: 1300, Version: 1,
-		Lines: []httpapi.Line{{SKU: "A1", Quantity: 2, UnitPriceMinor: 150, LineTotalMinor: 300}, {SKU: "B2", Quantity: 1, UnitPriceMinor: 1000, LineTotalMinor: 1000}},
+		ID: got.ID, CustomerID: "cust-1", Email: "ali@example.com", Status: "PENDING", Currency: "JPY", TotalMinor: 1300, Version: 1,
+		Payment: &httpapi.Payment{Method: "card", PaymentMethod: "pm_card_visa"},
+		Lines:   []httpapi.Line{{SKU: "A1", Quantity: 2, UnitPriceMinor: 150, LineTotalMinor: 300}, {SKU: "B2", Quantity: 1, UnitPriceMinor: 1000, LineTotalMinor: 1000}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("body (-want +got):\n%s", diff)
@@ -129,6 +131,9 @@ func TestPlaceOrder(t *testing.T) {
 	o := s.Orders[0]
 	if o.OrderId != got.ID || o.Status != "PENDING" || o.Version != 1 || o.TotalMinor != 1300 || o.Currency != "JPY" || o.CustomerId != "cust-1" || o.CreatedAt.IsZero() {
 		t.Errorf("order row = %+v", o)
+	}
+	if o.PaymentMethod.StringVal != "card" || o.PaymentDetail.StringVal != "pm_card_visa" || o.Email.StringVal != "ali@example.com" || o.PaymentInstructions.Valid {
+		t.Errorf("order row's payment = %v %v %v %v", o.PaymentMethod, o.PaymentDetail, o.Email, o.PaymentInstructions)
 	}
 	if it := s.Items[1]; it.LineNo != 2 || it.Sku != "B2" || it.Quantity != 1 || it.UnitPriceMinor != 1000 {
 		t.Errorf("item row = %+v", it)
@@ -173,7 +178,7 @@ func TestReplay(t *testing.T) {
 	f := newFixture(t)
 	first := f.do(t, http.MethodPost, "/v1/orders", "key-r", orderBody)
 	// The same request with different whitespace and key order is the same canonical request.
-	again := `{"lines":[{"quantity":2,"sku":"A1"},{"quantity":1,"sku":"B2"}],"customer_id":"cust-1"}`
+	again := `{"payment":{"payment_method":"pm_card_visa","method":"card"},"lines":[{"quantity":2,"sku":"A1"},{"quantity":1,"sku":"B2"}],"email":"ali@example.com","customer_id":"cust-1"}`
 	second := f.do(t, http.MethodPost, "/v1/orders", "key-r", again)
 	if first.status != 201 || second.status != 201 {
 		t.Fatalf("statuses %d, %d; want 201, 201 (%s)", first.status, second.status, second.body)
@@ -192,9 +197,19 @@ func TestReplay(t *testing.T) {
 		t.Errorf("relay nudged %d times, want 1 (not on replays)", n)
 	}
 
-	// The same key with another request is refused and changes nothing.
-	other := f.do(t, http.MethodPost, "/v1/orders", "key-r", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 3}]}`)
-	checkProblem(t, other, http.StatusUnprocessableEntity, "idempotency key")
+	// The same key with another request is refused and changes nothing: the hash covers the lines,
+	// the payment and the e-mail address.
+	for name, body := range map[string]string{
+		"other lines":  `{"customer_id": "cust-1", "email": "ali@example.com", "lines": [{"sku": "A1", "quantity": 3}], "payment": {"method": "card", "payment_method": "pm_card_visa"}}`,
+		"other card":   strings.Replace(orderBody, "pm_card_visa", "pm_card_mastercard", 1),
+		"other method": strings.Replace(orderBody, `{"method": "card", "payment_method": "pm_card_visa"}`, `{"method": "wallet"}`, 1),
+		"other email":  strings.Replace(orderBody, "ali@example.com", "bob@example.com", 1),
+		"no email":     strings.Replace(orderBody, `"email": "ali@example.com", `, "", 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			checkProblem(t, f.do(t, http.MethodPost, "/v1/orders", "key-r", body), http.StatusUnprocessableEntity, "idempotency key")
+		})
+	}
 	if s := orderstest.Read(t, f.client); len(s.Orders) != 1 || len(s.Outbox) != 1 {
 		t.Errorf("after a conflicting key: %d orders, %d outbox rows", len(s.Orders), len(s.Outbox))
 	}
@@ -269,7 +284,7 @@ func TestValidation(t *testing.T) {
 		for i := range n {
 			parts = append(parts, fmt.Sprintf(`{"sku": "S%d", "quantity": 1}`, i))
 		}
-		return `{"customer_id": "c", "lines": [` + strings.Join(parts, ",") + `]}`
+		return `{"customer_id": "c", "lines": [` + strings.Join(parts, ",") + `], "payment": {"method": "wallet"}}`
 	}
 	tests := []struct {
 		name   string
@@ -281,18 +296,18 @@ func TestValidation(t *testing.T) {
 		{"no idempotency key", "", orderBody, 400, "Idempotency-Key"},
 		{"long idempotency key", strings.Repeat("k", 256), orderBody, 400, "Idempotency-Key"},
 		{"not json", "k", `{"customer_id":`, 400, "not a valid order"},
-		{"unknown field", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1, "qty": 2}]}`, 400, "unknown field"},
-		{"wrong type", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": "2"}]}`, 400, "not a valid order"},
+		{"unknown field", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1, "qty": 2}], "payment": {"method": "wallet"}}`, 400, "unknown field"},
+		{"wrong type", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": "2"}], "payment": {"method": "wallet"}}`, 400, "not a valid order"},
 		{"trailing data", "k", orderBody + `{}`, 400, "after the JSON object"},
-		{"no customer", "k", `{"lines": [{"sku": "A1", "quantity": 1}]}`, 400, "customer_id is required"},
-		{"no lines", "k", `{"customer_id": "c", "lines": []}`, 400, "1 to 50 lines, got 0"},
+		{"no customer", "k", `{"lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": "wallet"}}`, 400, "customer_id is required"},
+		{"no lines", "k", `{"customer_id": "c", "lines": [], "payment": {"method": "wallet"}}`, 400, "1 to 50 lines, got 0"},
 		{"51 lines", "k", lines(51), 400, "1 to 50 lines, got 51"},
-		{"quantity 0", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 0}]}`, 400, "quantity 0 is not in 1..100"},
-		{"quantity 101", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 101}]}`, 400, "quantity 101 is not in 1..100"},
-		{"duplicate sku", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}, {"sku": "A1", "quantity": 1}]}`, 400, `duplicate sku "A1"`},
-		{"unknown sku", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}, {"sku": "NOPE", "quantity": 1}]}`, 422, `sku "NOPE"`},
-		{"inactive sku", "k", `{"customer_id": "c", "lines": [{"sku": "OLD", "quantity": 1}]}`, 422, `sku "OLD"`},
-		{"mixed currencies", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}, {"sku": "C3", "quantity": 1}]}`, 422, "USD"},
+		{"quantity 0", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 0}], "payment": {"method": "wallet"}}`, 400, "quantity 0 is not in 1..100"},
+		{"quantity 101", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 101}], "payment": {"method": "wallet"}}`, 400, "quantity 101 is not in 1..100"},
+		{"duplicate sku", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}, {"sku": "A1", "quantity": 1}], "payment": {"method": "wallet"}}`, 400, `duplicate sku "A1"`},
+		{"unknown sku", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}, {"sku": "NOPE", "quantity": 1}], "payment": {"method": "wallet"}}`, 422, `sku "NOPE"`},
+		{"inactive sku", "k", `{"customer_id": "c", "lines": [{"sku": "OLD", "quantity": 1}], "payment": {"method": "wallet"}}`, 422, `sku "OLD"`},
+		{"mixed currencies", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}, {"sku": "C3", "quantity": 1}], "payment": {"method": "wallet"}}`, 422, "USD"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

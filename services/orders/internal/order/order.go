@@ -1,6 +1,10 @@
 // Package order is the order aggregate: its lines, totals, status machine and version. It has no
 // I/O: the store loads and saves orders, the app layer decides which transition to apply.
 //
+// An order also carries the customer's choice of payment (Payment: a method and its detail) and
+// e-mail address, both fixed when it is placed, and, for a konbini or bank transfer payment, the
+// slip the gateway issued (PaymentInstructions), recorded without a transition.
+//
 // States (docs/architecture.md, "Flows"):
 //
 //	PENDING → AWAITING_PAYMENT → CONFIRMED → SHIPPED → COMPLETED
@@ -9,7 +13,8 @@
 //	SHIPPED → NEEDS_ATTENTION (capture failed after shipping)
 //
 // Every transition emits exactly one event and increments the version, so Version is always the
-// AggregateVersion of the last order.* event emitted.
+// AggregateVersion of the last order.* event emitted. The payment transitions are the gateway's
+// facts applied: Confirm (payment.authorized), FailPayment (payment.failed, payment.expired).
 package order
 
 import (
@@ -60,6 +65,20 @@ func (e *ValidationError) Error() string { return "invalid order: " + strings.Jo
 
 func (e *ValidationError) Unwrap() error { return ErrInvalid }
 
+// StateError is a change that is not a transition but is allowed in one state only (recording a
+// payment slip); it wraps ErrIllegalTransition, so callers treat both as "the order has moved on".
+type StateError struct {
+	ID     string
+	Status Status
+	Action string
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("order %s is %s: cannot %s", e.ID, e.Status, e.Action)
+}
+
+func (e *StateError) Unwrap() error { return ErrIllegalTransition }
+
 // TransitionError is an illegal transition; it wraps ErrIllegalTransition.
 type TransitionError struct {
 	ID       string
@@ -96,18 +115,29 @@ type Order struct {
 	totalMinor   int64
 	version      int64
 	cancelReason string
+	payment      Payment
+	email        string
+	instructions *PaymentInstructions
 
 	emitted []Emitted
+	changed bool // state differs from what New or Restore gave (transitions and slips)
 }
 
 // New validates a new order and returns it PENDING at version 1, having emitted order.created.
-// The lines must have distinct SKUs and one currency (the caller prices them from the catalog).
-func New(id, customerID, currency string, lines []Line) (*Order, error) {
+// The lines must have distinct SKUs and one currency (the caller prices them from the catalog); a
+// payment is required, and an e-mail address when the payment's slip is e-mailed.
+func New(id, customerID, currency string, lines []Line, payment Payment, email string) (*Order, error) {
 	var problems []string
 	if id == "" {
 		problems = append(problems, "id is empty")
 	}
 	problems = append(problems, ValidateCustomer(customerID)...)
+	if payment.IsZero() {
+		problems = append(problems, "payment is required")
+	} else {
+		problems = append(problems, payment.Validate()...)
+	}
+	problems = append(problems, ValidateEmail(email, payment.Method)...)
 	if len(currency) != 3 {
 		problems = append(problems, fmt.Sprintf("currency %q is not a 3-letter code", currency))
 	}
@@ -125,6 +155,7 @@ func New(id, customerID, currency string, lines []Line) (*Order, error) {
 	o := &Order{
 		id: id, customerID: customerID, status: Pending, currency: currency,
 		lines: append([]Line(nil), lines...), totalMinor: total, version: 1,
+		payment: payment, email: email, changed: true,
 	}
 	o.emitted = []Emitted{{Type: EventCreated, Version: 1}}
 	return o, nil
@@ -177,10 +208,14 @@ type Snapshot struct {
 	TotalMinor   int64
 	Version      int64
 	CancelReason string
+	Payment      Payment // zero for an order placed before payments existed
+	Email        string
+	Instructions *PaymentInstructions // the slip of a konbini or bank transfer payment, once issued
 }
 
 // Restore rebuilds a stored order. It checks what the database cannot (a known status); it emits
-// nothing.
+// nothing. An order placed before payments existed has no payment and no e-mail: it is restored as
+// it is, and the payment events find it without a method to check.
 func Restore(s Snapshot) (*Order, error) {
 	if !s.Status.Valid() {
 		return nil, fmt.Errorf("restore order %s: unknown status %q", s.ID, s.Status)
@@ -188,11 +223,26 @@ func Restore(s Snapshot) (*Order, error) {
 	if s.Version < 1 {
 		return nil, fmt.Errorf("restore order %s: version %d", s.ID, s.Version)
 	}
+	if !s.Payment.IsZero() && !s.Payment.Method.Valid() {
+		return nil, fmt.Errorf("restore order %s: unknown payment method %q", s.ID, s.Payment.Method)
+	}
 	return &Order{
 		id: s.ID, customerID: s.CustomerID, status: s.Status, currency: s.Currency,
 		lines: append([]Line(nil), s.Lines...), totalMinor: s.TotalMinor, version: s.Version,
-		cancelReason: s.CancelReason,
+		cancelReason: s.CancelReason, payment: s.Payment, email: s.Email, instructions: copyInstructions(s.Instructions),
 	}, nil
+}
+
+func copyInstructions(in *PaymentInstructions) *PaymentInstructions {
+	if in == nil {
+		return nil
+	}
+	c := *in
+	if in.Bank != nil {
+		b := *in.Bank
+		c.Bank = &b
+	}
+	return &c
 }
 
 // Snapshot returns the state to persist.
@@ -200,6 +250,7 @@ func (o *Order) Snapshot() Snapshot {
 	return Snapshot{
 		ID: o.id, CustomerID: o.customerID, Status: o.status, Currency: o.currency,
 		Lines: o.Lines(), TotalMinor: o.totalMinor, Version: o.version, CancelReason: o.cancelReason,
+		Payment: o.payment, Email: o.email, Instructions: o.PaymentInstructions(),
 	}
 }
 
@@ -211,17 +262,60 @@ func (o *Order) TotalMinor() int64    { return o.totalMinor }
 func (o *Order) Version() int64       { return o.version }
 func (o *Order) CancelReason() string { return o.cancelReason }
 func (o *Order) Lines() []Line        { return append([]Line(nil), o.lines...) }
+func (o *Order) Payment() Payment     { return o.payment }
+func (o *Order) Email() string        { return o.email }
+
+// PaymentInstructions returns the slip of a konbini or bank transfer payment, nil before it is
+// issued (and for the other methods).
+func (o *Order) PaymentInstructions() *PaymentInstructions { return copyInstructions(o.instructions) }
 
 // Emitted returns the events emitted since New or Restore, oldest first.
 func (o *Order) Emitted() []Emitted { return append([]Emitted(nil), o.emitted...) }
+
+// Changed reports whether the order's state differs from what New or Restore gave: a transition,
+// or a change without one (a payment slip). The store writes the order only then.
+func (o *Order) Changed() bool { return o.changed }
 
 // MarkAwaitingPayment records that inventory reserved every line: PENDING → AWAITING_PAYMENT.
 func (o *Order) MarkAwaitingPayment() error {
 	return o.transition(AwaitingPayment, EventAwaitingPayment)
 }
 
-// Confirm records a payment authorization: AWAITING_PAYMENT → CONFIRMED.
-func (o *Order) Confirm() error { return o.transition(Confirmed, EventConfirmed) }
+// Confirm records the authorization of the order's payment: AWAITING_PAYMENT → CONFIRMED. The
+// authorized amount and currency must be the order's: confirming an order for less than its total
+// would ship goods nobody pays for, so a mismatch is invalid (the gateway's bug, for an operator),
+// never a confirmation. An order in another state has moved on (TransitionError), checked first.
+func (o *Order) Confirm(amountMinor int64, currency string) error {
+	if !o.status.CanTransitionTo(Confirmed) {
+		return &TransitionError{ID: o.id, From: o.status, To: Confirmed}
+	}
+	if amountMinor != o.totalMinor || currency != o.currency {
+		return &ValidationError{Problems: []string{fmt.Sprintf("order %s: authorized %d %s, the order is %d %s", o.id, amountMinor, currency, o.totalMinor, o.currency)}}
+	}
+	return o.transition(Confirmed, EventConfirmed)
+}
+
+// FailPayment records that the payment failed or expired before it was authorized, for the
+// gateway's reason ("declined", "expired", ...): AWAITING_PAYMENT → CANCELLING with the cancel
+// reason "payment_" + reason (order.cancelled, so fulfillment releases the stock). Only an order
+// awaiting payment: a confirmed order whose authorization lapses is not cancelled here.
+func (o *Order) FailPayment(reason string) error {
+	if o.status != AwaitingPayment {
+		return &TransitionError{ID: o.id, From: o.status, To: Cancelling}
+	}
+	if reason == "" {
+		reason = "failed"
+	}
+	return o.cancel(Cancelling, truncate("payment_"+reason, MaxReasonLen))
+}
+
+// truncate cuts s to at most n characters.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n])
+}
 
 // Ship records the shipment: CONFIRMED → SHIPPED.
 func (o *Order) Ship() error { return o.transition(Shipped, EventShipped) }
@@ -271,5 +365,6 @@ func (o *Order) transition(to Status, event string) error {
 	o.status = to
 	o.version++
 	o.emitted = append(o.emitted, Emitted{Type: event, Version: o.version})
+	o.changed = true
 	return nil
 }

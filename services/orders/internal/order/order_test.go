@@ -57,13 +57,14 @@ func TestTransitions(t *testing.T) {
 		reason string
 	}{
 		{name: "MarkAwaitingPayment", to: AwaitingPayment, event: EventAwaitingPayment, call: (*Order).MarkAwaitingPayment},
-		{name: "Confirm", to: Confirmed, event: EventConfirmed, call: (*Order).Confirm},
+		{name: "Confirm", to: Confirmed, event: EventConfirmed, call: func(o *Order) error { return o.Confirm(200, "JPY") }},
 		{name: "Ship", to: Shipped, event: EventShipped, call: (*Order).Ship},
 		{name: "Complete", to: Completed, event: EventCompleted, call: (*Order).Complete},
 		{name: "FlagForAttention", to: NeedsAttention, event: EventNeedsAttention, call: (*Order).FlagForAttention},
 		{name: "BeginCancel", to: Cancelling, event: EventCancelled, reason: "customer", call: func(o *Order) error { return o.BeginCancel("customer") }},
 		{name: "FinishCancel", to: Cancelled, event: EventCancelCompleted, from: []Status{Cancelling}, call: (*Order).FinishCancel},
 		{name: "Reject", to: Cancelled, event: EventCancelled, reason: "out_of_stock", from: []Status{Pending}, call: func(o *Order) error { return o.Reject("out_of_stock") }},
+		{name: "FailPayment", to: Cancelling, event: EventCancelled, reason: "payment_declined", from: []Status{AwaitingPayment}, call: func(o *Order) error { return o.FailPayment("declined") }},
 	}
 	for _, m := range methods {
 		for _, from := range Statuses() {
@@ -82,7 +83,7 @@ func TestTransitions(t *testing.T) {
 					if !errors.As(err, &te) || !errors.Is(err, ErrIllegalTransition) || te.From != from || te.To != m.to {
 						t.Fatalf("err = %v, want TransitionError %s→%s", err, from, m.to)
 					}
-					if o.Status() != from || o.Version() != 3 || len(o.Emitted()) != 0 || o.CancelReason() != "" {
+					if o.Status() != from || o.Version() != 3 || len(o.Emitted()) != 0 || o.CancelReason() != "" || o.Changed() {
 						t.Errorf("illegal transition changed the order: %+v", o.Snapshot())
 					}
 					return
@@ -90,7 +91,7 @@ func TestTransitions(t *testing.T) {
 				if err != nil {
 					t.Fatalf("err = %v, want nil", err)
 				}
-				if o.Status() != m.to || o.Version() != 4 || o.CancelReason() != m.reason {
+				if o.Status() != m.to || o.Version() != 4 || o.CancelReason() != m.reason || !o.Changed() {
 					t.Errorf("after: status %s version %d reason %q, want %s 4 %q", o.Status(), o.Version(), o.CancelReason(), m.to, m.reason)
 				}
 				if diff := cmp.Diff([]Emitted{{Type: m.event, Version: 4}}, o.Emitted()); diff != "" {
@@ -101,12 +102,17 @@ func TestTransitions(t *testing.T) {
 	}
 }
 
+var card = Payment{Method: MethodCard, Detail: "pm_card_visa"}
+
 func TestNew(t *testing.T) {
-	o, err := New("o1", "c1", "JPY", []Line{{"A1", 2, 150}, {"B2", 1, 1000}})
+	o, err := New("o1", "c1", "JPY", []Line{{"A1", 2, 150}, {"B2", 1, 1000}}, Payment{Method: MethodKonbini, Detail: "lawson"}, "ali@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Snapshot{ID: "o1", CustomerID: "c1", Status: Pending, Currency: "JPY", Lines: []Line{{"A1", 2, 150}, {"B2", 1, 1000}}, TotalMinor: 1300, Version: 1}
+	want := Snapshot{
+		ID: "o1", CustomerID: "c1", Status: Pending, Currency: "JPY", Lines: []Line{{"A1", 2, 150}, {"B2", 1, 1000}}, TotalMinor: 1300, Version: 1,
+		Payment: Payment{Method: MethodKonbini, Detail: "lawson"}, Email: "ali@example.com",
+	}
 	if diff := cmp.Diff(want, o.Snapshot()); diff != "" {
 		t.Errorf("snapshot (-want +got):\n%s", diff)
 	}
@@ -125,22 +131,29 @@ func TestNewInvalid(t *testing.T) {
 		customer string
 		currency string
 		lines    []Line
+		payment  Payment
+		email    string
 		want     string
 	}{
-		{"no customer", " ", "JPY", []Line{{"A", 1, 1}}, "customer_id is required"},
-		{"long customer", strings.Repeat("c", 65), "JPY", []Line{{"A", 1, 1}}, "customer_id is longer"},
-		{"bad currency", "c", "YEN!", []Line{{"A", 1, 1}}, "currency"},
-		{"no lines", "c", "JPY", nil, "1 to 50 lines, got 0"},
-		{"too many lines", "c", "JPY", many, "1 to 50 lines, got 51"},
-		{"quantity 0", "c", "JPY", []Line{{"A", 0, 1}}, "quantity 0 is not in 1..100"},
-		{"quantity 101", "c", "JPY", []Line{{"A", 101, 1}}, "quantity 101 is not in 1..100"},
-		{"duplicate sku", "c", "JPY", []Line{{"A", 1, 1}, {"A", 2, 1}}, `duplicate sku "A"`},
-		{"empty sku", "c", "JPY", []Line{{"", 1, 1}}, "sku is required"},
-		{"negative price", "c", "JPY", []Line{{"A", 1, -1}}, "negative price"},
+		{"no customer", " ", "JPY", []Line{{"A", 1, 1}}, card, "", "customer_id is required"},
+		{"long customer", strings.Repeat("c", 65), "JPY", []Line{{"A", 1, 1}}, card, "", "customer_id is longer"},
+		{"bad currency", "c", "YEN!", []Line{{"A", 1, 1}}, card, "", "currency"},
+		{"no lines", "c", "JPY", nil, card, "", "1 to 50 lines, got 0"},
+		{"too many lines", "c", "JPY", many, card, "", "1 to 50 lines, got 51"},
+		{"quantity 0", "c", "JPY", []Line{{"A", 0, 1}}, card, "", "quantity 0 is not in 1..100"},
+		{"quantity 101", "c", "JPY", []Line{{"A", 101, 1}}, card, "", "quantity 101 is not in 1..100"},
+		{"duplicate sku", "c", "JPY", []Line{{"A", 1, 1}, {"A", 2, 1}}, card, "", `duplicate sku "A"`},
+		{"empty sku", "c", "JPY", []Line{{"", 1, 1}}, card, "", "sku is required"},
+		{"negative price", "c", "JPY", []Line{{"A", 1, -1}}, card, "", "negative price"},
+		{"no payment", "c", "JPY", []Line{{"A", 1, 1}}, Payment{}, "", "payment is required"},
+		{"bad payment", "c", "JPY", []Line{{"A", 1, 1}}, Payment{Method: MethodKonbini, Detail: "7-11"}, "a@example.com", `payment.store "7-11" is not one of`},
+		{"unknown method", "c", "JPY", []Line{{"A", 1, 1}}, Payment{Method: "cash"}, "", `payment.method "cash"`},
+		{"slip without email", "c", "JPY", []Line{{"A", 1, 1}}, Payment{Method: MethodBankTransfer}, "", "email is required for payment method bank_transfer"},
+		{"bad email", "c", "JPY", []Line{{"A", 1, 1}}, card, "ali", "email is not a valid e-mail address"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := New("o1", tt.customer, tt.currency, tt.lines)
+			_, err := New("o1", tt.customer, tt.currency, tt.lines, tt.payment, tt.email)
 			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want ErrInvalid containing %q", err, tt.want)
 			}

@@ -12,25 +12,50 @@ type linePayload struct {
 }
 
 type orderPayload struct {
-	OrderID      string        `json:"order_id"`
-	CustomerID   string        `json:"customer_id"`
-	Status       string        `json:"status"`
-	Currency     string        `json:"currency"`
-	TotalMinor   int64         `json:"total_minor"`
-	Lines        []linePayload `json:"lines,omitempty"`
-	CancelReason string        `json:"reason,omitempty"`
+	OrderID      string          `json:"order_id"`
+	CustomerID   string          `json:"customer_id"`
+	Status       string          `json:"status"`
+	Currency     string          `json:"currency"`
+	TotalMinor   int64           `json:"total_minor"`
+	Lines        []linePayload   `json:"lines,omitempty"`
+	CancelReason string          `json:"reason,omitempty"`
+	Email        string          `json:"email,omitempty"`
+	Payment      *paymentPayload `json:"payment,omitempty"`
+}
+
+// paymentPayload is the customer's choice of payment, as the request wrote it:
+// {"method": "card", "payment_method": "pm_..."}, {"method": "konbini", "store": "lawson"},
+// {"method": "wallet"}, {"method": "bank_transfer"}.
+type paymentPayload struct {
+	Method        string `json:"method"`
+	PaymentMethod string `json:"payment_method,omitempty"`
+	Store         string `json:"store,omitempty"`
 }
 
 // payload returns the body of an emitted event: order.created and order.cancelled carry the
-// lines (fulfillment reserves or releases them), every event the totals and status.
+// lines (fulfillment reserves or releases them), order.awaiting_payment the e-mail address (if
+// any) and the payment (the gateway creates the payment from it), every event the totals and
+// status.
 func payload(o *order.Order, e order.Emitted) orderPayload {
 	p := orderPayload{
 		OrderID: o.ID(), CustomerID: o.CustomerID(), Status: string(o.Status()), Currency: o.Currency(),
 		TotalMinor: o.TotalMinor(), CancelReason: o.CancelReason(),
 	}
-	if e.Type == order.EventCreated || e.Type == order.EventCancelled {
+	switch e.Type {
+	case order.EventCreated, order.EventCancelled:
 		for _, l := range o.Lines() {
 			p.Lines = append(p.Lines, linePayload{SKU: l.SKU, Quantity: l.Quantity, UnitPriceMinor: l.UnitPriceMinor})
+		}
+	case order.EventAwaitingPayment:
+		p.Email = o.Email()
+		if pay := o.Payment(); !pay.IsZero() {
+			p.Payment = &paymentPayload{Method: string(pay.Method)}
+			switch pay.Method.DetailField() {
+			case order.FieldPaymentMethod:
+				p.Payment.PaymentMethod = pay.Detail
+			case order.FieldStore:
+				p.Payment.Store = pay.Detail
+			}
 		}
 	}
 	return p

@@ -1,6 +1,10 @@
 // Package store keeps orders in Spanner through the generated gen/dao/ordersdb code: every state
 // change, its outbox events (pkg/outboxlib) and its timeline rows are written in one read-write
 // transaction. Spanner error codes are mapped here and nowhere else.
+//
+// Store implements app.Repository. PlaceOrder, Order and ActiveProducts run their own
+// transactions; UpdateInTxn runs in the event consumer's, which reaches it through the app layer
+// as an app.Txn (a *spanner.ReadWriteTransaction, the only type it accepts).
 package store
 
 import (
@@ -134,8 +138,16 @@ func insertOrder(ctx context.Context, txn *spanner.ReadWriteTransaction, o *orde
 	row := ordersdb.Order{
 		OrderId: snap.ID, CustomerId: snap.CustomerID, Status: string(snap.Status), Currency: snap.Currency,
 		TotalMinor: snap.TotalMinor, Version: snap.Version,
-		CancelReason: spanner.NullString{StringVal: snap.CancelReason, Valid: snap.CancelReason != ""},
+		CancelReason:  nullString(snap.CancelReason),
+		PaymentMethod: nullString(string(snap.Payment.Method)),
+		PaymentDetail: nullString(snap.Payment.Detail),
+		Email:         nullString(snap.Email),
 	}
+	instructions, err := instructionsColumn(snap.Instructions)
+	if err != nil {
+		return err
+	}
+	row.PaymentInstructions = instructions
 	row.SetCommitTimestamps()
 	ms := []*spanner.Mutation{row.Insert()}
 	for i, l := range snap.Lines {
@@ -178,20 +190,20 @@ func timelineRow(orderID string, seq int64, direction, typ, eventID, aggType str
 	return r
 }
 
-// Consumed identifies an event the service consumed, for the timeline.
-type Consumed struct {
-	Type             string
-	ID               string
-	AggregateType    string
-	AggregateVersion int64
-}
+func nullString(s string) spanner.NullString { return spanner.NullString{StringVal: s, Valid: s != ""} }
 
-// UpdateInTxn loads order id in txn, applies change and, in the same transaction, writes the
-// consumed event's timeline row and, if change emitted events, the order's new state, its outbox
-// events and their timeline rows. change may leave the order untouched (a stale event): only
-// the consumed row is written. An unknown order is order.ErrNotFound; change's error is returned
-// unchanged and nothing is written.
-func UpdateInTxn(ctx context.Context, txn *spanner.ReadWriteTransaction, id string, consumed Consumed, change func(*order.Order) error) error {
+// UpdateInTxn implements app.Repository. txn must be the *spanner.ReadWriteTransaction of the
+// caller (the event consumer). It loads order id, applies change and, in the same transaction,
+// writes the consumed event's timeline row and, if change changed the order, the order's new state
+// (status, version, cancel reason, payment slip), its outbox events and their timeline rows.
+// change may leave the order untouched (an event for an order that moved on): only the consumed
+// row is written. An unknown order is order.ErrNotFound; change's error is returned unchanged and
+// nothing is written.
+func (s *Store) UpdateInTxn(ctx context.Context, t app.Txn, id string, consumed app.Consumed, change func(*order.Order) error) error {
+	txn, ok := t.(*spanner.ReadWriteTransaction)
+	if !ok || txn == nil {
+		return fmt.Errorf("update order %s: the transaction is a %T, want a *spanner.ReadWriteTransaction", id, t)
+	}
 	o, err := readOrder(ctx, txn, id)
 	if err != nil {
 		return err
@@ -209,13 +221,18 @@ func UpdateInTxn(ctx context.Context, txn *spanner.ReadWriteTransaction, id stri
 	}
 	seq++
 	ms := []*spanner.Mutation{timelineRow(id, seq, app.DirectionConsumed, consumed.Type, consumed.ID, consumed.AggregateType, consumed.AggregateVersion).Insert()}
-	if len(o.Emitted()) > 0 {
+	if o.Changed() {
 		snap := o.Snapshot()
+		instructions, err := instructionsColumn(snap.Instructions)
+		if err != nil {
+			return err
+		}
 		row := ordersdb.Order{
 			OrderId: id, Status: string(snap.Status), Version: snap.Version, UpdatedAt: spanner.CommitTimestamp,
-			CancelReason: spanner.NullString{StringVal: snap.CancelReason, Valid: snap.CancelReason != ""},
+			CancelReason: nullString(snap.CancelReason), PaymentInstructions: instructions,
 		}
-		m, err := row.UpdateColumns(ordersdb.OrderColStatus, ordersdb.OrderColVersion, ordersdb.OrderColCancelReason, ordersdb.OrderColUpdatedAt)
+		m, err := row.UpdateColumns(ordersdb.OrderColStatus, ordersdb.OrderColVersion, ordersdb.OrderColCancelReason,
+			ordersdb.OrderColPaymentInstructions, ordersdb.OrderColUpdatedAt)
 		if err != nil {
 			return err
 		}
@@ -244,9 +261,17 @@ func readOrder(ctx context.Context, r dao.Reader, id string) (*order.Order, erro
 	for i, it := range items {
 		lines[i] = order.Line{SKU: it.Sku, Quantity: it.Quantity, UnitPriceMinor: it.UnitPriceMinor}
 	}
+	instructions, err := instructionsFromColumn(row.PaymentInstructions)
+	if err != nil {
+		return nil, fmt.Errorf("order %s: %w", id, err)
+	}
+	// Orders placed before migration 0003 have NULL payment columns: the zero Payment, no e-mail.
 	return order.Restore(order.Snapshot{
 		ID: row.OrderId, CustomerID: row.CustomerId, Status: order.Status(row.Status), Currency: row.Currency,
 		Lines: lines, TotalMinor: row.TotalMinor, Version: row.Version, CancelReason: row.CancelReason.StringVal,
+		Payment:      order.Payment{Method: order.PaymentMethod(row.PaymentMethod.StringVal), Detail: row.PaymentDetail.StringVal},
+		Email:        row.Email.StringVal,
+		Instructions: instructions,
 	})
 }
 
