@@ -15,7 +15,13 @@ import (
 //	GET  /_sandbox/payment_intents         {"data": [PaymentIntent...]} in creation order
 //	GET  /_sandbox/refunds                 {"data": [Refund...]} in creation order
 //	GET  /_sandbox/webhooks                {"fault": {...}, "deliveries": [Delivery...]}
-//	POST /_sandbox/webhooks                {"mode": "duplicate", "count": 1, "delay": "2s"}
+//	POST /_sandbox/webhooks                {"mode": "duplicate", "count": 1, "delay": "2s", "dialect": "komoju"}
+//	GET  /_sandbox/faults                  {"fault": {...}}: the API fault
+//	POST /_sandbox/faults                  {"mode": "error", "count": 1, "delay": "3s", "dialect": "stripe"}
+//	GET  /_sandbox/komoju/payments         {"data": [Payment...]} in creation order
+//	GET  /_sandbox/komoju/payments/{id}    the Payment (a slip's instructions_url)
+//	POST /_sandbox/komoju/payments/{id}/pay  the customer pays the slip -> the Payment, captured
+//	GET  /_sandbox/komoju/wallets          {"data": {"ali": {"available": N, "held": N}, ...}}
 func (s *Server) adminRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /_sandbox/clock", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]int64{"now": s.Now().Unix()})
@@ -54,29 +60,88 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, map[string]any{"fault": faultJSON(s.webhooks.currentFault()), "deliveries": s.webhooks.log()})
 	})
 	mux.HandleFunc("POST /_sandbox/webhooks", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Mode  string `json:"mode"`
-			Count int    `json:"count"`
-			Delay string `json:"delay"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			adminError(w, fmt.Errorf("decode body: %w", err))
+		f, err := decodeFault(r)
+		if err != nil {
+			adminError(w, err)
 			return
 		}
-		f := WebhookFault{Mode: req.Mode, Count: req.Count}
-		if req.Delay != "" {
-			var err error
-			if f.Delay, err = time.ParseDuration(req.Delay); err != nil {
-				adminError(w, err)
-				return
-			}
-		}
-		if err := s.SetWebhookFault(f); err != nil {
+		if err := s.SetWebhookFault(WebhookFault(f)); err != nil {
 			adminError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"fault": faultJSON(s.webhooks.currentFault())})
 	})
+	mux.HandleFunc("GET /_sandbox/faults", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"fault": faultJSON(WebhookFault(s.faults.current()))})
+	})
+	mux.HandleFunc("POST /_sandbox/faults", func(w http.ResponseWriter, r *http.Request) {
+		f, err := decodeFault(r)
+		if err != nil {
+			adminError(w, err)
+			return
+		}
+		if err := s.SetAPIFault(f); err != nil {
+			adminError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"fault": faultJSON(WebhookFault(s.faults.current()))})
+	})
+	mux.HandleFunc("GET /_sandbox/komoju/payments", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"data": s.komojuPaymentsJSON()})
+	})
+	mux.HandleFunc("GET /_sandbox/komoju/payments/{id}", func(w http.ResponseWriter, r *http.Request) {
+		for _, p := range s.komojuPaymentsJSON() {
+			if p.ID == r.PathValue("id") {
+				writeJSON(w, http.StatusOK, p)
+				return
+			}
+		}
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]string{"message": "no such payment " + r.PathValue("id")}})
+	})
+	mux.HandleFunc("POST /_sandbox/komoju/payments/{id}/pay", func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.payKomojuSlip(r.PathValue("id"))
+		if err != nil {
+			adminError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, p)
+	})
+	mux.HandleFunc("GET /_sandbox/komoju/wallets", func(w http.ResponseWriter, r *http.Request) {
+		type walletJSON struct {
+			Available int64 `json:"available"`
+			Held      int64 `json:"held"`
+		}
+		s.mu.Lock()
+		out := map[string]walletJSON{}
+		for customer, wl := range s.komoju.wallets {
+			out[customer] = walletJSON{Available: wl.available, Held: wl.held}
+		}
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"data": out})
+	})
+}
+
+// decodeFault reads the body of POST /_sandbox/webhooks and /_sandbox/faults, which share a
+// shape: {"mode", "count", "delay" (a Go duration), "dialect"}; so do WebhookFault and
+// APIFault, which convert into each other.
+func decodeFault(r *http.Request) (APIFault, error) {
+	var req struct {
+		Mode    string `json:"mode"`
+		Count   int    `json:"count"`
+		Delay   string `json:"delay"`
+		Dialect string `json:"dialect"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		return APIFault{}, fmt.Errorf("decode body: %w", err)
+	}
+	f := APIFault{Mode: req.Mode, Count: req.Count, Dialect: req.Dialect}
+	if req.Delay != "" {
+		var err error
+		if f.Delay, err = time.ParseDuration(req.Delay); err != nil {
+			return APIFault{}, err
+		}
+	}
+	return f, nil
 }
 
 func faultJSON(f WebhookFault) map[string]any {
@@ -86,6 +151,9 @@ func faultJSON(f WebhookFault) map[string]any {
 	}
 	if f.Delay > 0 {
 		m["delay"] = f.Delay.String()
+	}
+	if f.Dialect != "" {
+		m["dialect"] = f.Dialect
 	}
 	return m
 }
@@ -97,20 +165,76 @@ func adminError(w http.ResponseWriter, err error) {
 // SetWebhookFault changes how the next events are delivered (see WebhookFault).
 func (s *Server) SetWebhookFault(f WebhookFault) error { return s.webhooks.setFault(f) }
 
-// Deliveries returns the webhook delivery log, oldest first.
+// Deliveries returns the webhook delivery log of both dialects, oldest first.
 func (s *Server) Deliveries() []Delivery { return s.webhooks.log() }
 
-func (s *Server) paymentIntentsJSON() []paymentIntentJSON {
+// SetAPIFault changes how the next API requests are answered (see APIFault).
+func (s *Server) SetAPIFault(f APIFault) error { return s.faults.set(f) }
+
+// PayKomojuSlip stands for the customer paying the konbini or bank transfer slip of the KOMOJU
+// payment id: it becomes captured, and a payment.captured event is sent.
+func (s *Server) PayKomojuSlip(id string) error {
+	_, err := s.payKomojuSlip(id)
+	return err
+}
+
+func (s *Server) payKomojuSlip(id string) (j komojuPaymentJSON, err error) {
+	s.ticked(func() { // a slip past its deadline has expired and can no longer be paid
+		p, ok := s.komoju.payments[id]
+		if !ok {
+			err = fmt.Errorf("no KOMOJU payment %s", id)
+			return
+		}
+		if kerr := p.pay(s.nowLocked()); kerr != nil {
+			err = kerr
+		} else {
+			s.emitKomojuLocked("payment.captured", p, "")
+		}
+		j = p.json()
+	})
+	return j, err
+}
+
+// WalletBalance is the PayPay wallet of customer: what is available and what authorizations
+// hold (both 0 for a customer without a wallet).
+func (s *Server) WalletBalance(customer string) (available, held int64) {
 	s.mu.Lock()
-	s.tickLocked() // a read-back must not show authorizations that have lapsed
-	out := make([]paymentIntentJSON, 0, len(s.order))
-	for _, id := range s.order {
-		out = append(out, s.intents[id].json())
+	defer s.mu.Unlock()
+	if w := s.komoju.wallets[customer]; w != nil {
+		return w.available, w.held
 	}
-	evs := s.takeFreshLocked()
-	s.mu.Unlock()
-	s.webhooks.send(evs, s.opts.APIVersion)
+	return 0, 0
+}
+
+func (s *Server) komojuPaymentsJSON() []komojuPaymentJSON {
+	out := []komojuPaymentJSON{}
+	s.ticked(func() { // a read-back must not show slips that have expired
+		for _, id := range s.komoju.order {
+			out = append(out, s.komoju.payments[id].json())
+		}
+	})
 	return out
+}
+
+func (s *Server) paymentIntentsJSON() []paymentIntentJSON {
+	out := []paymentIntentJSON{}
+	s.ticked(func() { // a read-back must not show authorizations that have lapsed
+		for _, id := range s.order {
+			out = append(out, s.intents[id].json())
+		}
+	})
+	return out
+}
+
+// ticked runs f under s.mu once what the clock made due is applied, and delivers the events
+// both created once the lock is released.
+func (s *Server) ticked(f func()) {
+	s.mu.Lock()
+	s.tickLocked()
+	f()
+	msgs := s.takeFreshLocked()
+	s.mu.Unlock()
+	s.webhooks.send(msgs)
 }
 
 func (s *Server) refundsJSON() []refundJSON {

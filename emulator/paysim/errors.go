@@ -35,6 +35,11 @@ type apiError struct {
 
 func (e *apiError) Error() string { return fmt.Sprintf("%s (%s): %s", e.Type, e.Code, e.Message) }
 
+// reply is the error as Stripe sends it: {"error": {...}} with its status.
+func (e *apiError) reply() reply {
+	return reply{status: e.status, body: mustJSON(map[string]any{"error": e}), save: !e.validation}
+}
+
 // docURL is where Stripe documents an error code.
 func docURL(code string) string {
 	if code == "" {

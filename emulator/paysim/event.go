@@ -62,19 +62,19 @@ func matchesType(filter, typ string) bool {
 	return filter == typ
 }
 
-// emitLocked records an event about obj (marshalled now) and queues it for delivery once the
-// current request releases the lock.
+// emitLocked records a Stripe event about obj (marshalled now) and queues it for delivery once
+// the current request releases the lock.
 func (s *Server) emitLocked(typ string, obj any) {
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		panic(err) // only our own JSON types are passed
-	}
-	e := &event{id: newID("evt"), typ: typ, created: s.nowLocked(), object: raw,
+	e := &event{id: newID("evt"), typ: typ, created: s.nowLocked(), object: mustJSON(obj),
 		requestID: s.cur.requestID, idemKey: s.cur.idemKey}
 	if s.opts.WebhookURL != "" {
 		e.webhooks = 1
 	}
 	s.events = append(s.events, e)
 	s.byEvent[e.id] = e
-	s.fresh = append(s.fresh, e)
+	payload, err := json.MarshalIndent(e.json(s.opts.APIVersion), "", "  ")
+	if err != nil {
+		panic(err) // our own JSON types
+	}
+	s.fresh = append(s.fresh, message{eventID: e.id, eventType: e.typ, payload: payload, to: s.stripeHooks})
 }

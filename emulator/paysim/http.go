@@ -8,30 +8,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 )
-
-// idempotencyKeyLifetime is how long Stripe keeps an idempotency key (at least 24 hours).
-const idempotencyKeyLifetime = 24 * time.Hour
 
 // requestInfo identifies the API request that caused an event (Event.request).
 type requestInfo struct {
 	requestID, idemKey string
-}
-
-// idemKey scopes idempotency keys to the secret key that used them, as Stripe does per account.
-type idemKey struct {
-	apiKey, key string
-}
-
-// idemRecord is the saved outcome of the first request made with an idempotency key.
-type idemRecord struct {
-	endpoint  string // "POST /v1/payment_intents"
-	params    string // canonical form encoding of the parameters
-	status    int
-	body      []byte
-	requestID string
-	created   time.Time
 }
 
 // request is what an API handler gets: the parsed parameters and the path's {id}.
@@ -55,14 +36,14 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /v1/events/{id}", s.api(s.retrieveEvent))
 	mux.Handle("GET /v1/events", s.api(s.listEvents))
 	mux.Handle("/v1/", s.api(func(*request) (any, *apiError) { return nil, nil })) // unrecognized: answered in api
+	s.komojuRoutes(mux)
 	s.adminRoutes(mux)
 	return mux
 }
 
-// api wraps an API handler with what every Stripe endpoint does: authentication, parameter
-// parsing, idempotency, the Request-Id header and the error JSON. The handler runs under s.mu,
-// so requests are serialized and a retry with the same idempotency key always finds the
-// first request's result.
+// api wraps a Stripe endpoint with what every Stripe endpoint does: authentication, parameter
+// parsing, the Request-Id and Stripe-Version headers and the error JSON; serve does the rest
+// (idempotency, faults, events).
 func (s *Server) api(h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reqID := newID("req")
@@ -76,17 +57,16 @@ func (s *Server) api(h handler) http.Handler {
 
 		apiKey, aerr := s.authenticate(r)
 		if aerr != nil {
-			writeJSON(w, aerr.status, map[string]any{"error": aerr})
+			writeReply(w, aerr.reply())
 			return
 		}
 		if r.Pattern == "/v1/" {
 			e := invalidRequest(http.StatusNotFound, "", "", fmt.Sprintf("Unrecognized request URL (%s: %s). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.", r.Method, r.URL.Path))
-			writeJSON(w, e.status, map[string]any{"error": e})
+			writeReply(w, e.reply())
 			return
 		}
 		if err := r.ParseForm(); err != nil {
-			e := invalidRequest(http.StatusBadRequest, "", "", "Invalid request body: "+err.Error())
-			writeJSON(w, e.status, map[string]any{"error": e})
+			writeReply(w, invalidRequest(http.StatusBadRequest, "", "", "Invalid request body: "+err.Error()).reply())
 			return
 		}
 		key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
@@ -94,75 +74,51 @@ func (s *Server) api(h handler) http.Handler {
 			key = "" // GET is idempotent by nature; Stripe ignores the header there
 		}
 		if len(key) > 255 {
-			e := invalidRequest(http.StatusBadRequest, "", "", "Idempotency keys can only be up to 255 characters long.")
-			writeJSON(w, e.status, map[string]any{"error": e})
+			writeReply(w, invalidRequest(http.StatusBadRequest, "", "", "Idempotency keys can only be up to 255 characters long.").reply())
 			return
 		}
-		endpoint := r.Method + " " + r.URL.Path
+		if key != "" {
+			w.Header().Set("Idempotency-Key", key)
+		}
 		params := r.PostForm.Encode()
 		if r.Method == http.MethodGet {
 			params = r.Form.Encode()
 		}
-
-		s.mu.Lock()
-		s.tickLocked()
-		if key != "" {
-			if rec, ok := s.idem[idemKey{apiKey, key}]; ok {
-				s.mu.Unlock()
-				s.replay(w, rec, key, endpoint, params)
-				return
-			}
-		}
-		s.cur = requestInfo{requestID: reqID, idemKey: key}
-		result, herr := h(&request{form: r.Form, id: r.PathValue("id")})
-		status := http.StatusOK
-		var body []byte
-		if herr != nil {
-			status = herr.status
-			body = mustJSON(map[string]any{"error": herr})
-		} else {
-			body = mustJSON(result)
-		}
-		if key != "" && (herr == nil || !herr.validation) {
-			s.idem[idemKey{apiKey, key}] = &idemRecord{endpoint: endpoint, params: params, status: status,
-				body: body, requestID: reqID, created: s.nowLocked()}
-		}
-		s.cur = requestInfo{}
-		evs := s.takeFreshLocked()
-		s.mu.Unlock()
-
-		s.opts.Logf("paysim: %s %s -> %d (%s)", r.Method, r.URL.Path, status, reqID)
-		s.webhooks.send(evs, s.opts.APIVersion)
-		if key != "" {
-			w.Header().Set("Idempotency-Key", key)
-		}
-		w.WriteHeader(status)
-		w.Write(body)
+		s.serve(w, r, call{
+			dialect: &stripeDialect, apiKey: apiKey, idemKey: key, endpoint: r.Method + " " + r.URL.Path,
+			params: params, requestID: reqID,
+			run: func() reply {
+				result, herr := h(&request{form: r.Form, id: r.PathValue("id")})
+				if herr != nil {
+					return herr.reply()
+				}
+				return reply{status: http.StatusOK, body: mustJSON(result), save: true}
+			},
+		})
 	})
 }
 
-// replay answers a request whose idempotency key was seen before: the saved response when the
-// endpoint and parameters are the same, an idempotency_error otherwise.
-func (s *Server) replay(w http.ResponseWriter, rec *idemRecord, key, endpoint, params string) {
-	w.Header().Set("Idempotency-Key", key)
-	if rec.endpoint != endpoint {
-		e := &apiError{status: http.StatusBadRequest, Type: errIdempotency, Message: fmt.Sprintf(
-			"Keys for idempotent requests can only be used for the same endpoint they were first used for ('%s' vs '%s'). Try using a key other than '%s' if you meant to execute a different request.",
-			rec.endpoint, endpoint, key)}
-		writeJSON(w, e.status, map[string]any{"error": e})
-		return
-	}
-	if rec.params != params {
-		e := &apiError{status: http.StatusBadRequest, Type: errIdempotency, Message: fmt.Sprintf(
-			"Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '%s' if you meant to execute a different request.",
-			key)}
-		writeJSON(w, e.status, map[string]any{"error": e})
-		return
-	}
-	w.Header().Set("Idempotent-Replayed", "true")
-	w.Header().Set("Original-Request", rec.requestID)
-	w.WriteHeader(rec.status)
-	w.Write(rec.body)
+// stripeDialect is how Stripe answers what the shared machinery does: idempotency errors, the
+// Idempotent-Replayed and Original-Request headers of a replay, and api_error.
+var stripeDialect = dialect{
+	name: DialectStripe,
+	mismatch: func(c *call, rec *idemRecord) reply {
+		msg := fmt.Sprintf("Keys for idempotent requests can only be used with the same parameters they were first used with. "+
+			"Try using a key other than '%s' if you meant to execute a different request.", c.idemKey)
+		if rec.endpoint != c.endpoint {
+			msg = fmt.Sprintf("Keys for idempotent requests can only be used for the same endpoint they were first used for ('%s' vs '%s'). "+
+				"Try using a key other than '%s' if you meant to execute a different request.", rec.endpoint, c.endpoint, c.idemKey)
+		}
+		return (&apiError{status: http.StatusBadRequest, Type: errIdempotency, Message: msg}).reply()
+	},
+	replayed: func(h http.Header, rec *idemRecord) {
+		h.Set("Idempotent-Replayed", "true")
+		h.Set("Original-Request", rec.requestID)
+	},
+	unavailable: func() reply {
+		return (&apiError{status: http.StatusInternalServerError, Type: errAPI,
+			Message: "An unknown error occurred (the sandbox's API fault)."}).reply()
+	},
 }
 
 // authenticate returns the secret key of the request (Bearer, or Basic with the key as user

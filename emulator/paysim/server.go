@@ -1,16 +1,22 @@
-// Package paysim is a local sandbox of a payment provider, in-process or standalone. It speaks
-// the Stripe REST API (form-encoded requests, JSON responses, Stripe's error objects) for
-// PaymentIntents, refunds and events, so that the official client
-// github.com/stripe/stripe-go/v82 works against it unchanged once its backend URL points at
-// URL(). Every state change creates an Event, which is delivered to Options.WebhookURL signed
-// exactly as Stripe signs webhooks, so receivers verify it with webhook.ConstructEvent.
+// Package paysim is a local sandbox of the payment providers, in-process or standalone. One
+// listener speaks two dialects:
 //
-// Unlike a mock it keeps state and enforces Stripe's rules: status transitions, test payment
-// methods that decline or ask for 3-D Secure, idempotency keys, and authorizations that lapse
-// after 7 days of a virtual clock. Endpoints under /_sandbox/ control what a real provider does
-// not let a test control: the clock, webhook faults (duplicates, drops, delays, reordering),
-// and a read-back of every object for reconciliation. See README.md for what differs from
-// Stripe.
+//   - Stripe's REST API under /v1/ (form-encoded requests, JSON responses, Stripe's error
+//     objects) for PaymentIntents, refunds and events, so that the official client
+//     github.com/stripe/stripe-go/v82 works against it unchanged once its backend URL points at
+//     URL(); events are delivered to Options.WebhookURL signed exactly as Stripe signs them, so
+//     receivers verify them with webhook.ConstructEvent.
+//   - KOMOJU's REST API under /api/v1/ (JSON, HTTP Basic with the secret key, KOMOJU's error
+//     objects) for konbini, bank transfer and PayPay payments; events are delivered to
+//     Options.KomojuWebhookURL signed with X-Komoju-Signature.
+//
+// Unlike a mock it keeps state and enforces the providers' rules: status transitions, test
+// payment methods that decline or ask for 3-D Secure, PayPay wallets with balances, slips that
+// expire, idempotency keys, and authorizations that lapse, all on one virtual clock. Endpoints
+// under /_sandbox/ control what a real provider does not let a test control: the clock, webhook
+// faults (duplicates, drops, delays, reordering), API faults (500s, answers held back past a
+// client's timeout), paying a slip, and a read-back of every object for reconciliation. See
+// README.md for what differs from the real providers.
 package paysim
 
 import (
@@ -47,16 +53,39 @@ type Options struct {
 	ClockStart time.Time
 	// APIVersion is written in events; default DefaultAPIVersion.
 	APIVersion string
+
+	// KomojuSecretKey, if set, is the only KOMOJU secret key accepted; otherwise any
+	// sk_test_... key is.
+	KomojuSecretKey string
+	// KomojuWebhookURL receives every KOMOJU event as KOMOJU's webhook POST; empty means they
+	// are only retrievable through the API.
+	KomojuWebhookURL string
+	// KomojuWebhookSecret signs KOMOJU deliveries (X-Komoju-Signature); default
+	// "komoju_whsec_paysim".
+	KomojuWebhookSecret string
+	// WalletBalances seeds the PayPay wallets: customer id (metadata.customer_id of a payment)
+	// to balance in minor units. nil is DefaultWalletBalances(); a customer without a wallet
+	// has balance 0.
+	WalletBalances map[string]int64
+
 	// Logf, if set, receives one line per request and per webhook attempt.
 	Logf func(format string, args ...any)
 }
 
+// DefaultWalletBalances are the PayPay wallets of a sandbox started without
+// Options.WalletBalances: ali can pay, sara cannot pay much.
+func DefaultWalletBalances() map[string]int64 { return map[string]int64{"ali": 50000, "sara": 2000} }
+
 // Server is a running sandbox.
 type Server struct {
-	opts     Options
-	lis      net.Listener
-	httpSrv  *http.Server
-	webhooks *webhooks
+	opts        Options
+	lis         net.Listener
+	httpSrv     *http.Server
+	webhooks    *webhooks
+	stripeHooks *webhookTarget
+	komojuHooks *webhookTarget
+	faults      apiFaults
+	closing     chan struct{} // closed by Close: held responses are released
 
 	startWall time.Time
 
@@ -72,7 +101,8 @@ type Server struct {
 	events  []*event
 	byEvent map[string]*event
 	idem    map[idemKey]*idemRecord
-	fresh   []*event // events created by the current request, delivered after it unlocks
+	komoju  komojuState
+	fresh   []message // events created by the current request, delivered after it unlocks
 
 	closeOnce sync.Once
 	closeErr  error
@@ -85,6 +115,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if opts.WebhookSecret == "" {
 		opts.WebhookSecret = "whsec_paysim"
+	}
+	if opts.KomojuWebhookSecret == "" {
+		opts.KomojuWebhookSecret = "komoju_whsec_paysim"
+	}
+	if opts.WalletBalances == nil {
+		opts.WalletBalances = DefaultWalletBalances()
 	}
 	if opts.APIVersion == "" {
 		opts.APIVersion = DefaultAPIVersion
@@ -103,6 +139,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		refunds:   map[string]*refund{},
 		byEvent:   map[string]*event{},
 		idem:      map[idemKey]*idemRecord{},
+		komoju:    newKomojuState(opts.WalletBalances),
+		closing:   make(chan struct{}),
+		faults:    apiFaults{fault: APIFault{Mode: FaultNone}},
 	}
 	if !opts.ClockStart.IsZero() {
 		s.offset = opts.ClockStart.Sub(now)
@@ -113,7 +152,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("paysim: listen: %w", err)
 	}
 	s.lis = lis
-	s.webhooks = newWebhooks(opts.WebhookURL, opts.WebhookSecret, opts.WebhookRetry, opts.Logf)
+	s.webhooks = newWebhooks(opts.WebhookRetry, opts.Logf)
+	s.stripeHooks = stripeTarget(opts.WebhookURL, opts.WebhookSecret)
+	s.komojuHooks = komojuTarget(opts.KomojuWebhookURL, opts.KomojuWebhookSecret)
 	s.httpSrv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := s.httpSrv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -126,15 +167,21 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 // Addr is the host:port the sandbox listens on.
 func (s *Server) Addr() string { return s.lis.Addr().String() }
 
-// URL is the base URL to give stripe-go as its API backend URL (no trailing slash).
+// URL is the base URL of both dialects (no trailing slash): stripe-go's API backend URL, and
+// the KOMOJU client's base URL (its paths start with /api/v1/).
 func (s *Server) URL() string { return "http://" + s.Addr() }
 
-// WebhookSecret is the secret that signs webhook deliveries.
+// WebhookSecret is the secret that signs Stripe webhook deliveries.
 func (s *Server) WebhookSecret() string { return s.opts.WebhookSecret }
 
-// Close stops serving, cancels webhook deliveries in flight and waits for them to end.
+// KomojuWebhookSecret is the secret that signs KOMOJU webhook deliveries.
+func (s *Server) KomojuWebhookSecret() string { return s.opts.KomojuWebhookSecret }
+
+// Close stops serving, releases responses held by a timeout fault, cancels webhook deliveries
+// in flight and waits for them to end.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		close(s.closing)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		s.closeErr = s.httpSrv.Shutdown(ctx)
@@ -153,8 +200,8 @@ func (s *Server) Now() time.Time {
 func (s *Server) nowLocked() time.Time { return time.Now().Add(s.offset) }
 
 // AdvanceClock moves the virtual clock forward by d and applies what falls due: authorizations
-// older than 7 days lapse, idempotency keys older than 24 hours are forgotten. It returns the
-// new virtual time.
+// older than 7 days lapse, KOMOJU slips past their deadline expire, idempotency keys older than
+// 24 hours are forgotten. It returns the new virtual time.
 func (s *Server) AdvanceClock(d time.Duration) (time.Time, error) {
 	if d < 0 {
 		return time.Time{}, fmt.Errorf("advance clock by %v: the clock only moves forward", d)
@@ -163,9 +210,9 @@ func (s *Server) AdvanceClock(d time.Duration) (time.Time, error) {
 	s.offset += d
 	s.tickLocked()
 	now := s.nowLocked()
-	evs := s.takeFreshLocked()
+	msgs := s.takeFreshLocked()
 	s.mu.Unlock()
-	s.webhooks.send(evs, s.opts.APIVersion)
+	s.webhooks.send(msgs)
 	return now, nil
 }
 
@@ -179,6 +226,7 @@ func (s *Server) tickLocked() {
 			s.emitLocked("payment_intent.canceled", pi.json())
 		}
 	}
+	s.tickKomojuLocked(now)
 	for k, rec := range s.idem {
 		if now.Sub(rec.created) >= idempotencyKeyLifetime {
 			delete(s.idem, k)
@@ -188,21 +236,24 @@ func (s *Server) tickLocked() {
 
 // takeFreshLocked hands over the events created since the last call, for delivery once the
 // lock is released (deliveries never run under s.mu).
-func (s *Server) takeFreshLocked() []*event {
-	evs := s.fresh
+func (s *Server) takeFreshLocked() []message {
+	msgs := s.fresh
 	s.fresh = nil
-	return evs
+	return msgs
 }
 
 const alphanumerics = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 // newID returns a Stripe-looking object id: the prefix, an underscore and 24 random letters
 // and digits.
-func newID(prefix string) string {
-	b := make([]byte, 24)
+func newID(prefix string) string { return prefix + "_" + randomString(alphanumerics, 24) }
+
+// randomString returns n random characters of alphabet.
+func randomString(alphabet string, n int) string {
+	b := make([]byte, n)
 	rand.Read(b)
 	for i := range b {
-		b[i] = alphanumerics[int(b[i])%len(alphanumerics)]
+		b[i] = alphabet[int(b[i])%len(alphabet)]
 	}
-	return prefix + "_" + string(b)
+	return string(b)
 }

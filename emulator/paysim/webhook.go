@@ -6,7 +6,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -53,7 +52,7 @@ func (p RetryPolicy) Backoff(k int) time.Duration {
 	return min(d, p.MaxBackoff)
 }
 
-// Webhook fault modes, for testing how a receiver copes with what Stripe's at-least-once,
+// Webhook fault modes, for testing how a receiver copes with what the providers' at-least-once,
 // unordered delivery allows.
 const (
 	FaultNone      = "none"      // deliver each event once, at once
@@ -63,16 +62,19 @@ const (
 	FaultReorder   = "reorder"   // hold each event back until the next one has been attempted
 )
 
-// WebhookFault selects a fault for the next Count events (0: until changed).
+// WebhookFault selects a fault for the next Count events (0: until changed) of one dialect
+// ("" for both; events of the other dialect are delivered normally and not counted).
 type WebhookFault struct {
-	Mode  string        `json:"mode"`
-	Count int           `json:"count,omitempty"`
-	Delay time.Duration `json:"delay,omitempty"`
+	Mode    string        `json:"mode"`
+	Count   int           `json:"count,omitempty"`
+	Delay   time.Duration `json:"delay,omitempty"`
+	Dialect string        `json:"dialect,omitempty"`
 }
 
-// Delivery is one delivery of an event to the webhook URL, with its attempts.
+// Delivery is one delivery of an event to its dialect's webhook URL, with its attempts.
 type Delivery struct {
 	ID        string    `json:"id"`
+	Dialect   string    `json:"dialect"`
 	EventID   string    `json:"event_id"`
 	EventType string    `json:"event_type"`
 	Fault     string    `json:"fault,omitempty"`
@@ -87,12 +89,27 @@ type Attempt struct {
 	Error  string    `json:"error,omitempty"`
 }
 
-// webhooks delivers events to one URL, at least once, with retries and injected faults.
+// webhookTarget is where one dialect's events go and how each attempt is dressed and signed.
+type webhookTarget struct {
+	dialect string
+	url     string // "": the dialect's events are not delivered
+	// header sets an attempt's headers (content type, user agent, signature) at time now.
+	header func(h http.Header, d *Delivery, payload []byte, now time.Time)
+}
+
+// message is an event ready for delivery: its payload is what is POSTed.
+type message struct {
+	eventID, eventType string
+	payload            []byte
+	to                 *webhookTarget
+}
+
+// webhooks delivers the events of every dialect, each to its target, at least once, with
+// retries and injected faults. One delivery log and one fault serve both dialects.
 type webhooks struct {
-	url, secret string
-	policy      RetryPolicy
-	logf        func(string, ...any)
-	client      *http.Client
+	policy RetryPolicy
+	logf   func(string, ...any)
+	client *http.Client
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -108,6 +125,7 @@ type webhooks struct {
 // delivery is the running state of a Delivery.
 type delivery struct {
 	Delivery
+	to        *webhookTarget
 	payload   []byte
 	firstDone chan struct{} // closed after the first attempt (or when it never happens)
 	closeOnce sync.Once
@@ -115,10 +133,10 @@ type delivery struct {
 
 func (d *delivery) markFirstDone() { d.closeOnce.Do(func() { close(d.firstDone) }) }
 
-func newWebhooks(url, secret string, policy RetryPolicy, logf func(string, ...any)) *webhooks {
+func newWebhooks(policy RetryPolicy, logf func(string, ...any)) *webhooks {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &webhooks{
-		url: url, secret: secret, policy: policy, logf: logf,
+		policy: policy, logf: logf,
 		client: &http.Client{Timeout: policy.Timeout},
 		ctx:    ctx, cancel: cancel,
 		fault: WebhookFault{Mode: FaultNone},
@@ -132,20 +150,11 @@ func (w *webhooks) close() {
 
 // setFault changes the fault mode. An event held back for reordering is released.
 func (w *webhooks) setFault(f WebhookFault) error {
-	switch f.Mode {
-	case "":
-		f.Mode = FaultNone
-	case FaultNone, FaultDuplicate, FaultDrop, FaultReorder:
-	case FaultDelay:
-		if f.Delay <= 0 {
-			return fmt.Errorf("webhook fault %s needs a positive delay", f.Mode)
-		}
-	default:
-		return fmt.Errorf("unknown webhook fault %q (want none, duplicate, drop, delay or reorder)", f.Mode)
+	checked, err := checkFault("webhook", APIFault(f), FaultDelay, FaultNone, FaultDuplicate, FaultDrop, FaultDelay, FaultReorder)
+	if err != nil {
+		return err
 	}
-	if f.Count < 0 {
-		return fmt.Errorf("webhook fault count %d is negative", f.Count)
-	}
+	f = WebhookFault(checked)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.fault, w.left = f, f.Count
@@ -174,29 +183,29 @@ func (w *webhooks) log() []Delivery {
 	return out
 }
 
-// send starts the delivery of events (in order), applying the current fault to each.
-func (w *webhooks) send(evs []*event, apiVersion string) {
-	if w.url == "" || len(evs) == 0 {
-		return
-	}
+// send starts the delivery of msgs (in order), applying the current fault to each message of
+// the dialect it is scoped to.
+func (w *webhooks) send(msgs []message) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, e := range evs {
-		payload, err := json.MarshalIndent(e.json(apiVersion), "", "  ")
-		if err != nil {
-			panic(err) // our own JSON types
+	for _, m := range msgs {
+		if m.to.url == "" {
+			continue
 		}
-		f := w.fault
-		if w.fault.Count > 0 {
-			if w.left--; w.left <= 0 {
-				w.fault = WebhookFault{Mode: FaultNone}
+		f := WebhookFault{Mode: FaultNone}
+		if appliesTo(w.fault.Dialect, m.to.dialect) {
+			f = w.fault
+			if w.fault.Count > 0 {
+				if w.left--; w.left <= 0 {
+					w.fault = WebhookFault{Mode: FaultNone}
+				}
 			}
 		}
 		newDelivery := func() *delivery {
 			d := &delivery{Delivery: Delivery{
-				ID: fmt.Sprintf("whd_%d", len(w.deliveries)+1), EventID: e.id, EventType: e.typ, State: "pending",
-				Attempts: []Attempt{},
-			}, payload: payload, firstDone: make(chan struct{})}
+				ID: fmt.Sprintf("whd_%d", len(w.deliveries)+1), Dialect: m.to.dialect, EventID: m.eventID, EventType: m.eventType,
+				State: "pending", Attempts: []Attempt{},
+			}, to: m.to, payload: m.payload, firstDone: make(chan struct{})}
 			if f.Mode != FaultNone {
 				d.Fault = f.Mode
 			}
@@ -258,7 +267,7 @@ func (w *webhooks) startLocked(d *delivery, wait time.Duration, after <-chan str
 					return
 				}
 			}
-			a := w.post(d.payload)
+			a := w.post(d)
 			w.mu.Lock()
 			d.Attempts = append(d.Attempts, a)
 			ok := a.Status >= 200 && a.Status < 300
@@ -279,20 +288,16 @@ func (w *webhooks) startLocked(d *delivery, wait time.Duration, after <-chan str
 	}()
 }
 
-// post makes one attempt, signed at the current wall-clock time as Stripe signs it.
-func (w *webhooks) post(payload []byte) Attempt {
+// post makes one attempt of d, dressed and signed by its target at the current wall-clock time.
+func (w *webhooks) post(d *delivery) Attempt {
 	now := time.Now()
 	a := Attempt{At: now}
-	req, err := http.NewRequestWithContext(w.ctx, http.MethodPost, w.url, bytes.NewReader(payload))
+	req, err := http.NewRequestWithContext(w.ctx, http.MethodPost, d.to.url, bytes.NewReader(d.payload))
 	if err != nil {
 		a.Error = err.Error()
 		return a
 	}
-	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	req.Header.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
-	req.Header.Set("Accept", "*/*; q=0.5, application/xml")
-	req.Header.Set("Cache-Control", "no-cache")
-	req.Header.Set("Stripe-Signature", SignatureHeader(payload, w.secret, now))
+	d.to.header(req.Header, &d.Delivery, d.payload, now)
 	resp, err := w.client.Do(req)
 	if err != nil {
 		a.Error = err.Error()
@@ -304,13 +309,30 @@ func (w *webhooks) post(payload []byte) Attempt {
 	return a
 }
 
+// stripeTarget delivers Stripe events as Stripe does, signed with Stripe-Signature.
+func stripeTarget(url, secret string) *webhookTarget {
+	return &webhookTarget{dialect: DialectStripe, url: url, header: func(h http.Header, _ *Delivery, payload []byte, now time.Time) {
+		h.Set("Content-Type", "application/json; charset=utf-8")
+		h.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
+		h.Set("Accept", "*/*; q=0.5, application/xml")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Stripe-Signature", SignatureHeader(payload, secret, now))
+	}}
+}
+
 // SignatureHeader is the Stripe-Signature header for payload signed with secret at t:
 // "t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<payload>">".
 func SignatureHeader(payload []byte, secret string, t time.Time) string {
 	ts := strconv.FormatInt(t.Unix(), 10)
+	return "t=" + ts + ",v1=" + hmacHex(secret, []byte(ts), []byte("."), payload)
+}
+
+// hmacHex is the hex HMAC-SHA256 of the parts, one after the other, keyed with secret: the MAC
+// both providers sign webhooks with.
+func hmacHex(secret string, parts ...[]byte) string {
 	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(ts))
-	mac.Write([]byte("."))
-	mac.Write(payload)
-	return "t=" + ts + ",v1=" + hex.EncodeToString(mac.Sum(nil))
+	for _, p := range parts {
+		mac.Write(p)
+	}
+	return hex.EncodeToString(mac.Sum(nil))
 }

@@ -4,7 +4,9 @@
 //
 // Usage:
 //
-//	paysim -host 127.0.0.1 -port 12111 [-webhook-url URL] [-webhook-secret whsec_...] [-api-key sk_test_...] [-v]
+//	paysim -host 127.0.0.1 -port 12111 [-webhook-url URL] [-webhook-secret whsec_...] [-api-key sk_test_...]
+//	       [-komoju-webhook-url URL] [-komoju-webhook-secret SECRET] [-komoju-secret-key sk_test_...]
+//	       [-wallet-balances ali=50000,sara=2000] [-v]
 package main
 
 import (
@@ -12,6 +14,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spanmart/spanmart/emulator/paysim"
@@ -32,6 +36,14 @@ func main() {
 	flag.IntVar(&opts.WebhookRetry.MaxAttempts, "webhook-max-attempts", 4, "attempts per webhook delivery, the first included")
 	flag.DurationVar(&opts.WebhookRetry.MinBackoff, "webhook-min-backoff", time.Second, "gap before the first webhook retry (doubled per retry)")
 	flag.DurationVar(&opts.WebhookRetry.MaxBackoff, "webhook-max-backoff", time.Minute, "largest gap between webhook retries")
+	flag.StringVar(&opts.KomojuSecretKey, "komoju-secret-key", "", "the only KOMOJU secret key accepted (default: any sk_test_... key)")
+	flag.StringVar(&opts.KomojuWebhookURL, "komoju-webhook-url", "", "URL that receives every KOMOJU event as a KOMOJU webhook (default: none)")
+	flag.StringVar(&opts.KomojuWebhookSecret, "komoju-webhook-secret", "komoju_whsec_paysim", "secret that signs KOMOJU webhooks (X-Komoju-Signature)")
+	flag.Func("wallet-balances", "PayPay wallets as customer=balance,... in minor units (default ali=50000,sara=2000)", func(v string) error {
+		balances, err := parseBalances(v)
+		opts.WalletBalances = balances
+		return err
+	})
 	flag.StringVar(&clockStart, "clock-start", "", "virtual time at start, RFC 3339 (default: now)")
 	flag.BoolVar(&verbose, "v", false, "log every request and webhook attempt to standard error")
 	flag.Parse()
@@ -52,4 +64,21 @@ func main() {
 		}
 		return "paysim: ready on " + srv.URL(), srv.Close, nil
 	})
+}
+
+// parseBalances reads "ali=50000,sara=2000"; "" is no wallet at all.
+func parseBalances(v string) (map[string]int64, error) {
+	balances := map[string]int64{}
+	for _, pair := range strings.Split(v, ",") {
+		if pair = strings.TrimSpace(pair); pair == "" {
+			continue
+		}
+		customer, amount, ok := strings.Cut(pair, "=")
+		n, err := strconv.ParseInt(amount, 10, 64)
+		if !ok || customer == "" || err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not customer=balance (a whole number of minor units)", pair)
+		}
+		balances[customer] = n
+	}
+	return balances, nil
 }

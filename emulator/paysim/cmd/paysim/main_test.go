@@ -3,10 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +27,7 @@ func TestCommand(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "-port", "0")
+	cmd := exec.Command(bin, "-port", "0", "-wallet-balances", "kim=700")
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -64,6 +67,23 @@ func TestCommand(t *testing.T) {
 		t.Fatalf("Create = %v, %v", pi, err)
 	}
 
+	// The KOMOJU dialect, on the same port, with the wallets of -wallet-balances.
+	for customer, want := range map[string]string{"kim": "captured", "ali": "failed"} {
+		req, _ := http.NewRequest("POST", m[1]+"/api/v1/payments", strings.NewReader(
+			`{"amount": 700, "currency": "JPY", "metadata": {"customer_id": "`+customer+`"}, "payment_details": {"type": "paypay"}}`))
+		req.SetBasicAuth("sk_test_cmd", "")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p struct{ Status string }
+		json.NewDecoder(resp.Body).Decode(&p)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || p.Status != want {
+			t.Errorf("PayPay payment of %s: status %d, %q; want %q", customer, resp.StatusCode, p.Status, want)
+		}
+	}
+
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -83,5 +103,20 @@ func TestCommand(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("exit after SIGTERM: %v", err)
+	}
+}
+
+func TestParseBalances(t *testing.T) {
+	got, err := parseBalances("ali=50000, sara=2000,")
+	if err != nil || len(got) != 2 || got["ali"] != 50000 || got["sara"] != 2000 {
+		t.Errorf("parseBalances = %v, %v", got, err)
+	}
+	if got, err := parseBalances(""); err != nil || len(got) != 0 {
+		t.Errorf("parseBalances(\"\") = %v, %v; want no wallets", got, err)
+	}
+	for _, bad := range []string{"ali", "ali=lots", "=5", "ali=-1"} {
+		if _, err := parseBalances(bad); err == nil {
+			t.Errorf("parseBalances(%q) accepted", bad)
+		}
 	}
 }
