@@ -1,0 +1,89 @@
+// Package komoju is the gateway's provider of konbini, bank transfer and PayPay (wallet)
+// payments: provider.Provider over KOMOJU's REST API (https://komoju.com/api/v1), spoken with
+// net/http and JSON, authenticated with HTTP Basic (the secret key as user name). Locally
+// Config.BaseURL points at the paysim sandbox (emulator/paysim), which speaks the same API.
+//
+// A payment is one KOMOJU payment. Authorize creates it with its payment_details: for konbini
+// the store is the AuthorizeRequest's Instrument and the customer's Email is required (KOMOJU
+// mails the slip); bank transfer needs the Email too; PayPay is created with capture false, so
+// that the amount is held until Capture takes it or Void releases it. Spanmart's ids travel as
+// external_order_num (the payment id) and metadata (payment_id, order_id, customer_id), which is
+// how a webhook names the payment it is about. Every call that changes something sends the
+// operation's idempotency key as X-KOMOJU-IDEMPOTENCY, so a call retried after a lost answer is
+// answered with the first call's result and never acts twice (KOMOJU allows 100 characters; a
+// longer key is sent as its SHA-256 in hex).
+//
+// # Statuses
+//
+// A KOMOJU payment's status reads as a payment.Status by its payment type, the same way in an
+// API answer and in a webhook. KOMOJU's "authorized" of a slip means the slip is issued and
+// KOMOJU waits for the customer's cash; its "captured" of a slip means the customer paid, so the
+// money is taken and held by the merchant, which is what Spanmart calls AUTHORIZED for a slip:
+//
+//	KOMOJU      konbini, bank_transfer          paypay
+//	pending     REQUESTED                       REQUESTED (the customer must approve in the app)
+//	authorized  PENDING, with the Slip          AUTHORIZED (the amount is held)
+//	captured    AUTHORIZED (the slip was paid)  CAPTURED
+//	refunded    VOIDED (a paid slip is voided   CAPTURED (the refund happened after the
+//	            by refunding it, see Void)      capture; Spanmart has no refunds yet)
+//	cancelled   VOIDED                          VOIDED
+//	expired     EXPIRED, Reason expired         EXPIRED, Reason expired (the hold lapsed)
+//	failed      FAILED, Reason below            FAILED, Reason below
+//	other       an error: Temporary, provider_unavailable
+//
+// A failed payment's Reason is insufficient_funds when KOMOJU says insufficient_funds
+// (failure_reason on the payment, or the event's reason), declined otherwise. A refusal answers
+// Authorize with an Outcome (FAILED), not an error.
+//
+// The Slip of a PENDING payment carries the store, the receipt number (PaymentCode) and the
+// confirmation code (konbini), the bank account (bank transfer), the instructions URL and the
+// payment_deadline as ExpiresAt.
+//
+// # Capture and Void
+//
+// provider.Operation does not say the payment's method, and what Capture and Void must do
+// depends on it, so both first read the payment (a GET, which changes nothing) and then act:
+//
+//	Capture  slip paid (captured)            CAPTURED, and KOMOJU is not asked to capture: KOMOJU
+//	                                         captured the slip when the customer paid, and has
+//	                                         no capture of a slip (it answers not_capturable)
+//	         paypay authorized               POST capture → CAPTURED
+//	         paypay captured                 CAPTURED (an earlier capture took the money)
+//	         expired                         FAILED, Reason expired (KOMOJU will never capture it)
+//	         anything else (an unpaid slip)  *provider.Error, not Temporary, invalid_request
+//	Void     authorized (unpaid slip, hold)  POST cancel → VOIDED
+//	         slip paid (captured)            POST refund of all of it → VOIDED: for a slip,
+//	                                         releasing the held money is giving it back
+//	         cancelled, refunded slip        VOIDED
+//	         expired                         VOIDED, Reason expired (nothing is held any more)
+//	         anything else (paypay captured) *provider.Error, not Temporary, invalid_request
+//
+// When the POST is refused as not allowed (422: the payment changed in between, an expiry say),
+// the payment is read again and the table applied once more, without acting.
+//
+// # Errors
+//
+// Failures are *provider.Error with the HTTP status KOMOJU answered with (0 when none came back):
+//
+//	no answer (connection refused or reset, timeout, canceled context),
+//	an answer that is not KOMOJU's JSON, HTTP 5xx, 429, 409 (a request
+//	with the same idempotency key is still running)                     Temporary, provider_unavailable
+//	other 4xx (401 a wrong key, 400 bad_request, 422 missing or
+//	invalid parameters, an idempotency key reused for another request)   not Temporary, invalid_request
+//	404 not_found                                                        not Temporary, invalid_request, wraps provider.ErrNotFound
+//
+// Nothing of KOMOJU's leaves the package except in error messages (HTTP status, error code and
+// message) and as Notification.EventType, which the contract asks for.
+//
+// # Webhooks
+//
+// ParseWebhook verifies X-Komoju-Signature, the hex HMAC-SHA256 of the raw body keyed with the
+// webhook secret, in constant time. KOMOJU signs no timestamp, so there is no age to check: a
+// replayed delivery verifies, and is absorbed by the gateway's de-duplication of events by id
+// (ProviderEvents). The payment id comes from metadata.payment_id, else external_order_num.
+// payment.authorized, .captured, .failed, .cancelled, .expired and .updated carry the Outcome of
+// the event's payment snapshot read with the table above; payment.refund.created and
+// .refunded, ping and every other event carry Status "" (acknowledged, recorded, ignored):
+// Spanmart's payment has no refunds yet, and the one refund it makes (Void of a paid slip)
+// answers the Void call itself.
+package komoju
