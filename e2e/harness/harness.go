@@ -35,10 +35,12 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/spanmart/spanmart/emulator/paysim"
 	"github.com/spanmart/spanmart/emulator/spanneremu"
 	"github.com/spanmart/spanmart/emulator/tasksemu"
 	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
 	"github.com/spanmart/spanmart/gen/dao/ordersdb"
+	"github.com/spanmart/spanmart/internal/localenv"
 	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
@@ -47,13 +49,13 @@ import (
 
 // Names of the local Google Cloud resources, as in the dev stack.
 const (
-	Project        = "spanmart-local"
+	Project        = localenv.Project
 	Instance       = "projects/" + Project + "/instances/e2e"
-	Location       = "projects/" + Project + "/locations/us-central1"
-	ServiceAccount = "relay@" + Project + ".iam.gserviceaccount.com"
+	Location       = localenv.Location
+	ServiceAccount = localenv.ServiceAccount
 	// Operator is the account allowed to use the services' operator endpoints (ADMIN_ALLOWED_EMAILS);
 	// OperatorToken gets its ID token.
-	Operator = "operator@" + Project + ".iam.gserviceaccount.com"
+	Operator = localenv.Operator
 )
 
 // DatabaseName is the full name of a service database ("orders", "fulfillment", "payments",
@@ -106,6 +108,9 @@ type Options struct {
 	// MaxDispatchRate lifts the Tasks emulator's cap on a queue's max_dispatches_per_second
 	// (tasksemu.Options.MaxDispatchRate; default production's 500/s), for load tests.
 	MaxDispatchRate float64
+	// Paysim adjusts the payment sandbox's options before it starts (its webhook URLs, secrets
+	// and the scaled-down redelivery back-off are set already).
+	Paysim func(*paysim.Options)
 	// TasksInMemory runs the Tasks emulator without a data dir: no snapshot write per mutating
 	// RPC (whose cost grows with the queues' depth), for load tests; StopTasks then loses the
 	// queues and tasks.
@@ -130,6 +135,10 @@ type Stack struct {
 	bin   string
 
 	spanner *spanneremu.Server
+	// Paysim is the payment sandbox (Stripe's and KOMOJU's APIs), in-process: tests drive its
+	// clock, faults and slips through it.
+	Paysim    *paysim.Server
+	paysimLog *os.File
 
 	tasksMu   sync.Mutex
 	tasks     *tasksemu.Server
@@ -235,6 +244,9 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 			return nil, err
 		}
 		s.ports[p.name], s.kinds[p.name] = port, p.name
+	}
+	if err := s.startPaysim(ctx); err != nil {
+		return nil, err
 	}
 	for _, p := range processes {
 		if err := s.launch(p.name); err != nil {
@@ -442,39 +454,57 @@ func (s *Stack) TasksClient(ctx context.Context) (*cloudtasks.Client, error) {
 }
 
 // env is the environment of a process: the variables it reads on Cloud Run, pointed at the
-// emulators, as emulator/devstack sets them.
+// emulators and the payment sandbox (internal/localenv, shared with emulator/devstack).
 func (s *Stack) env(name string) []string {
-	kind := s.kinds[name]
-	env := []string{
-		"PORT=" + strconv.Itoa(s.ports[name]),
-		"SPANNER_EMULATOR_HOST=" + s.spanner.Addr(),
-		"CLOUD_TASKS_EMULATOR_HOST=" + s.TasksAddr(),
-		"GOOGLE_CLOUD_PROJECT=" + Project,
-		"LOG_LEVEL=" + s.opts.LogLevel,
-		"K_SERVICE=" + name,
+	svc, _ := topology.Lookup(s.kinds[name])
+	return s.local().Env(name, svc)
+}
+
+// startPaysim starts the payment sandbox, delivering webhooks to the gateway (whose port is known).
+func (s *Stack) startPaysim(ctx context.Context) error {
+	stripeURL, komojuURL := s.local().WebhookURLs()
+	opts := paysim.Options{
+		APIKey: localenv.StripeAPIKey, WebhookURL: stripeURL, WebhookSecret: localenv.StripeWebhookSecret,
+		KomojuSecretKey: localenv.KomojuSecretKey, KomojuWebhookURL: komojuURL, KomojuWebhookSecret: localenv.KomojuWebhookSecret,
+		// Scaled down like the queues: a webhook the gateway refused is retried within a second.
+		WebhookRetry: paysim.RetryPolicy{MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second},
 	}
-	url := func(n string) string { return "http://127.0.0.1:" + strconv.Itoa(s.ports[n]) }
-	for _, p := range processes {
-		if p.name == kind && p.database != "" {
-			return append(env,
-				"SPANNER_DATABASE="+DatabaseName(p.database),
-				"OIDC_ISSUER="+s.TasksHTTP(),
-				"OIDC_AUDIENCE="+url(name),
-				"OIDC_ALLOWED_EMAILS="+ServiceAccount,
-				"ADMIN_ALLOWED_EMAILS="+Operator,
-				"RELAY_URL="+url(topology.Relay))
-		}
+	// Its request and webhook lines go to logs/paysim.log, beside the processes' logs.
+	f, err := os.Create(s.LogPath("paysim"))
+	if err != nil {
+		return err
 	}
-	var sources []string
-	for _, db := range dbschema.Databases() {
-		sources = append(sources, DatabaseName(db.Name))
+	s.paysimLog = f
+	var logMu sync.Mutex
+	opts.Logf = func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(f, time.Now().UTC().Format(time.RFC3339Nano)+" "+format+"\n", args...)
 	}
-	return append(append(env,
-		"RELAY_SOURCES="+strings.Join(sources, ","),
-		"RELAY_SERVICE_ACCOUNT="+ServiceAccount,
-		"GCE_METADATA_HOST="+strings.TrimPrefix(s.TasksHTTP(), "http://"), // ID tokens of the delivery ledger
-		"TASKS_LOCATION="+Location),
-		topology.RelayURLEnv(func(svc topology.Service) string { return url(svc.Name) })...)
+	if s.opts.Paysim != nil {
+		s.opts.Paysim(&opts)
+	}
+	if s.Paysim, err = paysim.Start(ctx, opts); err != nil {
+		return fmt.Errorf("start paysim: %w", err)
+	}
+	return nil
+}
+
+func (s *Stack) paysimURL() string {
+	if s.Paysim == nil {
+		return ""
+	}
+	return s.Paysim.URL()
+}
+
+// local describes this stack to internal/localenv.
+func (s *Stack) local() localenv.Stack {
+	return localenv.Stack{
+		Instance: Instance, SpannerAddr: s.spanner.Addr(), TasksAddr: s.TasksAddr(), TasksHTTP: s.TasksHTTP(),
+		PaysimURL: s.paysimURL(), LogLevel: s.opts.LogLevel,
+		URL:  func(name string) string { return "http://127.0.0.1:" + strconv.Itoa(s.ports[name]) },
+		Port: func(name string) int { return s.ports[name] },
+	}
 }
 
 // Close stops every process (SIGTERM, then SIGKILL after 5 s), closes the clients and the
@@ -503,6 +533,10 @@ func (s *Stack) Close() {
 	}
 	s.mu.Unlock()
 	s.StopTasks()
+	if s.Paysim != nil {
+		s.Paysim.Close()
+		s.paysimLog.Close()
+	}
 	if s.spanner != nil {
 		s.spanner.Close()
 	}

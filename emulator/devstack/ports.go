@@ -19,6 +19,7 @@ const (
 	spannerPort   = 9010
 	tasksPort     = 8123
 	tasksHTTPPort = 8124
+	paysimPort    = 12111 // the payment sandbox (emulator/paysim): Stripe's and KOMOJU's APIs
 )
 
 // host is where everything listens and what the children are told to dial: the loopback address

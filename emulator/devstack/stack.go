@@ -14,15 +14,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spanmart/spanmart/internal/localenv"
 	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 )
 
 // Names of the local Google Cloud resources.
 const (
-	project  = "spanmart-local"
+	project  = localenv.Project
 	instance = "projects/" + project + "/instances/dev"
-	location = "projects/" + project + "/locations/us-central1"
+	location = localenv.Location
 )
 
 func databaseName(db string) string { return instance + "/databases/" + db }
@@ -66,7 +67,7 @@ func newStack(cfg config) (*stack, error) {
 
 // procNames are the names that can appear in the console's name column.
 func procNames() []string {
-	names := []string{"go build", "spanneremu", "tasksemu"}
+	names := []string{"go build", "spanneremu", "tasksemu", "paysim"}
 	for _, s := range services {
 		names = append(names, s.name)
 	}
@@ -85,6 +86,7 @@ func (st *stack) port(p int) int { return p + st.cfg.portOffset }
 func (st *stack) spannerAddr() string { return fmt.Sprintf("%s:%d", host, st.port(spannerPort)) }
 func (st *stack) tasksAddr() string   { return fmt.Sprintf("%s:%d", host, st.port(tasksPort)) }
 func (st *stack) tasksHTTP() string   { return fmt.Sprintf("http://%s:%d", host, st.port(tasksHTTPPort)) }
+func (st *stack) paysimURL() string   { return fmt.Sprintf("http://%s:%d", host, st.port(paysimPort)) }
 func (st *stack) serviceURL(s service) string {
 	return fmt.Sprintf("http://%s:%d", host, st.port(s.port))
 }
@@ -95,6 +97,7 @@ func (st *stack) listeners() []listener {
 		{"Spanner emulator gRPC", st.port(spannerPort)},
 		{"Cloud Tasks emulator gRPC", st.port(tasksPort)},
 		{"Cloud Tasks emulator HTTP", st.port(tasksHTTPPort)},
+		{"payment sandbox (paysim)", st.port(paysimPort)},
 	}
 	if !st.cfg.noServices {
 		for _, s := range services {
@@ -149,7 +152,7 @@ func (st *stack) up(ctx context.Context) error {
 // everything else and relinks only binaries whose inputs changed (go build leaves an up-to-date
 // binary alone), so a restart with nothing changed builds in about a second.
 func (st *stack) build(ctx context.Context) error {
-	pkgs := []string{"./emulator/spanneremu/cmd/spanneremu", "./emulator/tasksemu/cmd/tasksemu"}
+	pkgs := []string{"./emulator/spanneremu/cmd/spanneremu", "./emulator/tasksemu/cmd/tasksemu", "./emulator/paysim/cmd/paysim"}
 	if !st.cfg.noServices {
 		for _, s := range services {
 			pkgs = append(pkgs, s.pkg)
@@ -214,7 +217,22 @@ func (st *stack) startEmulators(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range []*proc{spanner, tasks} {
+	// The payment sandbox delivers its webhooks to the gateway's endpoints (signed with the
+	// secrets the gateway is given, internal/localenv).
+	stripeHook, komojuHook := st.local().WebhookURLs()
+	pay, err := st.start(procSpec{
+		name: "paysim",
+		bin:  st.bin("paysim"),
+		args: append([]string{"-host", host, "-port", strconv.Itoa(st.port(paysimPort)),
+			"-api-key", localenv.StripeAPIKey, "-webhook-url", stripeHook, "-webhook-secret", localenv.StripeWebhookSecret,
+			"-komoju-secret-key", localenv.KomojuSecretKey, "-komoju-webhook-url", komojuHook,
+			"-komoju-webhook-secret", localenv.KomojuWebhookSecret}, verbose...),
+		readyPrefix: "paysim: ready on",
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range []*proc{spanner, tasks, pay} {
 		if err := st.waitReady(ctx, p); err != nil {
 			return err
 		}
@@ -239,48 +257,28 @@ func (st *stack) waitReady(ctx context.Context, p *proc) error {
 }
 
 // serviceEnv is the environment of a service: the same variables it reads on Cloud Run, pointed at
-// the emulators.
+// the emulators and the payment sandbox (internal/localenv, shared with the e2e harness).
 func (st *stack) serviceEnv(s service) []string {
-	env := []string{
-		"PORT=" + strconv.Itoa(st.port(s.port)),
-		"SPANNER_EMULATOR_HOST=" + st.spannerAddr(),
-		"CLOUD_TASKS_EMULATOR_HOST=" + st.tasksAddr(),
-		"GOOGLE_CLOUD_PROJECT=" + project,
-		"LOG_LEVEL=" + st.cfg.logLevel,
+	svc, _ := topology.Lookup(s.name)
+	return st.local().Env(s.name, svc)
+}
+
+// local describes this stack to internal/localenv.
+func (st *stack) local() localenv.Stack {
+	return localenv.Stack{
+		Instance: instance, SpannerAddr: st.spannerAddr(), TasksAddr: st.tasksAddr(), TasksHTTP: st.tasksHTTP(),
+		PaysimURL: st.paysimURL(), LogLevel: st.cfg.logLevel,
+		URL:  func(name string) string { return st.serviceURL(serviceNamed(name)) },
+		Port: func(name string) int { return st.port(serviceNamed(name).port) },
 	}
-	if s.database != "" {
-		// Consumers accept only tasks whose OIDC token the Tasks emulator signed for them, on the
-		// relay's behalf: in production the issuer is Google and the e-mail the relay's account.
-		env = append(env,
-			"SPANNER_DATABASE="+databaseName(s.database),
-			"OIDC_ISSUER="+st.tasksHTTP(),
-			"OIDC_AUDIENCE="+st.serviceURL(s),
-			"OIDC_ALLOWED_EMAILS="+relayServiceAccount,
-			"ADMIN_ALLOWED_EMAILS="+operatorAccount,
-			"RELAY_URL="+st.serviceURL(serviceNamed(topology.Relay)))
-		return env
-	}
-	var sources []string
-	for _, db := range dbschema.Databases() {
-		sources = append(sources, databaseName(db.Name))
-	}
-	return append(append(env,
-		"RELAY_SOURCES="+strings.Join(sources, ","),
-		"RELAY_SERVICE_ACCOUNT="+relayServiceAccount,
-		// The relay's ID tokens (the delivery ledger) come from the metadata server; locally the
-		// Tasks emulator answers its identity endpoint. Only the relay gets it: it also makes
-		// Google's libraries look for credentials there.
-		"GCE_METADATA_HOST="+strings.TrimPrefix(st.tasksHTTP(), "http://"),
-		"TASKS_LOCATION="+location),
-		topology.RelayURLEnv(func(s topology.Service) string { return st.serviceURL(serviceNamed(s.Name)) })...)
 }
 
 // operatorAccount may use the services' operator endpoints; the README shows how to get its ID token
 // from the Tasks emulator.
-const operatorAccount = "operator@" + project + ".iam.gserviceaccount.com"
+const operatorAccount = localenv.Operator
 
 // relayServiceAccount is the identity the relay asks Cloud Tasks to sign task tokens as.
-const relayServiceAccount = "relay@" + project + ".iam.gserviceaccount.com"
+const relayServiceAccount = localenv.ServiceAccount
 
 // serviceNamed returns the service called name; the list is fixed, so a miss is a programming error.
 func serviceNamed(name string) service {
@@ -411,6 +409,7 @@ func (st *stack) summary() string {
 	row("Spanner emulator", st.spannerAddr(), "gRPC; instance "+instance)
 	row("Cloud Tasks emulator", st.tasksAddr(), "gRPC; queues "+location+"/queues/*-inbox")
 	row("Cloud Tasks status", st.tasksHTTP()+"/", "queues and depths; /status (JSON), /metrics, /jwks")
+	row("payment sandbox", st.paysimURL(), "Stripe /v1/*, KOMOJU /api/v1/*; /_sandbox/ pays slips, moves the clock")
 	row("logs", st.state.logs(), "one NAME.log per process")
 	b.WriteString("\n  Point tools and your own processes at the emulators with:\n")
 	fmt.Fprintf(&b, "    export SPANNER_EMULATOR_HOST=%s CLOUD_TASKS_EMULATOR_HOST=%s GOOGLE_CLOUD_PROJECT=%s\n", st.spannerAddr(), st.tasksAddr(), project)

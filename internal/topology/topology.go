@@ -25,14 +25,17 @@ type Service struct {
 // Consumer reports whether the service consumes events (has an inbox queue).
 func (s Service) Consumer() bool { return s.Queue != "" }
 
-// Relay is the name of the relay.
-const Relay = "relay"
+// Names the stacks refer to by role.
+const (
+	Relay   = "relay"               // reads every database's outbox
+	Gateway = "gateway-abstraction" // the payment providers' webhooks reach it
+)
 
 // services in start order: consumers first, the relay (which delivers to them) last.
 var services = []Service{
 	{Name: "orders", Package: "./services/orders", Database: "orders", DevPort: 8081, Queue: "orders-inbox", URLVar: "ORDERS_URL"},
 	{Name: "fulfillment", Package: "./services/fulfillment", Database: "fulfillment", DevPort: 8082, Queue: "fulfillment-inbox", URLVar: "FULFILLMENT_URL"},
-	{Name: "gateway-abstraction", Package: "./services/gateway-abstraction", Database: "payments", DevPort: 8083, Queue: "gateway-inbox", URLVar: "GATEWAY_URL"},
+	{Name: Gateway, Package: "./services/gateway-abstraction", Database: "payments", DevPort: 8083, Queue: "gateway-inbox", URLVar: "GATEWAY_URL"},
 	{Name: "notifications", Package: "./services/notifications", Database: "notifications", DevPort: 8084, Queue: "notifications-inbox", URLVar: "NOTIFICATIONS_URL"},
 	{Name: Relay, Package: "./relay", DevPort: 8085},
 }

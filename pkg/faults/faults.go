@@ -21,6 +21,10 @@
 //     called after a batch's tasks were created and before the batch is marked published, when the
 //     batch created at least one task: the next relay re-enqueues the same rows, gets
 //     ALREADY_EXISTS, and consumers de-duplicate whatever is delivered twice.
+//   - GatewayAfterProviderCall ("gateway.after_provider_call"):
+//     services/gateway-abstraction/internal/app, Service.Resume, after the provider answered a
+//     call and before the answer is recorded: the provider acted, the gateway does not know it; the
+//     redelivery or the sweep calls again with the same idempotency key.
 package faults
 
 import (
@@ -41,6 +45,8 @@ const (
 	OrdersBeforeCommit = "orders.before_commit"
 	OrdersAfterCommit  = "orders.after_commit"
 	RelayAfterEnqueue  = "relay.after_enqueue"
+
+	GatewayAfterProviderCall = "gateway.after_provider_call"
 )
 
 var (

@@ -308,18 +308,19 @@ const (
 func (c *Consumer) Register(e *echo.Echo) {
 	e.POST(PathEvents, c.serveEvent)
 	e.POST(PathLedger, c.serveLedger)
-	g := e.Group("/admin", c.operatorsOnly)
+	g := e.Group("/admin", c.OperatorsOnly)
 	g.GET("/deadletters", c.serveDeadLetters)
 	g.POST("/deadletters/:id/replay", c.serveReplay)
 }
 
 type operatorKey struct{}
 
-// operatorsOnly lets through a request with an operator's ID token (ConsumerConfig.Operators), and
-// puts the operator's e-mail in the request's context: a replay records who did it from the
-// verified identity, never from a field the caller writes. Anything else gets 401 (no valid token)
-// or 403 (a valid token of an account that is not an operator), problem+json, and changes nothing.
-func (c *Consumer) operatorsOnly(next echo.HandlerFunc) echo.HandlerFunc {
+// OperatorsOnly lets through a request with an operator's ID token (ConsumerConfig.Operators), and
+// puts the operator's e-mail in the request's context (OperatorOf): a replay records who did it
+// from the verified identity, never from a field the caller writes. Anything else gets 401 (no
+// valid token) or 403 (a valid token of an account that is not an operator), problem+json, and
+// changes nothing. Services guard their own operator routes with it (echo middleware).
+func (c *Consumer) OperatorsOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(ec echo.Context) error {
 		log := platform.Logger(ec.Request().Context()).With(zap.String("consumer", c.cfg.Name), zap.String("path", ec.Path()))
 		if c.cfg.Operators == nil {
@@ -342,6 +343,13 @@ func (c *Consumer) operatorsOnly(next echo.HandlerFunc) echo.HandlerFunc {
 		ec.SetRequest(req.WithContext(context.WithValue(req.Context(), operatorKey{}, email)))
 		return next(ec)
 	}
+}
+
+// OperatorOf returns the verified e-mail of the operator whose request ctx serves ("" outside
+// OperatorsOnly).
+func OperatorOf(ctx context.Context) string {
+	email, _ := ctx.Value(operatorKey{}).(string)
+	return email
 }
 
 // Header Cloud Tasks sets on every attempt: how many times the task was retried.

@@ -223,7 +223,7 @@ func (c *Consumer) serveReplay(ec echo.Context) error {
 	if strings.TrimSpace(body.Reason) == "" {
 		return platform.NewProblem(http.StatusBadRequest, "reason is required")
 	}
-	by, _ := ec.Request().Context().Value(operatorKey{}).(string)
+	by := OperatorOf(ec.Request().Context())
 	outcome, err := c.replay(ec.Request().Context(), ec.Param("id"), body.Reason, truncate(by, 128))
 	switch {
 	case err == nil:

@@ -28,6 +28,10 @@ const (
 	PaymentColVersion           = "Version"
 	PaymentColCreatedAt         = "CreatedAt"
 	PaymentColUpdatedAt         = "UpdatedAt"
+	PaymentColCustomerId        = "CustomerId"
+	PaymentColSlip              = "Slip"
+	PaymentColCheckShard        = "CheckShard"
+	PaymentColCheckAfter        = "CheckAfter"
 )
 
 // Payment is a row of table Payments, primary key (PaymentId).
@@ -45,15 +49,19 @@ type Payment struct {
 	Version           int64              `spanner:"Version"`           // INT64 NOT NULL
 	CreatedAt         time.Time          `spanner:"CreatedAt"`         // TIMESTAMP NOT NULL allow_commit_timestamp
 	UpdatedAt         time.Time          `spanner:"UpdatedAt"`         // TIMESTAMP NOT NULL allow_commit_timestamp
+	CustomerId        spanner.NullString `spanner:"CustomerId"`        // STRING
+	Slip              spanner.NullJSON   `spanner:"Slip"`              // JSON
+	CheckShard        spanner.NullInt64  `spanner:"CheckShard"`        // INT64
+	CheckAfter        spanner.NullTime   `spanner:"CheckAfter"`        // TIMESTAMP
 }
 
 // PaymentColumns returns the columns of table Payments in schema order.
 func PaymentColumns() []string {
-	return []string{PaymentColPaymentId, PaymentColOrderId, PaymentColProvider, PaymentColMethod, PaymentColStatus, PaymentColAmountMinor, PaymentColCurrency, PaymentColProviderPaymentId, PaymentColFailureReason, PaymentColExpiresAt, PaymentColVersion, PaymentColCreatedAt, PaymentColUpdatedAt}
+	return []string{PaymentColPaymentId, PaymentColOrderId, PaymentColProvider, PaymentColMethod, PaymentColStatus, PaymentColAmountMinor, PaymentColCurrency, PaymentColProviderPaymentId, PaymentColFailureReason, PaymentColExpiresAt, PaymentColVersion, PaymentColCreatedAt, PaymentColUpdatedAt, PaymentColCustomerId, PaymentColSlip, PaymentColCheckShard, PaymentColCheckAfter}
 }
 
 // paymentWriteColumns are the columns mutations write: every column but generated ones.
-var paymentWriteColumns = []string{PaymentColPaymentId, PaymentColOrderId, PaymentColProvider, PaymentColMethod, PaymentColStatus, PaymentColAmountMinor, PaymentColCurrency, PaymentColProviderPaymentId, PaymentColFailureReason, PaymentColExpiresAt, PaymentColVersion, PaymentColCreatedAt, PaymentColUpdatedAt}
+var paymentWriteColumns = []string{PaymentColPaymentId, PaymentColOrderId, PaymentColProvider, PaymentColMethod, PaymentColStatus, PaymentColAmountMinor, PaymentColCurrency, PaymentColProviderPaymentId, PaymentColFailureReason, PaymentColExpiresAt, PaymentColVersion, PaymentColCreatedAt, PaymentColUpdatedAt, PaymentColCustomerId, PaymentColSlip, PaymentColCheckShard, PaymentColCheckAfter}
 
 // paymentKeyColumns are the primary key columns of table Payments.
 var paymentKeyColumns = []string{PaymentColPaymentId}
@@ -79,7 +87,7 @@ func ReadPaymentRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]
 }
 
 func (p *Payment) values() []any {
-	return []any{p.PaymentId, p.OrderId, p.Provider, p.Method, p.Status, p.AmountMinor, p.Currency, p.ProviderPaymentId, p.FailureReason, p.ExpiresAt, p.Version, p.CreatedAt, p.UpdatedAt}
+	return []any{p.PaymentId, p.OrderId, p.Provider, p.Method, p.Status, p.AmountMinor, p.Currency, p.ProviderPaymentId, p.FailureReason, p.ExpiresAt, p.Version, p.CreatedAt, p.UpdatedAt, p.CustomerId, p.Slip, p.CheckShard, p.CheckAfter}
 }
 
 // Insert returns a mutation inserting p; it fails at commit if the row exists.
@@ -177,4 +185,30 @@ func ReadPaymentsByProviderPaymentByProvider(ctx context.Context, r dao.Reader, 
 // at most limit rows when limit > 0.
 func ReadPaymentsByProviderPaymentKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Payment, error) {
 	return dao.ReadIndex[Payment](ctx, r, PaymentsTable, PaymentsByProviderPaymentIndex, false, keys, limit, paymentKeyColumns, PaymentColumns(), "Payments")
+}
+
+// PaymentsToCheckIndex is the name of the NULL_FILTERED index PaymentsToCheck ON Payments (CheckShard, CheckAfter).
+// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().
+const PaymentsToCheckIndex = "PaymentsToCheck"
+
+// PaymentsToCheckKey returns a key (CheckShard, CheckAfter) of index PaymentsToCheck.
+func PaymentsToCheckKey(checkShard int64, checkAfter time.Time) spanner.Key {
+	return spanner.Key{checkShard, checkAfter}
+}
+
+// ReadPaymentsToCheck reads the Payments rows with the given key of index PaymentsToCheck, in index order.
+func ReadPaymentsToCheck(ctx context.Context, r dao.Reader, checkShard int64, checkAfter time.Time) ([]*Payment, error) {
+	return ReadPaymentsToCheckKeys(ctx, r, PaymentsToCheckKey(checkShard, checkAfter), 0)
+}
+
+// ReadPaymentsToCheckByCheckShard reads the Payments rows whose key of index PaymentsToCheck starts with (CheckShard), in index order.
+func ReadPaymentsToCheckByCheckShard(ctx context.Context, r dao.Reader, checkShard int64) ([]*Payment, error) {
+	return ReadPaymentsToCheckKeys(ctx, r, spanner.Key{checkShard}.AsPrefix(), 0)
+}
+
+// ReadPaymentsToCheckKeys reads the Payments rows whose key of index PaymentsToCheck is in keys, in index order,
+// at most limit rows when limit > 0.
+func ReadPaymentsToCheckKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Payment, error) {
+	return dao.ReadIndex[Payment](ctx, r, PaymentsTable, PaymentsToCheckIndex, false, keys, limit, paymentKeyColumns, PaymentColumns(), "Payments")
 }

@@ -118,3 +118,20 @@ func DeleteProviderEventRows(keys spanner.KeySet) *spanner.Mutation {
 func (p *ProviderEvent) SetCommitTimestamps() {
 	p.ReceivedAt = spanner.CommitTimestamp
 }
+
+// InsertOrIgnoreProviderEvent returns the DML statement of the record of a provider's webhook: run it in the transaction that applies the webhook and skip it when the row count is 0 (the provider delivered it again):
+//
+//	INSERT OR IGNORE INTO ProviderEvents (EventKey, Provider, ProviderEventId, PaymentId, EventType, Payload, ReceivedAt) VALUES (@EventKey, @Provider, @ProviderEventId, @PaymentId, @EventType, @Payload, PENDING_COMMIT_TIMESTAMP())
+func InsertOrIgnoreProviderEvent(eventKey string, provider string, providerEventId string, paymentId spanner.NullString, eventType string, payload spanner.NullJSON) spanner.Statement {
+	return spanner.Statement{
+		SQL: "INSERT OR IGNORE INTO ProviderEvents (EventKey, Provider, ProviderEventId, PaymentId, EventType, Payload, ReceivedAt) VALUES (@EventKey, @Provider, @ProviderEventId, @PaymentId, @EventType, @Payload, PENDING_COMMIT_TIMESTAMP())",
+		Params: map[string]any{
+			"EventKey":        eventKey,
+			"Provider":        provider,
+			"ProviderEventId": providerEventId,
+			"PaymentId":       paymentId,
+			"EventType":       eventType,
+			"Payload":         payload,
+		},
+	}
+}

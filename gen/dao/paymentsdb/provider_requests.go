@@ -25,6 +25,9 @@ const (
 	ProviderRequestColLastError      = "LastError"
 	ProviderRequestColCreatedAt      = "CreatedAt"
 	ProviderRequestColUpdatedAt      = "UpdatedAt"
+	ProviderRequestColRequest        = "Request"
+	ProviderRequestColRetryAfter     = "RetryAfter"
+	ProviderRequestColRetryShard     = "RetryShard"
 )
 
 // ProviderRequest is a row of table ProviderRequests, primary key (IdempotencyKey).
@@ -39,15 +42,18 @@ type ProviderRequest struct {
 	LastError      spanner.NullString `spanner:"LastError"`      // STRING
 	CreatedAt      time.Time          `spanner:"CreatedAt"`      // TIMESTAMP NOT NULL allow_commit_timestamp
 	UpdatedAt      time.Time          `spanner:"UpdatedAt"`      // TIMESTAMP NOT NULL allow_commit_timestamp
+	Request        spanner.NullJSON   `spanner:"Request"`        // JSON
+	RetryAfter     spanner.NullTime   `spanner:"RetryAfter"`     // TIMESTAMP
+	RetryShard     spanner.NullInt64  `spanner:"RetryShard"`     // INT64
 }
 
 // ProviderRequestColumns returns the columns of table ProviderRequests in schema order.
 func ProviderRequestColumns() []string {
-	return []string{ProviderRequestColIdempotencyKey, ProviderRequestColPaymentId, ProviderRequestColOperation, ProviderRequestColStatus, ProviderRequestColAttempts, ProviderRequestColResponseStatus, ProviderRequestColResponseBody, ProviderRequestColLastError, ProviderRequestColCreatedAt, ProviderRequestColUpdatedAt}
+	return []string{ProviderRequestColIdempotencyKey, ProviderRequestColPaymentId, ProviderRequestColOperation, ProviderRequestColStatus, ProviderRequestColAttempts, ProviderRequestColResponseStatus, ProviderRequestColResponseBody, ProviderRequestColLastError, ProviderRequestColCreatedAt, ProviderRequestColUpdatedAt, ProviderRequestColRequest, ProviderRequestColRetryAfter, ProviderRequestColRetryShard}
 }
 
 // providerRequestWriteColumns are the columns mutations write: every column but generated ones.
-var providerRequestWriteColumns = []string{ProviderRequestColIdempotencyKey, ProviderRequestColPaymentId, ProviderRequestColOperation, ProviderRequestColStatus, ProviderRequestColAttempts, ProviderRequestColResponseStatus, ProviderRequestColResponseBody, ProviderRequestColLastError, ProviderRequestColCreatedAt, ProviderRequestColUpdatedAt}
+var providerRequestWriteColumns = []string{ProviderRequestColIdempotencyKey, ProviderRequestColPaymentId, ProviderRequestColOperation, ProviderRequestColStatus, ProviderRequestColAttempts, ProviderRequestColResponseStatus, ProviderRequestColResponseBody, ProviderRequestColLastError, ProviderRequestColCreatedAt, ProviderRequestColUpdatedAt, ProviderRequestColRequest, ProviderRequestColRetryAfter, ProviderRequestColRetryShard}
 
 // providerRequestKeyColumns are the primary key columns of table ProviderRequests.
 var providerRequestKeyColumns = []string{ProviderRequestColIdempotencyKey}
@@ -73,7 +79,7 @@ func ReadProviderRequestRows(ctx context.Context, r dao.Reader, keys spanner.Key
 }
 
 func (p *ProviderRequest) values() []any {
-	return []any{p.IdempotencyKey, p.PaymentId, p.Operation, p.Status, p.Attempts, p.ResponseStatus, p.ResponseBody, p.LastError, p.CreatedAt, p.UpdatedAt}
+	return []any{p.IdempotencyKey, p.PaymentId, p.Operation, p.Status, p.Attempts, p.ResponseStatus, p.ResponseBody, p.LastError, p.CreatedAt, p.UpdatedAt, p.Request, p.RetryAfter, p.RetryShard}
 }
 
 // Insert returns a mutation inserting p; it fails at commit if the row exists.
@@ -145,4 +151,30 @@ func ReadProviderRequestsByPayment(ctx context.Context, r dao.Reader, paymentId 
 // at most limit rows when limit > 0.
 func ReadProviderRequestsByPaymentKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*ProviderRequest, error) {
 	return dao.ReadIndex[ProviderRequest](ctx, r, ProviderRequestsTable, ProviderRequestsByPaymentIndex, false, keys, limit, providerRequestKeyColumns, ProviderRequestColumns(), "ProviderRequests")
+}
+
+// ProviderRequestsToResumeIndex is the name of the NULL_FILTERED index ProviderRequestsToResume ON ProviderRequests (RetryShard, RetryAfter).
+// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().
+const ProviderRequestsToResumeIndex = "ProviderRequestsToResume"
+
+// ProviderRequestsToResumeKey returns a key (RetryShard, RetryAfter) of index ProviderRequestsToResume.
+func ProviderRequestsToResumeKey(retryShard int64, retryAfter time.Time) spanner.Key {
+	return spanner.Key{retryShard, retryAfter}
+}
+
+// ReadProviderRequestsToResume reads the ProviderRequests rows with the given key of index ProviderRequestsToResume, in index order.
+func ReadProviderRequestsToResume(ctx context.Context, r dao.Reader, retryShard int64, retryAfter time.Time) ([]*ProviderRequest, error) {
+	return ReadProviderRequestsToResumeKeys(ctx, r, ProviderRequestsToResumeKey(retryShard, retryAfter), 0)
+}
+
+// ReadProviderRequestsToResumeByRetryShard reads the ProviderRequests rows whose key of index ProviderRequestsToResume starts with (RetryShard), in index order.
+func ReadProviderRequestsToResumeByRetryShard(ctx context.Context, r dao.Reader, retryShard int64) ([]*ProviderRequest, error) {
+	return ReadProviderRequestsToResumeKeys(ctx, r, spanner.Key{retryShard}.AsPrefix(), 0)
+}
+
+// ReadProviderRequestsToResumeKeys reads the ProviderRequests rows whose key of index ProviderRequestsToResume is in keys, in index order,
+// at most limit rows when limit > 0.
+func ReadProviderRequestsToResumeKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*ProviderRequest, error) {
+	return dao.ReadIndex[ProviderRequest](ctx, r, ProviderRequestsTable, ProviderRequestsToResumeIndex, false, keys, limit, providerRequestKeyColumns, ProviderRequestColumns(), "ProviderRequests")
 }

@@ -49,6 +49,9 @@ var appendRoles = []appendRole{{
 var insertOrIgnoreRoles = []insertOrIgnoreRole{{
 	Table: "ProcessedEvents",
 	Doc:   "the inbox record of a consumer: run it in the transaction of the state change and skip the event when the row count is 0 (a duplicate delivery)",
+}, {
+	Table: "ProviderEvents",
+	Doc:   "the record of a provider's webhook: run it in the transaction that applies the webhook and skip it when the row count is 0 (the provider delivered it again)",
 }}
 
 type outboxView struct {

@@ -17,6 +17,7 @@
 package payment
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -118,13 +119,15 @@ type Emitted struct {
 // Payment is the aggregate. Its fields are unexported: it changes only through its methods.
 type Payment struct {
 	id, orderID       string
+	customerID        string
 	method            Method
 	amountMinor       int64
 	currency          string
 	status            Status
 	providerPaymentID string
 	failureReason     Reason
-	expiresAt         time.Time // of a slip
+	expiresAt         time.Time       // of a slip
+	slip              json.RawMessage // what the customer pays a slip with, as the provider adapter described it
 	version           int64
 
 	emitted []Emitted
@@ -132,10 +135,10 @@ type Payment struct {
 
 // New validates a new payment and returns it REQUESTED at version 0: it emits nothing (the
 // provider has not answered yet), and its first event will be version 1.
-func New(id, orderID string, method Method, amountMinor int64, currency string) (*Payment, error) {
+func New(id, orderID, customerID string, method Method, amountMinor int64, currency string) (*Payment, error) {
 	var problems []string
-	if id == "" || orderID == "" {
-		problems = append(problems, "id and order id are required")
+	if id == "" || orderID == "" || customerID == "" {
+		problems = append(problems, "id, order id and customer id are required")
 	}
 	if _, err := ParseMethod(string(method)); err != nil {
 		problems = append(problems, err.Error())
@@ -149,12 +152,13 @@ func New(id, orderID string, method Method, amountMinor int64, currency string) 
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrInvalid, strings.Join(problems, "; "))
 	}
-	return &Payment{id: id, orderID: orderID, method: method, amountMinor: amountMinor, currency: currency, status: Requested}, nil
+	return &Payment{id: id, orderID: orderID, customerID: customerID, method: method, amountMinor: amountMinor, currency: currency, status: Requested}, nil
 }
 
 // Snapshot is a payment's persisted state, for the store to rebuild a Payment with Restore.
 type Snapshot struct {
 	ID, OrderID       string
+	CustomerID        string
 	Method            Method
 	AmountMinor       int64
 	Currency          string
@@ -162,6 +166,7 @@ type Snapshot struct {
 	ProviderPaymentID string
 	FailureReason     Reason
 	ExpiresAt         time.Time
+	Slip              json.RawMessage
 	Version           int64
 }
 
@@ -174,23 +179,25 @@ func Restore(s Snapshot) (*Payment, error) {
 		return nil, fmt.Errorf("restore payment %s: %w", s.ID, err)
 	}
 	return &Payment{
-		id: s.ID, orderID: s.OrderID, method: s.Method, amountMinor: s.AmountMinor, currency: s.Currency,
+		id: s.ID, orderID: s.OrderID, customerID: s.CustomerID, method: s.Method, amountMinor: s.AmountMinor, currency: s.Currency,
 		status: s.Status, providerPaymentID: s.ProviderPaymentID, failureReason: s.FailureReason,
-		expiresAt: s.ExpiresAt, version: s.Version,
+		expiresAt: s.ExpiresAt, slip: s.Slip, version: s.Version,
 	}, nil
 }
 
 // Snapshot returns the state to persist.
 func (p *Payment) Snapshot() Snapshot {
 	return Snapshot{
-		ID: p.id, OrderID: p.orderID, Method: p.method, AmountMinor: p.amountMinor, Currency: p.currency,
+		ID: p.id, OrderID: p.orderID, CustomerID: p.customerID, Method: p.method, AmountMinor: p.amountMinor, Currency: p.currency,
 		Status: p.status, ProviderPaymentID: p.providerPaymentID, FailureReason: p.failureReason,
-		ExpiresAt: p.expiresAt, Version: p.version,
+		ExpiresAt: p.expiresAt, Slip: p.slip, Version: p.version,
 	}
 }
 
 func (p *Payment) ID() string                { return p.id }
 func (p *Payment) OrderID() string           { return p.orderID }
+func (p *Payment) CustomerID() string        { return p.customerID }
+func (p *Payment) Slip() json.RawMessage     { return p.slip }
 func (p *Payment) Method() Method            { return p.method }
 func (p *Payment) AmountMinor() int64        { return p.amountMinor }
 func (p *Payment) Currency() string          { return p.currency }
@@ -216,9 +223,19 @@ func (p *Payment) Authorize(providerPaymentID string) error {
 	return p.transition(Authorized, EventAuthorized)
 }
 
-// Pend records a slip issued by the provider, which the customer pays before expiresAt:
-// REQUESTED → PENDING. Only slip methods pend.
-func (p *Payment) Pend(providerPaymentID string, expiresAt time.Time) error {
+// AwaitCustomer records the provider's id for a payment the provider holds while the customer
+// must still act (3-D Secure): it stays REQUESTED and emits nothing; the provider's callback, or
+// the reconciliation sweep asking by that id, moves it on.
+func (p *Payment) AwaitCustomer(providerPaymentID string) error {
+	if p.status != Requested {
+		return &TransitionError{ID: p.id, From: p.status, To: Requested}
+	}
+	return p.setProviderID(providerPaymentID)
+}
+
+// Pend records a slip issued by the provider, which the customer pays before expiresAt with what
+// slip describes (JSON, opaque here): REQUESTED → PENDING. Only slip methods pend.
+func (p *Payment) Pend(providerPaymentID string, expiresAt time.Time, slip json.RawMessage) error {
 	if !p.method.UsesSlip() {
 		return fmt.Errorf("%w: a %s payment has no slip", ErrInvalid, p.method)
 	}
@@ -231,7 +248,7 @@ func (p *Payment) Pend(providerPaymentID string, expiresAt time.Time) error {
 	if err := p.transition(Pending, EventPending); err != nil {
 		return err
 	}
-	p.expiresAt = expiresAt
+	p.expiresAt, p.slip = expiresAt, slip
 	return nil
 }
 

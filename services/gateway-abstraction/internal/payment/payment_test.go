@@ -1,6 +1,7 @@
 package payment
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ var slipExpiry = time.Date(2026, 12, 8, 23, 59, 0, 0, time.UTC)
 // moves are the aggregate's transitions by target status, each applied with valid arguments.
 var moves = map[Status]func(*Payment) error{
 	Authorized:       func(p *Payment) error { return p.Authorize("pi_1") },
-	Pending:          func(p *Payment) error { return p.Pend("pi_1", slipExpiry) },
+	Pending:          func(p *Payment) error { return p.Pend("pi_1", slipExpiry, nil) },
 	Failed:           func(p *Payment) error { return p.Fail(ReasonDeclined) },
 	Expired:          func(p *Payment) error { return p.Expire() },
 	CaptureRequested: func(p *Payment) error { return p.RequestCapture() },
@@ -66,14 +67,14 @@ func TestEveryTransition(t *testing.T) {
 }
 
 func TestCardPaymentLifecycle(t *testing.T) {
-	p, err := New("p-1", "o-1", Card, 2400, "JPY")
+	p, err := New("p-1", "o-1", "ali", Card, 2400, "JPY")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Status() != Requested || p.Version() != 0 || p.Method().Provider() != ProviderStripe {
 		t.Fatalf("new payment: %+v", p.Snapshot())
 	}
-	if err := p.Pend("pi_1", slipExpiry); !errors.Is(err, ErrInvalid) {
+	if err := p.Pend("pi_1", slipExpiry, nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a card payment pending a slip = %v, want ErrInvalid", err)
 	}
 	if err := p.Authorize("pi_1"); err != nil {
@@ -101,14 +102,14 @@ func TestCardPaymentLifecycle(t *testing.T) {
 }
 
 func TestSlipPaymentLifecycle(t *testing.T) {
-	p, err := New("p-2", "o-2", Konbini, 1200, "JPY")
+	p, err := New("p-2", "o-2", "ali", Konbini, 1200, "JPY")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Method().Provider() != ProviderKomoju || !p.Method().UsesSlip() {
 		t.Fatalf("konbini: provider %s, slip %v", p.Method().Provider(), p.Method().UsesSlip())
 	}
-	if err := p.Pend("kmj_1", slipExpiry); err != nil || !p.ExpiresAt().Equal(slipExpiry) {
+	if err := p.Pend("kmj_1", slipExpiry, json.RawMessage(`{"store":"lawson"}`)); err != nil || !p.ExpiresAt().Equal(slipExpiry) {
 		t.Fatalf("pend: %v, expires %v", err, p.ExpiresAt())
 	}
 	if !p.Late(Pending) || p.Late(Authorized) {
@@ -121,17 +122,21 @@ func TestSlipPaymentLifecycle(t *testing.T) {
 	if diff := cmp.Diff(want, p.Emitted()); diff != "" {
 		t.Errorf("emitted (-want +got):\n%s", diff)
 	}
-	if got, err := Restore(p.Snapshot()); err != nil || got.Snapshot() != p.Snapshot() {
-		t.Errorf("Restore(Snapshot()) = %+v, %v", got, err)
+	got, err := Restore(p.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(p.Snapshot(), got.Snapshot()); diff != "" {
+		t.Errorf("Restore(Snapshot()) (-want +got):\n%s", diff)
 	}
 }
 
 func TestValidation(t *testing.T) {
 	for name, build := range map[string]func() (*Payment, error){
-		"no order":        func() (*Payment, error) { return New("p", "", Card, 1, "JPY") },
-		"unknown method":  func() (*Payment, error) { return New("p", "o", Method("CASH"), 1, "JPY") },
-		"zero amount":     func() (*Payment, error) { return New("p", "o", Card, 0, "JPY") },
-		"bad currency":    func() (*Payment, error) { return New("p", "o", Card, 1, "YEN!") },
+		"no order":        func() (*Payment, error) { return New("p", "", "ali", Card, 1, "JPY") },
+		"unknown method":  func() (*Payment, error) { return New("p", "o", "ali", Method("CASH"), 1, "JPY") },
+		"zero amount":     func() (*Payment, error) { return New("p", "o", "ali", Card, 0, "JPY") },
+		"bad currency":    func() (*Payment, error) { return New("p", "o", "ali", Card, 1, "YEN!") },
 		"restore unknown": func() (*Payment, error) { return Restore(Snapshot{ID: "p", Method: Card, Status: "LOST"}) },
 	} {
 		if _, err := build(); err == nil {
@@ -141,7 +146,7 @@ func TestValidation(t *testing.T) {
 	if m, err := ParseMethod("bank_transfer"); err != nil || m != BankTransfer {
 		t.Errorf("ParseMethod(bank_transfer) = %v, %v", m, err)
 	}
-	p, _ := New("p", "o", Card, 1, "JPY")
+	p, _ := New("p", "o", "ali", Card, 1, "JPY")
 	if err := p.Fail(""); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Fail without a reason = %v, want ErrInvalid", err)
 	}

@@ -1,0 +1,106 @@
+// Package localenv is the environment a deployable gets on a local stack (emulator/devstack,
+// e2e/harness): the variables it reads on Cloud Run, pointed at the emulators and the payment
+// sandbox. Both stacks build every process's environment here, so that a variable a service
+// starts to read is given to it once, for both.
+package localenv
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/spanmart/spanmart/internal/topology"
+	"github.com/spanmart/spanmart/pkg/dbschema"
+)
+
+// Local Google Cloud names and identities, shared by the stacks (each has its own instance).
+const (
+	Project        = "spanmart-local"
+	Location       = "projects/" + Project + "/locations/us-central1"
+	ServiceAccount = "relay@" + Project + ".iam.gserviceaccount.com"
+	// Operator is the account allowed on the services' operator endpoints (ADMIN_ALLOWED_EMAILS).
+	Operator = "operator@" + Project + ".iam.gserviceaccount.com"
+)
+
+// The payment sandbox's keys and webhook secrets on a local stack: test values of the sandbox's
+// own, never a provider's.
+const (
+	StripeAPIKey        = "sk_test_spanmart_local"
+	StripeWebhookSecret = "whsec_spanmart_local"
+	KomojuSecretKey     = "sk_test_komoju_spanmart_local"
+	KomojuWebhookSecret = "komoju_whsec_spanmart_local"
+)
+
+// Stack is what the environment points at.
+type Stack struct {
+	Instance    string // "projects/spanmart-local/instances/dev"
+	SpannerAddr string // host:port of the Spanner emulator
+	TasksAddr   string // host:port of the Tasks emulator's gRPC API
+	TasksHTTP   string // http://host:port of the Tasks emulator's OIDC issuer and metadata server
+	PaysimURL   string // http://host:port of the payment sandbox
+	LogLevel    string
+	// URL is the base URL of the process called name (a roster name, or a second instance).
+	URL func(name string) string
+	// Port is the port the process called name listens on.
+	Port func(name string) int
+}
+
+// Database is the full name of a service database of the stack.
+func (st Stack) Database(db string) string { return st.Instance + "/databases/" + db }
+
+// Env is the environment of process name, an instance of roster service svc.
+func (st Stack) Env(name string, svc topology.Service) []string {
+	env := []string{
+		"PORT=" + strconv.Itoa(st.Port(name)),
+		"SPANNER_EMULATOR_HOST=" + st.SpannerAddr,
+		"CLOUD_TASKS_EMULATOR_HOST=" + st.TasksAddr,
+		"GOOGLE_CLOUD_PROJECT=" + Project,
+		"LOG_LEVEL=" + st.LogLevel,
+		"K_SERVICE=" + name,
+	}
+	if svc.Database != "" {
+		// Consumers accept only tasks whose OIDC token the Tasks emulator signed for them, on the
+		// relay's behalf: in production the issuer is Google and the e-mail the relay's account.
+		env = append(env,
+			"SPANNER_DATABASE="+st.Database(svc.Database),
+			"OIDC_ISSUER="+st.TasksHTTP,
+			"OIDC_AUDIENCE="+st.URL(name),
+			"OIDC_ALLOWED_EMAILS="+ServiceAccount,
+			"ADMIN_ALLOWED_EMAILS="+Operator,
+			"RELAY_URL="+st.URL(topology.Relay))
+		if svc.Name == topology.Gateway {
+			env = append(env, st.gatewayEnv()...)
+		}
+		return env
+	}
+	var sources []string
+	for _, db := range dbschema.Databases() {
+		sources = append(sources, st.Database(db.Name))
+	}
+	return append(append(env,
+		"RELAY_SOURCES="+strings.Join(sources, ","),
+		"RELAY_SERVICE_ACCOUNT="+ServiceAccount,
+		// The relay's ID tokens (the delivery ledger) come from the metadata server; locally the
+		// Tasks emulator answers its identity endpoint. Only the relay gets it: it also makes
+		// Google's libraries look for credentials there.
+		"GCE_METADATA_HOST="+strings.TrimPrefix(st.TasksHTTP, "http://"),
+		"TASKS_LOCATION="+Location),
+		topology.RelayURLEnv(func(s topology.Service) string { return st.URL(s.Name) })...)
+}
+
+// gatewayEnv points both provider adapters at the sandbox.
+func (st Stack) gatewayEnv() []string {
+	return []string{
+		"STRIPE_API_KEY=" + StripeAPIKey,
+		"STRIPE_API_URL=" + st.PaysimURL,
+		"STRIPE_WEBHOOK_SECRET=" + StripeWebhookSecret,
+		"KOMOJU_SECRET_KEY=" + KomojuSecretKey,
+		"KOMOJU_API_URL=" + st.PaysimURL,
+		"KOMOJU_WEBHOOK_SECRET=" + KomojuWebhookSecret,
+	}
+}
+
+// WebhookURLs are where the sandbox delivers each dialect's webhooks: the gateway's endpoints.
+func (st Stack) WebhookURLs() (stripe, komoju string) {
+	base := st.URL(topology.Gateway)
+	return base + "/webhooks/stripe", base + "/webhooks/komoju"
+}

@@ -1,0 +1,600 @@
+// Package app holds the gateway's use cases: recording a payment request and its authorize intent
+// (in the consumer's transaction), carrying the intent out against the provider after the commit,
+// applying provider webhooks once each, and the reconciliation sweep. It declares what it needs
+// from the outside (Repository, Tx, Nudger, the providers) and knows nothing of HTTP or Spanner.
+//
+// Every provider call follows docs/architecture.md, "Side effects outside Spanner": the intent
+// (ProviderRequests row, with the exact request and its idempotency key) commits first; the call
+// is made after the commit; its answer and the payment's event commit in a second transaction. A
+// crash between any two steps leaves a STARTED intent that a redelivery of the event (After in
+// package events) or the sweep resumes with the same key, so the provider acts once.
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/spanmart/spanmart/pkg/faults"
+	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/payment"
+	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/provider"
+)
+
+// Errors of the use cases; test with errors.Is.
+var (
+	// ErrUnknownProvider: a webhook path or a payment names a provider the gateway has no adapter for.
+	ErrUnknownProvider = errors.New("unknown provider")
+)
+
+// Operation is what an intent asks the provider to do; the values are those of the
+// CK_ProviderRequests_Operation check.
+type Operation string
+
+const (
+	OpAuthorize Operation = "AUTHORIZE"
+	OpCapture   Operation = "CAPTURE"
+	OpVoid      Operation = "VOID"
+)
+
+// IntentStatus is an intent's state: STARTED until the provider answered, then SUCCEEDED (an
+// answer, a refusal included) or FAILED (the call cannot be made: an invalid request, or the
+// provider stayed unreachable for MaxAttempts).
+type IntentStatus string
+
+const (
+	IntentStarted   IntentStatus = "STARTED"
+	IntentSucceeded IntentStatus = "SUCCEEDED"
+	IntentFailed    IntentStatus = "FAILED"
+)
+
+// Intent is a provider call recorded before it is made (a ProviderRequests row).
+type Intent struct {
+	Key        string // the idempotency key sent to the provider: "<payment id>:<operation>"
+	PaymentID  string
+	Op         Operation
+	Status     IntentStatus
+	Attempts   int64
+	Request    json.RawMessage // the call's parameters (provider.AuthorizeRequest or provider.Operation)
+	LastError  string
+	RetryAfter time.Time // when the sweep resumes it; zero once finished
+}
+
+// IntentKey is the idempotency key of operation op on payment paymentID.
+func IntentKey(paymentID string, op Operation) string {
+	return paymentID + ":" + string(op)
+}
+
+// paymentNamespace derives payment ids from order ids: the payment of an order has one id,
+// however often its order.awaiting_payment is delivered or replayed.
+var paymentNamespace = uuid.MustParse("5b0c5b1e-6d1f-4a53-9a8e-3f1f0c2d7a10")
+
+// PaymentIDFor is the id of the payment of order orderID.
+func PaymentIDFor(orderID string) string {
+	return uuid.NewSHA1(paymentNamespace, []byte(orderID)).String()
+}
+
+// ProviderEvent is a verified webhook, recorded once (ProviderEvents).
+type ProviderEvent struct {
+	Provider  string
+	EventID   string
+	EventType string
+	PaymentID string // "" when the gateway has no such payment
+	Payload   []byte
+}
+
+// Tx is the repository bound to one read-write transaction: the consumer's (RequestPayment) or one
+// that Repository.Update opens. Payments written by Save carry their emitted events to the
+// outbox in the same transaction.
+type Tx interface {
+	// Payment returns a payment; payment.ErrNotFound if there is none.
+	Payment(ctx context.Context, id string) (*payment.Payment, error)
+	// PaymentByProviderID returns the payment a provider knows by providerPaymentID.
+	PaymentByProviderID(ctx context.Context, providerName, providerPaymentID string) (*payment.Payment, error)
+	// Intent returns an intent; payment.ErrNotFound if there is none.
+	Intent(ctx context.Context, key string) (Intent, error)
+	// RecordProviderEvent inserts e unless the provider's event id is known: fresh is false for a
+	// duplicate (INSERT OR IGNORE).
+	RecordProviderEvent(ctx context.Context, e ProviderEvent) (fresh bool, err error)
+	// Save writes p (inserted when created) and its emitted events. checkAfter is when the sweep
+	// asks the provider about p; zero for never (p is terminal, or an intent covers it).
+	Save(ctx context.Context, p *payment.Payment, created bool, checkAfter time.Time) error
+	// SaveIntent writes in (inserted when created).
+	SaveIntent(ctx context.Context, in Intent, created bool) error
+}
+
+// Repository is the persistence the use cases need outside a consumer's transaction.
+type Repository interface {
+	// Update runs fn in a new read-write transaction, which may be retried: fn must have no
+	// effect outside tx.
+	Update(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// Intent reads an intent (a strong read); payment.ErrNotFound if there is none.
+	Intent(ctx context.Context, key string) (Intent, error)
+	// Payment reads a payment; payment.ErrNotFound if there is none.
+	Payment(ctx context.Context, id string) (*payment.Payment, error)
+	// PaymentsOfOrder returns an order's payments (none: an empty slice).
+	PaymentsOfOrder(ctx context.Context, orderID string) ([]*payment.Payment, error)
+	// IntentsToResume returns up to limit STARTED intents whose RetryAfter is at or before now.
+	IntentsToResume(ctx context.Context, now time.Time, limit int) ([]Intent, error)
+	// PaymentsToCheck returns up to limit payments whose CheckAfter is at or before now.
+	PaymentsToCheck(ctx context.Context, now time.Time, limit int) ([]*payment.Payment, error)
+}
+
+// Nudger tells the relay that a payment's events are waiting; best effort.
+type Nudger interface {
+	NudgeAggregate(ctx context.Context, paymentID string)
+}
+
+// Config configures a Service. Zero durations take the defaults.
+type Config struct {
+	Repo      Repository
+	Providers []provider.Provider
+	Nudger    Nudger // may be nil
+	Metrics   *Metrics
+	Now       func() time.Time // default time.Now
+	// Calls bounds and spaces the attempts of one provider call on the request path, and opens a
+	// circuit per provider after consecutive failures.
+	Calls CallPolicy
+	// ResumeAfter is how long a STARTED intent waits for the request path before the sweep may
+	// resume it (and the back-off unit between resumptions); default 1m.
+	ResumeAfter time.Duration
+	// MaxAttempts is how many provider calls an intent gets before it fails with
+	// provider_unavailable; default 20 (with the doubling back-off of ResumeAfter capped at 1h,
+	// about a day).
+	MaxAttempts int64
+	// ReconcileAfter is how long a payment may stay in a state that waits for the provider
+	// (3-D Secure, a slip, an authorization) before the sweep asks the provider about it; default 15m.
+	ReconcileAfter time.Duration
+}
+
+// Service runs the use cases.
+type Service struct {
+	cfg       Config
+	providers map[string]*guarded
+}
+
+// New returns a service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Repo == nil || len(cfg.Providers) == 0 {
+		return nil, errors.New("gateway: a repository and at least one provider are required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	if cfg.ResumeAfter <= 0 {
+		cfg.ResumeAfter = time.Minute
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 20
+	}
+	if cfg.ReconcileAfter <= 0 {
+		cfg.ReconcileAfter = 15 * time.Minute
+	}
+	cfg.Calls = cfg.Calls.withDefaults()
+	s := &Service{cfg: cfg, providers: map[string]*guarded{}}
+	for _, p := range cfg.Providers {
+		s.providers[p.Name()] = newGuarded(p, cfg.Calls, cfg.Metrics, cfg.Now)
+	}
+	return s, nil
+}
+
+// PaymentRequest is what order.awaiting_payment asks for.
+type PaymentRequest struct {
+	OrderID     string
+	CustomerID  string
+	Email       string
+	Method      payment.Method
+	Instrument  string // card: the PaymentMethod id; konbini: the store
+	AmountMinor int64
+	Currency    string
+}
+
+// RequestPayment records, in the consumer's transaction tx, the order's payment (REQUESTED) and
+// its authorize intent, unless the order has one already (a replayed event). The provider is
+// called after the commit by Resume. An invalid request is payment.ErrInvalid.
+func (s *Service) RequestPayment(ctx context.Context, tx Tx, r PaymentRequest) (paymentID string, created bool, err error) {
+	id := PaymentIDFor(r.OrderID)
+	if _, err := tx.Payment(ctx, id); err == nil {
+		return id, false, nil
+	} else if !errors.Is(err, payment.ErrNotFound) {
+		return "", false, err
+	}
+	p, err := payment.New(id, r.OrderID, r.CustomerID, r.Method, r.AmountMinor, r.Currency)
+	if err != nil {
+		return "", false, err
+	}
+	if _, ok := s.providers[r.Method.Provider()]; !ok {
+		return "", false, fmt.Errorf("%w: %s (for %s payments)", ErrUnknownProvider, r.Method.Provider(), r.Method)
+	}
+	req := provider.AuthorizeRequest{
+		IdempotencyKey: IntentKey(id, OpAuthorize), PaymentID: id, OrderID: r.OrderID, CustomerID: r.CustomerID,
+		Email: r.Email, Method: r.Method, AmountMinor: r.AmountMinor, Currency: r.Currency, Instrument: r.Instrument,
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return "", false, err
+	}
+	in := Intent{
+		Key: req.IdempotencyKey, PaymentID: id, Op: OpAuthorize, Status: IntentStarted, Request: body,
+		RetryAfter: s.cfg.Now().Add(s.cfg.ResumeAfter),
+	}
+	if err := tx.Save(ctx, p, true, time.Time{}); err != nil {
+		return "", false, err
+	}
+	if err := tx.SaveIntent(ctx, in, true); err != nil {
+		return "", false, err
+	}
+	return id, true, nil
+}
+
+// Resume carries out the intent key if it is still STARTED: calls the provider (with retries,
+// back-off and the provider's circuit breaker) and records the answer and the payment's event. It
+// returns nil once the intent is finished (now or before), and an error while it is not, so the
+// caller's queue tries again; a payment.ErrNotFound intent is finished by definition.
+func (s *Service) Resume(ctx context.Context, key string) error {
+	in, err := s.cfg.Repo.Intent(ctx, key)
+	switch {
+	case errors.Is(err, payment.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case in.Status != IntentStarted:
+		return nil
+	}
+	p, err := s.cfg.Repo.Payment(ctx, in.PaymentID)
+	if err != nil {
+		return err
+	}
+	prov, ok := s.providers[p.Method().Provider()]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownProvider, p.Method().Provider())
+	}
+	outcome, callErr := prov.do(ctx, in)
+	if callErr == nil {
+		faults.Hit(faults.GatewayAfterProviderCall)
+	}
+	emitted := false
+	err = s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
+		emitted = false
+		in, err := tx.Intent(ctx, key)
+		if err != nil || in.Status != IntentStarted {
+			return err // finished meanwhile (a concurrent Resume)
+		}
+		p, err := tx.Payment(ctx, in.PaymentID)
+		if err != nil {
+			return err
+		}
+		in.Attempts++
+		now := s.cfg.Now()
+		switch {
+		case callErr == nil:
+			in.Status, in.LastError, in.RetryAfter = IntentSucceeded, "", time.Time{}
+			s.apply(ctx, p, prov.Name(), outcome, "answer")
+		case provider.Temporary(callErr) && in.Attempts < s.cfg.MaxAttempts:
+			in.LastError, in.RetryAfter = callErr.Error(), now.Add(s.backoff(in.Attempts))
+		default:
+			in.Status, in.LastError, in.RetryAfter = IntentFailed, callErr.Error(), time.Time{}
+			s.giveUp(ctx, p, in, callErr)
+		}
+		emitted = len(p.Emitted()) > 0
+		if err := tx.Save(ctx, p, false, s.checkAfter(p, now)); err != nil {
+			return err
+		}
+		return tx.SaveIntent(ctx, in, false)
+	})
+	if err != nil {
+		return fmt.Errorf("record the provider's answer to %s: %w", key, err)
+	}
+	if emitted && s.cfg.Nudger != nil {
+		s.cfg.Nudger.NudgeAggregate(ctx, in.PaymentID)
+	}
+	if callErr != nil && provider.Temporary(callErr) {
+		return fmt.Errorf("intent %s not finished: %w", key, callErr)
+	}
+	return nil
+}
+
+// giveUp records an intent that cannot be carried out: the payment fails with the reason.
+func (s *Service) giveUp(ctx context.Context, p *payment.Payment, in Intent, callErr error) {
+	reason := payment.ReasonProviderUnavailable
+	var pe *provider.Error
+	if errors.As(callErr, &pe) && pe.Reason != "" {
+		reason = pe.Reason
+	}
+	var err error
+	switch in.Op {
+	case OpAuthorize:
+		err = p.Fail(reason)
+	case OpCapture:
+		err = p.FailCapture(reason)
+	}
+	if err != nil {
+		note(ctx, fmt.Sprintf("payment %s: intent %s failed (%v) and the payment cannot record it: %v", p.ID(), in.Key, callErr, err))
+	}
+	s.cfg.Metrics.intentsFailed.WithLabelValues(p.Method().Provider(), string(in.Op)).Inc()
+}
+
+// backoff is the wait before the attempt after the n-th: ResumeAfter doubling, capped at an hour.
+func (s *Service) backoff(n int64) time.Duration {
+	d := s.cfg.ResumeAfter
+	for i := int64(1); i < n && d < time.Hour; i++ {
+		d *= 2
+	}
+	return min(d, time.Hour)
+}
+
+// checkAfter is when the sweep asks the provider about p: never for a terminal payment or one
+// whose provider id is unknown (its authorize intent covers it), otherwise after ReconcileAfter —
+// or at a slip's expiry, if that is sooner.
+func (s *Service) checkAfter(p *payment.Payment, now time.Time) time.Time {
+	if p.Status().Terminal() || p.ProviderPaymentID() == "" {
+		return time.Time{}
+	}
+	at := now.Add(s.cfg.ReconcileAfter)
+	if p.Status() == payment.Pending && !p.ExpiresAt().IsZero() && p.ExpiresAt().Before(at) {
+		at = p.ExpiresAt()
+	}
+	return at
+}
+
+// apply moves p to what the provider says it is (an answer, a webhook, a lookup: via says which)
+// unless that is late (p has reached or passed that stage: a duplicate, or an older callback
+// arriving last) or impossible from p's state (logged: the provider and the gateway disagree).
+// It reports whether p changed.
+func (s *Service) apply(ctx context.Context, p *payment.Payment, providerName string, o provider.Outcome, via string) bool {
+	switch {
+	case o.Status == "":
+		return false // the event moves no payment
+	case o.Status == payment.Requested:
+		// The customer must act first; keep the provider's id, so the sweep can ask about it.
+		return p.Status() == payment.Requested && p.ProviderPaymentID() == "" && o.ProviderPaymentID != "" &&
+			p.AwaitCustomer(o.ProviderPaymentID) == nil
+	}
+	if p.Late(o.Status) {
+		if p.Status() != o.Status {
+			note(ctx, fmt.Sprintf("late %s ignored: payment %s is %s, the provider says %s", via, p.ID(), p.Status(), o.Status))
+			s.cfg.Metrics.late.WithLabelValues(providerName, via).Inc()
+		}
+		return false
+	}
+	var err error
+	switch o.Status {
+	case payment.Authorized:
+		err = p.Authorize(o.ProviderPaymentID)
+	case payment.Pending:
+		err = s.pend(p, o)
+	case payment.Failed:
+		err = p.Fail(reasonOr(o.Reason, payment.ReasonDeclined))
+	case payment.Expired:
+		err = p.Expire()
+	case payment.Captured:
+		err = p.Capture()
+	case payment.Voided:
+		err = p.Void()
+	default:
+		err = fmt.Errorf("%w: the provider's outcome %s is not one the gateway applies", payment.ErrInvalid, o.Status)
+	}
+	if err != nil {
+		note(ctx, fmt.Sprintf("%s not applied: payment %s is %s, the provider says %s: %v", via, p.ID(), p.Status(), o.Status, err))
+		s.cfg.Metrics.conflicts.WithLabelValues(providerName, via).Inc()
+		return false
+	}
+	s.cfg.Metrics.transitions.WithLabelValues(providerName, string(p.Status())).Inc()
+	return true
+}
+
+func (s *Service) pend(p *payment.Payment, o provider.Outcome) error {
+	if o.Slip == nil {
+		return fmt.Errorf("%w: a pending outcome without a slip", payment.ErrInvalid)
+	}
+	slip, err := json.Marshal(o.Slip)
+	if err != nil {
+		return err
+	}
+	return p.Pend(o.ProviderPaymentID, o.Slip.ExpiresAt, slip)
+}
+
+func reasonOr(r, def payment.Reason) payment.Reason {
+	if r == "" {
+		return def
+	}
+	return r
+}
+
+// WebhookResult is what HandleWebhook did.
+type WebhookResult string
+
+const (
+	WebhookApplied   WebhookResult = "applied"   // the payment moved
+	WebhookDuplicate WebhookResult = "duplicate" // the provider's event id was seen before
+	WebhookIgnored   WebhookResult = "ignored"   // recorded; it moves nothing (late, unrelated, unknown payment)
+)
+
+// HandleWebhook verifies and applies one provider callback: in one transaction the provider's
+// event id is recorded (a duplicate stops here), the payment moves and its event is appended.
+// A callback that does not verify is provider.ErrSignature and changes nothing.
+func (s *Service) HandleWebhook(ctx context.Context, providerName string, h map[string][]string, body []byte) (WebhookResult, error) {
+	g, ok := s.providers[providerName]
+	if !ok {
+		return "", fmt.Errorf("%w: %q", ErrUnknownProvider, providerName)
+	}
+	n, err := g.ParseWebhook(h, body, s.cfg.Now())
+	if err != nil {
+		if errors.Is(err, provider.ErrSignature) {
+			s.cfg.Metrics.webhookRejected.WithLabelValues(providerName, "signature").Inc()
+		} else {
+			s.cfg.Metrics.webhookRejected.WithLabelValues(providerName, "malformed").Inc()
+		}
+		return "", err
+	}
+	var (
+		result    WebhookResult
+		paymentID string
+	)
+	err = s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
+		result, paymentID = WebhookIgnored, ""
+		p, err := s.webhookPayment(ctx, tx, providerName, n)
+		if err != nil {
+			return err
+		}
+		if p != nil {
+			paymentID = p.ID()
+		}
+		fresh, err := tx.RecordProviderEvent(ctx, ProviderEvent{
+			Provider: providerName, EventID: n.EventID, EventType: n.EventType, PaymentID: paymentID, Payload: body,
+		})
+		if err != nil || !fresh {
+			result = WebhookDuplicate
+			return err
+		}
+		if p == nil {
+			note(ctx, fmt.Sprintf("%s event %s (%s) names no payment the gateway knows", providerName, n.EventID, n.EventType))
+			return nil
+		}
+		if !s.apply(ctx, p, providerName, n.Outcome, "webhook") {
+			return nil
+		}
+		result = WebhookApplied
+		return tx.Save(ctx, p, false, s.checkAfter(p, s.cfg.Now()))
+	})
+	if err != nil {
+		return "", fmt.Errorf("%s webhook %s: %w", providerName, n.EventID, err)
+	}
+	s.cfg.Metrics.webhooks.WithLabelValues(providerName, string(result)).Inc()
+	if result == WebhookApplied && s.cfg.Nudger != nil {
+		s.cfg.Nudger.NudgeAggregate(ctx, paymentID)
+	}
+	return result, nil
+}
+
+// webhookPayment finds the payment a notification is about: by the id the gateway sent as
+// metadata, else by the provider's id; nil if neither is known.
+func (s *Service) webhookPayment(ctx context.Context, tx Tx, providerName string, n provider.Notification) (*payment.Payment, error) {
+	if n.PaymentID != "" {
+		p, err := tx.Payment(ctx, n.PaymentID)
+		if !errors.Is(err, payment.ErrNotFound) {
+			return p, err
+		}
+	}
+	if n.ProviderPaymentID != "" {
+		p, err := tx.PaymentByProviderID(ctx, providerName, n.ProviderPaymentID)
+		if !errors.Is(err, payment.ErrNotFound) {
+			return p, err
+		}
+	}
+	return nil, nil
+}
+
+// SweepReport is what one sweep did.
+type SweepReport struct {
+	Resumed  int      `json:"resumed"`  // STARTED intents carried out
+	Checked  int      `json:"checked"`  // payments the provider was asked about
+	Changed  int      `json:"changed"`  // of those, payments that moved
+	Failures []string `json:"failures"` // what could not be done (retried by the next sweep)
+}
+
+// SweepLimit is the most intents and payments one sweep handles (each); the next sweep takes the rest.
+const SweepLimit = 200
+
+// Sweep resumes intents the request path left unfinished and asks the providers about payments
+// that have waited for a callback longer than ReconcileAfter, applying what they say (a missed
+// webhook is not a stuck order). Run it on a schedule (Cloud Scheduler → POST /admin/sweep).
+func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
+	rep := SweepReport{Failures: []string{}}
+	now := s.cfg.Now()
+	intents, err := s.cfg.Repo.IntentsToResume(ctx, now, SweepLimit)
+	if err != nil {
+		return rep, err
+	}
+	for _, in := range intents {
+		if err := s.Resume(ctx, in.Key); err != nil {
+			rep.Failures = append(rep.Failures, err.Error())
+			continue
+		}
+		rep.Resumed++
+	}
+	due, err := s.cfg.Repo.PaymentsToCheck(ctx, now, SweepLimit)
+	if err != nil {
+		return rep, err
+	}
+	for _, p := range due {
+		changed, err := s.reconcile(ctx, p)
+		if err != nil {
+			rep.Failures = append(rep.Failures, err.Error())
+			continue
+		}
+		rep.Checked++
+		if changed {
+			rep.Changed++
+		}
+	}
+	return rep, nil
+}
+
+// reconcile asks p's provider what p is and applies the answer.
+func (s *Service) reconcile(ctx context.Context, p *payment.Payment) (bool, error) {
+	g, ok := s.providers[p.Method().Provider()]
+	if !ok {
+		return false, fmt.Errorf("payment %s: %w: %s", p.ID(), ErrUnknownProvider, p.Method().Provider())
+	}
+	o, err := g.lookup(ctx, p.ProviderPaymentID())
+	if err != nil {
+		return false, fmt.Errorf("payment %s: ask %s: %w", p.ID(), g.Name(), err)
+	}
+	changed := false
+	err = s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
+		p, err := tx.Payment(ctx, p.ID())
+		if err != nil {
+			return err
+		}
+		changed = s.apply(ctx, p, g.Name(), o, "reconciliation")
+		return tx.Save(ctx, p, false, s.checkAfter(p, s.cfg.Now()))
+	})
+	if err != nil {
+		return false, err
+	}
+	if changed {
+		s.cfg.Metrics.reconciled.WithLabelValues(g.Name()).Inc()
+		if s.cfg.Nudger != nil {
+			s.cfg.Nudger.NudgeAggregate(ctx, p.ID())
+		}
+	}
+	return changed, nil
+}
+
+// Payment returns a payment.
+func (s *Service) Payment(ctx context.Context, id string) (*payment.Payment, error) {
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return nil, fmt.Errorf("%w: payment id %q is not a UUID", payment.ErrInvalid, id)
+	}
+	return s.cfg.Repo.Payment(ctx, id)
+}
+
+// PaymentsOfOrder returns an order's payments.
+func (s *Service) PaymentsOfOrder(ctx context.Context, orderID string) ([]*payment.Payment, error) {
+	if _, err := uuid.Parse(orderID); err != nil || len(orderID) != 36 {
+		return nil, fmt.Errorf("%w: order id %q is not a UUID", payment.ErrInvalid, orderID)
+	}
+	return s.cfg.Repo.PaymentsOfOrder(ctx, orderID)
+}
+
+// noteFunc records what a use case decided; the events package sets it to outboxlib.Note so that
+// decisions reach the consumer's one log line per event.
+type noteKey struct{}
+
+// WithNotes returns ctx whose use-case notes go to f.
+func WithNotes(ctx context.Context, f func(context.Context, string)) context.Context {
+	return context.WithValue(ctx, noteKey{}, f)
+}
+
+func note(ctx context.Context, msg string) {
+	if f, ok := ctx.Value(noteKey{}).(func(context.Context, string)); ok {
+		f(ctx, msg)
+	}
+}

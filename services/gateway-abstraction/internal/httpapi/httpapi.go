@@ -1,0 +1,155 @@
+// Package httpapi is the gateway's HTTP surface: the providers' webhooks (public, authenticated by
+// the providers' signatures), and the operators' reads of payments and the reconciliation sweep
+// (behind an operator's ID token, as Cloud Scheduler presents one).
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/app"
+	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/payment"
+	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/provider"
+)
+
+// ErrorMapper maps the domain and use-case errors to statuses, for platform.ServerOptions. A
+// webhook that does not verify is 400 (what Stripe's documentation asks receivers to answer):
+// the provider's retries of a forged callback stop being a problem of ours.
+var ErrorMapper = platform.MapErrors(map[error]int{
+	payment.ErrNotFound:          http.StatusNotFound,
+	payment.ErrInvalid:           http.StatusBadRequest,
+	app.ErrUnknownProvider:       http.StatusNotFound,
+	provider.ErrSignature:        http.StatusBadRequest,
+	provider.ErrMalformed:        http.StatusBadRequest,
+	provider.ErrNotFound:         http.StatusNotFound,
+	payment.ErrIllegalTransition: http.StatusConflict,
+})
+
+// Paths.
+const (
+	PathWebhooks = "/webhooks/:provider" // POST; :provider is "stripe" or "komoju"
+	PathSweep    = "/admin/sweep"        // POST, operator
+	PathPayments = "/admin/payments"     // GET ?order_id=, operator
+)
+
+// Register adds the routes to e; operators guards the operators' routes.
+func Register(e *echo.Echo, svc *app.Service, operators echo.MiddlewareFunc) {
+	h := &handler{svc: svc}
+	e.POST(PathWebhooks, h.webhook)
+	e.POST(PathSweep, h.sweep, operators)
+	e.GET(PathPayments, h.listPayments, operators)
+	e.GET(PathPayments+"/:id", h.getPayment, operators)
+}
+
+type handler struct {
+	svc *app.Service
+}
+
+type webhookResult struct {
+	Result string `json:"result"`
+}
+
+func (h *handler) webhook(c echo.Context) error {
+	name := c.Param("provider")
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	var notes []string
+	ctx := app.WithNotes(c.Request().Context(), func(_ context.Context, n string) { notes = append(notes, n) })
+	res, err := h.svc.HandleWebhook(ctx, name, c.Request().Header, body)
+	log := platform.Logger(ctx).With(zap.String("provider", name))
+	if len(notes) > 0 {
+		log = log.With(zap.Strings("notes", notes))
+	}
+	if err != nil {
+		if errors.Is(err, provider.ErrSignature) || errors.Is(err, provider.ErrMalformed) {
+			log.Warn("webhook refused", zap.Error(err))
+		}
+		return err
+	}
+	log.Info("webhook", zap.String("result", string(res)))
+	return c.JSON(http.StatusOK, webhookResult{string(res)})
+}
+
+func (h *handler) sweep(c echo.Context) error {
+	rep, err := h.svc.Sweep(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	log := platform.Logger(c.Request().Context())
+	if len(rep.Failures) > 0 {
+		log.Warn("sweep left work for the next one", zap.Int("resumed", rep.Resumed), zap.Int("checked", rep.Checked),
+			zap.Int("changed", rep.Changed), zap.Strings("failures", rep.Failures))
+	} else {
+		log.Info("sweep", zap.Int("resumed", rep.Resumed), zap.Int("checked", rep.Checked), zap.Int("changed", rep.Changed))
+	}
+	return c.JSON(http.StatusOK, rep)
+}
+
+// Payment is a payment in responses.
+type Payment struct {
+	ID                string          `json:"id"`
+	OrderID           string          `json:"order_id"`
+	CustomerID        string          `json:"customer_id"`
+	Method            string          `json:"method"`
+	Provider          string          `json:"provider"`
+	Status            string          `json:"status"`
+	AmountMinor       int64           `json:"amount_minor"`
+	Currency          string          `json:"currency"`
+	ProviderPaymentID string          `json:"provider_payment_id,omitempty"`
+	FailureReason     string          `json:"failure_reason,omitempty"`
+	ExpiresAt         *time.Time      `json:"expires_at,omitempty"`
+	Slip              json.RawMessage `json:"slip,omitempty"`
+	Version           int64           `json:"version"`
+}
+
+func toPayment(p *payment.Payment) Payment {
+	out := Payment{
+		ID: p.ID(), OrderID: p.OrderID(), CustomerID: p.CustomerID(), Method: strings.ToLower(string(p.Method())),
+		Provider: p.Method().Provider(), Status: string(p.Status()), AmountMinor: p.AmountMinor(), Currency: p.Currency(),
+		ProviderPaymentID: p.ProviderPaymentID(), FailureReason: string(p.FailureReason()), Slip: p.Slip(), Version: p.Version(),
+	}
+	if t := p.ExpiresAt(); !t.IsZero() {
+		t = t.UTC()
+		out.ExpiresAt = &t
+	}
+	return out
+}
+
+func (h *handler) getPayment(c echo.Context) error {
+	p, err := h.svc.Payment(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toPayment(p))
+}
+
+type paymentList struct {
+	Payments []Payment `json:"payments"`
+}
+
+func (h *handler) listPayments(c echo.Context) error {
+	orderID := c.QueryParam("order_id")
+	if orderID == "" {
+		return platform.NewProblem(http.StatusBadRequest, "query parameter order_id is required")
+	}
+	ps, err := h.svc.PaymentsOfOrder(c.Request().Context(), orderID)
+	if err != nil {
+		return err
+	}
+	out := paymentList{Payments: make([]Payment, len(ps))}
+	for i, p := range ps {
+		out.Payments[i] = toPayment(p)
+	}
+	return c.JSON(http.StatusOK, out)
+}

@@ -1,0 +1,37 @@
+package store
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/payment"
+)
+
+// paymentPayload is the published contract of the payment.* events (schema version 1): every
+// event carries the whole payment as it is after the transition. Consumers tolerate unknown
+// fields, so fields may be added; none may be renamed or removed.
+type paymentPayload struct {
+	PaymentID   string          `json:"payment_id"`
+	OrderID     string          `json:"order_id"`
+	Method      string          `json:"method"` // card, wallet, konbini, bank_transfer (as orders takes them)
+	Provider    string          `json:"provider"`
+	Status      string          `json:"status"`
+	AmountMinor int64           `json:"amount_minor"`
+	Currency    string          `json:"currency"`
+	Reason      string          `json:"reason,omitempty"` // failed, expired, capture_failed
+	Slip        json.RawMessage `json:"slip,omitempty"`   // pending: how the customer pays (provider.Slip)
+}
+
+func payloadOf(p *payment.Payment) paymentPayload {
+	out := paymentPayload{
+		PaymentID: p.ID(), OrderID: p.OrderID(), Method: strings.ToLower(string(p.Method())), Provider: p.Method().Provider(),
+		Status: string(p.Status()), AmountMinor: p.AmountMinor(), Currency: p.Currency(), Reason: string(p.FailureReason()),
+	}
+	if p.Status() == payment.Pending {
+		out.Slip = p.Slip()
+	}
+	if p.Status() == payment.Expired && out.Reason == "" {
+		out.Reason = string(payment.ReasonExpired)
+	}
+	return out
+}
