@@ -21,12 +21,12 @@ import (
 // The failure drills of issue 5. Each starts its own stack (product A1 with 5 in stock), breaks
 // something, and asserts the final state of every database involved once the flow has come to rest.
 
-// (a) An order that fits is reserved and awaits payment; one that does not is cancelled as out of
-// stock and leaves the stock untouched.
+// (a) An order that fits is reserved, paid (a card that authorizes) and confirmed; one that does
+// not is cancelled as out of stock and leaves the stock untouched.
 func TestHappyPath(t *testing.T) {
 	s := harness.Start(t, harness.Options{})
 	a := placeOrder(t, s, "A1", 2)
-	waitStatus(t, s, a, "AWAITING_PAYMENT")
+	waitStatus(t, s, a, "CONFIRMED")
 	b := placeOrder(t, s, "A1", 10)
 	waitStatus(t, s, b, "CANCELLED out_of_stock")
 
@@ -34,10 +34,10 @@ func TestHappyPath(t *testing.T) {
 	checkNoDuplicateEvents(t, s)
 
 	// The public API tells the same story.
-	if o := getOrder(t, s, a); o.Status != "AWAITING_PAYMENT" {
+	if o := getOrder(t, s, a); o.Status != "CONFIRMED" {
 		t.Errorf("GET /v1/orders/%s: status %s", a, o.Status)
 	} else {
-		want := []string{"consumed:inventory.reserved", "emitted:order.awaiting_payment", "emitted:order.created"}
+		want := []string{"consumed:inventory.reserved", "consumed:payment.authorized", "emitted:order.awaiting_payment", "emitted:order.confirmed", "emitted:order.created"}
 		if got := timelineTypes(o); strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("timeline of %s: %v, want %v", a, got, want)
 		}
@@ -124,7 +124,7 @@ func TestOrdersDiesAfterCommit(t *testing.T) {
 	if o.ID != id {
 		t.Errorf("the retry returned order %s, want the committed %s", o.ID, id)
 	}
-	waitStatus(t, s, id, "AWAITING_PAYMENT")
+	waitStatus(t, s, id, "CONFIRMED")
 	checkSnapshot(t, wantSnapshot(5, placed{id, 2, reserved}), waitSettled(t, s))
 }
 
@@ -153,7 +153,7 @@ func TestRelayDiesAfterEnqueue(t *testing.T) {
 	if err := s.Start(ctx, "relay"); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, s, id, "AWAITING_PAYMENT")
+	waitStatus(t, s, id, "CONFIRMED")
 	checkSnapshot(t, wantSnapshot(5, placed{id, 2, reserved}), waitSettled(t, s))
 	checkNoDuplicateEvents(t, s)
 }
@@ -191,7 +191,7 @@ func TestConcurrentDuplicate(t *testing.T) {
 	if err := s.Start(ctx, "relay"); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, s, id, "AWAITING_PAYMENT")
+	waitStatus(t, s, id, "CONFIRMED")
 	checkSnapshot(t, wantSnapshot(5, placed{id, 2, reserved}), waitSettled(t, s))
 	checkNoDuplicateEvents(t, s)
 }
@@ -215,6 +215,7 @@ func earlyFlow(id string) snapshot {
 	w.Reservations[id+" A1"] = "2 RELEASED"
 	w.Outbox["fulfillment"]["inventory.released"] = 1
 	w.Processed["fulfillment/fulfillment"]++
+	w.Processed["orders/orders"]++ // inventory.released, noted: the order is not cancelling
 	return w
 }
 
@@ -249,7 +250,7 @@ func TestLaterVersionFirst(t *testing.T) {
 		}
 		return rows[0][0] == "RELEASED" && rows[0][1] == "2", strings.Join(rows[0], " ")
 	})
-	waitStatus(t, s, id, "AWAITING_PAYMENT")
+	waitStatus(t, s, id, "CONFIRMED")
 	checkSnapshot(t, earlyFlow(id), waitSettled(t, s))
 	// Applied in order: the version fulfillment recorded for the order is the cancellation's.
 	rows := query(t, s, "fulfillment", "SELECT CAST(Version AS STRING), EventId FROM ConsumerVersions WHERE AggregateId = @id AND Consumer = 'fulfillment'", map[string]any{"id": id})
@@ -296,8 +297,8 @@ func TestTasksDown(t *testing.T) {
 	if err := s.StartTasks(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, s, a, "AWAITING_PAYMENT")
-	waitStatus(t, s, b, "AWAITING_PAYMENT")
+	waitStatus(t, s, a, "CONFIRMED")
+	waitStatus(t, s, b, "CONFIRMED")
 	checkSnapshot(t, wantSnapshot(5, placed{a, 1, reserved}, placed{b, 1, reserved}), waitSettled(t, s))
 	harness.Until(t, "the relay reports nothing pending", func() (bool, string) {
 		st, err := outboxStatus(s, "relay")
@@ -336,7 +337,7 @@ func TestConsumerDown(t *testing.T) {
 	if err := s.Start(ctx, "fulfillment"); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, s, id, "AWAITING_PAYMENT")
+	waitStatus(t, s, id, "CONFIRMED")
 	checkSnapshot(t, wantSnapshot(5, placed{id, 2, reserved}), waitSettled(t, s))
 }
 
@@ -373,7 +374,7 @@ func TestPoisonEvent(t *testing.T) {
 	if err := s.Start(ctx, "relay"); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, s, id, "AWAITING_PAYMENT")
+	waitStatus(t, s, id, "CONFIRMED")
 	token, err := s.OperatorToken(ctx, "fulfillment")
 	if err != nil {
 		t.Fatal(err)
@@ -430,7 +431,7 @@ func TestTwoRelays(t *testing.T) {
 		t.FailNow()
 	}
 	for _, p := range ids {
-		waitStatus(t, s, p.id, "AWAITING_PAYMENT")
+		waitStatus(t, s, p.id, "CONFIRMED")
 	}
 	checkSnapshot(t, wantSnapshot(5, ids...), waitSettled(t, s))
 	checkNoDuplicateEvents(t, s)

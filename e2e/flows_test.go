@@ -10,11 +10,13 @@ import (
 	"github.com/spanmart/spanmart/e2e/harness"
 )
 
-// The order → stock flow as the services implement it (issue 5), per order, once it has come to
-// rest, with the relay's routing of issue 5 (relay/routes.yaml): order.created → fulfillment,
-// inventory.reserved/rejected → orders, order.awaiting_payment → gateway-abstraction (not a consumer
-// yet, so that queue is not waited for). An order that fits is reserved and awaits payment; one
-// that does not is cancelled (order.cancelled is not routed yet: fulfillment held nothing for it).
+// The order → stock → payment flow as the services implement it, per order, once it has come to
+// rest, with the relay's routing (relay/routes.yaml): order.created → fulfillment,
+// inventory.reserved/rejected → orders, order.awaiting_payment → gateway-abstraction,
+// payment.* → orders, order.cancelled → fulfillment, inventory.released → orders. An order that
+// fits is reserved and, paid by a card that authorizes (the drills' orderRequest), confirmed; one
+// that does not is cancelled, and fulfillment answers its order.cancelled with an
+// inventory.released although it held nothing (orders notes it: the order is already cancelled).
 type outcome int
 
 const (
@@ -35,7 +37,7 @@ func wantSnapshot(onHand int64, orders ...placed) snapshot {
 	w := snapshot{
 		Orders: map[string]string{}, Stock: map[string]string{}, Reservations: map[string]string{},
 		Outbox: map[string]map[string]int64{}, Unpublished: map[string]int64{},
-		Processed: map[string]int64{}, DeadLetters: map[string]int64{},
+		Processed: map[string]int64{}, DeadLetters: map[string]int64{}, Payments: map[string]string{},
 	}
 	add := func(db, typ string) {
 		if w.Outbox[db] == nil {
@@ -50,15 +52,23 @@ func wantSnapshot(onHand int64, orders ...placed) snapshot {
 		w.Processed["orders/orders"]++           // inventory.reserved or inventory.rejected
 		switch o.is {
 		case reserved:
-			w.Orders[o.id] = "AWAITING_PAYMENT"
+			w.Orders[o.id] = "CONFIRMED"
+			w.Payments[o.id] = "AUTHORIZED"
 			w.Reservations[o.id+" A1"] = fmt.Sprintf("%d HELD", o.qty)
 			held += o.qty
 			add("orders", "order.awaiting_payment")
+			add("orders", "order.confirmed")
 			add("fulfillment", "inventory.reserved")
+			add("payments", "payment.authorized")
+			w.Processed["payments/gateway-abstraction"]++ // order.awaiting_payment
+			w.Processed["orders/orders"]++                // payment.authorized
 		case rejected:
 			w.Orders[o.id] = "CANCELLED out_of_stock"
 			add("orders", "order.cancelled")
 			add("fulfillment", "inventory.rejected")
+			add("fulfillment", "inventory.released")
+			w.Processed["fulfillment/fulfillment"]++ // order.cancelled
+			w.Processed["orders/orders"]++           // inventory.released
 		}
 	}
 	w.Stock["A1"] = fmt.Sprintf("%d/%d", onHand, held)

@@ -30,7 +30,18 @@ type order struct {
 	Status       string  `json:"status"`
 	CancelReason *string `json:"cancel_reason"`
 	TotalMinor   int64   `json:"total_minor"`
-	Timeline     []struct {
+	Payment      struct {
+		Method       string `json:"method"`
+		Instructions *struct {
+			Store       string `json:"store"`
+			PaymentCode string `json:"payment_code"`
+			ExpiresAt   string `json:"expires_at"`
+			Bank        *struct {
+				AccountNumber string `json:"account_number"`
+			} `json:"bank"`
+		} `json:"instructions"`
+	} `json:"payment"`
+	Timeline []struct {
 		Direction string `json:"direction"`
 		EventType string `json:"event_type"`
 		EventID   string `json:"event_id"`
@@ -149,6 +160,8 @@ type snapshot struct {
 	Processed map[string]int64
 	// DeadLetters: database → rows not yet replayed.
 	DeadLetters map[string]int64
+	// Payments: order id → the status of its payment (payments database).
+	Payments map[string]string
 }
 
 func takeSnapshot(t *testing.T, s *harness.Stack) snapshot {
@@ -164,7 +177,7 @@ func takeSnapshotErr(s *harness.Stack) (snapshot, error) {
 	snap := snapshot{
 		Orders: map[string]string{}, Stock: map[string]string{}, Reservations: map[string]string{},
 		Outbox: map[string]map[string]int64{}, Unpublished: map[string]int64{},
-		Processed: map[string]int64{}, DeadLetters: map[string]int64{},
+		Processed: map[string]int64{}, DeadLetters: map[string]int64{}, Payments: map[string]string{},
 	}
 	rows, err := queryErr(s, "orders", "SELECT OrderId, Status, IFNULL(CancelReason, '') FROM Orders", nil)
 	if err != nil {
@@ -172,6 +185,12 @@ func takeSnapshotErr(s *harness.Stack) (snapshot, error) {
 	}
 	for _, r := range rows {
 		snap.Orders[r[0]] = strings.TrimSpace(r[1] + " " + r[2])
+	}
+	if rows, err = queryErr(s, "payments", "SELECT OrderId, Status FROM Payments", nil); err != nil {
+		return snap, err
+	}
+	for _, r := range rows {
+		snap.Payments[r[0]] = r[1]
 	}
 	if rows, err = queryErr(s, "fulfillment", "SELECT Sku, CAST(OnHand AS STRING), CAST(Reserved AS STRING) FROM Inventory", nil); err != nil {
 		return snap, err
@@ -230,9 +249,9 @@ func queues(s *harness.Stack) (map[string]tasksemu.QueueStatus, error) {
 	return s.Queues(ctx)
 }
 
-// settled reports whether every outbox is published and the orders and fulfillment queues hold no
-// task: the flow has come to rest. (The gateway and notifications queues are not waited for: their
-// consumers are not part of this flow.)
+// settled reports whether every outbox is published and the orders, fulfillment and gateway queues
+// hold no task: the flow has come to rest. (The notifications queue is not waited for: nothing is
+// routed to it yet.)
 func settled(s *harness.Stack) (bool, string) {
 	for _, db := range databases {
 		n, err := countErr(s, db, "SELECT COUNT(*) FROM OutboxEvents WHERE PublishedAt IS NULL", nil)
@@ -247,7 +266,7 @@ func settled(s *harness.Stack) (bool, string) {
 	if err != nil {
 		return false, "tasks status: " + err.Error()
 	}
-	for _, id := range []string{"orders-inbox", "fulfillment-inbox"} {
+	for _, id := range []string{"orders-inbox", "fulfillment-inbox", "gateway-inbox"} {
 		if q := qs[id]; q.Depth > 0 || q.InFlight > 0 {
 			return false, fmt.Sprintf("queue %s depth %d, in flight %d", id, q.Depth, q.InFlight)
 		}
@@ -258,7 +277,7 @@ func settled(s *harness.Stack) (bool, string) {
 // waitSettled waits until the flow has come to rest and returns the snapshot then.
 func waitSettled(t *testing.T, s *harness.Stack) snapshot {
 	t.Helper()
-	harness.Until(t, "every outbox published and the orders/fulfillment queues empty", func() (bool, string) {
+	harness.Until(t, "every outbox published and the orders/fulfillment/gateway queues empty", func() (bool, string) {
 		return settled(s)
 	})
 	return takeSnapshot(t, s)

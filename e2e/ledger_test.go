@@ -66,7 +66,7 @@ func TestLedgerReportsDroppedDelivery(t *testing.T) {
 	ctx := context.Background()
 
 	healthy := placeOrder(t, s, "A1", 1)
-	waitStatus(t, s, healthy, "AWAITING_PAYMENT")
+	waitStatus(t, s, healthy, "CONFIRMED")
 	waitSettled(t, s)
 	harness.Until(t, "the ledger to settle every published row", func() (bool, string) {
 		n, err := unaudited(s)
@@ -132,7 +132,7 @@ func TestLedgerReportsDroppedDelivery(t *testing.T) {
 	if err != nil || r.Status != http.StatusAccepted {
 		t.Fatalf("replay of the missing delivery: %v %v", r, err)
 	}
-	waitStatus(t, s, lost, "AWAITING_PAYMENT")
+	waitStatus(t, s, lost, "CONFIRMED")
 	harness.Until(t, "the ledger to clear", func() (bool, string) {
 		l, err := readLedger(s)
 		n, err2 := metric(s, "relay", "outbox_ledger_missing_deliveries", `source="orders"`, `subscriber="fulfillment"`)

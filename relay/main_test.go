@@ -132,9 +132,16 @@ func TestLoadConfig(t *testing.T) {
 		Routing: routing{
 			Services: map[string]string{"orders": "orders", "fulfillment": "fulfillment", "payments": "gateway-abstraction", "notifications": "notifications"},
 			Routes: relay.Routes{
-				"order.created":      {sub("fulfillment", "fulfillment-inbox", "fulfillment")},
-				"inventory.reserved": {sub("orders", "orders-inbox", "orders")},
-				"inventory.rejected": {sub("orders", "orders-inbox", "orders")},
+				"order.created":          {sub("fulfillment", "fulfillment-inbox", "fulfillment")},
+				"inventory.reserved":     {sub("orders", "orders-inbox", "orders")},
+				"inventory.rejected":     {sub("orders", "orders-inbox", "orders")},
+				"order.awaiting_payment": {sub("gateway-abstraction", "gateway-inbox", "gateway")},
+				"payment.authorized":     {sub("orders", "orders-inbox", "orders")},
+				"payment.pending":        {sub("orders", "orders-inbox", "orders")},
+				"payment.failed":         {sub("orders", "orders-inbox", "orders")},
+				"payment.expired":        {sub("orders", "orders-inbox", "orders")},
+				"order.cancelled":        {sub("fulfillment", "fulfillment-inbox", "fulfillment")},
+				"inventory.released":     {sub("orders", "orders-inbox", "orders")},
 			},
 		},
 	}

@@ -1,13 +1,19 @@
-// Command demo shows the order → stock flow of Spanmart end to end on a stack of its own (free
-// ports, a temporary state directory, so it runs on a fresh clone and beside a running dev stack):
+// Command demo shows the order → stock → payment flow of Spanmart end to end on a stack of its own
+// (free ports, a temporary state directory, the payment sandbox in-process, so it runs on a fresh
+// clone and beside a running dev stack):
 //
-//  1. product A1 with 5 in stock;
-//  2. an order of 2 is reserved and awaits payment;
-//  3. an order of 10 is cancelled as out of stock, the stock untouched;
-//  4. the relay crashes mid-batch (SPANMART_FAULTS=relay.after_enqueue: after creating the tasks,
+//  1. product A1 with 8 in stock;
+//  2. an order of 2 paid by card (pm_card_visa) is reserved, authorized and CONFIRMED;
+//  3. an order paid by a declined card is CANCELLED (payment_declined) and its stock released;
+//  4. a konbini order waits in AWAITING_PAYMENT with its slip until the customer pays it at the
+//     store (the sandbox), then is CONFIRMED; another konbini slip is never paid: the sandbox's
+//     clock moves 4 days, the slip expires and the order is CANCELLED (payment_expired), its stock
+//     released;
+//  5. an order of 10 is cancelled as out of stock, the stock untouched;
+//  6. the relay crashes mid-batch (SPANMART_FAULTS=relay.after_enqueue: after creating the tasks,
 //     before marking them published), is restarted clean, and the duplicates are visibly skipped
 //     (its re-enqueue hits ALREADY_EXISTS; a redelivery of the event is a no-op at the consumer);
-//  5. it prints every order with its timeline, the stock, the reservations and the outbox state.
+//  7. it prints every order with its timeline, the stock, the reservations and the outbox state.
 //
 // Run it with `go run ./e2e/cmd/demo` (or `make demo`). It exits 0 when every step behaved, and
 // non-zero with the failed step otherwise. -keep keeps the state directory (process logs).
@@ -64,7 +70,7 @@ func step(format string, args ...any) { fmt.Printf("\n==> "+format+"\n", args...
 func say(format string, args ...any)  { fmt.Printf("    "+format+"\n", args...) }
 
 func run(ctx context.Context, keep, verbose bool) (err error) {
-	opts := harness.Options{KeepState: keep}
+	opts := harness.Options{KeepState: keep, Seed: []harness.Product{{SKU: "A1", Name: "Anchor mug", PriceMinor: 1200, Currency: "JPY", OnHand: 8}}}
 	if verbose {
 		opts.Logf = func(f string, a ...any) { fmt.Printf("    [harness] "+f+"\n", a...) }
 	}
@@ -93,18 +99,32 @@ func run(ctx context.Context, keep, verbose bool) (err error) {
 		return err
 	}
 
-	step("order of 2 × A1")
-	a, err := d.place(ctx, 2)
+	step("order of 2 × A1, paid by card (pm_card_visa)")
+	a, err := d.place(ctx, 2, card("pm_card_visa"))
 	if err != nil {
 		return err
 	}
-	if err := d.waitStatus(ctx, a, "AWAITING_PAYMENT"); err != nil {
+	if err := d.waitStatus(ctx, a, "CONFIRMED"); err != nil {
 		return err
 	}
-	say("order %s: reserved, AWAITING_PAYMENT", a)
+	say("order %s: reserved, authorized by the card provider, CONFIRMED", a)
 
-	step("order of 10 × A1 (only 3 left)")
-	b, err := d.place(ctx, 10)
+	step("order of 1 × A1, paid by a card that is declined (pm_card_chargeDeclined)")
+	declined, err := d.place(ctx, 1, card("pm_card_chargeDeclined"))
+	if err != nil {
+		return err
+	}
+	if err := d.waitStatus(ctx, declined, "CANCELLED"); err != nil {
+		return err
+	}
+	say("order %s: CANCELLED (%s), its reservation released", declined, d.reason(ctx, declined))
+
+	if err := d.konbini(ctx); err != nil {
+		return err
+	}
+
+	step("order of 10 × A1 (only 5 left)")
+	b, err := d.place(ctx, 10, card("pm_card_visa"))
 	if err != nil {
 		return err
 	}
@@ -137,11 +157,70 @@ func run(ctx context.Context, keep, verbose bool) (err error) {
 	return d.check(ctx)
 }
 
-// place posts an order of qty × A1 and returns its id.
-func (d *demo) place(ctx context.Context, qty int64) (string, error) {
+func card(pm string) map[string]any { return map[string]any{"method": "card", "payment_method": pm} }
+
+// konbini shows two konbini orders: one paid at the store days later, one whose slip expires.
+func (d *demo) konbini(ctx context.Context) error {
+	step("two orders of 1 × A1 to be paid at a convenience store (konbini)")
+	paid, err := d.place(ctx, 1, map[string]any{"method": "konbini", "store": "lawson"})
+	if err != nil {
+		return err
+	}
+	unpaid, err := d.place(ctx, 1, map[string]any{"method": "konbini", "store": "family-mart"})
+	if err != nil {
+		return err
+	}
+	var o orderView
+	if err := harness.Poll(ctx, 30*time.Second, "the slip reaches order "+paid, func() bool {
+		o, err = d.order(ctx, paid)
+		return err == nil && o.Payment.Instructions != nil
+	}); err != nil {
+		return err
+	}
+	in := o.Payment.Instructions
+	say("order %s: %s, slip for %s: payment code %s, pay before %s", paid, o.Status, in.Store, in.PaymentCode, in.ExpiresAt)
+	var providerID string
+	if err := d.s.DB("payments").Single().Query(ctx, spanner.Statement{
+		SQL: "SELECT ProviderPaymentId FROM Payments WHERE OrderId = @id", Params: map[string]any{"id": paid},
+	}).Do(func(r *spanner.Row) error { return r.Column(0, &providerID) }); err != nil {
+		return err
+	}
+	if _, err := d.s.Paysim.AdvanceClock(24 * time.Hour); err != nil {
+		return err
+	}
+	if err := d.s.Paysim.PayKomojuSlip(providerID); err != nil {
+		return err
+	}
+	say("a day later the customer pays at the store (sandbox: POST /_sandbox/komoju/payments/%s/pay)", providerID)
+	if err := d.waitStatus(ctx, paid, "CONFIRMED"); err != nil {
+		return err
+	}
+	say("order %s: KOMOJU's webhook → payment.authorized → CONFIRMED", paid)
+	if _, err := d.s.Paysim.AdvanceClock(3 * 24 * time.Hour); err != nil {
+		return err
+	}
+	say("3 more days pass (sandbox: POST /_sandbox/clock/advance): the other slip expires")
+	if err := d.waitStatus(ctx, unpaid, "CANCELLED"); err != nil {
+		return err
+	}
+	say("order %s: CANCELLED (%s), its reservation released", unpaid, d.reason(ctx, unpaid))
+	return nil
+}
+
+// reason is an order's cancel reason, for printing.
+func (d *demo) reason(ctx context.Context, id string) string {
+	o, err := d.order(ctx, id)
+	if err != nil || o.CancelReason == nil {
+		return "?"
+	}
+	return *o.CancelReason
+}
+
+// place posts an order of qty × A1 paid as payment and returns its id.
+func (d *demo) place(ctx context.Context, qty int64, payment map[string]any) (string, error) {
 	body := map[string]any{
-		"customer_id": "demo-customer", "lines": []map[string]any{{"sku": "A1", "quantity": qty}},
-		"payment": map[string]any{"method": "card", "payment_method": "pm_card_visa"},
+		"customer_id": "demo-customer", "email": "demo@example.com",
+		"lines": []map[string]any{{"sku": "A1", "quantity": qty}}, "payment": payment,
 	}
 	r, err := d.s.Do(ctx, http.MethodPost, "orders", "/v1/orders", body, "Idempotency-Key", uuid.NewString())
 	if err != nil {
@@ -172,6 +251,14 @@ type orderView struct {
 		SKU      string `json:"sku"`
 		Quantity int64  `json:"quantity"`
 	} `json:"lines"`
+	Payment struct {
+		Method       string `json:"method"`
+		Instructions *struct {
+			Store       string `json:"store"`
+			PaymentCode string `json:"payment_code"`
+			ExpiresAt   string `json:"expires_at"`
+		} `json:"instructions"`
+	} `json:"payment"`
 	Timeline []struct {
 		Seq              int64     `json:"seq"`
 		Direction        string    `json:"direction"`
@@ -216,7 +303,7 @@ func (d *demo) relayCrash(ctx context.Context) error {
 	if err := s.Restart(ctx, "relay", faults.EnvVar+"="+faults.RelayAfterEnqueue); err != nil {
 		return err
 	}
-	id, err := d.place(ctx, 1)
+	id, err := d.place(ctx, 1, card("pm_card_visa"))
 	if err != nil {
 		return err
 	}
@@ -241,10 +328,10 @@ func (d *demo) relayCrash(ctx context.Context) error {
 		return err
 	}
 	say("relay restarted without the fault; it re-enqueues the unpublished rows")
-	if err := d.waitStatus(ctx, id, "AWAITING_PAYMENT"); err != nil {
+	if err := d.waitStatus(ctx, id, "CONFIRMED"); err != nil {
 		return err
 	}
-	say("order %s: AWAITING_PAYMENT (inventory.reserved relayed by the restarted relay)", id)
+	say("order %s: CONFIRMED (inventory.reserved relayed by the restarted relay, then paid)", id)
 	if err := d.waitSettled(ctx); err != nil {
 		return err
 	}
@@ -350,7 +437,7 @@ func (d *demo) waitSettled(ctx context.Context) error {
 			last = err.Error()
 			return false
 		}
-		for _, id := range []string{"orders-inbox", "fulfillment-inbox"} {
+		for _, id := range []string{"orders-inbox", "fulfillment-inbox", "gateway-inbox"} {
 			if q := qs[id]; q.Depth+q.InFlight > 0 {
 				last = fmt.Sprintf("%s: depth %d", id, q.Depth)
 				return false
@@ -526,11 +613,12 @@ func (d *demo) eventCounts(ctx context.Context, db string) (string, error) {
 	return strings.Join(parts, ", "), err
 }
 
-// check verifies the outcome the demo promises: 2 + 1 reserved, the order of 10 cancelled, one
-// reservation each, nothing pending.
+// check verifies the outcome the demo promises: the card (2), the paid konbini slip (1) and the
+// relay-crash order (1) confirmed and holding their stock, the declined, expired and out-of-stock
+// orders cancelled and holding none, nothing emitted twice.
 func (d *demo) check(ctx context.Context) error {
 	var problems []string
-	want := []string{"AWAITING_PAYMENT", "CANCELLED", "AWAITING_PAYMENT"}
+	want := []string{"CONFIRMED", "CANCELLED", "CONFIRMED", "CANCELLED", "CANCELLED", "CONFIRMED"}
 	for i, id := range d.orders {
 		o, err := d.order(ctx, id)
 		if err != nil {
@@ -548,15 +636,17 @@ func (d *demo) check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if held != 3 || reserved != 3 {
-		problems = append(problems, fmt.Sprintf("A1: %d held in reservations, %d reserved in stock; want 3 and 3", held, reserved))
+	if held != 4 || reserved != 4 {
+		problems = append(problems, fmt.Sprintf("A1: %d held in reservations, %d reserved in stock; want 4 and 4", held, reserved))
 	}
-	dup, err := d.count(ctx, "fulfillment", "SELECT COUNT(*) FROM (SELECT AggregateId, EventType FROM OutboxEvents GROUP BY AggregateId, EventType HAVING COUNT(*) > 1)")
-	if err != nil {
-		return err
-	}
-	if dup > 0 {
-		problems = append(problems, fmt.Sprintf("fulfillment emitted %d events twice", dup))
+	for _, db := range []string{"orders", "fulfillment", "payments"} {
+		dup, err := d.count(ctx, db, "SELECT COUNT(*) FROM (SELECT AggregateId, EventType FROM OutboxEvents GROUP BY AggregateId, EventType HAVING COUNT(*) > 1)")
+		if err != nil {
+			return err
+		}
+		if dup > 0 {
+			problems = append(problems, fmt.Sprintf("%s emitted %d events twice", db, dup))
+		}
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
