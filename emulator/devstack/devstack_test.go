@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -83,6 +84,7 @@ func TestStack(t *testing.T) {
 		checkTables(t, e)
 		checkQueues(t, e)
 		checkSeed(t, e)
+		checkPayments(t, e, offset)
 
 		// Changes the restart must keep: less stock of A1 and one product fewer. A re-seed would
 		// bring both back.
@@ -398,6 +400,102 @@ func checkServices(t *testing.T, offset int) {
 			t.Errorf("GET %s: %s, want 200", u, resp.Status)
 		}
 	}
+}
+
+// checkPayments places orders on the running stack as a customer would, paid through the sandbox
+// process: a card that authorizes ends CONFIRMED, a declined one CANCELLED with its stock back, and
+// a konbini order waits with its slip until the sandbox is told the customer paid, then confirms.
+func checkPayments(t *testing.T, e *endpoints, offset int) {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second}
+	ordersURL := fmt.Sprintf("http://%s:%d", host, serviceNamed("orders").port+offset)
+	place := func(payment string) string {
+		t.Helper()
+		body := `{"customer_id":"devstack-test","email":"devstack@example.com","lines":[{"sku":"A2","quantity":1}],"payment":` + payment + `}`
+		req, _ := http.NewRequest(http.MethodPost, ordersURL+"/v1/orders", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("devstack-test-%d", rand.Int64()))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var o struct{ ID string }
+		if err := json.NewDecoder(resp.Body).Decode(&o); err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("POST /v1/orders %s: %s, %v", payment, resp.Status, err)
+		}
+		return o.ID
+	}
+	until := func(what string, ok func() (bool, string)) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			done, got := ok()
+			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: still %s after 30 s", what, got)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	status := func(id, want string) {
+		t.Helper()
+		until("order "+id+" becomes "+want, func() (bool, string) {
+			var st, reason string
+			row, err := e.spanner[dbschema.Orders].Single().ReadRow(context.Background(), "Orders", spanner.Key{id}, []string{"Status", "CancelReason"})
+			if err != nil {
+				return false, err.Error()
+			}
+			var r spanner.NullString
+			if err := row.Columns(&st, &r); err != nil {
+				return false, err.Error()
+			}
+			reason = strings.TrimSpace(st + " " + r.StringVal)
+			return reason == want, reason
+		})
+	}
+	before := reservedOf(t, e, "A2")
+	visa := place(`{"method":"card","payment_method":"pm_card_visa"}`)
+	declined := place(`{"method":"card","payment_method":"pm_card_chargeDeclined"}`)
+	konbini := place(`{"method":"konbini","store":"lawson"}`)
+	status(visa, "CONFIRMED")
+	status(declined, "CANCELLED payment_declined")
+
+	var kid string
+	until("the konbini slip is issued", func() (bool, string) {
+		err := e.spanner[dbschema.Payments].Single().Query(context.Background(), spanner.Statement{
+			SQL: "SELECT IFNULL(ProviderPaymentId, '') FROM Payments WHERE OrderId = @id AND Status = 'PENDING'", Params: map[string]any{"id": konbini},
+		}).Do(func(r *spanner.Row) error { return r.Column(0, &kid) })
+		return err == nil && kid != "", fmt.Sprint("no pending payment ", err)
+	})
+	status(konbini, "AWAITING_PAYMENT")
+	resp, err := client.Post(fmt.Sprintf("http://%s:%d/_sandbox/komoju/payments/%s/pay", host, paysimPort+offset, kid), "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the sandbox refused to pay slip %s: %s", kid, resp.Status)
+	}
+	status(konbini, "CONFIRMED")
+	if got := reservedOf(t, e, "A2"); got != before+2 {
+		t.Errorf("A2 reserved %d → %d, want +2 (the card and konbini orders; the declined one gave its unit back)", before, got)
+	}
+}
+
+func reservedOf(t *testing.T, e *endpoints, sku string) int64 {
+	t.Helper()
+	row, err := e.spanner[dbschema.Fulfillment].Single().ReadRow(context.Background(), "Inventory", spanner.Key{sku}, []string{"Reserved"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := row.Column(0, &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 var createTable = regexp.MustCompile(`(?i)^\s*CREATE\s+TABLE\s+(\w+)`)

@@ -413,12 +413,13 @@ type WebhookResult string
 const (
 	WebhookApplied   WebhookResult = "applied"   // the payment moved
 	WebhookDuplicate WebhookResult = "duplicate" // the provider's event id was seen before
-	WebhookIgnored   WebhookResult = "ignored"   // recorded; it moves nothing (late, unrelated, unknown payment)
+	WebhookIgnored   WebhookResult = "ignored"   // it moves nothing (late, unrelated, unknown payment)
 )
 
 // HandleWebhook verifies and applies one provider callback: in one transaction the provider's
 // event id is recorded (a duplicate stops here), the payment moves and its event is appended.
-// A callback that does not verify is provider.ErrSignature and changes nothing.
+// A callback that does not verify is provider.ErrSignature and changes nothing; one that moves
+// no payment is acknowledged without a transaction.
 func (s *Service) HandleWebhook(ctx context.Context, providerName string, h map[string][]string, body []byte) (WebhookResult, error) {
 	g, ok := s.providers[providerName]
 	if !ok {
@@ -432,6 +433,12 @@ func (s *Service) HandleWebhook(ctx context.Context, providerName string, h map[
 			s.cfg.Metrics.webhookRejected.WithLabelValues(providerName, "malformed").Inc()
 		}
 		return "", err
+	}
+	if n.Outcome.Status == "" {
+		// It moves no payment (Stripe's charge.* and payment_intent.created, KOMOJU's ping):
+		// nothing to de-duplicate or apply, so no transaction. Several come with every payment.
+		s.cfg.Metrics.webhooks.WithLabelValues(providerName, string(WebhookIgnored)).Inc()
+		return WebhookIgnored, nil
 	}
 	var (
 		result    WebhookResult
@@ -474,7 +481,7 @@ func (s *Service) HandleWebhook(ctx context.Context, providerName string, h map[
 }
 
 // webhookPayment finds the payment a notification is about: by the id the gateway sent as
-// metadata, else by the provider's id; nil if neither is known.
+// metadata (a key read), else by the provider's id (an index read); nil if neither is known.
 func (s *Service) webhookPayment(ctx context.Context, tx Tx, providerName string, n provider.Notification) (*payment.Payment, error) {
 	if n.PaymentID != "" {
 		p, err := tx.Payment(ctx, n.PaymentID)
