@@ -38,12 +38,9 @@ import (
 	"github.com/spanmart/spanmart/emulator/paysim"
 	"github.com/spanmart/spanmart/emulator/spanneremu"
 	"github.com/spanmart/spanmart/emulator/tasksemu"
-	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
-	"github.com/spanmart/spanmart/gen/dao/ordersdb"
 	"github.com/spanmart/spanmart/internal/localenv"
 	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/dbschema"
-	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 	"github.com/spanmart/spanmart/pkg/spannertest"
 )
 
@@ -66,7 +63,7 @@ func DatabaseName(db string) string { return Instance + "/databases/" + db }
 var QueueIDs = topology.Queues()
 
 // QueueName is the full name of a queue id.
-func QueueName(id string) string { return Location + "/queues/" + id }
+func QueueName(id string) string { return localenv.Queue(id) }
 
 // The processes of a stack, in start order, with the database each owns ("" for the relay): the
 // roster's (internal/topology).
@@ -362,33 +359,24 @@ func (s *Stack) seed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var om, fm []*spanner.Mutation
+	products := make([]localenv.Product, 0, len(s.opts.Seed))
 	for _, p := range s.opts.Seed {
-		cur := p.Currency
-		if cur == "" {
-			cur = "JPY"
+		lp := localenv.Product{SKU: p.SKU, Name: p.Name, PriceMinor: p.PriceMinor, Currency: p.Currency, Active: true, OnHand: p.OnHand}
+		if lp.Currency == "" {
+			lp.Currency = "JPY"
 		}
-		name := p.Name
-		if name == "" {
-			name = "Product " + p.SKU
+		if lp.Name == "" {
+			lp.Name = "Product " + p.SKU
 		}
-		prod := &ordersdb.Product{Sku: p.SKU, Name: name, PriceMinor: p.PriceMinor, Currency: cur, Active: true}
-		prod.SetCommitTimestamps()
-		om = append(om, prod.InsertOrUpdate())
-		inv := &fulfillmentdb.Inventory{Sku: p.SKU, OnHand: p.OnHand}
-		inv.SetCommitTimestamps()
-		fm = append(fm, inv.InsertOrUpdate())
+		products = append(products, lp)
 	}
-	if len(om) == 0 {
+	if len(products) == 0 {
 		return nil
 	}
-	if _, err := orders.Apply(ctx, om); err != nil {
-		return fmt.Errorf("seed Products: %w", err)
+	if err := localenv.SeedProducts(ctx, orders, products); err != nil {
+		return err
 	}
-	if _, err := fulfillment.Apply(ctx, fm); err != nil {
-		return fmt.Errorf("seed Inventory: %w", err)
-	}
-	return nil
+	return localenv.SeedInventory(ctx, fulfillment, products)
 }
 
 func (s *Stack) setupQueues(ctx context.Context) error {
@@ -396,14 +384,8 @@ func (s *Stack) setupQueues(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, id := range QueueIDs {
-		q := relay.SubscriberQueue(QueueName(id))
-		s.opts.Queue(q)
-		if _, err := tc.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: Location, Queue: q}); err != nil {
-			return fmt.Errorf("create queue %s: %w", q.Name, err)
-		}
-	}
-	return nil
+	_, err = localenv.CreateQueues(ctx, tc, s.opts.Queue)
+	return err
 }
 
 // client returns the stack's data client for a database, created on first use.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
 	"github.com/spanmart/spanmart/gen/dao/ordersdb"
+	"github.com/spanmart/spanmart/internal/localenv"
 )
 
 // seedJSON is the catalog the dev stack loads into an empty database. It is compiled in, so the
@@ -29,6 +30,11 @@ type seedProduct struct {
 	Currency    string `json:"currency"`
 	Active      bool   `json:"active"`
 	OnHand      int64  `json:"on_hand"`
+}
+
+func (p seedProduct) product() localenv.Product {
+	return localenv.Product{SKU: p.SKU, Name: p.Name, Description: p.Description, PriceMinor: p.PriceMinor,
+		Currency: p.Currency, Active: p.Active, OnHand: p.OnHand}
 }
 
 type seedFile struct {
@@ -73,9 +79,13 @@ func parseSeed(data []byte) ([]seedProduct, error) {
 // The two tables are in different databases and are checked separately, so an emptied Inventory
 // is restocked without touching the catalog.
 func (st *stack) seedCatalog(ctx context.Context, orders, fulfillment *spanner.Client) error {
-	products, err := parseSeed(seedJSON)
+	seed, err := parseSeed(seedJSON)
 	if err != nil {
 		return err
+	}
+	products := make([]localenv.Product, len(seed))
+	for i, p := range seed {
+		products[i] = p.product()
 	}
 	n, err := countRows(ctx, orders, ordersdb.ProductsTable)
 	if err != nil {
@@ -84,19 +94,10 @@ func (st *stack) seedCatalog(ctx context.Context, orders, fulfillment *spanner.C
 	if n > 0 {
 		st.con.say("seed: Products already has %d rows, left as they are", n)
 	} else {
-		var ms []*spanner.Mutation
-		for _, p := range products {
-			row := &ordersdb.Product{
-				Sku: p.SKU, Name: p.Name, PriceMinor: p.PriceMinor, Currency: p.Currency, Active: p.Active,
-				Description: spanner.NullString{StringVal: p.Description, Valid: p.Description != ""},
-			}
-			row.SetCommitTimestamps()
-			ms = append(ms, row.InsertOrUpdate())
+		if err := localenv.SeedProducts(ctx, orders, products); err != nil {
+			return err
 		}
-		if _, err := orders.Apply(ctx, ms); err != nil {
-			return fmt.Errorf("seed Products: %w", err)
-		}
-		st.con.say("seed: %d products written to Products (orders database)", len(ms))
+		st.con.say("seed: %d products written to Products (orders database)", len(products))
 	}
 
 	n, err = countRows(ctx, fulfillment, fulfillmentdb.InventoryTable)
@@ -107,16 +108,10 @@ func (st *stack) seedCatalog(ctx context.Context, orders, fulfillment *spanner.C
 		st.con.say("seed: Inventory already has %d rows, left as they are", n)
 		return nil
 	}
-	var ms []*spanner.Mutation
-	for _, p := range products {
-		row := &fulfillmentdb.Inventory{Sku: p.SKU, OnHand: p.OnHand}
-		row.SetCommitTimestamps()
-		ms = append(ms, row.InsertOrUpdate())
+	if err := localenv.SeedInventory(ctx, fulfillment, products); err != nil {
+		return err
 	}
-	if _, err := fulfillment.Apply(ctx, ms); err != nil {
-		return fmt.Errorf("seed Inventory: %w", err)
-	}
-	st.con.say("seed: %d stock levels written to Inventory (fulfillment database)", len(ms))
+	st.con.say("seed: %d stock levels written to Inventory (fulfillment database)", len(products))
 	return nil
 }
 

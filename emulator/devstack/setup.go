@@ -7,25 +7,22 @@ import (
 	"time"
 
 	cloudtasks "cloud.google.com/go/cloudtasks/apiv2"
-	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
+	"github.com/spanmart/spanmart/internal/localenv"
 	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/migrate"
-	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 	"github.com/spanmart/spanmart/pkg/spannertest"
 )
 
-// Queues, one per subscriber (docs/architecture.md, "Event envelope and delivery contract"): a slow or failing consumer backs up only its own
-// queue, and each consumer gets its own rate limit.
+// Queues, one per subscriber (docs/architecture.md, "Event envelope and delivery contract"): a
+// slow or failing consumer backs up only its own queue, and each consumer gets its own rate limit.
 var queueIDs = topology.Queues()
 
-func queueName(id string) string { return location + "/queues/" + id }
+func queueName(id string) string { return localenv.Queue(id) }
 
 // setup creates the instance, the databases with their schema, the queues and the catalog. Every
 // step is idempotent, so it runs on every start: a restart on existing state only applies migrations
@@ -72,17 +69,10 @@ func (st *stack) setupQueues(ctx context.Context) error {
 		return fmt.Errorf("cloud tasks client: %w", err)
 	}
 	defer client.Close()
-	for _, id := range queueIDs {
-		name := queueName(id)
-		_, err := client.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: location, Queue: relay.SubscriberQueue(name)})
-		switch status.Code(err) {
-		case codes.OK:
-			st.con.say("queue %s created", name)
-		case codes.AlreadyExists:
-			// Kept as it is, with its pending tasks; -clean starts over.
-		default:
-			return fmt.Errorf("create queue %s: %w", name, err)
-		}
+	// Existing queues are kept as they are, with their pending tasks; -clean starts over.
+	created, err := localenv.CreateQueues(ctx, client, nil)
+	for _, name := range created {
+		st.con.say("queue %s created", name)
 	}
-	return nil
+	return err
 }

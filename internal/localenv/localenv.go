@@ -1,7 +1,11 @@
-// Package localenv is the environment a deployable gets on a local stack (emulator/devstack,
-// e2e/harness): the variables it reads on Cloud Run, pointed at the emulators and the payment
-// sandbox. Both stacks build every process's environment here, so that a variable a service
-// starts to read is given to it once, for both.
+// Package localenv is what the two local stacks (emulator/devstack, e2e/harness) share about the
+// system they bring up: the environment each deployable gets (the variables it reads on Cloud
+// Run, pointed at the emulators and the payment sandbox), the subscriber queues and the catalog.
+// Both stacks build every process's environment and create the queues and the catalog here, so
+// that a variable a service starts to read, or a consumer that joins the roster, is handled once,
+// for both. How they run the processes differs on purpose: the dev stack on fixed ports with
+// persistent state and one console, the harness on free ports with everything in-process that can
+// be, killable and restartable by a test.
 package localenv
 
 import (
