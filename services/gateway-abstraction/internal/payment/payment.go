@@ -9,6 +9,7 @@
 //	AUTHORIZED → CAPTURE_REQUESTED → CAPTURED | CAPTURE_FAILED
 //	AUTHORIZED → VOID_REQUESTED → VOIDED
 //	AUTHORIZED → EXPIRED (the authorization lapsed)
+//	CAPTURED → REFUND_REQUESTED → REFUNDED
 //
 // Transitions that reach a provider's answer emit one event each (payment.authorized,
 // payment.pending, ...) and increment the version; recording an intent (*_REQUESTED) emits none. A
@@ -36,6 +37,7 @@ const (
 	EventCaptured      = "payment.captured"
 	EventCaptureFailed = "payment.capture_failed"
 	EventVoided        = "payment.voided"
+	EventRefunded      = "payment.refunded"
 )
 
 // Method is how the customer pays; its values are those of the CK_Payments_Method check.
@@ -292,6 +294,13 @@ func (p *Payment) RequestVoid() error { return p.intend(VoidRequested) }
 
 // Void records the provider's void: VOID_REQUESTED → VOIDED.
 func (p *Payment) Void() error { return p.transition(Voided, EventVoided) }
+
+// RequestRefund records the intent to give captured money back: CAPTURED → REFUND_REQUESTED (no
+// event).
+func (p *Payment) RequestRefund() error { return p.intend(RefundRequested) }
+
+// Refund records the provider's refund: REFUND_REQUESTED → REFUNDED.
+func (p *Payment) Refund() error { return p.transition(Refunded, EventRefunded) }
 
 func (p *Payment) setProviderID(id string) error {
 	switch {

@@ -22,6 +22,8 @@ var moves = map[Status]func(*Payment) error{
 	CaptureFailed:    func(p *Payment) error { return p.FailCapture(ReasonProviderUnavailable) },
 	VoidRequested:    func(p *Payment) error { return p.RequestVoid() },
 	Voided:           func(p *Payment) error { return p.Void() },
+	RefundRequested:  func(p *Payment) error { return p.RequestRefund() },
+	Refunded:         func(p *Payment) error { return p.Refund() },
 }
 
 // Every from/to pair: a legal move changes the status (and emits one event unless it records an
@@ -29,7 +31,7 @@ var moves = map[Status]func(*Payment) error{
 func TestEveryTransition(t *testing.T) {
 	events := map[Status]string{
 		Authorized: EventAuthorized, Pending: EventPending, Failed: EventFailed, Expired: EventExpired,
-		Captured: EventCaptured, CaptureFailed: EventCaptureFailed, Voided: EventVoided,
+		Captured: EventCaptured, CaptureFailed: EventCaptureFailed, Voided: EventVoided, Refunded: EventRefunded,
 	}
 	for _, from := range Statuses() {
 		for _, to := range Statuses() {

@@ -14,23 +14,29 @@ const (
 	CaptureFailed    Status = "CAPTURE_FAILED"    // the capture failed permanently
 	VoidRequested    Status = "VOID_REQUESTED"    // the void (or slip cancellation) intent is recorded
 	Voided           Status = "VOIDED"            // the authorization is released, or the slip cancelled
+	RefundRequested  Status = "REFUND_REQUESTED"  // the refund intent of a captured payment is recorded
+	Refunded         Status = "REFUNDED"          // the captured money is given back
 )
 
 // Statuses returns every status in lifecycle order.
 func Statuses() []Status {
-	return []Status{Requested, Pending, Authorized, Failed, Expired, CaptureRequested, Captured, CaptureFailed, VoidRequested, Voided}
+	return []Status{Requested, Pending, Authorized, Failed, Expired, CaptureRequested, Captured, CaptureFailed,
+		VoidRequested, Voided, RefundRequested, Refunded}
 }
 
 // transitions lists the legal moves. A *_REQUESTED state records an intent before the provider is
 // called (docs/architecture.md, "Side effects outside Spanner"); the provider's answer or webhook
 // moves the payment on. A slip may be paid (AUTHORIZED), lapse or be cancelled; an authorization may
-// be captured, voided or lapse (card authorizations expire after 7 days).
+// be captured, voided or lapse (card authorizations expire after 7 days); captured money can only
+// be refunded.
 var transitions = map[Status][]Status{
 	Requested:        {Pending, Authorized, Failed},
 	Pending:          {Authorized, Failed, Expired, VoidRequested},
 	Authorized:       {CaptureRequested, VoidRequested, Expired},
 	CaptureRequested: {Captured, CaptureFailed},
+	Captured:         {RefundRequested},
 	VoidRequested:    {Voided},
+	RefundRequested:  {Refunded},
 }
 
 // stage orders the statuses along the lifecycle, for telling a late provider callback from a new
@@ -38,6 +44,7 @@ var transitions = map[Status][]Status{
 var stage = map[Status]int{
 	Requested: 0, Pending: 1, Authorized: 2, CaptureRequested: 3, VoidRequested: 3,
 	Failed: 4, Expired: 4, Captured: 4, CaptureFailed: 4, Voided: 4,
+	RefundRequested: 5, Refunded: 6,
 }
 
 // Valid reports whether s is a known status.
