@@ -27,7 +27,8 @@ const serviceName = "gateway-abstraction"
 //	PROVIDER_BREAKER_THRESHOLD, PROVIDER_BREAKER_COOLDOWN  consecutive failures that open a
 //	                        provider's circuit, and for how long; defaults 5 and 10s
 //	PAYMENTS_RESUME_AFTER   how long an unfinished provider call waits before the sweep resumes it; default 1m
-//	PAYMENTS_MAX_ATTEMPTS   provider calls per intent before it is given up; default 20
+//	PAYMENTS_GIVE_UP_AFTER  how long a provider call may keep failing before its intent is given up;
+//	                        default and most 23h (inside the providers' 24 h idempotency-key retention)
 //	PAYMENTS_RECONCILE_AFTER how long a payment waits for a webhook before the sweep asks the provider; default 15m
 type config struct {
 	platform.ServiceConfig
@@ -38,7 +39,7 @@ type config struct {
 
 	Calls          app.CallPolicy
 	ResumeAfter    time.Duration
-	MaxAttempts    int64
+	GiveUpAfter    time.Duration
 	ReconcileAfter time.Duration
 }
 
@@ -56,7 +57,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 			BreakerCooldown:  env.Duration("PROVIDER_BREAKER_COOLDOWN", 10*time.Second, 10*time.Millisecond, time.Hour),
 		},
 		ResumeAfter:    env.Duration("PAYMENTS_RESUME_AFTER", time.Minute, time.Millisecond, 24*time.Hour),
-		MaxAttempts:    env.Int64("PAYMENTS_MAX_ATTEMPTS", 20, 1, 1000),
+		GiveUpAfter:    env.Duration("PAYMENTS_GIVE_UP_AFTER", app.MaxGiveUpAfter, time.Millisecond, app.MaxGiveUpAfter),
 		ReconcileAfter: env.Duration("PAYMENTS_RECONCILE_AFTER", 15*time.Minute, time.Millisecond, 7*24*time.Hour),
 	}
 	cfg.Stripe.APIKey = env.Required("STRIPE_API_KEY")

@@ -10,13 +10,13 @@ import (
 
 func TestLoadConfigReportsEveryProblem(t *testing.T) {
 	_, err := loadConfig(platformtest.Getenv(map[string]string{
-		"STRIPE_API_URL": "not a url", "PROVIDER_TIMEOUT": "soon", "PAYMENTS_MAX_ATTEMPTS": "0",
+		"STRIPE_API_URL": "not a url", "PROVIDER_TIMEOUT": "soon", "PAYMENTS_GIVE_UP_AFTER": "48h",
 	}))
 	if err == nil {
 		t.Fatal("loadConfig accepted an empty environment")
 	}
 	for _, want := range []string{"SPANNER_DATABASE", "OIDC_AUDIENCE", "STRIPE_API_KEY", "STRIPE_WEBHOOK_SECRET",
-		"KOMOJU_SECRET_KEY", "KOMOJU_WEBHOOK_SECRET", "STRIPE_API_URL", "PROVIDER_TIMEOUT", "PAYMENTS_MAX_ATTEMPTS"} {
+		"KOMOJU_SECRET_KEY", "KOMOJU_WEBHOOK_SECRET", "STRIPE_API_URL", "PROVIDER_TIMEOUT", "PAYMENTS_GIVE_UP_AFTER"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
@@ -39,8 +39,8 @@ func TestLoadConfig(t *testing.T) {
 	if cfg.Stripe.APIKey != secret || cfg.Stripe.APIURL != "" || cfg.Komoju.APIURL != "https://komoju.com" {
 		t.Errorf("providers = %+v %+v", cfg.Stripe, cfg.Komoju)
 	}
-	if cfg.Calls.Timeout != 3*time.Second || cfg.Calls.Attempts != 3 || cfg.ReconcileAfter != 5*time.Minute || cfg.MaxAttempts != 20 {
-		t.Errorf("calls = %+v, reconcile after %s, max attempts %d", cfg.Calls, cfg.ReconcileAfter, cfg.MaxAttempts)
+	if cfg.Calls.Timeout != 3*time.Second || cfg.Calls.Attempts != 3 || cfg.ReconcileAfter != 5*time.Minute || cfg.GiveUpAfter != 23*time.Hour {
+		t.Errorf("calls = %+v, reconcile after %s, give up after %s", cfg.Calls, cfg.ReconcileAfter, cfg.GiveUpAfter)
 	}
 	// A bad value elsewhere must not echo the secrets in the error.
 	_, err = loadConfig(platformtest.Getenv(map[string]string{"STRIPE_API_KEY": secret, "PROVIDER_ATTEMPTS": "x"}))

@@ -35,7 +35,7 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 
 	cfgApp := app.Config{
 		Repo: store.New(client), Providers: providers, Metrics: app.NewMetrics(srv.Registry),
-		Calls: cfg.Calls, ResumeAfter: cfg.ResumeAfter, MaxAttempts: cfg.MaxAttempts, ReconcileAfter: cfg.ReconcileAfter,
+		Calls: cfg.Calls, ResumeAfter: cfg.ResumeAfter, GiveUpAfter: cfg.GiveUpAfter, ReconcileAfter: cfg.ReconcileAfter,
 	}
 	if n := outboxlib.NewNudger(cfg.Events.RelayURL, events.ConsumerName); n != nil {
 		cfgApp.Nudger = n

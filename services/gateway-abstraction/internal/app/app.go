@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/spanmart/spanmart/pkg/faults"
+	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/breaker"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/payment"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/provider"
 )
@@ -42,7 +43,7 @@ const (
 
 // IntentStatus is an intent's state: STARTED until the provider answered, then SUCCEEDED (an
 // answer, a refusal included) or FAILED (the call cannot be made: an invalid request, or the
-// provider stayed unreachable for MaxAttempts).
+// provider stayed unreachable for GiveUpAfter).
 type IntentStatus string
 
 const (
@@ -61,6 +62,7 @@ type Intent struct {
 	Request    json.RawMessage // the call's parameters (provider.AuthorizeRequest or provider.Operation)
 	LastError  string
 	RetryAfter time.Time // when the sweep resumes it; zero once finished
+	CreatedAt  time.Time // when it was recorded (the commit); set by the repository
 }
 
 // IntentKey is the idempotency key of operation op on payment paymentID.
@@ -141,14 +143,23 @@ type Config struct {
 	// ResumeAfter is how long a STARTED intent waits for the request path before the sweep may
 	// resume it (and the back-off unit between resumptions); default 1m.
 	ResumeAfter time.Duration
-	// MaxAttempts is how many provider calls an intent gets before it fails with
-	// provider_unavailable; default 20 (with the doubling back-off of ResumeAfter capped at 1h,
-	// about a day).
-	MaxAttempts int64
+	// GiveUpAfter is how long after it was recorded an intent whose calls keep failing
+	// temporarily is given up (the payment fails with provider_unavailable); default and most 23h.
+	// It must stay inside the providers' idempotency-key retention (Stripe keeps keys 24 h):
+	// after that, the same call could act a second time.
+	GiveUpAfter time.Duration
 	// ReconcileAfter is how long a payment may stay in a state that waits for the provider
 	// (3-D Secure, a slip, an authorization) before the sweep asks the provider about it; default 15m.
 	ReconcileAfter time.Duration
 }
+
+// MaxGiveUpAfter bounds Config.GiveUpAfter: an hour short of Stripe's 24 h key retention.
+const MaxGiveUpAfter = 23 * time.Hour
+
+// AuthorizationCheckAfter is when the sweep asks the provider about an authorized payment that has
+// not been captured: card authorizations (and the sandbox's PayPay holds) lapse after 7 days, and
+// before that nothing changes at the provider that the gateway does not hear of.
+const AuthorizationCheckAfter = 7*24*time.Hour + time.Hour
 
 // Service runs the use cases.
 type Service struct {
@@ -170,8 +181,8 @@ func New(cfg Config) (*Service, error) {
 	if cfg.ResumeAfter <= 0 {
 		cfg.ResumeAfter = time.Minute
 	}
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 20
+	if cfg.GiveUpAfter <= 0 || cfg.GiveUpAfter > MaxGiveUpAfter {
+		cfg.GiveUpAfter = MaxGiveUpAfter
 	}
 	if cfg.ReconcileAfter <= 0 {
 		cfg.ReconcileAfter = 15 * time.Minute
@@ -259,9 +270,9 @@ func (s *Service) Resume(ctx context.Context, key string) error {
 	if callErr == nil {
 		faults.Hit(faults.GatewayAfterProviderCall)
 	}
-	emitted := false
+	emitted, unfinished := false, false
 	err = s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
-		emitted = false
+		emitted, unfinished = false, false
 		in, err := tx.Intent(ctx, key)
 		if err != nil || in.Status != IntentStarted {
 			return err // finished meanwhile (a concurrent Resume)
@@ -270,14 +281,17 @@ func (s *Service) Resume(ctx context.Context, key string) error {
 		if err != nil {
 			return err
 		}
-		in.Attempts++
+		if !errors.Is(callErr, breaker.ErrOpen) {
+			in.Attempts++ // calls made: the open circuit refused this one without calling
+		}
 		now := s.cfg.Now()
 		switch {
 		case callErr == nil:
 			in.Status, in.LastError, in.RetryAfter = IntentSucceeded, "", time.Time{}
 			s.apply(ctx, p, prov.Name(), outcome, "answer")
-		case provider.Temporary(callErr) && in.Attempts < s.cfg.MaxAttempts:
-			in.LastError, in.RetryAfter = callErr.Error(), now.Add(s.backoff(in.Attempts))
+		case provider.Temporary(callErr) && (in.CreatedAt.IsZero() || now.Sub(in.CreatedAt) < s.cfg.GiveUpAfter):
+			in.LastError, in.RetryAfter = callErr.Error(), now.Add(s.backoff(max(in.Attempts, 1)))
+			unfinished = true
 		default:
 			in.Status, in.LastError, in.RetryAfter = IntentFailed, callErr.Error(), time.Time{}
 			s.giveUp(ctx, p, in, callErr)
@@ -294,7 +308,7 @@ func (s *Service) Resume(ctx context.Context, key string) error {
 	if emitted && s.cfg.Nudger != nil {
 		s.cfg.Nudger.NudgeAggregate(ctx, in.PaymentID)
 	}
-	if callErr != nil && provider.Temporary(callErr) {
+	if unfinished {
 		return fmt.Errorf("intent %s not finished: %w", key, callErr)
 	}
 	return nil
@@ -330,11 +344,15 @@ func (s *Service) backoff(n int64) time.Duration {
 }
 
 // checkAfter is when the sweep asks the provider about p: never for a terminal payment or one
-// whose provider id is unknown (its authorize intent covers it), otherwise after ReconcileAfter —
-// or at a slip's expiry, if that is sooner.
+// whose provider id is unknown (its authorize intent covers it); for an authorization, when it
+// would lapse (AuthorizationCheckAfter); otherwise after ReconcileAfter, or at a slip's expiry if
+// that is sooner.
 func (s *Service) checkAfter(p *payment.Payment, now time.Time) time.Time {
 	if p.Status().Terminal() || p.ProviderPaymentID() == "" {
 		return time.Time{}
+	}
+	if p.Status() == payment.Authorized {
+		return now.Add(AuthorizationCheckAfter)
 	}
 	at := now.Add(s.cfg.ReconcileAfter)
 	if p.Status() == payment.Pending && !p.ExpiresAt().IsZero() && p.ExpiresAt().Before(at) {

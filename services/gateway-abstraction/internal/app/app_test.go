@@ -346,8 +346,8 @@ func TestProviderOutageIsRetriedBehindTheCircuitBreaker(t *testing.T) {
 		}
 	}
 	in := f.intent(t, id)
-	if in.Status != string(app.IntentStarted) || in.Attempts != 3 || !in.LastError.Valid || !in.RetryAfter.Valid {
-		t.Errorf("intent after the outage: %+v, want STARTED, 3 attempts, an error and a retry time", in)
+	if in.Status != string(app.IntentStarted) || in.Attempts != 2 || !in.LastError.Valid || !in.RetryAfter.Valid {
+		t.Errorf("intent after the outage: %+v, want STARTED, 2 attempts (the third met the open circuit: no call), an error and a retry time", in)
 	}
 	if !strings.Contains(in.LastError.StringVal, "circuit open") {
 		t.Errorf("last error %q: the third Resume should have met the open circuit (2+2 failures)", in.LastError.StringVal)
@@ -437,4 +437,33 @@ func postForm(url, key string) (int, error) {
 	}
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// A provider that stays unreachable: the intent is retried until GiveUpAfter (inside the
+// provider's idempotency-key retention), then given up: the payment fails with
+// provider_unavailable, and its event lets orders cancel the order.
+func TestIntentIsGivenUpInsideTheKeyRetention(t *testing.T) {
+	f := newFixture(t, func(c *app.Config) { c.GiveUpAfter, c.Calls.Attempts = time.Hour, 1 })
+	_, id := f.request(t, "pm_card_visa")
+	if err := f.sandbox.SetAPIFault(paysim.APIFault{Mode: paysim.FaultError, Dialect: paysim.DialectStripe}); err != nil {
+		t.Fatal(err)
+	}
+	key := app.IntentKey(id, app.OpAuthorize)
+	if err := f.svc.Resume(context.Background(), key); !provider.Temporary(err) {
+		t.Fatalf("Resume during the outage: %v, want a temporary error", err)
+	}
+	f.advance(2 * time.Hour)
+	if err := f.svc.Resume(context.Background(), key); err != nil {
+		t.Fatalf("Resume after GiveUpAfter: %v, want nil (the intent is finished: given up)", err)
+	}
+	p := f.payment(t, id)
+	if p.Status != string(payment.Failed) || p.FailureReason.StringVal != string(payment.ReasonProviderUnavailable) {
+		t.Errorf("payment %s %q, want FAILED provider_unavailable", p.Status, p.FailureReason.StringVal)
+	}
+	if in := f.intent(t, id); in.Status != string(app.IntentFailed) || in.RetryAfter.Valid {
+		t.Errorf("intent %+v, want FAILED with nothing to resume", in)
+	}
+	if diff := cmp.Diff([]string{"payment.failed@1"}, f.events(t, id)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
 }

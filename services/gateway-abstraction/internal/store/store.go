@@ -141,7 +141,7 @@ func readIntent(ctx context.Context, r dao.Reader, key string) (app.Intent, erro
 func intent(r *paymentsdb.ProviderRequest) (app.Intent, error) {
 	in := app.Intent{
 		Key: r.IdempotencyKey, PaymentID: r.PaymentId, Op: app.Operation(r.Operation), Status: app.IntentStatus(r.Status),
-		Attempts: r.Attempts, LastError: r.LastError.StringVal, RetryAfter: r.RetryAfter.Time,
+		Attempts: r.Attempts, LastError: r.LastError.StringVal, RetryAfter: r.RetryAfter.Time, CreatedAt: r.CreatedAt,
 	}
 	if r.Request.Valid {
 		b, err := json.Marshal(r.Request.Value)
