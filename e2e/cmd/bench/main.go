@@ -401,7 +401,11 @@ func (b *bench) profileServices(ctx context.Context) func() {
 	b.profiled = true
 	secs := int(b.o.duration.Seconds())
 	var wg sync.WaitGroup
-	for _, name := range append([]string{"orders", "fulfillment"}, b.relays...) {
+	var names []string
+	for _, c := range topology.Consumers() {
+		names = append(names, c.Name)
+	}
+	for _, name := range append(names, b.relays...) {
 		wg.Go(func() {
 			url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", b.s.URL(name), secs)
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
