@@ -115,6 +115,22 @@ func TestStack(t *testing.T) {
 		if !r.saw("seed: Products already has") || !r.saw("seed: Inventory already has") {
 			t.Error(`output lacks "seed: ... already has": the restart did not report keeping the data`)
 		}
+		// The payment sandbox kept its payments too (-data-dir), so the gateway's database and the
+		// provider still agree: the konbini slip paid in the run before is there.
+		resp, err := http.Get(fmt.Sprintf("http://%s:%d/_sandbox/komoju/payments", host, paysimPort+offset))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept struct {
+			Data []struct {
+				Status string `json:"status"`
+			} `json:"data"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&kept)
+		resp.Body.Close()
+		if err != nil || len(kept.Data) != 1 || kept.Data[0].Status != "captured" {
+			t.Errorf("the sandbox after a restart holds %+v (%v), want the one paid konbini slip", kept.Data, err)
+		}
 		checkServices(t, offset)
 		e.close()
 

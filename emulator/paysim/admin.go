@@ -2,6 +2,7 @@ package paysim
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -51,7 +52,12 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, map[string]int64{"now": now.Unix()})
 	})
 	mux.HandleFunc("GET /_sandbox/payment_intents", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"data": s.paymentIntentsJSON()})
+		intents, err := s.paymentIntentsJSON()
+		if err != nil {
+			adminError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"data": intents})
 	})
 	mux.HandleFunc("GET /_sandbox/refunds", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"data": s.refundsJSON()})
@@ -87,10 +93,20 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, map[string]any{"fault": faultJSON(WebhookFault(s.faults.current()))})
 	})
 	mux.HandleFunc("GET /_sandbox/komoju/payments", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"data": s.komojuPaymentsJSON()})
+		payments, err := s.komojuPaymentsJSON()
+		if err != nil {
+			adminError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"data": payments})
 	})
 	mux.HandleFunc("GET /_sandbox/komoju/payments/{id}", func(w http.ResponseWriter, r *http.Request) {
-		for _, p := range s.komojuPaymentsJSON() {
+		payments, err := s.komojuPaymentsJSON()
+		if err != nil {
+			adminError(w, err)
+			return
+		}
+		for _, p := range payments {
 			if p.ID == r.PathValue("id") {
 				writeJSON(w, http.StatusOK, p)
 				return
@@ -158,8 +174,13 @@ func faultJSON(f WebhookFault) map[string]any {
 	return m
 }
 
+// adminError answers 400 for a request the sandbox refuses, 500 for a change it could not save.
 func adminError(w http.ResponseWriter, err error) {
-	writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]string{"message": err.Error()}})
+	status := http.StatusBadRequest
+	if errors.Is(err, errNotSaved) {
+		status = http.StatusInternalServerError
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]string{"message": err.Error()}})
 }
 
 // SetWebhookFault changes how the next events are delivered (see WebhookFault).
@@ -179,7 +200,7 @@ func (s *Server) PayKomojuSlip(id string) error {
 }
 
 func (s *Server) payKomojuSlip(id string) (j komojuPaymentJSON, err error) {
-	s.ticked(func() { // a slip past its deadline has expired and can no longer be paid
+	serr := s.ticked(func() { // a slip past its deadline has expired and can no longer be paid
 		p, ok := s.komoju.payments[id]
 		if !ok {
 			err = fmt.Errorf("no KOMOJU payment %s", id)
@@ -192,6 +213,9 @@ func (s *Server) payKomojuSlip(id string) (j komojuPaymentJSON, err error) {
 		}
 		j = p.json()
 	})
+	if err == nil {
+		err = serr
+	}
 	return j, err
 }
 
@@ -206,35 +230,38 @@ func (s *Server) WalletBalance(customer string) (available, held int64) {
 	return 0, 0
 }
 
-func (s *Server) komojuPaymentsJSON() []komojuPaymentJSON {
+func (s *Server) komojuPaymentsJSON() ([]komojuPaymentJSON, error) {
 	out := []komojuPaymentJSON{}
-	s.ticked(func() { // a read-back must not show slips that have expired
+	err := s.ticked(func() { // a read-back must not show slips that have expired
 		for _, id := range s.komoju.order {
 			out = append(out, s.komoju.payments[id].json())
 		}
 	})
-	return out
+	return out, err
 }
 
-func (s *Server) paymentIntentsJSON() []paymentIntentJSON {
+func (s *Server) paymentIntentsJSON() ([]paymentIntentJSON, error) {
 	out := []paymentIntentJSON{}
-	s.ticked(func() { // a read-back must not show authorizations that have lapsed
+	err := s.ticked(func() { // a read-back must not show authorizations that have lapsed
 		for _, id := range s.order {
 			out = append(out, s.intents[id].json())
 		}
 	})
-	return out
+	return out, err
 }
 
-// ticked runs f under s.mu once what the clock made due is applied, and delivers the events
-// both created once the lock is released.
-func (s *Server) ticked(f func()) {
+// ticked runs f under s.mu once what the clock made due is applied, writes what both changed
+// (with a DataDir; the error is errNotSaved's) and delivers the events they created once the
+// lock is released.
+func (s *Server) ticked(f func()) error {
 	s.mu.Lock()
 	s.tickLocked()
 	f()
+	err := s.saveLocked()
 	msgs := s.takeFreshLocked()
 	s.mu.Unlock()
 	s.webhooks.send(msgs)
+	return err
 }
 
 func (s *Server) refundsJSON() []refundJSON {

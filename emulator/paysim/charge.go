@@ -21,6 +21,7 @@ type charge struct {
 	failureCode    string
 	failureMessage string
 	created        time.Time
+	saved          memo[snapCharge] // its snapshot record (persist.go)
 }
 
 func (ch *charge) capture(amount int64) {
@@ -113,6 +114,7 @@ type refund struct {
 	reason   string
 	metadata map[string]string
 	created  time.Time
+	saved    memo[struct{}] // its snapshot record (persist.go)
 }
 
 type refundJSON struct {

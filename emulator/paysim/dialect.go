@@ -2,6 +2,8 @@ package paysim
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"slices"
@@ -24,9 +26,16 @@ const (
 const idempotencyKeyLifetime = 24 * time.Hour
 
 // idemKey scopes an idempotency key to the dialect and the secret key that used it, as both
-// providers scope keys to an account.
+// providers scope keys to an account. account is a digest of the secret key (accountOf), so
+// that a snapshot in DataDir holds no key.
 type idemKey struct {
-	dialect, apiKey, key string
+	dialect, account, key string
+}
+
+// accountOf names the account of a secret key in idempotency scopes.
+func accountOf(apiKey string) string {
+	sum := sha256.Sum256([]byte(apiKey))
+	return hex.EncodeToString(sum[:16])
 }
 
 // idemRecord is the saved outcome of the first request made with an idempotency key.
@@ -37,6 +46,7 @@ type idemRecord struct {
 	body      []byte
 	requestID string
 	created   time.Time
+	saved     memo[struct{}] // its snapshot record (persist.go)
 }
 
 // reply is an API response before it is written.
@@ -56,8 +66,9 @@ type dialect struct {
 	mismatch func(c *call, rec *idemRecord) reply
 	// replayed marks the response of a replay, for dialects that say so in headers.
 	replayed func(h http.Header, rec *idemRecord)
-	// unavailable is the dialect's 500 answer, for the error fault.
-	unavailable func() reply
+	// unavailable is the dialect's 500 answer, for the error fault and for a change that could
+	// not be saved in DataDir; cause says which.
+	unavailable func(cause string) reply
 }
 
 // call is one authenticated and parsed API request as a dialect's wrapper hands it to serve.
@@ -76,18 +87,21 @@ type call struct {
 // finds the first request's result), what the clock made due is applied, a retry is answered
 // from the idempotency store or the endpoint runs and its reply is saved; the events it
 // created are handed to the webhooks once the lock is released; a timeout fault then holds
-// the response back.
+// the response back. With a DataDir, a request that changed anything is answered only once the
+// state is written, so an acknowledged change survives a crash; when the write fails the
+// answer is the dialect's 500 (the change stands in memory, as a provider that acted and then
+// failed to answer).
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 	fault := s.faults.take(c.dialect.name)
 	if fault.Mode == FaultError {
 		s.opts.Logf("paysim: %s %s -> 500 (API fault, not executed)", r.Method, r.URL.Path)
-		writeReply(w, c.dialect.unavailable())
+		writeReply(w, c.dialect.unavailable("the sandbox's API fault"))
 		return
 	}
 
 	s.mu.Lock()
 	s.tickLocked()
-	k := idemKey{c.dialect.name, c.apiKey, c.idemKey}
+	k := idemKey{c.dialect.name, accountOf(c.apiKey), c.idemKey}
 	var rep reply
 	if rec, ok := s.idem[k]; ok && c.idemKey != "" {
 		rep = replay(&c, rec)
@@ -95,10 +109,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 		s.cur = requestInfo{requestID: c.requestID, idemKey: c.idemKey}
 		rep = c.run()
 		s.cur = requestInfo{}
+		// Only GETs and the errors found before an endpoint acted (rep.save false) change
+		// nothing; the clock's changes were marked by tickLocked.
+		if r.Method == http.MethodPost && rep.save {
+			s.dirty = true
+		}
 		if c.idemKey != "" && rep.save {
 			s.idem[k] = &idemRecord{endpoint: c.endpoint, params: c.params, status: rep.status,
 				body: rep.body, requestID: c.requestID, created: s.nowLocked()}
 		}
+	}
+	if err := s.saveLocked(); err != nil {
+		s.opts.Logf("paysim: %s %s: %v", r.Method, r.URL.Path, err)
+		rep = c.dialect.unavailable(err.Error())
 	}
 	msgs := s.takeFreshLocked()
 	s.mu.Unlock()

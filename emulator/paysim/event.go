@@ -15,7 +15,8 @@ type event struct {
 	object    json.RawMessage
 	requestID string // empty for changes the clock made
 	idemKey   string
-	webhooks  int // pending_webhooks at creation: 1 with a webhook URL, else 0
+	webhooks  int            // pending_webhooks at creation: 1 with a webhook URL, else 0
+	saved     memo[struct{}] // its snapshot record (persist.go)
 }
 
 type eventJSON struct {
@@ -72,9 +73,37 @@ func (s *Server) emitLocked(typ string, obj any) {
 	}
 	s.events = append(s.events, e)
 	s.byEvent[e.id] = e
+	s.queueLocked(s.stripeMessage(e))
+}
+
+// stripeMessage is the webhook delivery of e: pretty-printed, as Stripe sends events.
+func (s *Server) stripeMessage(e *event) message {
 	payload, err := json.MarshalIndent(e.json(s.opts.APIVersion), "", "  ")
 	if err != nil {
 		panic(err) // our own JSON types
 	}
-	s.fresh = append(s.fresh, message{eventID: e.id, eventType: e.typ, payload: payload, to: s.stripeHooks})
+	return message{eventID: e.id, eventType: e.typ, payload: payload, to: s.stripeHooks}
+}
+
+// queueLocked hands m to the webhooks once the current request releases the lock, and counts
+// its event undelivered until its delivery ends (see deliveryEnded).
+func (s *Server) queueLocked(m message) {
+	s.dirty = true
+	if m.to.url != "" {
+		s.undelivered[m.eventID] = true
+	}
+	s.fresh = append(s.fresh, m)
+}
+
+// deliveryEnded records that a delivery of the event was delivered, failed for good or was
+// dropped. It is saved with the next write (or by Close), not on its own: after a kill -9 an
+// event whose delivery ended since the last write is delivered again, a duplicate that
+// at-least-once delivery allows.
+func (s *Server) deliveryEnded(eventID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.undelivered[eventID] {
+		delete(s.undelivered, eventID)
+		s.dirty = true
+	}
 }

@@ -115,9 +115,9 @@ var stripeDialect = dialect{
 		h.Set("Idempotent-Replayed", "true")
 		h.Set("Original-Request", rec.requestID)
 	},
-	unavailable: func() reply {
+	unavailable: func(cause string) reply {
 		return (&apiError{status: http.StatusInternalServerError, Type: errAPI,
-			Message: "An unknown error occurred (the sandbox's API fault)."}).reply()
+			Message: "An unknown error occurred (" + cause + ")."}).reply()
 	},
 }
 

@@ -116,6 +116,8 @@ type komojuPayment struct {
 	bank             bankAccount
 	instructionsURL  string
 	customer         string // paypay: metadata.customer_id, whose wallet pays
+
+	saved memo[komojuMemoKey] // its snapshot record (persist.go)
 }
 
 // komojuRefund is a refund, which in the sandbox succeeds at once.
@@ -369,6 +371,7 @@ type komojuEvent struct {
 	created time.Time
 	data    json.RawMessage
 	reason  string
+	saved   memo[struct{}] // its snapshot record (persist.go)
 }
 
 type komojuEventJSON struct {
@@ -390,7 +393,12 @@ func (s *Server) emitKomojuLocked(typ string, p *komojuPayment, reason string) {
 	e := &komojuEvent{id: newKomojuID(), typ: typ, created: s.nowLocked(), data: mustJSON(p.json()), reason: reason}
 	s.komoju.events = append(s.komoju.events, e)
 	s.komoju.byEvent[e.id] = e
-	s.fresh = append(s.fresh, message{eventID: e.id, eventType: e.typ, payload: mustJSON(e.json()), to: s.komojuHooks})
+	s.queueLocked(s.komojuMessage(e))
+}
+
+// komojuMessage is the webhook delivery of e.
+func (s *Server) komojuMessage(e *komojuEvent) message {
+	return message{eventID: e.id, eventType: e.typ, payload: mustJSON(e.json()), to: s.komojuHooks}
 }
 
 // tickKomojuLocked expires the slips past their deadline and the PayPay authorizations that

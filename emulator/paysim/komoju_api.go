@@ -69,9 +69,9 @@ var komojuDialect = dialect{
 			fmt.Sprintf("The idempotency key %q was first used for another request (%s with other parameters); use a new key for a new request.",
 				c.idemKey, rec.endpoint)).reply()
 	},
-	unavailable: func() reply {
+	unavailable: func(cause string) reply {
 		return komojuErr(http.StatusInternalServerError, "internal_server_error", "",
-			"Something went wrong on our side (the sandbox's API fault).").reply()
+			"Something went wrong on our side ("+cause+").").reply()
 	},
 }
 

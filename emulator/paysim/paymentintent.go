@@ -58,6 +58,7 @@ type paymentMethod struct {
 	token   string
 	card    testCard
 	created time.Time
+	saved   memo[struct{}] // its snapshot record (persist.go)
 }
 
 type paymentMethodJSON struct {
@@ -111,6 +112,7 @@ type paymentIntent struct {
 	canceledAt         time.Time
 	cancellationReason string
 	returnURL          string
+	saved              memo[intentMemoKey] // its snapshot record (persist.go)
 }
 
 // outcome is what a confirmation led to; it decides which events are emitted.

@@ -15,8 +15,13 @@
 // expire, idempotency keys, and authorizations that lapse, all on one virtual clock. Endpoints
 // under /_sandbox/ control what a real provider does not let a test control: the clock, webhook
 // faults (duplicates, drops, delays, reordering), API faults (500s, answers held back past a
-// client's timeout), paying a slip, and a read-back of every object for reconciliation. See
-// README.md for what differs from the real providers.
+// client's timeout), paying a slip, and a read-back of every object for reconciliation.
+//
+// State lives in memory unless Options.DataDir is set: then Start loads DataDir/paysim.json and
+// every change is written there (atomically, before the request that made it is answered), so
+// a restarted sandbox still knows the payments an application's database refers to, its
+// idempotency keys and its virtual clock, and delivers the webhooks it had not delivered yet.
+// See README.md for what differs from the real providers.
 package paysim
 
 import (
@@ -68,6 +73,12 @@ type Options struct {
 	// has balance 0.
 	WalletBalances map[string]int64
 
+	// DataDir, if set, keeps the sandbox's state across restarts in DataDir/paysim.json
+	// (created if missing): loaded by Start, rewritten before every change is acknowledged.
+	// A loaded state keeps its own clock and wallets: ClockStart and WalletBalances then only
+	// seed a sandbox whose file does not exist yet.
+	DataDir string
+
 	// Logf, if set, receives one line per request and per webhook attempt.
 	Logf func(format string, args ...any)
 }
@@ -103,12 +114,21 @@ type Server struct {
 	idem    map[idemKey]*idemRecord
 	komoju  komojuState
 	fresh   []message // events created by the current request, delivered after it unlocks
+	// undelivered are the events (of both dialects) with a webhook URL whose delivery has not
+	// ended (delivered, failed or dropped); a restart with a DataDir delivers them again.
+	undelivered map[string]bool
+	dataPath    string // DataDir/paysim.json; "" keeps everything in memory
+	dirty       bool   // state changed since the last write of dataPath
+	saveBuf     []byte // the last snapshot written, its capacity reused by the next
+	closed      bool   // Close wrote the last state: later changes cannot be saved
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
 // Start starts the sandbox and returns once it accepts connections. ctx only bounds start-up.
+// With Options.DataDir it first loads the state saved there; a file that cannot be read, is not
+// a snapshot or is of another format version is an error naming the file (never a fresh start).
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Host == "" {
 		opts.Host = "127.0.0.1"
@@ -131,20 +151,30 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	opts.WebhookRetry = opts.WebhookRetry.withDefaults()
 	now := time.Now()
 	s := &Server{
-		opts:      opts,
-		startWall: now,
-		intents:   map[string]*paymentIntent{},
-		pms:       map[string]*paymentMethod{},
-		charges:   map[string]*charge{},
-		refunds:   map[string]*refund{},
-		byEvent:   map[string]*event{},
-		idem:      map[idemKey]*idemRecord{},
-		komoju:    newKomojuState(opts.WalletBalances),
-		closing:   make(chan struct{}),
-		faults:    apiFaults{fault: APIFault{Mode: FaultNone}},
+		opts:        opts,
+		startWall:   now,
+		intents:     map[string]*paymentIntent{},
+		pms:         map[string]*paymentMethod{},
+		charges:     map[string]*charge{},
+		refunds:     map[string]*refund{},
+		byEvent:     map[string]*event{},
+		idem:        map[idemKey]*idemRecord{},
+		komoju:      newKomojuState(opts.WalletBalances),
+		undelivered: map[string]bool{},
+		closing:     make(chan struct{}),
+		faults:      apiFaults{fault: APIFault{Mode: FaultNone}},
+		stripeHooks: stripeTarget(opts.WebhookURL, opts.WebhookSecret),
+		komojuHooks: komojuTarget(opts.KomojuWebhookURL, opts.KomojuWebhookSecret),
 	}
 	if !opts.ClockStart.IsZero() {
 		s.offset = opts.ClockStart.Sub(now)
+	}
+	var requeued []message
+	if opts.DataDir != "" {
+		var err error
+		if requeued, err = s.openDataDir(opts.DataDir); err != nil {
+			return nil, fmt.Errorf("paysim: %w", err)
+		}
 	}
 	var lc net.ListenConfig
 	lis, err := lc.Listen(ctx, "tcp", net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)))
@@ -152,15 +182,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("paysim: listen: %w", err)
 	}
 	s.lis = lis
-	s.webhooks = newWebhooks(opts.WebhookRetry, opts.Logf)
-	s.stripeHooks = stripeTarget(opts.WebhookURL, opts.WebhookSecret)
-	s.komojuHooks = komojuTarget(opts.KomojuWebhookURL, opts.KomojuWebhookSecret)
+	s.webhooks = newWebhooks(opts.WebhookRetry, opts.Logf, s.deliveryEnded)
 	s.httpSrv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := s.httpSrv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			opts.Logf("paysim: serve: %v", err)
 		}
 	}()
+	s.webhooks.send(requeued)
 	return s, nil
 }
 
@@ -178,7 +207,8 @@ func (s *Server) WebhookSecret() string { return s.opts.WebhookSecret }
 func (s *Server) KomojuWebhookSecret() string { return s.opts.KomojuWebhookSecret }
 
 // Close stops serving, releases responses held by a timeout fault, cancels webhook deliveries
-// in flight and waits for them to end.
+// in flight and waits for them to end. With a DataDir it then writes the state a last time
+// (with the deliveries that ended since the last write; those it cut short stay undelivered).
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closing)
@@ -186,6 +216,12 @@ func (s *Server) Close() error {
 		defer cancel()
 		s.closeErr = s.httpSrv.Shutdown(ctx)
 		s.webhooks.close()
+		s.mu.Lock()
+		if err := s.saveLocked(); err != nil && s.closeErr == nil {
+			s.closeErr = fmt.Errorf("paysim: %w", err)
+		}
+		s.closed = true
+		s.mu.Unlock()
 	})
 	return s.closeErr
 }
@@ -208,11 +244,16 @@ func (s *Server) AdvanceClock(d time.Duration) (time.Time, error) {
 	}
 	s.mu.Lock()
 	s.offset += d
+	s.dirty = true
 	s.tickLocked()
 	now := s.nowLocked()
+	err := s.saveLocked()
 	msgs := s.takeFreshLocked()
 	s.mu.Unlock()
 	s.webhooks.send(msgs)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("advance clock by %v: %w", d, err)
+	}
 	return now, nil
 }
 
@@ -230,6 +271,7 @@ func (s *Server) tickLocked() {
 	for k, rec := range s.idem {
 		if now.Sub(rec.created) >= idempotencyKeyLifetime {
 			delete(s.idem, k)
+			s.dirty = true
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -110,6 +109,9 @@ type webhooks struct {
 	policy RetryPolicy
 	logf   func(string, ...any)
 	client *http.Client
+	// ended is told, without w.mu held, the event of each delivery that was delivered, failed
+	// for good or was dropped (not of one cut short by close).
+	ended func(eventID string)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -133,10 +135,10 @@ type delivery struct {
 
 func (d *delivery) markFirstDone() { d.closeOnce.Do(func() { close(d.firstDone) }) }
 
-func newWebhooks(policy RetryPolicy, logf func(string, ...any)) *webhooks {
+func newWebhooks(policy RetryPolicy, logf func(string, ...any), ended func(eventID string)) *webhooks {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &webhooks{
-		policy: policy, logf: logf,
+		policy: policy, logf: logf, ended: ended,
 		client: &http.Client{Timeout: policy.Timeout},
 		ctx:    ctx, cancel: cancel,
 		fault: WebhookFault{Mode: FaultNone},
@@ -186,6 +188,12 @@ func (w *webhooks) log() []Delivery {
 // send starts the delivery of msgs (in order), applying the current fault to each message of
 // the dialect it is scoped to.
 func (w *webhooks) send(msgs []message) {
+	var dropped []string
+	defer func() {
+		for _, id := range dropped {
+			w.ended(id)
+		}
+	}()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, m := range msgs {
@@ -202,8 +210,9 @@ func (w *webhooks) send(msgs []message) {
 			}
 		}
 		newDelivery := func() *delivery {
+			// Random, not numbered, so that ids stay unique across restarts with a DataDir.
 			d := &delivery{Delivery: Delivery{
-				ID: fmt.Sprintf("whd_%d", len(w.deliveries)+1), Dialect: m.to.dialect, EventID: m.eventID, EventType: m.eventType,
+				ID: newID("whd"), Dialect: m.to.dialect, EventID: m.eventID, EventType: m.eventType,
 				State: "pending", Attempts: []Attempt{},
 			}, to: m.to, payload: m.payload, firstDone: make(chan struct{})}
 			if f.Mode != FaultNone {
@@ -217,6 +226,7 @@ func (w *webhooks) send(msgs []message) {
 			d := newDelivery()
 			d.State = "dropped"
 			d.markFirstDone()
+			dropped = append(dropped, d.EventID)
 		case FaultDuplicate:
 			w.startLocked(newDelivery(), 0, nil)
 			w.startLocked(newDelivery(), 0, nil)
@@ -268,6 +278,9 @@ func (w *webhooks) startLocked(d *delivery, wait time.Duration, after <-chan str
 				}
 			}
 			a := w.post(d)
+			if a.Status == 0 && w.ctx.Err() != nil {
+				return // cut short by close: the delivery has not ended (a DataDir re-queues it)
+			}
 			w.mu.Lock()
 			d.Attempts = append(d.Attempts, a)
 			ok := a.Status >= 200 && a.Status < 300
@@ -280,7 +293,8 @@ func (w *webhooks) startLocked(d *delivery, wait time.Duration, after <-chan str
 			w.mu.Unlock()
 			d.markFirstDone()
 			w.logf("paysim: webhook %s %s attempt %d: status %d %s", d.EventID, d.EventType, attempt, a.Status, a.Error)
-			if ok || attempt >= w.policy.MaxAttempts || w.ctx.Err() != nil {
+			if ok || attempt >= w.policy.MaxAttempts {
+				w.ended(d.EventID)
 				return
 			}
 			wait = w.policy.Backoff(attempt)
