@@ -12,62 +12,16 @@ import (
 	"github.com/spanmart/spanmart/internal/childproc"
 )
 
-// A Proc is one run of a service process.
+// A Proc is one run of a service process (childproc.Proc: Exited, Err, ExitCode, Done, Signal,
+// Stop).
 type Proc struct {
+	*childproc.Proc
 	Name string
 	Pid  int
-	cmd  *exec.Cmd
-	log  *os.File
-	done chan struct{}
-	err  error
-}
-
-// Exited reports whether the process has ended.
-func (p *Proc) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Err is how the process ended (nil while running or after exit status 0).
-func (p *Proc) Err() error {
-	if !p.Exited() {
-		return nil
-	}
-	return p.err
-}
-
-// ExitCode is the process's exit status, -1 while it runs or when a signal ended it.
-func (p *Proc) ExitCode() int {
-	if !p.Exited() {
-		return -1
-	}
-	return p.cmd.ProcessState.ExitCode()
-}
-
-func (p *Proc) signal(sig syscall.Signal) {
-	if err := syscall.Kill(-p.Pid, sig); err != nil {
-		p.cmd.Process.Signal(sig)
-	}
 }
 
 // stop sends SIGTERM to the group and waits up to timeout, then kills it.
-func (p *Proc) stop(timeout time.Duration) {
-	if p.Exited() {
-		return
-	}
-	p.signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return
-	case <-time.After(timeout):
-	}
-	p.signal(syscall.SIGKILL)
-	<-p.done
-}
+func (p *Proc) stop(timeout time.Duration) { p.Stop(timeout, nil) }
 
 func (s *Stack) proc(name string) *Proc {
 	s.mu.Lock()
@@ -102,17 +56,15 @@ func (s *Stack) launch(name string, extra ...string) error {
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// SIGKILL if the harness dies without stopping it (a test binary killed by its timeout).
-	if err := childproc.Start(cmd, syscall.SIGKILL); err != nil {
+	cp, err := childproc.Run(cmd, syscall.SIGKILL, func(error) {
+		fmt.Fprintf(logf, "=== harness: %s (pid %d) exited: %v\n", name, cmd.Process.Pid, cmd.ProcessState)
+		logf.Close()
+	})
+	if err != nil {
 		logf.Close()
 		return fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &Proc{Name: name, Pid: cmd.Process.Pid, cmd: cmd, log: logf, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		fmt.Fprintf(logf, "=== harness: %s (pid %d) exited: %v\n", name, p.Pid, cmd.ProcessState)
-		logf.Close()
-		close(p.done)
-	}()
+	p := &Proc{Proc: cp, Name: name, Pid: cp.Pid()}
 	s.mu.Lock()
 	s.procs[name] = p
 	s.mu.Unlock()
@@ -167,8 +119,8 @@ func (s *Stack) Kill(name string) {
 	if p == nil || p.Exited() {
 		return
 	}
-	p.signal(syscall.SIGKILL)
-	<-p.done
+	p.Signal(syscall.SIGKILL)
+	<-p.Done()
 }
 
 // Proc is the current (or last) run of a process, nil if it never started.
@@ -182,7 +134,7 @@ func (s *Stack) WaitExit(ctx context.Context, name string, timeout time.Duration
 		return 0, fmt.Errorf("harness: %s was never started", name)
 	}
 	select {
-	case <-p.done:
+	case <-p.Done():
 		return p.ExitCode(), nil
 	case <-time.After(timeout):
 		return 0, fmt.Errorf("%s (pid %d) still runs after %s", name, p.Pid, timeout)

@@ -15,17 +15,13 @@ import (
 
 // A proc is one child process: an emulator or a service.
 type proc struct {
-	name string
-	cmd  *exec.Cmd
-	tail *tail
+	*childproc.Proc // Done is closed once it has exited and its output is flushed
+	name            string
+	tail            *tail
 
 	// ready is closed when the process prints its ready line (emulators only).
 	ready     chan struct{}
 	readyOnce sync.Once
-	// done is closed when the process has exited and its output is flushed; err is then its exit
-	// status.
-	done chan struct{}
-	err  error
 }
 
 // procSpec says how to run a child.
@@ -38,20 +34,10 @@ type procSpec struct {
 	readyPrefix string
 }
 
-// exited reports whether the process has ended.
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // exitError describes how the process ended, with its last lines of output.
 func (p *proc) exitError() error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s exited unexpectedly (%v)", p.name, p.err)
+	fmt.Fprintf(&b, "%s exited unexpectedly (%v)", p.name, p.Err())
 	lines := p.tail.get()
 	switch {
 	case len(lines) == 1:
@@ -68,27 +54,12 @@ func (p *proc) exitError() error {
 // stop sends SIGTERM to the process's group and waits up to timeout (or until force is closed) for
 // it to exit, then kills the group.
 func (p *proc) stop(timeout time.Duration, force <-chan struct{}, con *console) {
-	if p.exited() {
-		return
+	switch p.Stop(timeout, force) {
+	case childproc.StoppedTimeout:
+		con.say("%s did not exit within %s of SIGTERM: killed it", p.name, timeout)
+	case childproc.StoppedForced:
+		con.say("killed %s", p.name)
 	}
-	pid := p.cmd.Process.Pid
-	if err := signalGroup(pid, syscall.SIGTERM); err != nil {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-p.done:
-		return
-	case <-t.C:
-		con.say("%s did not exit within %s of SIGTERM: killing it", p.name, timeout)
-	case <-force:
-		con.say("killing %s", p.name)
-	}
-	if err := signalGroup(pid, syscall.SIGKILL); err != nil {
-		p.cmd.Process.Kill()
-	}
-	<-p.done
 }
 
 // startProc starts a child whose output goes to con (and its log file) and exits reports on
@@ -101,7 +72,6 @@ func startProc(con *console, spec procSpec, logPath string, exited chan<- *proc)
 		name:  spec.name,
 		tail:  &tail{n: 30},
 		ready: make(chan struct{}),
-		done:  make(chan struct{}),
 	}
 	emit := func(line string) {
 		display := line
@@ -124,17 +94,17 @@ func startProc(con *console, spec procSpec, logPath string, exited chan<- *proc)
 	cmd.WaitDelay = 2 * time.Second
 	// Its own process group: a terminal's Ctrl-C reaches only the devstack, which then stops the
 	// children in order; SIGTERM if the devstack dies without stopping it.
-	if err := childproc.Start(cmd, syscall.SIGTERM); err != nil {
-		return nil, fmt.Errorf("start %s (%s): %w", spec.name, spec.bin, err)
-	}
-	p.cmd = cmd
-	con.say("started %s (pid %d), log %s", spec.name, cmd.Process.Pid, logPath)
-	go func() {
-		err := cmd.Wait()
+	var err error
+	p.Proc, err = childproc.Run(cmd, syscall.SIGTERM, func(error) {
 		stdout.flush()
 		stderr.flush()
-		p.err = err
-		close(p.done)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start %s (%s): %w", spec.name, spec.bin, err)
+	}
+	con.say("started %s (pid %d), log %s", spec.name, p.Pid(), logPath)
+	go func() {
+		<-p.Done()
 		exited <- p
 	}()
 	return p, nil

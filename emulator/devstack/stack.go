@@ -247,7 +247,7 @@ func (st *stack) waitReady(ctx context.Context, p *proc) error {
 	select {
 	case <-p.ready:
 		return nil
-	case <-p.done:
+	case <-p.Done():
 		return p.exitError()
 	case <-t.C:
 		return fmt.Errorf("%s did not print its ready line within %s (-ready-timeout); see %s", p.name, st.cfg.readyTimeout, st.state.log(p.name))
@@ -318,7 +318,7 @@ func (st *stack) waitHealthy(ctx context.Context, procs []*proc) error {
 	for {
 		// An emulator dying makes the services unready too: report the cause, not the symptom.
 		for _, p := range st.procs {
-			if p.exited() {
+			if p.Exited() {
 				return p.exitError()
 			}
 		}
@@ -383,8 +383,8 @@ func (st *stack) serve(ctx context.Context) error {
 func (st *stack) down() {
 	for i := len(st.procs) - 1; i >= 0; i-- {
 		p := st.procs[i]
-		if !p.exited() {
-			st.con.say("stopping %s (pid %d)", p.name, p.cmd.Process.Pid)
+		if !p.Exited() {
+			st.con.say("stopping %s (pid %d)", p.name, p.Pid())
 		}
 		p.stop(st.cfg.stopTimeout, st.force, st.con)
 	}

@@ -12,6 +12,5 @@ import (
 // systems it compiles (so `go build ./...` works everywhere) but refuses to start.
 var errUnsupported = errors.New("the dev stack runs on Linux and macOS only")
 
-func sysProcAttr() *syscall.SysProcAttr             { return nil }
-func signalGroup(pid int, sig syscall.Signal) error { return errUnsupported }
-func flock(f *os.File) error                        { return errUnsupported }
+func sysProcAttr() *syscall.SysProcAttr { return nil }
+func flock(f *os.File) error            { return errUnsupported }

@@ -9,6 +9,9 @@
 // signalled at a random moment. Start therefore forks every child from one goroutine locked to
 // its OS thread for the life of the process; a locked thread whose goroutine never returns is
 // never retired.
+//
+// Run starts a child the same way and gives back a Proc: its exit observed once, signals to its
+// whole group, and Stop (SIGTERM, a bounded wait, then SIGKILL), which both stacks use.
 package childproc
 
 import (
