@@ -1,15 +1,14 @@
 package harness
 
 import (
-	"bytes"
-	"errors"
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/spanmart/spanmart/internal/localenv"
 	"github.com/spanmart/spanmart/internal/topology"
 )
 
@@ -53,42 +52,11 @@ func build() (string, error) {
 	}
 	// One directory per checkout, so two clones never overwrite each other's binaries.
 	dir := filepath.Join(cache, "spanmart-e2e", fmt.Sprintf("%x", hash(root)), "bin")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
-	for _, s := range topology.Services() {
-		args = append(args, s.Package)
-	}
-	cmd := exec.Command("go", args...)
-	cmd.Dir = root
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go %v: %w\n%s", args, err, out.String())
-	}
-	return dir, nil
+	return dir, localenv.Build(context.Background(), root, dir, localenv.Packages(), nil)
 }
 
-// RepoRoot is the directory of the module's go.mod, found from the working directory upwards.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			if _, err := os.Stat(filepath.Join(dir, "services", "orders")); err == nil {
-				return dir, nil
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("harness: run from inside the spanmart repository (no go.mod with services/orders above the working directory)")
-		}
-		dir = parent
-	}
-}
+// RepoRoot is the root of the spanmart checkout (localenv.RepoRoot).
+func RepoRoot() (string, error) { return localenv.RepoRoot() }
 
 func hash(s string) uint64 {
 	h := uint64(14695981039346656037)

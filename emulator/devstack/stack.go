@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -154,24 +153,15 @@ func (st *stack) up(ctx context.Context) error {
 func (st *stack) build(ctx context.Context) error {
 	pkgs := []string{"./emulator/spanneremu/cmd/spanneremu", "./emulator/tasksemu/cmd/tasksemu", "./emulator/paysim/cmd/paysim"}
 	if !st.cfg.noServices {
-		for _, s := range services {
-			pkgs = append(pkgs, s.pkg)
-		}
+		pkgs = append(pkgs, localenv.Packages()...)
 	}
 	start := time.Now()
 	st.con.say("building %d binaries into %s", len(pkgs), st.state.bin())
-	args := append([]string{"build", "-o", st.state.bin() + string(filepath.Separator)}, pkgs...)
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = st.cfg.repo
 	w := &lineWriter{emit: func(line string) { st.con.line("go build", line) }}
-	cmd.Stdout, cmd.Stderr = w, w
-	err := cmd.Run()
+	err := localenv.Build(ctx, st.cfg.repo, st.state.bin(), pkgs, w)
 	w.flush()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
 	if err != nil {
-		return fmt.Errorf("go build %s: %w (the compiler's messages are above)", strings.Join(pkgs, " "), err)
+		return fmt.Errorf("%w (the compiler's messages are above)", err)
 	}
 	st.con.say("built in %s", time.Since(start).Round(100*time.Millisecond))
 	return nil

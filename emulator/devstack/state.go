@@ -2,17 +2,14 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-)
 
-const modulePath = "github.com/spanmart/spanmart"
+	"github.com/spanmart/spanmart/internal/localenv"
+)
 
 // markerFile marks a directory as a dev stack state directory, so that -clean never removes a
 // directory the devstack did not create (a mistyped -state-dir of $HOME, say).
@@ -20,25 +17,7 @@ const markerFile = ".devstack"
 
 // findRepo returns the root of the spanmart module containing the working directory. The devstack
 // builds binaries from source, so it has to know where the source is.
-func findRepo() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("cannot run `go env GOMOD` (is Go installed and on PATH?): %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("not inside the spanmart checkout: run from the repository (go run ./emulator/devstack)")
-	}
-	data, err := os.ReadFile(gomod)
-	if err != nil {
-		return "", err
-	}
-	first, _, _ := bytes.Cut(data, []byte("\n"))
-	if strings.TrimSpace(string(first)) != "module "+modulePath {
-		return "", fmt.Errorf("%s is not the spanmart module (%s): run from the spanmart checkout", gomod, modulePath)
-	}
-	return filepath.Dir(gomod), nil
-}
+func findRepo() (string, error) { return localenv.RepoRoot() }
 
 // stateLayout names the directories under the state directory.
 type stateLayout struct{ root string }
