@@ -152,7 +152,7 @@ func (s *system) deliver(t *testing.T, orderID, payment string) int {
 
 type paymentView struct {
 	ID, Status, Method, Provider, FailureReason string
-	Slip                                       json.RawMessage
+	Slip                                        json.RawMessage
 }
 
 func (s *system) payments(t *testing.T, orderID string) []paymentView {
