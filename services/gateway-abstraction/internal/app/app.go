@@ -375,7 +375,14 @@ func (s *Service) apply(ctx context.Context, p *payment.Payment, providerName st
 			p.AwaitCustomer(o.ProviderPaymentID) == nil
 	}
 	if p.Late(o.Status) {
-		if p.Status() != o.Status {
+		switch {
+		case p.Status() == o.Status:
+		case holdsNoMoney(p.Status()) && holdsMoney(o.Status):
+			// Not late: the gateway gave the payment up (or it lapsed) while the provider holds
+			// the money. Nothing is applied; the conflict is counted for an operator to void.
+			note(ctx, fmt.Sprintf("CONFLICT: payment %s is %s but the provider says %s (%s): the money is held, void or refund it", p.ID(), p.Status(), o.Status, via))
+			s.cfg.Metrics.conflicts.WithLabelValues(providerName, via).Inc()
+		default:
 			note(ctx, fmt.Sprintf("late %s ignored: payment %s is %s, the provider says %s", via, p.ID(), p.Status(), o.Status))
 			s.cfg.Metrics.late.WithLabelValues(providerName, via).Inc()
 		}
@@ -406,6 +413,14 @@ func (s *Service) apply(ctx context.Context, p *payment.Payment, providerName st
 	s.cfg.Metrics.transitions.WithLabelValues(providerName, string(p.Status())).Inc()
 	return true
 }
+
+// holdsNoMoney: the payment ended without money being held (refused, lapsed, released).
+func holdsNoMoney(st payment.Status) bool {
+	return st == payment.Failed || st == payment.Expired || st == payment.Voided
+}
+
+// holdsMoney: the provider holds or has taken the money.
+func holdsMoney(st payment.Status) bool { return st == payment.Authorized || st == payment.Captured }
 
 func (s *Service) pend(p *payment.Payment, o provider.Outcome) error {
 	if o.Slip == nil {

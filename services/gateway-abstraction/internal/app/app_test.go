@@ -17,6 +17,7 @@ import (
 	"cloud.google.com/go/spanner"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spanmart/spanmart/emulator/paysim"
 	"github.com/spanmart/spanmart/gen/dao/outboxdb"
@@ -466,4 +467,58 @@ func TestIntentIsGivenUpInsideTheKeyRetention(t *testing.T) {
 	if diff := cmp.Diff([]string{"payment.failed@1"}, f.events(t, id)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
+}
+
+// The gateway gave a payment up, and later the provider says it holds the money: nothing is
+// applied (the payment stays FAILED and emits nothing more), and the conflict is counted for an
+// operator to void, rather than passed off as a late callback.
+func TestMoneyHeldForAGivenUpPaymentIsAConflict(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := newFixture(t, func(c *app.Config) {
+		c.GiveUpAfter, c.Calls.Attempts, c.Metrics = time.Hour, 1, app.NewMetrics(reg)
+	})
+	_, id := f.request(t, "pm_card_visa")
+	if err := f.sandbox.SetAPIFault(paysim.APIFault{Mode: paysim.FaultError, Dialect: paysim.DialectStripe}); err != nil {
+		t.Fatal(err)
+	}
+	key := app.IntentKey(id, app.OpAuthorize)
+	f.svc.Resume(context.Background(), key)
+	f.advance(2 * time.Hour)
+	if err := f.svc.Resume(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(fmt.Sprintf(`{"id":"evt_held_1","object":"event","api_version":%q,"type":"payment_intent.amount_capturable_updated","created":%d,"livemode":false,"pending_webhooks":1,"data":{"object":{"id":"pi_held_1","object":"payment_intent","status":"requires_capture","amount":1800,"amount_capturable":1800,"currency":"jpy","capture_method":"manual","metadata":{"spanmart_payment_id":%q}}}}`,
+		paysim.DefaultAPIVersion, time.Now().Unix(), id))
+	h := http.Header{"Stripe-Signature": {paysim.SignatureHeader(body, webhookSecret, f.clock())}} // the gateway's clock moved
+	res, err := f.svc.HandleWebhook(context.Background(), "stripe", h, body)
+	if err != nil || res != app.WebhookIgnored {
+		t.Fatalf("webhook = %s, %v; want ignored", res, err)
+	}
+	if p := f.payment(t, id); p.Status != string(payment.Failed) {
+		t.Errorf("payment %s, want still FAILED", p.Status)
+	}
+	if diff := cmp.Diff([]string{"payment.failed@1"}, f.events(t, id)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if got := counterSum(t, reg, "gateway_provider_conflicts_total"); got != 1 {
+		t.Errorf("gateway_provider_conflicts_total = %v, want 1", got)
+	}
+}
+
+// counterSum sums a counter family of reg.
+func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range fams {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
