@@ -400,3 +400,27 @@ func sandboxIntents(t *testing.T, s *harness.Stack, paymentID string) []string {
 	}
 	return ids
 }
+
+// A card authorization lapses before the order ships (7 days; the money is captured only after
+// shipping): Stripe cancels it and says so, the gateway records the payment EXPIRED, and orders
+// cancels the confirmed order, whose stock fulfillment releases.
+func TestLapsedAuthorizationCancelsTheOrder(t *testing.T) {
+	s := harness.Start(t, harness.Options{Seed: paymentSeed})
+	id := placePaid(t, s, "cust-lapse", 2, pay{"method": "card", "payment_method": "pm_card_visa"})
+	waitStatus(t, s, id, "CONFIRMED")
+	if got := heldStock(t, s); got != "2" {
+		t.Fatalf("A1 reserved %s, want 2", got)
+	}
+	if _, err := s.Paysim.AdvanceClock(8 * 24 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, id, "CANCELLED payment_expired")
+	waitSettled(t, s)
+	if p := paymentOf(t, s, id); p.Status != "EXPIRED" {
+		t.Errorf("payment %s, want EXPIRED", p.Status)
+	}
+	if got := heldStock(t, s); got != "0" {
+		t.Errorf("A1 reserved %s after the cancellation, want 0", got)
+	}
+	checkNoDuplicateEvents(t, s)
+}

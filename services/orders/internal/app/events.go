@@ -78,14 +78,20 @@ func (s *Service) RecordPaymentSlip(ctx context.Context, txn Txn, ev Consumed, o
 	return s.apply(ctx, txn, ev, orderID, func(o *order.Order) error { return o.RecordPaymentInstructions(slip) })
 }
 
-// FailPayment applies payment.failed and payment.expired: an order awaiting payment is cancelled
-// with "payment_" + the gateway's reason (order.cancelled; fulfillment releases the stock and
-// CompleteCancellation finishes it). An empty reason is ReasonPaymentFailed.
+// FailPayment applies payment.failed: an order awaiting payment is cancelled with "payment_" + the
+// gateway's reason (order.cancelled; fulfillment releases the stock and CompleteCancellation
+// finishes it). An empty reason is ReasonPaymentFailed.
 func (s *Service) FailPayment(ctx context.Context, txn Txn, ev Consumed, orderID, reason string) (Outcome, error) {
 	if reason == "" {
 		reason = ReasonPaymentFailed
 	}
 	return s.apply(ctx, txn, ev, orderID, func(o *order.Order) error { return o.FailPayment(reason) })
+}
+
+// ExpirePayment applies payment.expired: a slip that was not paid, or an authorization that lapsed
+// before shipping, cancels the order with "payment_expired" (order.Order.ExpirePayment).
+func (s *Service) ExpirePayment(ctx context.Context, txn Txn, ev Consumed, orderID string) (Outcome, error) {
+	return s.apply(ctx, txn, ev, orderID, (*order.Order).ExpirePayment)
 }
 
 // CompleteCancellation applies inventory.released: the reservation of a CANCELLING order is

@@ -61,7 +61,7 @@ func Handlers(svc *app.Service) map[string]outboxlib.HandlerFunc {
 		PaymentAuthorized: h.paymentAuthorized,
 		PaymentPending:    h.paymentPending,
 		PaymentFailed:     h.paymentFailed,
-		PaymentExpired:    h.paymentFailed,
+		PaymentExpired:    h.paymentExpired,
 	}
 }
 
@@ -177,17 +177,23 @@ func (h *handlers) paymentPending(ctx context.Context, txn *spanner.ReadWriteTra
 	return finish(ctx, out, err)
 }
 
-// paymentFailed handles payment.failed and payment.expired (whose reason defaults to "expired").
+// paymentFailed handles payment.failed.
 func (h *handlers) paymentFailed(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
 	var p paymentPayload
 	if err := decode(d, &p, &p.OrderID); err != nil {
 		return err
 	}
-	reason := p.Reason
-	if reason == "" && d.Type == PaymentExpired {
-		reason = app.ReasonPaymentExpired
+	out, err := h.svc.FailPayment(ctx, txn, consumed(d), p.OrderID, p.Reason)
+	return finish(ctx, out, err)
+}
+
+// paymentExpired handles payment.expired: an unpaid slip, or an authorization that lapsed.
+func (h *handlers) paymentExpired(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	var p paymentPayload
+	if err := decode(d, &p, &p.OrderID); err != nil {
+		return err
 	}
-	out, err := h.svc.FailPayment(ctx, txn, consumed(d), p.OrderID, reason)
+	out, err := h.svc.ExpirePayment(ctx, txn, consumed(d), p.OrderID)
 	return finish(ctx, out, err)
 }
 

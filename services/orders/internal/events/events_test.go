@@ -482,7 +482,7 @@ func TestMovedOn(t *testing.T) {
 		{"failure before the reservation", payment(t, events.PaymentFailed, pending, "konbini", 1, map[string]any{"reason": "declined"})},
 		{"release of a pending order", reservation(t, events.InventoryReleased, pending, 2, map[string]any{"order_id": pending})},
 		{"authorized twice", payment(t, events.PaymentAuthorized, confirmed, "card", 2, nil)},
-		{"expiry of a confirmed order", payment(t, events.PaymentExpired, confirmed, "card", 2, map[string]any{"reason": "expired"})},
+		{"expiry before the reservation", payment(t, events.PaymentExpired, pending, "konbini", 1, map[string]any{"reason": "expired"})},
 		{"slip for a confirmed order", payment(t, events.PaymentPending, confirmed, "card", 2, map[string]any{"slip": lawsonSlip})},
 		{"reservation of a confirmed order", reservation(t, events.InventoryReserved, confirmed, 1, map[string]any{"order_id": confirmed})},
 		{"release of a confirmed order", reservation(t, events.InventoryReleased, confirmed, 2, map[string]any{"order_id": confirmed})},
@@ -513,6 +513,28 @@ func TestMovedOn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An authorization that lapses before the order ships (card authorizations last 7 days; capture
+// comes only after shipping): the confirmed order can no longer be paid for, so it is cancelled
+// with payment_expired and its stock released.
+func TestLapsedAuthorizationCancelsAConfirmedOrder(t *testing.T) {
+	f := newFixture(t)
+	id := f.awaitingPayment(t, card, "")
+	if err := f.handle(t, payment(t, events.PaymentAuthorized, id, "card", 1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.handle(t, payment(t, events.PaymentExpired, id, "card", 2, map[string]any{"status": "EXPIRED", "reason": "expired"})); err != nil {
+		t.Fatal(err)
+	}
+	s := orderstest.Read(t, f.client)
+	if o := s.Orders[0]; o.Status != "CANCELLING" || o.CancelReason.StringVal != "payment_expired" {
+		t.Errorf("order = %s %q, want CANCELLING payment_expired", o.Status, o.CancelReason.StringVal)
+	}
+	checkTimeline(t, s, id, []string{
+		"emitted order.created 1", "consumed inventory.reserved 1", "emitted order.awaiting_payment 2",
+		"consumed payment.authorized 1", "emitted order.confirmed 3", "consumed payment.expired 2", "emitted order.cancelled 4",
+	})
 }
 
 func TestUnknownOrderIsPermanent(t *testing.T) {

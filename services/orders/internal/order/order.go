@@ -295,10 +295,9 @@ func (o *Order) Confirm(amountMinor int64, currency string) error {
 	return o.transition(Confirmed, EventConfirmed)
 }
 
-// FailPayment records that the payment failed or expired before it was authorized, for the
-// gateway's reason ("declined", "expired", ...): AWAITING_PAYMENT → CANCELLING with the cancel
-// reason "payment_" + reason (order.cancelled, so fulfillment releases the stock). Only an order
-// awaiting payment: a confirmed order whose authorization lapses is not cancelled here.
+// FailPayment records that the payment failed before it was authorized, for the gateway's reason
+// ("declined", "insufficient_funds", ...): AWAITING_PAYMENT → CANCELLING with the cancel reason
+// "payment_" + reason (order.cancelled, so fulfillment releases the stock).
 func (o *Order) FailPayment(reason string) error {
 	if o.status != AwaitingPayment {
 		return &TransitionError{ID: o.id, From: o.status, To: Cancelling}
@@ -307,6 +306,18 @@ func (o *Order) FailPayment(reason string) error {
 		reason = "failed"
 	}
 	return o.cancel(Cancelling, truncate("payment_"+reason, MaxReasonLen))
+}
+
+// ExpirePayment records that the payment expired: a slip not paid in time (AWAITING_PAYMENT), or an
+// authorization that lapsed before the order shipped (CONFIRMED: the money is captured only after
+// shipping, so this order can no longer be paid for). Either way → CANCELLING with the reason
+// "payment_expired" (order.cancelled, so fulfillment releases the stock); nothing is held to void.
+// A shipped order's lapse is a capture failure, not this.
+func (o *Order) ExpirePayment() error {
+	if o.status != AwaitingPayment && o.status != Confirmed {
+		return &TransitionError{ID: o.id, From: o.status, To: Cancelling}
+	}
+	return o.cancel(Cancelling, "payment_expired")
 }
 
 // truncate cuts s to at most n characters.

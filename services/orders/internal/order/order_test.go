@@ -65,6 +65,7 @@ func TestTransitions(t *testing.T) {
 		{name: "FinishCancel", to: Cancelled, event: EventCancelCompleted, from: []Status{Cancelling}, call: (*Order).FinishCancel},
 		{name: "Reject", to: Cancelled, event: EventCancelled, reason: "out_of_stock", from: []Status{Pending}, call: func(o *Order) error { return o.Reject("out_of_stock") }},
 		{name: "FailPayment", to: Cancelling, event: EventCancelled, reason: "payment_declined", from: []Status{AwaitingPayment}, call: func(o *Order) error { return o.FailPayment("declined") }},
+		{name: "ExpirePayment", to: Cancelling, event: EventCancelled, reason: "payment_expired", from: []Status{AwaitingPayment, Confirmed}, call: func(o *Order) error { return o.ExpirePayment() }},
 	}
 	for _, m := range methods {
 		for _, from := range Statuses() {
