@@ -234,8 +234,9 @@ var (
 	Snapshot HandlerOption = func(h *handlerSpec) { h.order = snapshot }
 )
 
-// After runs effect on the request path once the handler's transaction has committed, and again
-// on every later delivery of an event already applied (a redelivery answered as a duplicate). It
+// After runs effect on the request path once the handler's transaction has committed (a delivery
+// or an operator's replay of the dead letter), and again on every later delivery of an event
+// already applied (a redelivery answered as a duplicate). It
 // is how a consumer carries out a side effect outside Spanner that its handler recorded as an
 // intent row (docs/architecture.md, "Side effects outside Spanner"): effect reads the intent and
 // does nothing once it is finished, so it may run any number of times. An error answers 503, so

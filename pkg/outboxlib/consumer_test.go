@@ -694,6 +694,31 @@ func TestConsumerAfterEffectIsResumedByRedelivery(t *testing.T) {
 	}
 }
 
+// A replayed dead letter runs the handler's After effect too, as its delivery would have: an
+// intent recorded by the replayed handler is carried out at once, not left for a sweep.
+func TestReplayRunsTheAfterEffect(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 10)
+	ev := typedEvent(t, effectType, "sku-effect-replay", 1, 3, modeUntilFixed)
+	f.send(t, ev, nil)
+	if got := f.waitResponses(t, ev.ID, count(1)); got[0].Outcome != outboxlib.OutcomeDeadLettered {
+		t.Fatalf("delivery: %+v, want dead_lettered", got[0])
+	}
+	if n := f.effects.Load(); n != 0 {
+		t.Fatalf("effect ran %d times for a dead-lettered event, want 0", n)
+	}
+	f.fixed.Store(true)
+	if err := f.consumer.ReplayDeadLetter(ctx, ev.ID, "the sku is unblocked", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.effects.Load(); n != 1 {
+		t.Errorf("effect ran %d times after the replay, want 1", n)
+	}
+	if n := f.onHand(t, "sku-effect-replay"); n != 3 {
+		t.Errorf("OnHand = %d, want 3", n)
+	}
+}
+
 func TestConsumerDeadLettersAfterMaxAttempts(t *testing.T) {
 	f := newFixture(t, 3)
 	ev := stockEvent(t, "sku-flaky", 1, 2, modeAlwaysFail)

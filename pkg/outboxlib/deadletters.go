@@ -132,6 +132,7 @@ func (c *Consumer) replay(ctx context.Context, eventID, reason, by string) (stri
 	var (
 		outcome string
 		d       Delivery
+		spec    handlerSpec
 	)
 	commitTS, rec, err := c.handlerTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
 		row, err := outboxdb.ReadDeadLetter(ctx, txn, eventID, c.cfg.Name)
@@ -160,6 +161,7 @@ func (c *Consumer) replay(ctx context.Context, eventID, reason, by string) (stri
 		if !ok {
 			return fmt.Errorf("%w: consumer %s has no handler for %q", ErrNoHandler, c.cfg.Name, ev.Type)
 		}
+		spec = handler
 		pred, err := predecessorOf(h, ev.AggregateVersion)
 		if err != nil {
 			return Permanent(err)
@@ -193,6 +195,17 @@ func (c *Consumer) replay(ctx context.Context, eventID, reason, by string) (stri
 	c.metrics.replays.WithLabelValues(c.cfg.Name, d.Type, outcome).Inc()
 	if outcome == OutcomeApplied {
 		c.metrics.lag.WithLabelValues(c.cfg.Name, d.Type).Observe(commitTS.Sub(d.committed()).Seconds())
+	}
+	// The handler's side effect (After) runs now as it would have after a delivery; the replay is
+	// done either way: an unfinished effect is left to its owner's sweep, as after a delivery the
+	// queue gave up on.
+	if spec.after != nil && (outcome == OutcomeApplied || outcome == OutcomeDuplicate) {
+		if err := spec.after(ctx, d); err != nil {
+			c.metrics.effects.WithLabelValues(c.cfg.Name, d.Type, "failed").Inc()
+			log.Warn("dead letter replayed; its side effect is not finished (the owner's sweep resumes it)", zap.Error(err))
+		} else {
+			c.metrics.effects.WithLabelValues(c.cfg.Name, d.Type, "done").Inc()
+		}
 	}
 	return outcome, nil
 }
