@@ -35,6 +35,8 @@ var (
 	ErrUnknownProduct = errors.New("unknown or inactive product")
 	// ErrMixedCurrency: the lines' catalog prices are in more than one currency.
 	ErrMixedCurrency = errors.New("products in more than one currency")
+	// ErrPaymentCurrency: the payment method cannot pay in the order's currency.
+	ErrPaymentCurrency = errors.New("payment method does not take the order's currency")
 	// ErrIdempotencyConflict: an Idempotency-Key reused with a different request.
 	ErrIdempotencyConflict = errors.New("idempotency key reused with a different request")
 )
@@ -283,6 +285,9 @@ func build(id, customerID string, lines []order.Line, payment order.Payment, ema
 			return nil, fmt.Errorf("lines[%d]: sku %q is priced in %s, earlier lines in %s: %w", i, l.SKU, p.Currency, currency, ErrMixedCurrency)
 		}
 		priced[i] = order.Line{SKU: l.SKU, Quantity: l.Quantity, UnitPriceMinor: p.PriceMinor}
+	}
+	if !payment.IsZero() && !payment.Method.Accepts(currency) {
+		return nil, fmt.Errorf("payment method %s takes JPY only; the order is priced in %s: %w", payment.Method, currency, ErrPaymentCurrency)
 	}
 	return order.New(id, customerID, currency, priced, payment, email)
 }

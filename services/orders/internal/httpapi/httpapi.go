@@ -33,6 +33,7 @@ var ErrorMapper = platform.MapErrors(map[error]int{
 	order.ErrIllegalTransition: http.StatusConflict,
 	app.ErrUnknownProduct:      http.StatusUnprocessableEntity,
 	app.ErrMixedCurrency:       http.StatusUnprocessableEntity,
+	app.ErrPaymentCurrency:     http.StatusUnprocessableEntity,
 	app.ErrIdempotencyConflict: http.StatusUnprocessableEntity,
 })
 

@@ -308,6 +308,8 @@ func TestValidation(t *testing.T) {
 		{"unknown sku", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}, {"sku": "NOPE", "quantity": 1}], "payment": {"method": "wallet"}}`, 422, `sku "NOPE"`},
 		{"inactive sku", "k", `{"customer_id": "c", "lines": [{"sku": "OLD", "quantity": 1}], "payment": {"method": "wallet"}}`, 422, `sku "OLD"`},
 		{"mixed currencies", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}, {"sku": "C3", "quantity": 1}], "payment": {"method": "wallet"}}`, 422, "USD"},
+		{"PayPay in dollars", "k", `{"customer_id": "c", "lines": [{"sku": "C3", "quantity": 1}], "payment": {"method": "wallet"}}`, 422, "JPY only"},
+		{"konbini in dollars", "k", `{"customer_id": "c", "email": "c@example.com", "lines": [{"sku": "C3", "quantity": 1}], "payment": {"method": "konbini", "store": "lawson"}}`, 422, "JPY only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,6 +60,10 @@ func (m PaymentMethod) DetailField() string {
 	return ""
 }
 
+// Accepts reports whether m can pay in currency: the wallet (PayPay), konbini and bank transfer
+// are Japanese methods that take yen only; a card takes any currency.
+func (m PaymentMethod) Accepts(currency string) bool { return m == MethodCard || currency == "JPY" }
+
 // UsesSlip reports whether the customer pays later with a slip (konbini, bank transfer), which is
 // e-mailed: such an order needs an e-mail address.
 func (m PaymentMethod) UsesSlip() bool { return m == MethodKonbini || m == MethodBankTransfer }
