@@ -215,6 +215,7 @@ func (st *stack) startEmulators(ctx context.Context) error {
 		bin:  st.bin("paysim"),
 		args: append([]string{"-host", host, "-port", strconv.Itoa(st.port(paysimPort)),
 			"-api-key", localenv.StripeAPIKey, "-webhook-url", stripeHook, "-webhook-secret", localenv.StripeWebhookSecret,
+			"-webhook-events", localenv.StripeWebhookEvents,
 			"-komoju-secret-key", localenv.KomojuSecretKey, "-komoju-webhook-url", komojuHook,
 			"-komoju-webhook-secret", localenv.KomojuWebhookSecret, "-data-dir", st.state.paysim()}, verbose...),
 		readyPrefix: "paysim: ready on",

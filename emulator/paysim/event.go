@@ -68,12 +68,28 @@ func matchesType(filter, typ string) bool {
 func (s *Server) emitLocked(typ string, obj any) {
 	e := &event{id: newID("evt"), typ: typ, created: s.nowLocked(), object: mustJSON(obj),
 		requestID: s.cur.requestID, idemKey: s.cur.idemKey}
-	if s.opts.WebhookURL != "" {
+	deliver := s.opts.WebhookURL != "" && s.subscribed(typ)
+	if deliver {
 		e.webhooks = 1
 	}
 	s.events = append(s.events, e)
 	s.byEvent[e.id] = e
-	s.queueLocked(s.stripeMessage(e))
+	if deliver {
+		s.queueLocked(s.stripeMessage(e))
+	}
+}
+
+// subscribed reports whether the Stripe endpoint takes events of typ (Options.WebhookEvents).
+func (s *Server) subscribed(typ string) bool {
+	if len(s.opts.WebhookEvents) == 0 {
+		return true
+	}
+	for _, f := range s.opts.WebhookEvents {
+		if matchesType(f, typ) {
+			return true
+		}
+	}
+	return false
 }
 
 // stripeMessage is the webhook delivery of e: pretty-printed, as Stripe sends events.

@@ -51,6 +51,11 @@ type Options struct {
 	WebhookURL string
 	// WebhookSecret signs deliveries (Stripe-Signature); default "whsec_paysim".
 	WebhookSecret string
+	// WebhookEvents are the event types the Stripe endpoint is subscribed to, as Stripe's
+	// enabled_events: exact types or wildcards such as "payment_intent.*"; empty means every type
+	// ("*"). An event of another type is still created and readable through the API; it is only
+	// not delivered.
+	WebhookEvents []string
 	// WebhookRetry controls redelivery after a non-2xx answer or a connection error.
 	WebhookRetry RetryPolicy
 	// ClockStart is the virtual time when the server starts; default the wall-clock time.

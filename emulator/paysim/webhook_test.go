@@ -81,6 +81,46 @@ func TestWebhooksSignedAndComplete(t *testing.T) {
 	}
 }
 
+// An endpoint subscribed to some event types (Stripe's enabled_events) is sent only those; the
+// other events are still created and listed by the API.
+func TestWebhookEventsFilter(t *testing.T) {
+	rc := newReceiver(t, testSecret)
+	srv, c := startSandbox(t, Options{WebhookURL: rc.URL, WebhookSecret: testSecret, WebhookRetry: fastRetry,
+		WebhookEvents: []string{"payment_intent.amount_capturable_updated", "payment_intent.succeeded"}})
+	ctx := context.Background()
+	pi, err := authorize(t, c, "pm_card_visa", 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.V1PaymentIntents.Capture(ctx, pi.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"payment_intent.amount_capturable_updated", "payment_intent.succeeded"}
+	eventually(t, "the subscribed events delivered", func() bool { return len(rc.eventsFor(pi.ID)) == len(want) })
+	got := rc.eventsFor(pi.ID)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("delivered %v, want %v", got, want)
+	}
+	for _, d := range srv.Deliveries() {
+		if !slices.Contains(want, d.EventType) {
+			t.Errorf("a delivery of %s, which the endpoint is not subscribed to", d.EventType)
+		}
+	}
+	n := 0
+	for e, err := range c.V1Events.List(ctx, &stripe.EventListParams{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == "charge.succeeded" || e.Type == "payment_intent.created" {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("the API lists %d of the unsubscribed events, want 2 (they exist, they are only not sent)", n)
+	}
+}
+
 func TestWebhookDeclineEvents(t *testing.T) {
 	_, c, rc := webhookSandbox(t)
 	_, err := authorize(t, c, "pm_card_chargeDeclinedInsufficientFunds", 2000)

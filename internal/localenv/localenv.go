@@ -34,6 +34,11 @@ const (
 	KomojuWebhookSecret = "komoju_whsec_spanmart_local"
 )
 
+// StripeWebhookEvents are the event types the local Stripe webhook endpoint is subscribed to, as
+// the production endpoint is (services/gateway-abstraction/README.md): the gateway reads only
+// payment_intent.* events, so charge.* and refund.* are not sent to it.
+const StripeWebhookEvents = "payment_intent.*"
+
 // Stack is what the environment points at.
 type Stack struct {
 	Instance    string // "projects/spanmart-local/instances/dev"

@@ -36,6 +36,14 @@ func main() {
 	flag.StringVar(&opts.APIKey, "api-key", "", "the only secret key accepted (default: any sk_test_... key)")
 	flag.StringVar(&opts.WebhookURL, "webhook-url", "", "URL that receives every event as a Stripe webhook (default: none)")
 	flag.StringVar(&opts.WebhookSecret, "webhook-secret", "whsec_paysim", "secret that signs webhooks (Stripe-Signature)")
+	flag.Func("webhook-events", "event types the Stripe endpoint is subscribed to, comma-separated, wildcards like payment_intent.* (default: every type)", func(v string) error {
+		for _, t := range strings.Split(v, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				opts.WebhookEvents = append(opts.WebhookEvents, t)
+			}
+		}
+		return nil
+	})
 	flag.IntVar(&opts.WebhookRetry.MaxAttempts, "webhook-max-attempts", 4, "attempts per webhook delivery, the first included")
 	flag.DurationVar(&opts.WebhookRetry.MinBackoff, "webhook-min-backoff", time.Second, "gap before the first webhook retry (doubled per retry)")
 	flag.DurationVar(&opts.WebhookRetry.MaxBackoff, "webhook-max-backoff", time.Minute, "largest gap between webhook retries")
