@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -374,53 +373,12 @@ func metricSum(t *testing.T, s *harness.Stack, process, name string, labels ...s
 	return v
 }
 
-// sandboxIntents are the sandbox's PaymentIntents for a gateway payment (its read-back, as a
-// reconciliation with the provider would read them).
+// sandboxIntents are the sandbox's PaymentIntents for a gateway payment.
 func sandboxIntents(t *testing.T, s *harness.Stack, paymentID string) []string {
 	t.Helper()
-	var list struct {
-		Data []struct {
-			ID       string            `json:"id"`
-			Metadata map[string]string `json:"metadata"`
-		} `json:"data"`
-	}
-	r, err := http.Get(s.Paysim.URL() + "/_sandbox/payment_intents")
+	ids, err := s.Paysim.PaymentIntentIDs("spanmart_payment_id", paymentID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Body.Close()
-	if err := json.NewDecoder(r.Body).Decode(&list); err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, pi := range list.Data {
-		if pi.Metadata["spanmart_payment_id"] == paymentID {
-			ids = append(ids, pi.ID)
-		}
-	}
 	return ids
-}
-
-// A card authorization lapses before the order ships (7 days; the money is captured only after
-// shipping): Stripe cancels it and says so, the gateway records the payment EXPIRED, and orders
-// cancels the confirmed order, whose stock fulfillment releases.
-func TestLapsedAuthorizationCancelsTheOrder(t *testing.T) {
-	s := harness.Start(t, harness.Options{Seed: paymentSeed})
-	id := placePaid(t, s, "cust-lapse", 2, pay{"method": "card", "payment_method": "pm_card_visa"})
-	waitStatus(t, s, id, "CONFIRMED")
-	if got := heldStock(t, s); got != "2" {
-		t.Fatalf("A1 reserved %s, want 2", got)
-	}
-	if _, err := s.Paysim.AdvanceClock(8 * 24 * time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	waitStatus(t, s, id, "CANCELLED payment_expired")
-	waitSettled(t, s)
-	if p := paymentOf(t, s, id); p.Status != "EXPIRED" {
-		t.Errorf("payment %s, want EXPIRED", p.Status)
-	}
-	if got := heldStock(t, s); got != "0" {
-		t.Errorf("A1 reserved %s after the cancellation, want 0", got)
-	}
-	checkNoDuplicateEvents(t, s)
 }

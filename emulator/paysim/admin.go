@@ -219,6 +219,20 @@ func (s *Server) payKomojuSlip(id string) (j komojuPaymentJSON, err error) {
 	return j, err
 }
 
+// PaymentIntentIDs returns, in creation order, the ids of the PaymentIntents whose metadata has
+// key = value: what a reconciliation asks of the provider ("how many intents exist for this
+// payment?"), as GET /_sandbox/payment_intents reads back everything.
+func (s *Server) PaymentIntentIDs(key, value string) ([]string, error) {
+	pis, err := s.paymentIntentsJSON()
+	var ids []string
+	for _, pi := range pis {
+		if pi.Metadata[key] == value {
+			ids = append(ids, pi.ID)
+		}
+	}
+	return ids, err
+}
+
 // WalletBalance is the PayPay wallet of customer: what is available and what authorizations
 // hold (both 0 for a customer without a wallet).
 func (s *Server) WalletBalance(customer string) (available, held int64) {

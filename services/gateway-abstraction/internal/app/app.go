@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spanmart/spanmart/pkg/faults"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/breaker"
@@ -271,8 +272,9 @@ func (s *Service) Resume(ctx context.Context, key string) error {
 		faults.Hit(faults.GatewayAfterProviderCall)
 	}
 	emitted, unfinished := false, false
+	var rep *report
 	err = s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
-		emitted, unfinished = false, false
+		emitted, unfinished, rep = false, false, &report{}
 		in, err := tx.Intent(ctx, key)
 		if err != nil || in.Status != IntentStarted {
 			return err // finished meanwhile (a concurrent Resume)
@@ -288,13 +290,13 @@ func (s *Service) Resume(ctx context.Context, key string) error {
 		switch {
 		case callErr == nil:
 			in.Status, in.LastError, in.RetryAfter = IntentSucceeded, "", time.Time{}
-			s.apply(ctx, p, prov.Name(), outcome, "answer")
+			s.apply(rep, p, prov.Name(), outcome, "answer")
 		case provider.Temporary(callErr) && (in.CreatedAt.IsZero() || now.Sub(in.CreatedAt) < s.cfg.GiveUpAfter):
 			in.LastError, in.RetryAfter = callErr.Error(), now.Add(s.backoff(max(in.Attempts, 1)))
 			unfinished = true
 		default:
 			in.Status, in.LastError, in.RetryAfter = IntentFailed, callErr.Error(), time.Time{}
-			s.giveUp(ctx, p, in, callErr)
+			s.giveUp(rep, p, in, callErr)
 		}
 		emitted = len(p.Emitted()) > 0
 		if err := tx.Save(ctx, p, false, s.checkAfter(p, now)); err != nil {
@@ -305,6 +307,7 @@ func (s *Service) Resume(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("record the provider's answer to %s: %w", key, err)
 	}
+	rep.publish(ctx)
 	if emitted && s.cfg.Nudger != nil {
 		s.cfg.Nudger.NudgeAggregate(ctx, in.PaymentID)
 	}
@@ -315,7 +318,7 @@ func (s *Service) Resume(ctx context.Context, key string) error {
 }
 
 // giveUp records an intent that cannot be carried out: the payment fails with the reason.
-func (s *Service) giveUp(ctx context.Context, p *payment.Payment, in Intent, callErr error) {
+func (s *Service) giveUp(rep *report, p *payment.Payment, in Intent, callErr error) {
 	reason := payment.ReasonProviderUnavailable
 	var pe *provider.Error
 	if errors.As(callErr, &pe) && pe.Reason != "" {
@@ -329,9 +332,9 @@ func (s *Service) giveUp(ctx context.Context, p *payment.Payment, in Intent, cal
 		err = p.FailCapture(reason)
 	}
 	if err != nil {
-		note(ctx, fmt.Sprintf("payment %s: intent %s failed (%v) and the payment cannot record it: %v", p.ID(), in.Key, callErr, err))
+		rep.note(fmt.Sprintf("payment %s: intent %s failed (%v) and the payment cannot record it: %v", p.ID(), in.Key, callErr, err))
 	}
-	s.cfg.Metrics.intentsFailed.WithLabelValues(p.Method().Provider(), string(in.Op)).Inc()
+	rep.count(s.cfg.Metrics.intentsFailed, p.Method().Provider(), string(in.Op))
 }
 
 // backoff is the wait before the attempt after the n-th: ResumeAfter doubling, capped at an hour.
@@ -364,8 +367,8 @@ func (s *Service) checkAfter(p *payment.Payment, now time.Time) time.Time {
 // apply moves p to what the provider says it is (an answer, a webhook, a lookup: via says which)
 // unless that is late (p has reached or passed that stage: a duplicate, or an older callback
 // arriving last) or impossible from p's state (logged: the provider and the gateway disagree).
-// It reports whether p changed.
-func (s *Service) apply(ctx context.Context, p *payment.Payment, providerName string, o provider.Outcome, via string) bool {
+// It reports whether p changed; what it decided goes to rep.
+func (s *Service) apply(rep *report, p *payment.Payment, providerName string, o provider.Outcome, via string) bool {
 	switch {
 	case o.Status == "":
 		return false // the event moves no payment
@@ -380,11 +383,11 @@ func (s *Service) apply(ctx context.Context, p *payment.Payment, providerName st
 		case holdsNoMoney(p.Status()) && holdsMoney(o.Status):
 			// Not late: the gateway gave the payment up (or it lapsed) while the provider holds
 			// the money. Nothing is applied; the conflict is counted for an operator to void.
-			note(ctx, fmt.Sprintf("CONFLICT: payment %s is %s but the provider says %s (%s): the money is held, void or refund it", p.ID(), p.Status(), o.Status, via))
-			s.cfg.Metrics.conflicts.WithLabelValues(providerName, via).Inc()
+			rep.note(fmt.Sprintf("CONFLICT: payment %s is %s but the provider says %s (%s): the money is held, void or refund it", p.ID(), p.Status(), o.Status, via))
+			rep.count(s.cfg.Metrics.conflicts, providerName, via)
 		default:
-			note(ctx, fmt.Sprintf("late %s ignored: payment %s is %s, the provider says %s", via, p.ID(), p.Status(), o.Status))
-			s.cfg.Metrics.late.WithLabelValues(providerName, via).Inc()
+			rep.note(fmt.Sprintf("late %s ignored: payment %s is %s, the provider says %s", via, p.ID(), p.Status(), o.Status))
+			rep.count(s.cfg.Metrics.late, providerName, via)
 		}
 		return false
 	}
@@ -406,11 +409,11 @@ func (s *Service) apply(ctx context.Context, p *payment.Payment, providerName st
 		err = fmt.Errorf("%w: the provider's outcome %s is not one the gateway applies", payment.ErrInvalid, o.Status)
 	}
 	if err != nil {
-		note(ctx, fmt.Sprintf("%s not applied: payment %s is %s, the provider says %s: %v", via, p.ID(), p.Status(), o.Status, err))
-		s.cfg.Metrics.conflicts.WithLabelValues(providerName, via).Inc()
+		rep.note(fmt.Sprintf("%s not applied: payment %s is %s, the provider says %s: %v", via, p.ID(), p.Status(), o.Status, err))
+		rep.count(s.cfg.Metrics.conflicts, providerName, via)
 		return false
 	}
-	s.cfg.Metrics.transitions.WithLabelValues(providerName, string(p.Status())).Inc()
+	rep.count(s.cfg.Metrics.transitions, providerName, string(p.Status()))
 	return true
 }
 
@@ -476,9 +479,10 @@ func (s *Service) HandleWebhook(ctx context.Context, providerName string, h map[
 	var (
 		result    WebhookResult
 		paymentID string
+		rep       *report
 	)
 	err = s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
-		result, paymentID = WebhookIgnored, ""
+		result, paymentID, rep = WebhookIgnored, "", &report{}
 		p, err := s.webhookPayment(ctx, tx, providerName, n)
 		if err != nil {
 			return err
@@ -494,10 +498,10 @@ func (s *Service) HandleWebhook(ctx context.Context, providerName string, h map[
 			return err
 		}
 		if p == nil {
-			note(ctx, fmt.Sprintf("%s event %s (%s) names no payment the gateway knows", providerName, n.EventID, n.EventType))
+			rep.note(fmt.Sprintf("%s event %s (%s) names no payment the gateway knows", providerName, n.EventID, n.EventType))
 			return nil
 		}
-		if !s.apply(ctx, p, providerName, n.Outcome, "webhook") {
+		if !s.apply(rep, p, providerName, n.Outcome, "webhook") {
 			return nil
 		}
 		result = WebhookApplied
@@ -506,6 +510,7 @@ func (s *Service) HandleWebhook(ctx context.Context, providerName string, h map[
 	if err != nil {
 		return "", fmt.Errorf("%s webhook %s: %w", providerName, n.EventID, err)
 	}
+	rep.publish(ctx)
 	s.cfg.Metrics.webhooks.WithLabelValues(providerName, string(result)).Inc()
 	if result == WebhookApplied && s.cfg.Nudger != nil {
 		s.cfg.Nudger.NudgeAggregate(ctx, paymentID)
@@ -588,17 +593,20 @@ func (s *Service) reconcile(ctx context.Context, p *payment.Payment) (bool, erro
 		return false, fmt.Errorf("payment %s: ask %s: %w", p.ID(), g.Name(), err)
 	}
 	changed := false
+	var rep *report
 	err = s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
+		rep = &report{}
 		p, err := tx.Payment(ctx, p.ID())
 		if err != nil {
 			return err
 		}
-		changed = s.apply(ctx, p, g.Name(), o, "reconciliation")
+		changed = s.apply(rep, p, g.Name(), o, "reconciliation")
 		return tx.Save(ctx, p, false, s.checkAfter(p, s.cfg.Now()))
 	})
 	if err != nil {
 		return false, err
 	}
+	rep.publish(ctx)
 	if changed {
 		s.cfg.Metrics.reconciled.WithLabelValues(g.Name()).Inc()
 		if s.cfg.Nudger != nil {
@@ -624,13 +632,43 @@ func (s *Service) PaymentsOfOrder(ctx context.Context, orderID string) ([]*payme
 	return s.cfg.Repo.PaymentsOfOrder(ctx, orderID)
 }
 
-// noteFunc records what a use case decided; the events package sets it to outboxlib.Note so that
-// decisions reach the consumer's one log line per event.
+// noteKey carries where a use case's notes (what it decided: a late callback ignored, a
+// conflict) go: the webhook handler's log line, or outboxlib.Note after a delivery. Without
+// WithNotes they are dropped.
 type noteKey struct{}
 
 // WithNotes returns ctx whose use-case notes go to f.
 func WithNotes(ctx context.Context, f func(context.Context, string)) context.Context {
 	return context.WithValue(ctx, noteKey{}, f)
+}
+
+// report is what a use case decided inside a transaction function: notes and counter increments,
+// published once the transaction has committed. The client may run the function more than once (an
+// aborted attempt is retried), and only the attempt that committed happened.
+type report struct {
+	notes []string
+	incs  []increment
+}
+
+type increment struct {
+	c      *prometheus.CounterVec
+	labels []string
+}
+
+func (r *report) note(msg string) { r.notes = append(r.notes, msg) }
+
+func (r *report) count(c *prometheus.CounterVec, labels ...string) {
+	r.incs = append(r.incs, increment{c, labels})
+}
+
+// publish sends the notes to the caller's notes (WithNotes) and makes the increments.
+func (r *report) publish(ctx context.Context) {
+	for _, n := range r.notes {
+		note(ctx, n)
+	}
+	for _, i := range r.incs {
+		i.c.WithLabelValues(i.labels...).Inc()
+	}
 }
 
 func note(ctx context.Context, msg string) {

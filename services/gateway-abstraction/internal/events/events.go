@@ -52,7 +52,8 @@ func Register(c *outboxlib.Consumer, svc *app.Service) {
 		if err != nil {
 			return nil // the handler dead-lettered it; nothing to carry out
 		}
-		return svc.Resume(ctx, app.IntentKey(app.PaymentIDFor(p.OrderID), app.OpAuthorize))
+		// Outside the handler's transaction, outboxlib.Note logs each note at info.
+		return svc.Resume(app.WithNotes(ctx, outboxlib.Note), app.IntentKey(app.PaymentIDFor(p.OrderID), app.OpAuthorize))
 	}))
 }
 
@@ -70,7 +71,6 @@ func awaitingPayment(ctx context.Context, svc *app.Service, txn *spanner.ReadWri
 	if method == payment.Konbini {
 		instrument = p.Payment.Store
 	}
-	ctx = app.WithNotes(ctx, outboxlib.Note)
 	id, created, err := svc.RequestPayment(ctx, store.Tx(txn), app.PaymentRequest{
 		OrderID: p.OrderID, CustomerID: p.CustomerID, Email: p.Email, Method: method, Instrument: instrument,
 		AmountMinor: p.TotalMinor, Currency: p.Currency,
