@@ -28,6 +28,10 @@ const (
 	OrderColPaymentDetail       = "PaymentDetail"
 	OrderColEmail               = "Email"
 	OrderColPaymentInstructions = "PaymentInstructions"
+	OrderColLanguage            = "Language"
+	OrderColShipment            = "Shipment"
+	OrderColCompensations       = "Compensations"
+	OrderColAttentionReason     = "AttentionReason"
 )
 
 // Order is a row of table Orders, primary key (OrderId).
@@ -45,15 +49,19 @@ type Order struct {
 	PaymentDetail       spanner.NullString `spanner:"PaymentDetail"`       // STRING
 	Email               spanner.NullString `spanner:"Email"`               // STRING
 	PaymentInstructions spanner.NullJSON   `spanner:"PaymentInstructions"` // JSON
+	Language            spanner.NullString `spanner:"Language"`            // STRING
+	Shipment            spanner.NullJSON   `spanner:"Shipment"`            // JSON
+	Compensations       spanner.NullJSON   `spanner:"Compensations"`       // JSON
+	AttentionReason     spanner.NullString `spanner:"AttentionReason"`     // STRING
 }
 
 // OrderColumns returns the columns of table Orders in schema order.
 func OrderColumns() []string {
-	return []string{OrderColOrderId, OrderColCustomerId, OrderColStatus, OrderColCurrency, OrderColTotalMinor, OrderColVersion, OrderColCancelReason, OrderColCreatedAt, OrderColUpdatedAt, OrderColPaymentMethod, OrderColPaymentDetail, OrderColEmail, OrderColPaymentInstructions}
+	return []string{OrderColOrderId, OrderColCustomerId, OrderColStatus, OrderColCurrency, OrderColTotalMinor, OrderColVersion, OrderColCancelReason, OrderColCreatedAt, OrderColUpdatedAt, OrderColPaymentMethod, OrderColPaymentDetail, OrderColEmail, OrderColPaymentInstructions, OrderColLanguage, OrderColShipment, OrderColCompensations, OrderColAttentionReason}
 }
 
 // orderWriteColumns are the columns mutations write: every column but generated ones.
-var orderWriteColumns = []string{OrderColOrderId, OrderColCustomerId, OrderColStatus, OrderColCurrency, OrderColTotalMinor, OrderColVersion, OrderColCancelReason, OrderColCreatedAt, OrderColUpdatedAt, OrderColPaymentMethod, OrderColPaymentDetail, OrderColEmail, OrderColPaymentInstructions}
+var orderWriteColumns = []string{OrderColOrderId, OrderColCustomerId, OrderColStatus, OrderColCurrency, OrderColTotalMinor, OrderColVersion, OrderColCancelReason, OrderColCreatedAt, OrderColUpdatedAt, OrderColPaymentMethod, OrderColPaymentDetail, OrderColEmail, OrderColPaymentInstructions, OrderColLanguage, OrderColShipment, OrderColCompensations, OrderColAttentionReason}
 
 // orderKeyColumns are the primary key columns of table Orders.
 var orderKeyColumns = []string{OrderColOrderId}
@@ -79,7 +87,7 @@ func ReadOrderRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]*O
 }
 
 func (o *Order) values() []any {
-	return []any{o.OrderId, o.CustomerId, o.Status, o.Currency, o.TotalMinor, o.Version, o.CancelReason, o.CreatedAt, o.UpdatedAt, o.PaymentMethod, o.PaymentDetail, o.Email, o.PaymentInstructions}
+	return []any{o.OrderId, o.CustomerId, o.Status, o.Currency, o.TotalMinor, o.Version, o.CancelReason, o.CreatedAt, o.UpdatedAt, o.PaymentMethod, o.PaymentDetail, o.Email, o.PaymentInstructions, o.Language, o.Shipment, o.Compensations, o.AttentionReason}
 }
 
 // Insert returns a mutation inserting o; it fails at commit if the row exists.
@@ -156,4 +164,30 @@ func ReadOrdersByCustomerByCustomerId(ctx context.Context, r dao.Reader, custome
 // at most limit rows when limit > 0.
 func ReadOrdersByCustomerKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Order, error) {
 	return dao.ReadIndex[Order](ctx, r, OrdersTable, OrdersByCustomerIndex, false, keys, limit, orderKeyColumns, OrderColumns(), "Orders")
+}
+
+// OrdersByStatusIndex is the name of the index OrdersByStatus ON Orders (Status, UpdatedAt).
+// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().
+const OrdersByStatusIndex = "OrdersByStatus"
+
+// OrdersByStatusKey returns a key (Status, UpdatedAt) of index OrdersByStatus.
+func OrdersByStatusKey(status string, updatedAt time.Time) spanner.Key {
+	return spanner.Key{status, updatedAt}
+}
+
+// ReadOrdersByStatus reads the Orders rows with the given key of index OrdersByStatus, in index order.
+func ReadOrdersByStatus(ctx context.Context, r dao.Reader, status string, updatedAt time.Time) ([]*Order, error) {
+	return ReadOrdersByStatusKeys(ctx, r, OrdersByStatusKey(status, updatedAt), 0)
+}
+
+// ReadOrdersByStatusByStatus reads the Orders rows whose key of index OrdersByStatus starts with (Status), in index order.
+func ReadOrdersByStatusByStatus(ctx context.Context, r dao.Reader, status string) ([]*Order, error) {
+	return ReadOrdersByStatusKeys(ctx, r, spanner.Key{status}.AsPrefix(), 0)
+}
+
+// ReadOrdersByStatusKeys reads the Orders rows whose key of index OrdersByStatus is in keys, in index order,
+// at most limit rows when limit > 0.
+func ReadOrdersByStatusKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Order, error) {
+	return dao.ReadIndex[Order](ctx, r, OrdersTable, OrdersByStatusIndex, false, keys, limit, orderKeyColumns, OrderColumns(), "Orders")
 }

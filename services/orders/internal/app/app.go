@@ -101,6 +101,15 @@ type Placement struct {
 	Render func(o *order.Order) (status int, body []byte, err error)
 }
 
+// Change is what Repository.ChangeOrder needs: a customer's request that changes an order. Change
+// and Render run inside the repository's transaction, which may be retried: they are pure.
+type Change struct {
+	Key     Idempotency
+	OrderID string
+	Change  func(o *order.Order) error
+	Render  func(o *order.Order) (status int, body []byte, err error)
+}
+
 // Repository is the persistence the use cases need.
 type Repository interface {
 	// PlaceOrder, in one read-write transaction: returns the stored response if p.Key exists with
@@ -110,6 +119,12 @@ type Repository interface {
 	PlaceOrder(ctx context.Context, p Placement) (Response, error)
 	// Order returns an order and its timeline; order.ErrNotFound if there is none.
 	Order(ctx context.Context, id string) (*order.Order, []TimelineEntry, error)
+	// ChangeOrder, in one read-write transaction: returns the stored response if c.Key exists with
+	// the same request hash (Replayed), ErrIdempotencyConflict if with another; otherwise loads
+	// order c.OrderID (order.ErrNotFound), runs c.Change on it (pure; its error is returned
+	// unchanged and nothing is written), saves the order, its outbox events and their timeline
+	// rows if it changed, and the key with the rendered response.
+	ChangeOrder(ctx context.Context, c Change) (Response, error)
 	// ActiveProducts returns the active catalog, by SKU.
 	ActiveProducts(ctx context.Context) ([]Product, error)
 	// UpdateInTxn, inside txn (which the caller commits): loads order id, runs change on it and
@@ -145,6 +160,7 @@ type LineRequest struct {
 type PlaceOrderRequest struct {
 	CustomerID string          `json:"customer_id"`
 	Email      string          `json:"email,omitempty"`
+	Language   string          `json:"language,omitempty"`
 	Lines      []LineRequest   `json:"lines"`
 	Payment    *PaymentRequest `json:"payment"`
 }
@@ -244,6 +260,8 @@ func (s *Service) PlaceOrder(ctx context.Context, idempotencyKey string, req Pla
 		problems = append(problems, pp...)
 	}
 	problems = append(problems, order.ValidateEmail(req.Email, payment.Method)...)
+	language, lp := order.ParseLanguage(req.Language)
+	problems = append(problems, lp...)
 	if len(problems) > 0 {
 		return Response{}, &order.ValidationError{Problems: problems}
 	}
@@ -258,7 +276,7 @@ func (s *Service) PlaceOrder(ctx context.Context, idempotencyKey string, req Pla
 	resp, err := s.repo.PlaceOrder(ctx, Placement{
 		Key: key, SKUs: skus, Render: render,
 		Build: func(catalog map[string]Product) (*order.Order, error) {
-			return build(uuid.NewString(), req.CustomerID, lines, payment, req.Email, catalog)
+			return build(uuid.NewString(), req.CustomerID, lines, payment, order.Contact{Email: req.Email, Language: language}, catalog)
 		},
 	})
 	if err != nil {
@@ -271,7 +289,7 @@ func (s *Service) PlaceOrder(ctx context.Context, idempotencyKey string, req Pla
 }
 
 // build prices lines from the catalog: every SKU must be active and every price in one currency.
-func build(id, customerID string, lines []order.Line, payment order.Payment, email string, catalog map[string]Product) (*order.Order, error) {
+func build(id, customerID string, lines []order.Line, payment order.Payment, contact order.Contact, catalog map[string]Product) (*order.Order, error) {
 	priced := make([]order.Line, len(lines))
 	currency := ""
 	for i, l := range lines {
@@ -289,13 +307,52 @@ func build(id, customerID string, lines []order.Line, payment order.Payment, ema
 	if !payment.IsZero() && !payment.Method.Accepts(currency) {
 		return nil, fmt.Errorf("payment method %s takes JPY only; the order is priced in %s: %w", payment.Method, currency, ErrPaymentCurrency)
 	}
-	return order.New(id, customerID, currency, priced, payment, email)
+	return order.New(id, customerID, currency, priced, payment, contact)
+}
+
+// CancelScope is the scope of the Idempotency-Key of POST /v1/orders/{id}/cancel.
+const CancelScope = "POST /v1/orders/{id}/cancel"
+
+// CancelOrder is the customer's cancellation, once per idempotency key: an order that has not
+// shipped becomes CANCELLING (order.cancelled) and waits for its compensations; one that is
+// already cancelling or cancelled is answered as it is; a shipped or finished one is
+// order.ErrIllegalTransition (nothing is stored under the key, so the answer stays the same).
+// render is the response stored for replays.
+func (s *Service) CancelOrder(ctx context.Context, idempotencyKey, id string, render func(*order.Order) (int, []byte, error)) (Response, error) {
+	if err := checkID(id); err != nil {
+		return Response{}, err
+	}
+	// The request is the order id: the key's hash covers it, so a key reused for another order
+	// is a conflict.
+	sum := sha256.Sum256([]byte(id))
+	key := Idempotency{
+		KeyHash: KeyHash(CancelScope, idempotencyKey), Scope: CancelScope, ClientKey: idempotencyKey,
+		RequestHash: hex.EncodeToString(sum[:]),
+	}
+	resp, err := s.repo.ChangeOrder(ctx, Change{
+		Key: key, OrderID: id, Render: render,
+		Change: func(o *order.Order) error { _, err := o.Cancel(); return err },
+	})
+	if err != nil {
+		return Response{}, err
+	}
+	if !resp.Replayed && s.nudge != nil {
+		s.nudge.NudgeAggregate(ctx, id)
+	}
+	return resp, nil
+}
+
+func checkID(id string) error {
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return &order.ValidationError{Problems: []string{fmt.Sprintf("order id %q is not a UUID", id)}}
+	}
+	return nil
 }
 
 // Order returns an order and its timeline.
 func (s *Service) Order(ctx context.Context, id string) (*order.Order, []TimelineEntry, error) {
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
-		return nil, nil, &order.ValidationError{Problems: []string{fmt.Sprintf("order id %q is not a UUID", id)}}
+	if err := checkID(id); err != nil {
+		return nil, nil, err
 	}
 	return s.repo.Order(ctx, id)
 }

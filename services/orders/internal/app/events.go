@@ -79,8 +79,8 @@ func (s *Service) RecordPaymentSlip(ctx context.Context, txn Txn, ev Consumed, o
 }
 
 // FailPayment applies payment.failed: an order awaiting payment is cancelled with "payment_" + the
-// gateway's reason (order.cancelled; fulfillment releases the stock and CompleteCancellation
-// finishes it). An empty reason is ReasonPaymentFailed.
+// gateway's reason (order.cancelled; fulfillment releases the stock); a cancelling order's payment
+// compensation is done (no money was held). An empty reason is ReasonPaymentFailed.
 func (s *Service) FailPayment(ctx context.Context, txn Txn, ev Consumed, orderID, reason string) (Outcome, error) {
 	if reason == "" {
 		reason = ReasonPaymentFailed
@@ -89,16 +89,54 @@ func (s *Service) FailPayment(ctx context.Context, txn Txn, ev Consumed, orderID
 }
 
 // ExpirePayment applies payment.expired: a slip that was not paid, or an authorization that lapsed
-// before shipping, cancels the order with "payment_expired" (order.Order.ExpirePayment).
+// before shipping, cancels the order with "payment_expired"; a cancelling order's payment
+// compensation is done; a shipped order cannot be captured any more (order.Order.ExpirePayment).
 func (s *Service) ExpirePayment(ctx context.Context, txn Txn, ev Consumed, orderID string) (Outcome, error) {
 	return s.apply(ctx, txn, ev, orderID, (*order.Order).ExpirePayment)
 }
 
+// ReleasePayment applies payment.voided and payment.refunded (outcome order.PaymentVoided or
+// order.PaymentRefunded): the money of a cancelling order is given back; CANCELLED once the stock is
+// released too.
+func (s *Service) ReleasePayment(ctx context.Context, txn Txn, ev Consumed, orderID, outcome string) (Outcome, error) {
+	return s.apply(ctx, txn, ev, orderID, func(o *order.Order) error { return o.ReleasePayment(outcome) })
+}
+
 // CompleteCancellation applies inventory.released: the reservation of a CANCELLING order is
-// released, so its compensation is complete: CANCELLED (order.cancellation_completed). A rejected
+// released; CANCELLED (order.cancellation_completed) once the money is given back too. A rejected
 // order (already CANCELLED, nothing was held) gets an inventory.released too: it has moved on.
 func (s *Service) CompleteCancellation(ctx context.Context, txn Txn, ev Consumed, orderID string) (Outcome, error) {
-	return s.apply(ctx, txn, ev, orderID, (*order.Order).FinishCancel)
+	return s.apply(ctx, txn, ev, orderID, (*order.Order).ReleaseStock)
+}
+
+// FailCompensation applies inventory.release_failed, payment.void_failed and
+// payment.refund_failed: a compensation of a cancelling order failed for good, so the order needs
+// an operator (NEEDS_ATTENTION, order.needs_attention).
+func (s *Service) FailCompensation(ctx context.Context, txn Txn, ev Consumed, orderID string, kind order.CompensationKind, reason string) (Outcome, error) {
+	return s.apply(ctx, txn, ev, orderID, func(o *order.Order) error { return o.FailCompensation(kind, reason) })
+}
+
+// ShipOrder applies shipment.shipped: CONFIRMED → SHIPPED (order.shipped, with the shipment, so
+// the gateway captures the money and the customer is told the tracking number).
+func (s *Service) ShipOrder(ctx context.Context, txn Txn, ev Consumed, orderID string, sh order.Shipment) (Outcome, error) {
+	return s.apply(ctx, txn, ev, orderID, func(o *order.Order) error { return o.Ship(sh) })
+}
+
+// FailShipment applies shipment.failed: a confirmed order that cannot be shipped is cancelled
+// (reason shipment_failed), waiting for its stock and its money.
+func (s *Service) FailShipment(ctx context.Context, txn Txn, ev Consumed, orderID string) (Outcome, error) {
+	return s.apply(ctx, txn, ev, orderID, (*order.Order).FailShipment)
+}
+
+// CompleteOrder applies payment.captured: SHIPPED → COMPLETED (order.completed).
+func (s *Service) CompleteOrder(ctx context.Context, txn Txn, ev Consumed, orderID string) (Outcome, error) {
+	return s.apply(ctx, txn, ev, orderID, (*order.Order).Complete)
+}
+
+// FailCapture applies payment.capture_failed: a shipped order whose money cannot be taken needs an
+// operator (NEEDS_ATTENTION with "capture_failed_" + the reason).
+func (s *Service) FailCapture(ctx context.Context, txn Txn, ev Consumed, orderID, reason string) (Outcome, error) {
+	return s.apply(ctx, txn, ev, orderID, func(o *order.Order) error { return o.FailCapture(reason) })
 }
 
 // apply runs change on the order inside txn. A change the order's state does not allow

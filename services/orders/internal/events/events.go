@@ -34,16 +34,26 @@ import (
 // ConsumerName is the name of this consumer in ProcessedEvents, ConsumerVersions and DeadLetters.
 const ConsumerName = "orders"
 
-// Event types consumed: fulfillment's (aggregate "reservation", id = the order id) and the
-// gateway's (aggregate "payment", id = the gateway's payment id; the order is in the payload).
+// Event types consumed: fulfillment's (aggregates "reservation", id = the order id, and
+// "shipment", id = the shipment id) and the gateway's (aggregate "payment", id = the gateway's
+// payment id); the order is in every payload.
 const (
 	InventoryReserved = "inventory.reserved"
 	InventoryRejected = "inventory.rejected"
-	InventoryReleased = "inventory.released"
-	PaymentAuthorized = "payment.authorized"
-	PaymentPending    = "payment.pending"
-	PaymentFailed     = "payment.failed"
-	PaymentExpired    = "payment.expired"
+	InventoryReleased      = "inventory.released"
+	InventoryReleaseFailed = "inventory.release_failed"
+	PaymentAuthorized      = "payment.authorized"
+	PaymentPending         = "payment.pending"
+	PaymentFailed          = "payment.failed"
+	PaymentExpired         = "payment.expired"
+	PaymentCaptured        = "payment.captured"
+	PaymentCaptureFailed   = "payment.capture_failed"
+	PaymentVoided          = "payment.voided"
+	PaymentRefunded        = "payment.refunded"
+	PaymentVoidFailed      = "payment.void_failed"
+	PaymentRefundFailed    = "payment.refund_failed"
+	ShipmentShipped        = "shipment.shipped"
+	ShipmentFailed         = "shipment.failed"
 )
 
 // Handler is what Register needs of an outboxlib consumer.
@@ -57,11 +67,20 @@ func Handlers(svc *app.Service) map[string]outboxlib.HandlerFunc {
 	return map[string]outboxlib.HandlerFunc{
 		InventoryReserved: h.inventoryReserved,
 		InventoryRejected: h.inventoryRejected,
-		InventoryReleased: h.inventoryReleased,
-		PaymentAuthorized: h.paymentAuthorized,
-		PaymentPending:    h.paymentPending,
-		PaymentFailed:     h.paymentFailed,
-		PaymentExpired:    h.paymentExpired,
+		InventoryReleased:      h.inventoryReleased,
+		InventoryReleaseFailed: h.compensationFailed(order.CompensateStock),
+		PaymentAuthorized:      h.paymentAuthorized,
+		PaymentPending:         h.paymentPending,
+		PaymentFailed:          h.paymentFailed,
+		PaymentExpired:         h.paymentExpired,
+		PaymentCaptured:        h.paymentCaptured,
+		PaymentCaptureFailed:   h.paymentCaptureFailed,
+		PaymentVoided:          h.paymentReleased(order.PaymentVoided),
+		PaymentRefunded:        h.paymentReleased(order.PaymentRefunded),
+		PaymentVoidFailed:      h.compensationFailed(order.CompensatePayment),
+		PaymentRefundFailed:    h.compensationFailed(order.CompensatePayment),
+		ShipmentShipped:        h.shipmentShipped,
+		ShipmentFailed:         h.shipmentFailed,
 	}
 }
 
@@ -194,6 +213,81 @@ func (h *handlers) paymentExpired(ctx context.Context, txn *spanner.ReadWriteTra
 		return err
 	}
 	out, err := h.svc.ExpirePayment(ctx, txn, consumed(d), p.OrderID)
+	return finish(ctx, out, err)
+}
+
+func (h *handlers) paymentCaptured(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	var p paymentPayload
+	if err := decode(d, &p, &p.OrderID); err != nil {
+		return err
+	}
+	out, err := h.svc.CompleteOrder(ctx, txn, consumed(d), p.OrderID)
+	return finish(ctx, out, err)
+}
+
+func (h *handlers) paymentCaptureFailed(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	var p paymentPayload
+	if err := decode(d, &p, &p.OrderID); err != nil {
+		return err
+	}
+	out, err := h.svc.FailCapture(ctx, txn, consumed(d), p.OrderID, p.Reason)
+	return finish(ctx, out, err)
+}
+
+// paymentReleased handles payment.voided and payment.refunded: the money is given back.
+func (h *handlers) paymentReleased(outcome string) outboxlib.HandlerFunc {
+	return func(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+		var p paymentPayload
+		if err := decode(d, &p, &p.OrderID); err != nil {
+			return err
+		}
+		out, err := h.svc.ReleasePayment(ctx, txn, consumed(d), p.OrderID, outcome)
+		return finish(ctx, out, err)
+	}
+}
+
+// compensationFailed handles inventory.release_failed, payment.void_failed and
+// payment.refund_failed: the compensation of kind failed for good. Both payloads name the reason.
+func (h *handlers) compensationFailed(kind order.CompensationKind) outboxlib.HandlerFunc {
+	return func(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+		var p inventoryPayload // {order_id, reason}: what orders reads of both
+		if err := decode(d, &p, &p.OrderID); err != nil {
+			return err
+		}
+		out, err := h.svc.FailCompensation(ctx, txn, consumed(d), p.OrderID, kind, p.Reason)
+		return finish(ctx, out, err)
+	}
+}
+
+// shipmentPayload is what orders reads of shipment.* payloads.
+type shipmentPayload struct {
+	ShipmentID     string `json:"shipment_id"`
+	OrderID        string `json:"order_id"`
+	Carrier        string `json:"carrier"`
+	TrackingNumber string `json:"tracking_number"`
+	Reason         string `json:"reason"`
+}
+
+func (h *handlers) shipmentShipped(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	var p shipmentPayload
+	if err := decode(d, &p, &p.OrderID); err != nil {
+		return err
+	}
+	id := p.ShipmentID
+	if id == "" {
+		id = d.AggregateID
+	}
+	sh := order.Shipment{ID: id, Carrier: p.Carrier, TrackingNumber: p.TrackingNumber}
+	out, err := h.svc.ShipOrder(ctx, txn, consumed(d), p.OrderID, sh)
+	return finish(ctx, out, err)
+}
+
+func (h *handlers) shipmentFailed(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	var p shipmentPayload
+	if err := decode(d, &p, &p.OrderID); err != nil {
+		return err
+	}
+	out, err := h.svc.FailShipment(ctx, txn, consumed(d), p.OrderID)
 	return finish(ctx, out, err)
 }
 

@@ -42,6 +42,7 @@ func Register(e *echo.Echo, svc *app.Service) {
 	h := &handler{svc: svc}
 	e.POST("/v1/orders", h.placeOrder)
 	e.GET("/v1/orders/:id", h.getOrder)
+	e.POST("/v1/orders/:id/cancel", h.cancelOrder)
 	e.GET("/v1/products", h.listProducts)
 }
 
@@ -81,9 +82,15 @@ type Order struct {
 	TotalMinor   int64           `json:"total_minor"`
 	Version      int64           `json:"version"`
 	CancelReason *string         `json:"cancel_reason"`
+	Language     string          `json:"language"`
 	Payment      *Payment        `json:"payment,omitempty"`
-	Lines        []Line          `json:"lines"`
-	Timeline     []TimelineEntry `json:"timeline,omitempty"`
+	Shipment     *order.Shipment `json:"shipment,omitempty"`
+	// Compensations is what a cancellation waits for (stock, payment) and how each ended; absent
+	// for an order that was never cancelling.
+	Compensations   []order.Compensation `json:"compensations,omitempty"`
+	AttentionReason string               `json:"attention_reason,omitempty"`
+	Lines           []Line               `json:"lines"`
+	Timeline        []TimelineEntry      `json:"timeline,omitempty"`
 }
 
 // Payment is an order's payment: the method and its detail as the request gave them, and the slip
@@ -129,6 +136,8 @@ func toOrder(o *order.Order, timeline []app.TimelineEntry) Order {
 	out := Order{
 		ID: o.ID(), CustomerID: o.CustomerID(), Email: o.Email(), Status: string(o.Status()), Currency: o.Currency(),
 		TotalMinor: o.TotalMinor(), Version: o.Version(), Payment: toPayment(o), Lines: []Line{},
+		Language: string(o.Language()), Shipment: o.Shipment(), Compensations: o.Compensations(),
+		AttentionReason: o.AttentionReason(),
 	}
 	if r := o.CancelReason(); r != "" {
 		out.CancelReason = &r
@@ -184,9 +193,9 @@ func toPayment(o *order.Order) *Payment {
 func location(id string) string { return "/v1/orders/" + id }
 
 func (h *handler) placeOrder(c echo.Context) error {
-	key := c.Request().Header.Get(HeaderIdempotencyKey)
-	if key == "" || len(key) > app.MaxIdempotencyKeyLen {
-		return platform.NewProblem(http.StatusBadRequest, fmt.Sprintf("header %s is required (1 to %d characters)", HeaderIdempotencyKey, app.MaxIdempotencyKeyLen))
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
 	}
 	req, err := decode(c.Request().Body)
 	if err != nil {
@@ -202,10 +211,62 @@ func (h *handler) placeOrder(c echo.Context) error {
 	if resp.OrderID != "" {
 		c.Response().Header().Set(echo.HeaderLocation, location(resp.OrderID))
 	}
+	return reply(c, resp)
+}
+
+func idempotencyKey(c echo.Context) (string, error) {
+	key := c.Request().Header.Get(HeaderIdempotencyKey)
+	if key == "" || len(key) > app.MaxIdempotencyKeyLen {
+		return "", platform.NewProblem(http.StatusBadRequest, fmt.Sprintf("header %s is required (1 to %d characters)", HeaderIdempotencyKey, app.MaxIdempotencyKeyLen))
+	}
+	return key, nil
+}
+
+func reply(c echo.Context, resp app.Response) error {
 	if resp.Replayed {
 		c.Response().Header().Set(HeaderIdempotentReplayed, "true")
 	}
 	return c.JSONBlob(resp.Status, resp.Body)
+}
+
+// cancelOrder is the customer's cancellation: 202 with the order CANCELLING (compensation runs
+// asynchronously), 200 with the order as it is if it is already cancelling or cancelled, 409 once
+// it has shipped. The body, if any, must be an empty JSON object (reserved for later options).
+func (h *handler) cancelOrder(c echo.Context) error {
+	key, err := idempotencyKey(c)
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(data)) > 0 {
+		var empty struct{}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&empty); err != nil || dec.More() {
+			return platform.NewProblem(http.StatusBadRequest, "a cancellation takes no body, or an empty JSON object")
+		}
+	}
+	resp, err := h.svc.CancelOrder(c.Request().Context(), key, c.Param("id"), func(o *order.Order) (int, []byte, error) {
+		status := http.StatusOK
+		if o.Changed() {
+			status = http.StatusAccepted
+		}
+		body, err := json.Marshal(toOrder(o, nil))
+		return status, body, err
+	})
+	var te *order.TransitionError
+	if errors.As(err, &te) {
+		p := platform.NewProblem(http.StatusConflict, fmt.Sprintf("order %s is %s: it can be cancelled only before it ships", te.ID, te.From))
+		p.Extensions = map[string]any{"status": string(te.From)}
+		return p.Wrap(err)
+	}
+	if err != nil {
+		return asProblem(err)
+	}
+	return reply(c, resp)
 }
 
 // decode reads the request body strictly: unknown fields and trailing data are 400, so a typo

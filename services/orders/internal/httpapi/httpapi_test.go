@@ -108,7 +108,7 @@ func TestPlaceOrder(t *testing.T) {
 	got := decode[httpapi.Order](t, resp.body)
 	want := httpapi.Order{
 		ID: got.ID, CustomerID: "cust-1", Email: "ali@example.com", Status: "PENDING", Currency: "JPY", TotalMinor: 1300, Version: 1,
-		Payment: &httpapi.Payment{Method: "card", PaymentMethod: "pm_card_visa"},
+		Language: "ja", Payment: &httpapi.Payment{Method: "card", PaymentMethod: "pm_card_visa"},
 		Lines:   []httpapi.Line{{SKU: "A1", Quantity: 2, UnitPriceMinor: 150, LineTotalMinor: 300}, {SKU: "B2", Quantity: 1, UnitPriceMinor: 1000, LineTotalMinor: 1000}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -144,6 +144,7 @@ func TestPlaceOrder(t *testing.T) {
 	}
 	wantPayload := map[string]any{
 		"order_id": got.ID, "customer_id": "cust-1", "status": "PENDING", "currency": "JPY", "total_minor": float64(1300),
+		"email": "ali@example.com", "language": "ja",
 		"lines": []any{
 			map[string]any{"sku": "A1", "quantity": float64(2), "unit_price_minor": float64(150)},
 			map[string]any{"sku": "B2", "quantity": float64(1), "unit_price_minor": float64(1000)},

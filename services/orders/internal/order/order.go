@@ -1,20 +1,24 @@
 // Package order is the order aggregate: its lines, totals, status machine and version. It has no
 // I/O: the store loads and saves orders, the app layer decides which transition to apply.
 //
-// An order also carries the customer's choice of payment (Payment: a method and its detail) and
-// e-mail address, both fixed when it is placed, and, for a konbini or bank transfer payment, the
-// slip the gateway issued (PaymentInstructions), recorded without a transition.
+// An order also carries the customer's choice of payment (Payment: a method and its detail), e-mail
+// address and language (Contact), fixed when it is placed, and, for a konbini or bank transfer
+// payment, the slip the gateway issued (PaymentInstructions), recorded without a transition.
 //
-// States (docs/architecture.md, "Flows"):
+// States (docs/architecture.md, "The order saga (as built)"):
 //
 //	PENDING → AWAITING_PAYMENT → CONFIRMED → SHIPPED → COMPLETED
 //	PENDING | AWAITING_PAYMENT | CONFIRMED → CANCELLING → CANCELLED
 //	PENDING → CANCELLED (rejected: nothing was reserved or paid, so there is nothing to compensate)
-//	SHIPPED → NEEDS_ATTENTION (capture failed after shipping)
+//	SHIPPED → NEEDS_ATTENTION (the capture failed after shipping)
+//	CANCELLING → NEEDS_ATTENTION (a compensation failed for good)
 //
 // Every transition emits exactly one event and increments the version, so Version is always the
-// AggregateVersion of the last order.* event emitted. The payment transitions are the gateway's
-// facts applied: Confirm (payment.authorized), FailPayment (payment.failed, payment.expired).
+// AggregateVersion of the last order.* event emitted. The other services' facts are applied by the
+// methods in saga.go: a cancelling order records which compensations it waits for (the stock, and
+// the money once a payment was requested) and becomes CANCELLED when every one is done; settling
+// one of two changes the order without a transition (no event, same version), like recording a
+// slip.
 package order
 
 import (
@@ -118,15 +122,31 @@ type Order struct {
 	payment      Payment
 	email        string
 	instructions *PaymentInstructions
+	language     Language
+
+	// The rest of the saga: the shipment it left in, what a cancellation waits for, why it
+	// needs attention.
+	shipment        *Shipment
+	compensations   []Compensation
+	attentionReason string
 
 	emitted []Emitted
 	changed bool // state differs from what New or Restore gave (transitions and slips)
 }
 
+// Contact is how the shop reaches the customer about the order: an e-mail address (required
+// when the payment's slip is e-mailed, optional otherwise: without one nothing is e-mailed) and
+// the language of what it sends.
+type Contact struct {
+	Email    string
+	Language Language // "" is Japanese
+}
+
 // New validates a new order and returns it PENDING at version 1, having emitted order.created.
 // The lines must have distinct SKUs and one currency (the caller prices them from the catalog); a
 // payment is required, and an e-mail address when the payment's slip is e-mailed.
-func New(id, customerID, currency string, lines []Line, payment Payment, email string) (*Order, error) {
+func New(id, customerID, currency string, lines []Line, payment Payment, contact Contact) (*Order, error) {
+	email := contact.Email
 	var problems []string
 	if id == "" {
 		problems = append(problems, "id is empty")
@@ -138,6 +158,8 @@ func New(id, customerID, currency string, lines []Line, payment Payment, email s
 		problems = append(problems, payment.Validate()...)
 	}
 	problems = append(problems, ValidateEmail(email, payment.Method)...)
+	language, lp := ParseLanguage(string(contact.Language))
+	problems = append(problems, lp...)
 	if len(currency) != 3 {
 		problems = append(problems, fmt.Sprintf("currency %q is not a 3-letter code", currency))
 	}
@@ -155,7 +177,7 @@ func New(id, customerID, currency string, lines []Line, payment Payment, email s
 	o := &Order{
 		id: id, customerID: customerID, status: Pending, currency: currency,
 		lines: append([]Line(nil), lines...), totalMinor: total, version: 1,
-		payment: payment, email: email, changed: true,
+		payment: payment, email: email, language: language, changed: true,
 	}
 	o.emitted = []Emitted{{Type: EventCreated, Version: 1}}
 	return o, nil
@@ -211,6 +233,11 @@ type Snapshot struct {
 	Payment      Payment // zero for an order placed before payments existed
 	Email        string
 	Instructions *PaymentInstructions // the slip of a konbini or bank transfer payment, once issued
+	Language     Language             // "" (an order placed before languages existed) is Japanese
+
+	Shipment        *Shipment
+	Compensations   []Compensation
+	AttentionReason string
 }
 
 // Restore rebuilds a stored order. It checks what the database cannot (a known status); it emits
@@ -226,11 +253,29 @@ func Restore(s Snapshot) (*Order, error) {
 	if !s.Payment.IsZero() && !s.Payment.Method.Valid() {
 		return nil, fmt.Errorf("restore order %s: unknown payment method %q", s.ID, s.Payment.Method)
 	}
-	return &Order{
+	language := s.Language
+	if language == "" {
+		language = Japanese
+	}
+	if language != Japanese && language != English {
+		return nil, fmt.Errorf("restore order %s: unknown language %q", s.ID, s.Language)
+	}
+	comps := append([]Compensation(nil), s.Compensations...)
+	if s.Status == Cancelling && len(comps) == 0 {
+		// Cancelled before compensations were recorded: it waited for its stock only.
+		comps = []Compensation{{Kind: CompensateStock, State: CompensationPending}}
+	}
+	o := &Order{
 		id: s.ID, customerID: s.CustomerID, status: s.Status, currency: s.Currency,
 		lines: append([]Line(nil), s.Lines...), totalMinor: s.TotalMinor, version: s.Version,
 		cancelReason: s.CancelReason, payment: s.Payment, email: s.Email, instructions: copyInstructions(s.Instructions),
-	}, nil
+		language: language, compensations: comps, attentionReason: s.AttentionReason,
+	}
+	if s.Shipment != nil {
+		sh := *s.Shipment
+		o.shipment = &sh
+	}
+	return o, nil
 }
 
 func copyInstructions(in *PaymentInstructions) *PaymentInstructions {
@@ -250,7 +295,8 @@ func (o *Order) Snapshot() Snapshot {
 	return Snapshot{
 		ID: o.id, CustomerID: o.customerID, Status: o.status, Currency: o.currency,
 		Lines: o.Lines(), TotalMinor: o.totalMinor, Version: o.version, CancelReason: o.cancelReason,
-		Payment: o.payment, Email: o.email, Instructions: o.PaymentInstructions(),
+		Payment: o.payment, Email: o.email, Instructions: o.PaymentInstructions(), Language: o.language,
+		Shipment: o.Shipment(), Compensations: o.Compensations(), AttentionReason: o.attentionReason,
 	}
 }
 
@@ -295,31 +341,6 @@ func (o *Order) Confirm(amountMinor int64, currency string) error {
 	return o.transition(Confirmed, EventConfirmed)
 }
 
-// FailPayment records that the payment failed before it was authorized, for the gateway's reason
-// ("declined", "insufficient_funds", ...): AWAITING_PAYMENT → CANCELLING with the cancel reason
-// "payment_" + reason (order.cancelled, so fulfillment releases the stock).
-func (o *Order) FailPayment(reason string) error {
-	if o.status != AwaitingPayment {
-		return &TransitionError{ID: o.id, From: o.status, To: Cancelling}
-	}
-	if reason == "" {
-		reason = "failed"
-	}
-	return o.cancel(Cancelling, truncate("payment_"+reason, MaxReasonLen))
-}
-
-// ExpirePayment records that the payment expired: a slip not paid in time (AWAITING_PAYMENT), or an
-// authorization that lapsed before the order shipped (CONFIRMED: the money is captured only after
-// shipping, so this order can no longer be paid for). Either way → CANCELLING with the reason
-// "payment_expired" (order.cancelled, so fulfillment releases the stock); nothing is held to void.
-// A shipped order's lapse is a capture failure, not this.
-func (o *Order) ExpirePayment() error {
-	if o.status != AwaitingPayment && o.status != Confirmed {
-		return &TransitionError{ID: o.id, From: o.status, To: Cancelling}
-	}
-	return o.cancel(Cancelling, "payment_expired")
-}
-
 // truncate cuts s to at most n characters.
 func truncate(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
@@ -328,15 +349,6 @@ func truncate(s string, n int) string {
 	return string([]rune(s)[:n])
 }
 
-// Ship records the shipment: CONFIRMED → SHIPPED.
-func (o *Order) Ship() error { return o.transition(Shipped, EventShipped) }
-
-// Complete records the capture: SHIPPED → COMPLETED.
-func (o *Order) Complete() error { return o.transition(Completed, EventCompleted) }
-
-// FlagForAttention records a capture failure after shipping: SHIPPED → NEEDS_ATTENTION.
-func (o *Order) FlagForAttention() error { return o.transition(NeedsAttention, EventNeedsAttention) }
-
 // Reject cancels a PENDING order whose stock could not be reserved: PENDING → CANCELLED
 // directly, since nothing was reserved or paid and there is nothing to compensate.
 func (o *Order) Reject(reason string) error {
@@ -344,18 +356,6 @@ func (o *Order) Reject(reason string) error {
 		return &TransitionError{ID: o.id, From: o.status, To: Cancelled}
 	}
 	return o.cancel(Cancelled, reason)
-}
-
-// BeginCancel starts a cancellation that needs compensation (release the reservation, void the
-// payment): any state before SHIPPED → CANCELLING.
-func (o *Order) BeginCancel(reason string) error { return o.cancel(Cancelling, reason) }
-
-// FinishCancel records that compensation is complete: CANCELLING → CANCELLED.
-func (o *Order) FinishCancel() error {
-	if o.status != Cancelling {
-		return &TransitionError{ID: o.id, From: o.status, To: Cancelled}
-	}
-	return o.transition(Cancelled, EventCancelCompleted)
 }
 
 func (o *Order) cancel(to Status, reason string) error {

@@ -21,13 +21,14 @@ func Statuses() []Status {
 
 // transitions lists the legal moves. Cancellation is possible only before SHIPPED: after that the
 // goods are gone and only capture (or attention) remains. PENDING → CANCELLED is a rejection that
-// needs no compensation.
+// needs no compensation. A compensation that fails for good (CANCELLING) and a capture that fails
+// (SHIPPED) need an operator: NEEDS_ATTENTION, which no event leaves.
 var transitions = map[Status][]Status{
 	Pending:         {AwaitingPayment, Cancelling, Cancelled},
 	AwaitingPayment: {Confirmed, Cancelling},
 	Confirmed:       {Shipped, Cancelling},
 	Shipped:         {Completed, NeedsAttention},
-	Cancelling:      {Cancelled},
+	Cancelling:      {Cancelled, NeedsAttention},
 }
 
 // Valid reports whether s is a known status.

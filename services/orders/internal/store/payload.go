@@ -19,8 +19,11 @@ type orderPayload struct {
 	TotalMinor   int64           `json:"total_minor"`
 	Lines        []linePayload   `json:"lines,omitempty"`
 	CancelReason string          `json:"reason,omitempty"`
-	Email        string          `json:"email,omitempty"`
+	Email        string          `json:"email"`
+	Language     string          `json:"language"`
 	Payment      *paymentPayload `json:"payment,omitempty"`
+	Shipment     *order.Shipment `json:"shipment,omitempty"`
+	Attention    string          `json:"attention_reason,omitempty"`
 }
 
 // paymentPayload is the customer's choice of payment, as the request wrote it:
@@ -32,22 +35,29 @@ type paymentPayload struct {
 	Store         string `json:"store,omitempty"`
 }
 
-// payload returns the body of an emitted event: order.created and order.cancelled carry the
-// lines (fulfillment reserves or releases them), order.awaiting_payment the e-mail address (if
-// any) and the payment (the gateway creates the payment from it), every event the totals and
-// status.
+// payload returns the body of an emitted event. Every event carries the totals, the status, the
+// cancel reason (once cancelled) and the customer's e-mail address ("" when none was given) and
+// language, so that whoever writes to the customer needs nothing else; order.created,
+// order.confirmed and order.cancelled carry the lines (fulfillment reserves, ships or releases
+// them; the e-mails list them), order.awaiting_payment the payment (the gateway creates the
+// payment from it), order.shipped the shipment, order.needs_attention why.
 func payload(o *order.Order, e order.Emitted) orderPayload {
 	p := orderPayload{
 		OrderID: o.ID(), CustomerID: o.CustomerID(), Status: string(o.Status()), Currency: o.Currency(),
-		TotalMinor: o.TotalMinor(), CancelReason: o.CancelReason(),
+		TotalMinor: o.TotalMinor(), CancelReason: o.CancelReason(), Email: o.Email(), Language: string(o.Language()),
 	}
 	switch e.Type {
-	case order.EventCreated, order.EventCancelled:
+	case order.EventShipped:
+		p.Shipment = o.Shipment()
+	case order.EventNeedsAttention:
+		p.Attention = o.AttentionReason()
+	}
+	switch e.Type {
+	case order.EventCreated, order.EventConfirmed, order.EventCancelled:
 		for _, l := range o.Lines() {
 			p.Lines = append(p.Lines, linePayload{SKU: l.SKU, Quantity: l.Quantity, UnitPriceMinor: l.UnitPriceMinor})
 		}
 	case order.EventAwaitingPayment:
-		p.Email = o.Email()
 		if pay := o.Payment(); !pay.IsZero() {
 			p.Payment = &paymentPayload{Method: string(pay.Method)}
 			switch pay.Method.DetailField() {

@@ -65,22 +65,9 @@ func (s *Store) placeOnce(ctx context.Context, p app.Placement) (app.Response, e
 	var resp app.Response
 	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
 		resp = app.Response{}
-		key, err := ordersdb.ReadIdempotencyKey(ctx, txn, p.Key.KeyHash)
-		switch {
-		case err == nil:
-			if key.RequestHash != p.Key.RequestHash {
-				return app.ErrIdempotencyConflict
-			}
-			if !key.ResponseStatus.Valid || !key.ResponseBody.Valid {
-				return fmt.Errorf("idempotency key %s has no stored response", p.Key.KeyHash)
-			}
-			body, err := json.Marshal(key.ResponseBody.Value)
-			if err != nil {
-				return fmt.Errorf("stored response: %w", err)
-			}
-			resp = app.Response{Status: int(key.ResponseStatus.Int64), Body: body, OrderID: key.OrderId.StringVal, Replayed: true}
-			return nil
-		case !errors.Is(err, dao.ErrNotFound):
+		stored, found, err := storedResponse(ctx, txn, p.Key)
+		if err != nil || found {
+			resp = stored
 			return err
 		}
 
@@ -110,14 +97,7 @@ func (s *Store) placeOnce(ctx context.Context, p app.Placement) (app.Response, e
 		if err := insertOrder(ctx, txn, o); err != nil {
 			return err
 		}
-		row := ordersdb.IdempotencyKey{
-			KeyHash: p.Key.KeyHash, Scope: p.Key.Scope, ClientKey: p.Key.ClientKey, RequestHash: p.Key.RequestHash,
-			OrderId:        spanner.NullString{StringVal: o.ID(), Valid: true},
-			ResponseStatus: spanner.NullInt64{Int64: int64(status), Valid: true},
-			ResponseBody:   spanner.NullJSON{Value: json.RawMessage(body), Valid: true},
-		}
-		row.SetCommitTimestamps()
-		if err := txn.BufferWrite([]*spanner.Mutation{row.Insert()}); err != nil {
+		if err := saveResponse(txn, p.Key, o.ID(), status, body); err != nil {
 			return err
 		}
 		resp = app.Response{Status: status, Body: body, OrderID: o.ID()}
@@ -132,22 +112,107 @@ func (s *Store) placeOnce(ctx context.Context, p app.Placement) (app.Response, e
 	return resp, err
 }
 
+// ChangeOrder implements app.Repository.
+func (s *Store) ChangeOrder(ctx context.Context, c app.Change) (app.Response, error) {
+	var (
+		resp app.Response
+		err  error
+	)
+	for range placeAttempts { // as PlaceOrder: a concurrent request with the same key
+		resp, err = s.changeOnce(ctx, c)
+		if spanner.ErrCode(err) != codes.AlreadyExists {
+			break
+		}
+	}
+	if err != nil {
+		return app.Response{}, fmt.Errorf("change order %s: %w", c.OrderID, err)
+	}
+	return resp, nil
+}
+
+func (s *Store) changeOnce(ctx context.Context, c app.Change) (app.Response, error) {
+	var resp app.Response
+	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+		stored, found, err := storedResponse(ctx, txn, c.Key)
+		if err != nil || found {
+			resp = stored
+			return err
+		}
+		o, err := readOrder(ctx, txn, c.OrderID)
+		if err != nil {
+			return err
+		}
+		if err := c.Change(o); err != nil {
+			return err
+		}
+		status, body, err := c.Render(o)
+		if err != nil {
+			return err
+		}
+		if body, err = normalizeJSON(body); err != nil {
+			return err
+		}
+		seq, err := nextSeq(ctx, txn, c.OrderID)
+		if err != nil {
+			return err
+		}
+		if err := saveChanged(ctx, txn, o, seq-1); err != nil {
+			return err
+		}
+		if err := saveResponse(txn, c.Key, o.ID(), status, body); err != nil {
+			return err
+		}
+		resp = app.Response{Status: status, Body: body, OrderID: o.ID()}
+		return nil
+	})
+	return resp, err
+}
+
+// storedResponse reads the response stored under key: found is false when the key is new; a key
+// stored for another request is app.ErrIdempotencyConflict.
+func storedResponse(ctx context.Context, txn *spanner.ReadWriteTransaction, key app.Idempotency) (app.Response, bool, error) {
+	row, err := ordersdb.ReadIdempotencyKey(ctx, txn, key.KeyHash)
+	switch {
+	case errors.Is(err, dao.ErrNotFound):
+		return app.Response{}, false, nil
+	case err != nil:
+		return app.Response{}, false, err
+	case row.RequestHash != key.RequestHash:
+		return app.Response{}, false, app.ErrIdempotencyConflict
+	case !row.ResponseStatus.Valid || !row.ResponseBody.Valid:
+		return app.Response{}, false, fmt.Errorf("idempotency key %s has no stored response", key.KeyHash)
+	}
+	body, err := json.Marshal(row.ResponseBody.Value)
+	if err != nil {
+		return app.Response{}, false, fmt.Errorf("stored response: %w", err)
+	}
+	return app.Response{Status: int(row.ResponseStatus.Int64), Body: body, OrderID: row.OrderId.StringVal, Replayed: true}, true, nil
+}
+
+// saveResponse buffers the key with the response it answered (body normalized).
+func saveResponse(txn *spanner.ReadWriteTransaction, key app.Idempotency, orderID string, status int, body []byte) error {
+	row := ordersdb.IdempotencyKey{
+		KeyHash: key.KeyHash, Scope: key.Scope, ClientKey: key.ClientKey, RequestHash: key.RequestHash,
+		OrderId:        spanner.NullString{StringVal: orderID, Valid: true},
+		ResponseStatus: spanner.NullInt64{Int64: int64(status), Valid: true},
+		ResponseBody:   spanner.NullJSON{Value: json.RawMessage(body), Valid: true},
+	}
+	row.SetCommitTimestamps()
+	return txn.BufferWrite([]*spanner.Mutation{row.Insert()})
+}
+
 // insertOrder buffers a new order, its lines, its events and their timeline rows.
 func insertOrder(ctx context.Context, txn *spanner.ReadWriteTransaction, o *order.Order) error {
 	snap := o.Snapshot()
-	row := ordersdb.Order{
-		OrderId: snap.ID, CustomerId: snap.CustomerID, Status: string(snap.Status), Currency: snap.Currency,
-		TotalMinor: snap.TotalMinor, Version: snap.Version,
-		CancelReason:  nullString(snap.CancelReason),
-		PaymentMethod: nullString(string(snap.Payment.Method)),
-		PaymentDetail: nullString(snap.Payment.Detail),
-		Email:         nullString(snap.Email),
-	}
-	instructions, err := instructionsColumn(snap.Instructions)
+	row, err := stateRow(snap)
 	if err != nil {
 		return err
 	}
-	row.PaymentInstructions = instructions
+	row.CustomerId, row.Currency, row.TotalMinor = snap.CustomerID, snap.Currency, snap.TotalMinor
+	row.PaymentMethod = nullString(string(snap.Payment.Method))
+	row.PaymentDetail = nullString(snap.Payment.Detail)
+	row.Email = nullString(snap.Email)
+	row.Language = nullString(string(snap.Language))
 	row.SetCommitTimestamps()
 	ms := []*spanner.Mutation{row.Insert()}
 	for i, l := range snap.Lines {
@@ -211,37 +276,72 @@ func (s *Store) UpdateInTxn(ctx context.Context, t app.Txn, id string, consumed 
 	if err := change(o); err != nil {
 		return err
 	}
-	timeline, err := ordersdb.ReadOrderTimelineRows(ctx, txn, spanner.Key{id}.AsPrefix())
+	seq, err := nextSeq(ctx, txn, id)
 	if err != nil {
 		return err
 	}
-	seq := int64(len(timeline))
-	if n := len(timeline); n > 0 {
-		seq = timeline[n-1].Seq
-	}
-	seq++
 	ms := []*spanner.Mutation{timelineRow(id, seq, app.DirectionConsumed, consumed.Type, consumed.ID, consumed.AggregateType, consumed.AggregateVersion).Insert()}
-	if o.Changed() {
-		snap := o.Snapshot()
-		instructions, err := instructionsColumn(snap.Instructions)
-		if err != nil {
-			return err
-		}
-		row := ordersdb.Order{
-			OrderId: id, Status: string(snap.Status), Version: snap.Version, UpdatedAt: spanner.CommitTimestamp,
-			CancelReason: nullString(snap.CancelReason), PaymentInstructions: instructions,
-		}
-		m, err := row.UpdateColumns(ordersdb.OrderColStatus, ordersdb.OrderColVersion, ordersdb.OrderColCancelReason,
-			ordersdb.OrderColPaymentInstructions, ordersdb.OrderColUpdatedAt)
-		if err != nil {
-			return err
-		}
-		ms = append(ms, m)
-	}
 	if err := txn.BufferWrite(ms); err != nil {
 		return err
 	}
+	return saveChanged(ctx, txn, o, seq)
+}
+
+// saveChanged writes o's new state, if it changed, and appends its events after timeline row seq.
+func saveChanged(ctx context.Context, txn *spanner.ReadWriteTransaction, o *order.Order, seq int64) error {
+	if !o.Changed() {
+		return nil
+	}
+	row, err := stateRow(o.Snapshot())
+	if err != nil {
+		return err
+	}
+	row.UpdatedAt = spanner.CommitTimestamp
+	m, err := row.UpdateColumns(stateColumns...)
+	if err != nil {
+		return err
+	}
+	if err := txn.BufferWrite([]*spanner.Mutation{m}); err != nil {
+		return err
+	}
 	return appendEvents(ctx, txn, o, seq)
+}
+
+// stateColumns are the columns of an order that change after it is placed.
+var stateColumns = []string{
+	ordersdb.OrderColStatus, ordersdb.OrderColVersion, ordersdb.OrderColCancelReason, ordersdb.OrderColPaymentInstructions,
+	ordersdb.OrderColShipment, ordersdb.OrderColCompensations, ordersdb.OrderColAttentionReason, ordersdb.OrderColUpdatedAt,
+}
+
+// stateRow is the row of snap with its stateColumns filled in.
+func stateRow(snap order.Snapshot) (ordersdb.Order, error) {
+	row := ordersdb.Order{
+		OrderId: snap.ID, Status: string(snap.Status), Version: snap.Version,
+		CancelReason: nullString(snap.CancelReason), AttentionReason: nullString(snap.AttentionReason),
+	}
+	var err error
+	if row.PaymentInstructions, err = instructionsColumn(snap.Instructions); err != nil {
+		return row, err
+	}
+	if snap.Shipment != nil {
+		row.Shipment = spanner.NullJSON{Value: snap.Shipment, Valid: true}
+	}
+	if len(snap.Compensations) > 0 {
+		row.Compensations = spanner.NullJSON{Value: snap.Compensations, Valid: true}
+	}
+	return row, nil
+}
+
+// nextSeq returns the timeline sequence number after the order's last row.
+func nextSeq(ctx context.Context, txn *spanner.ReadWriteTransaction, id string) (int64, error) {
+	timeline, err := ordersdb.ReadOrderTimelineRows(ctx, txn, spanner.Key{id}.AsPrefix())
+	if err != nil {
+		return 0, err
+	}
+	if n := len(timeline); n > 0 {
+		return timeline[n-1].Seq + 1, nil
+	}
+	return 1, nil
 }
 
 // readOrder reads an order and its lines.
@@ -265,14 +365,37 @@ func readOrder(ctx context.Context, r dao.Reader, id string) (*order.Order, erro
 	if err != nil {
 		return nil, fmt.Errorf("order %s: %w", id, err)
 	}
-	// Orders placed before migration 0003 have NULL payment columns: the zero Payment, no e-mail.
+	var shipment *order.Shipment
+	if err := jsonColumn(row.Shipment, &shipment); err != nil {
+		return nil, fmt.Errorf("order %s: shipment: %w", id, err)
+	}
+	var comps []order.Compensation
+	if err := jsonColumn(row.Compensations, &comps); err != nil {
+		return nil, fmt.Errorf("order %s: compensations: %w", id, err)
+	}
+	// Orders placed before migration 0003 have NULL payment columns: the zero Payment, no e-mail;
+	// before 0004, no language (Japanese) and no saga columns.
 	return order.Restore(order.Snapshot{
 		ID: row.OrderId, CustomerID: row.CustomerId, Status: order.Status(row.Status), Currency: row.Currency,
 		Lines: lines, TotalMinor: row.TotalMinor, Version: row.Version, CancelReason: row.CancelReason.StringVal,
 		Payment:      order.Payment{Method: order.PaymentMethod(row.PaymentMethod.StringVal), Detail: row.PaymentDetail.StringVal},
 		Email:        row.Email.StringVal,
 		Instructions: instructions,
+		Language:     order.Language(row.Language.StringVal),
+		Shipment:     shipment, Compensations: comps, AttentionReason: row.AttentionReason.StringVal,
 	})
+}
+
+// jsonColumn decodes a JSON column into v (left as it is when the column is NULL).
+func jsonColumn(c spanner.NullJSON, v any) error {
+	if !c.Valid {
+		return nil
+	}
+	b, err := json.Marshal(c.Value)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
 }
 
 // Order implements app.Repository: one read-only transaction, so the order, its lines and its

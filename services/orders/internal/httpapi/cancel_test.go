@@ -1,0 +1,102 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"cloud.google.com/go/spanner"
+	"github.com/google/uuid"
+
+	"github.com/spanmart/spanmart/gen/dao/ordersdb"
+	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
+	"github.com/spanmart/spanmart/services/orders/internal/orderstest"
+)
+
+// setStatus moves an order to status directly in the database, as the saga would have.
+func (f *fixture) setStatus(t *testing.T, id, status string) {
+	t.Helper()
+	row := ordersdb.Order{OrderId: id, Status: status, UpdatedAt: spanner.CommitTimestamp}
+	m, err := row.UpdateColumns(ordersdb.OrderColStatus, ordersdb.OrderColUpdatedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.client.Apply(context.Background(), []*spanner.Mutation{m}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) place(t *testing.T) string {
+	t.Helper()
+	resp := f.do(t, http.MethodPost, "/v1/orders", uuid.NewString(), orderBody)
+	if resp.status != http.StatusCreated {
+		t.Fatalf("POST = %d %s", resp.status, resp.body)
+	}
+	return decode[httpapi.Order](t, resp.body).ID
+}
+
+func TestCancelOrder(t *testing.T) {
+	f := newFixture(t)
+	id := f.place(t)
+	resp := f.do(t, http.MethodPost, "/v1/orders/"+id+"/cancel", "c1", "")
+	if resp.status != http.StatusAccepted {
+		t.Fatalf("cancel = %d %s, want 202", resp.status, resp.body)
+	}
+	got := decode[httpapi.Order](t, resp.body)
+	if got.Status != "CANCELLING" || got.CancelReason == nil || *got.CancelReason != "customer_request" || len(got.Compensations) != 1 {
+		t.Errorf("cancelled order = %+v", got)
+	}
+	// The same key again: the stored response, marked replayed; the order is not touched again.
+	again := f.do(t, http.MethodPost, "/v1/orders/"+id+"/cancel", "c1", "{}")
+	if again.status != http.StatusAccepted || again.header.Get(httpapi.HeaderIdempotentReplayed) != "true" || string(again.body) != string(resp.body) {
+		t.Errorf("replay = %d %q %s", again.status, again.header.Get(httpapi.HeaderIdempotentReplayed), again.body)
+	}
+	// Another key: the order is already cancelling, answered as it is.
+	other := f.do(t, http.MethodPost, "/v1/orders/"+id+"/cancel", "c2", "")
+	if other.status != http.StatusOK || decode[httpapi.Order](t, other.body).Status != "CANCELLING" {
+		t.Errorf("second cancel = %d %s, want 200 CANCELLING", other.status, other.body)
+	}
+	s := orderstest.Read(t, f.client)
+	var cancelled int
+	for _, e := range s.Outbox {
+		if e.EventType == "order.cancelled" {
+			cancelled++
+		}
+	}
+	if cancelled != 1 {
+		t.Errorf("%d order.cancelled events, want 1", cancelled)
+	}
+	// The key is bound to its order.
+	id2 := f.place(t)
+	if r := f.do(t, http.MethodPost, "/v1/orders/"+id2+"/cancel", "c1", ""); r.status != http.StatusUnprocessableEntity {
+		t.Errorf("key of another order = %d %s, want 422", r.status, r.body)
+	}
+}
+
+func TestCancelOrderRefused(t *testing.T) {
+	f := newFixture(t)
+	shipped := f.place(t)
+	f.setStatus(t, shipped, "SHIPPED")
+	tests := []struct {
+		name, path, key, body string
+		want                  int
+	}{
+		{"shipped", "/v1/orders/" + shipped + "/cancel", "k1", "", http.StatusConflict},
+		{"unknown order", "/v1/orders/00000000-0000-4000-8000-000000000000/cancel", "k2", "", http.StatusNotFound},
+		{"not a uuid", "/v1/orders/nope/cancel", "k3", "", http.StatusBadRequest},
+		{"no key", "/v1/orders/" + shipped + "/cancel", "", "", http.StatusBadRequest},
+		{"a body", "/v1/orders/" + shipped + "/cancel", "k4", `{"reason": "changed my mind"}`, http.StatusBadRequest},
+		{"not json", "/v1/orders/" + shipped + "/cancel", "k5", `cancel!`, http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.do(t, http.MethodPost, tt.path, tt.key, tt.body)
+			if r.status != tt.want || r.header.Get("Content-Type") != "application/problem+json" {
+				t.Errorf("= %d %s %s, want %d problem+json", r.status, r.header.Get("Content-Type"), r.body, tt.want)
+			}
+		})
+	}
+	if o := decode[httpapi.Order](t, f.do(t, http.MethodGet, "/v1/orders/"+shipped, "", "").body); o.Status != "SHIPPED" {
+		t.Errorf("a refused cancel changed the order: %s", o.Status)
+	}
+}
