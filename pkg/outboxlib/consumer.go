@@ -412,6 +412,7 @@ func (c *Consumer) serveEvent(ec echo.Context) error {
 	}
 	outcome, commitTS, rec, err := c.apply(ctx, h, d)
 	if err == nil {
+		rec.committed()
 		if len(rec.notes) > 0 {
 			log = log.With(zap.Strings("notes", rec.notes))
 		}
@@ -559,11 +560,33 @@ func (c *Consumer) handlerTransaction(ctx context.Context, fn func(context.Conte
 
 type attemptKey struct{}
 
-// attempt is what one run of a handler transaction recorded: the handler's notes (Note) and the
-// pending shards of the events it appended (Append), which the consumer nudges after the commit.
+// attempt is what one run of a handler transaction recorded: the handler's notes (Note), the
+// pending shards of the events it appended (Append), which the consumer nudges after the commit,
+// and what it asked to run once committed (OnCommit).
 type attempt struct {
-	notes  []string
-	shards []int64
+	notes    []string
+	shards   []int64
+	onCommit []func()
+}
+
+// committed runs what the committed attempt asked for with OnCommit, in order.
+func (a attempt) committed() {
+	for _, f := range a.onCommit {
+		f()
+	}
+}
+
+// OnCommit asks the consumer to run f once the handler's transaction has committed, and only for
+// the attempt that committed: what a handler decided beyond its writes (a metric, a counter of
+// transitions) counts once however often the client retried the transaction, and not at all if
+// it failed. f must be quick and must not fail (it is no side effect: a side effect is an intent
+// row and an After effect). Called outside the consumer (a handler run by a test), f runs at once.
+func OnCommit(ctx context.Context, f func()) {
+	if a, ok := ctx.Value(attemptKey{}).(*attempt); ok {
+		a.onCommit = append(a.onCommit, f)
+		return
+	}
+	f()
 }
 
 // Note records what a handler decided, e.g. "order already decided; nothing to reserve". The

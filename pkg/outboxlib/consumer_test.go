@@ -79,7 +79,9 @@ type fixture struct {
 	verifier *outboxlib.Verifier
 	fixed    atomic.Bool
 	tries    atomic.Int64 // handler runs in modeNoteAborted
-	effects  atomic.Int64 // runs of the After effect of effectType; the first one fails
+	// committedTry is the try whose OnCommit ran (modeNoteAborted), 0 before.
+	committedTry atomic.Int64
+	effects      atomic.Int64 // runs of the After effect of effectType; the first one fails
 }
 
 func newFixture(t *testing.T, maxAttempts int) *fixture {
@@ -172,6 +174,7 @@ func (f *fixture) receiveStock(ctx context.Context, txn *spanner.ReadWriteTransa
 	if p.Mode == modeNoteAborted {
 		try := f.tries.Add(1)
 		outboxlib.Note(ctx, fmt.Sprintf("try %d", try))
+		outboxlib.OnCommit(ctx, func() { f.committedTry.Store(try) })
 		if try == 1 {
 			// What Spanner answers when a concurrent transaction wins: the client runs the
 			// whole transaction function again.
@@ -475,8 +478,9 @@ func TestConsumerAppliesOnceAndAcknowledgesRedelivery(t *testing.T) {
 	}
 }
 
-// A handler's notes reach the event's one log line, from the transaction attempt that
-// committed only: an aborted attempt that the client retried leaves no trace.
+// A handler's notes reach the event's one log line, and its OnCommit functions run, from the
+// transaction attempt that committed only: an aborted attempt that the client retried leaves no
+// trace.
 func TestConsumerLogsNotesOfTheCommittedAttempt(t *testing.T) {
 	f := newFixture(t, 10)
 	ev := stockEvent(t, "sku-notes", 1, 2, modeNoteAborted)
@@ -500,6 +504,10 @@ func TestConsumerLogsNotesOfTheCommittedAttempt(t *testing.T) {
 	}
 	if n := f.logs.FilterMessageSnippet("try 1").Len(); n != 0 {
 		t.Errorf("%d log lines mention the aborted try", n)
+	}
+	// OnCommit ran for the attempt that committed only.
+	if got := f.committedTry.Load(); got != 2 {
+		t.Errorf("OnCommit ran for try %d, want 2", got)
 	}
 }
 

@@ -186,6 +186,7 @@ func (c *Consumer) replay(ctx context.Context, eventID, reason, by string) (stri
 		log.Warn("dead letter replay failed", zap.Error(err))
 		return "", err
 	}
+	rec.committed()
 	if len(rec.notes) > 0 {
 		log = log.With(zap.Strings("notes", rec.notes))
 	}

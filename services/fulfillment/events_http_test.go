@@ -20,6 +20,7 @@ import (
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform/platformtest"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/events"
 )
 
 const (
@@ -36,12 +37,18 @@ type fulfillment struct {
 	issuer *oidc.Issuer
 }
 
-func startFulfillment(t *testing.T) *fulfillment {
+// startFulfillment starts the service with A1 and BAD (5 on hand each) and the environment extra
+// on top of the test's.
+func startFulfillment(t *testing.T, extra map[string]string) *fulfillment {
 	t.Helper()
 	client, name := env.NewDatabase(t, dbschema.Fulfillment)
-	row := fulfillmentdb.Inventory{Sku: "A1", OnHand: 5}
-	row.SetCommitTimestamps()
-	if _, err := client.Apply(context.Background(), []*spanner.Mutation{row.Insert()}); err != nil {
+	var ms []*spanner.Mutation
+	for _, sku := range []string{"A1", "BAD"} {
+		row := fulfillmentdb.Inventory{Sku: sku, OnHand: 5}
+		row.SetCommitTimestamps()
+		ms = append(ms, row.Insert())
+	}
+	if _, err := client.Apply(context.Background(), ms); err != nil {
 		t.Fatal(err)
 	}
 
@@ -54,7 +61,7 @@ func startFulfillment(t *testing.T) *fulfillment {
 	idp.Start()
 	t.Cleanup(idp.Close)
 
-	cfg, err := loadConfig(platformtest.Getenv(map[string]string{
+	vars := map[string]string{
 		"SPANNER_DATABASE":     name,
 		"PORT":                 "0",
 		"OIDC_ISSUER":          idp.URL,
@@ -64,7 +71,11 @@ func startFulfillment(t *testing.T) *fulfillment {
 		"ADMIN_ALLOWED_EMAILS": operatorMail,
 		// Short, so that an early event is dead-lettered within the test (production: 2h).
 		"EVENTS_EARLY_PATIENCE": "50ms",
-	}))
+	}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	cfg, err := loadConfig(platformtest.Getenv(vars))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +155,7 @@ func (f *fulfillment) outboxTypes(t *testing.T) map[string]int {
 // TestEventsOverHTTP delivers order events through the outboxlib consumer over real HTTP with real
 // OIDC tokens: verification, application, the inbox, early events and dead letters.
 func TestEventsOverHTTP(t *testing.T) {
-	f := startFulfillment(t)
+	f := startFulfillment(t, nil)
 	good := f.token(t, testAudience, relayEmail)
 	created := orderEvent(t, "order.created", "o-1", 1,
 		`{"order_id":"o-1","customer_id":"c-1","currency":"JPY","total_minor":2400,"lines":[{"sku":"A1","quantity":2,"unit_price_minor":1200}],"note":"unknown fields are fine"}`)
@@ -189,7 +200,7 @@ func TestEventsOverHTTP(t *testing.T) {
 		if got := f.reserved(t); got != 2 {
 			t.Errorf("reserved = %d, want 2", got)
 		}
-		if _, err := outboxdb.ReadProcessedEvent(context.Background(), f.client.Single(), created.ID, consumerName); err != nil {
+		if _, err := outboxdb.ReadProcessedEvent(context.Background(), f.client.Single(), created.ID, events.ConsumerName); err != nil {
 			t.Errorf("ProcessedEvents row of %s: %v", created.ID, err)
 		}
 		body := platformtest.WaitStatus(t, f.url+"/v1/reservations/o-1", http.StatusOK)
@@ -216,7 +227,7 @@ func TestEventsOverHTTP(t *testing.T) {
 		if status, outcome, _ := f.deliver(t, bad, good); status != http.StatusOK || outcome != outboxlib.OutcomeDeadLettered {
 			t.Fatalf("invalid order.created: %d %q, want 200 dead_lettered", status, outcome)
 		}
-		if _, err := outboxdb.ReadDeadLetter(context.Background(), f.client.Single(), bad.ID, consumerName); err != nil {
+		if _, err := outboxdb.ReadDeadLetter(context.Background(), f.client.Single(), bad.ID, events.ConsumerName); err != nil {
 			t.Errorf("DeadLetters row of %s: %v", bad.ID, err)
 		}
 	})

@@ -1,5 +1,8 @@
 // Command fulfillment owns inventory (on-hand stock, reservations) and shipments and emits
-// inventory.* and shipment.* events.
+// inventory.* and shipment.* events: it consumes orders' order.created, order.confirmed and
+// order.cancelled, serves stock, reservations and shipments, and takes the warehouse's actions
+// (ship, fail) over HTTP. In the dev stack a simulated carrier in the process can ship pending
+// shipments itself (CARRIER_SIMULATE_AFTER). See README.md.
 //
 // Configuration is environment variables only (config.go); run (run.go) wires the service
 // together and serves until Cloud Run's SIGTERM.

@@ -2,19 +2,21 @@ package main
 
 import (
 	"context"
+	"sync"
 
 	"go.uber.org/zap"
 
+	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/app"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/carrier"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/events"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/httpapi"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/store"
 )
 
-// consumerName is fulfillment's name in ProcessedEvents, ConsumerVersions and DeadLetters.
-const consumerName = "fulfillment"
-
-// run serves until ctx is done, then shuts down gracefully and closes the Spanner client.
+// run serves until ctx is done, then shuts down gracefully: the server drains, the simulated
+// carrier (when on) stops, and the Spanner client is closed last.
 func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	client, err := platform.NewSpannerClient(ctx, cfg.Database.String())
 	if err != nil {
@@ -26,14 +28,34 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	opts.ErrorMapper = httpapi.ErrorMapper
 	srv := platform.NewServer(opts)
 	srv.AddCheck(platform.SpannerCheck("spanner", client))
-	httpapi.Register(srv.Echo, store.Reads{Client: client})
 
-	consumer, err := cfg.Events.NewConsumer(consumerName, client, srv.Registry)
+	var nudger app.Nudger
+	if n := outboxlib.NewNudger(cfg.Events.RelayURL, events.ConsumerName); n != nil {
+		nudger = n
+	}
+	// One service for every entry point: the public API, the event handlers and the simulated
+	// carrier use the same use cases and repository.
+	svc := app.New(store.New(client), nudger, app.NewMetrics(srv.Registry))
+	httpapi.Register(srv.Echo, svc)
+
+	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry)
 	if err != nil {
 		return err
 	}
-	events.Register(consumer)
+	events.Register(consumer, svc)
 	consumer.Register(srv.Echo) // events, the ledger, and the operators' dead letters under /admin
 
-	return srv.Run(ctx, cfg.Config, zap.String("database", cfg.Database.String()))
+	// The simulated carrier runs until ctx is done or the server stops (deferred: cancel it, wait
+	// for it, then close the client).
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	simCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if cfg.Carrier.After > 0 {
+		sim := &carrier.Simulator{Shipments: svc, After: cfg.Carrier.After, FailSKUs: cfg.Carrier.FailSKUs, Log: log}
+		wg.Go(func() { sim.Run(simCtx) })
+	}
+
+	return srv.Run(ctx, cfg.Config, zap.String("database", cfg.Database.String()),
+		zap.Duration("carrier_simulate_after", cfg.Carrier.After))
 }

@@ -24,6 +24,7 @@ const (
 	ShipmentColCreatedAt      = "CreatedAt"
 	ShipmentColUpdatedAt      = "UpdatedAt"
 	ShipmentColShippedAt      = "ShippedAt"
+	ShipmentColFailureReason  = "FailureReason"
 )
 
 // Shipment is a row of table Shipments, primary key (ShipmentId).
@@ -36,16 +37,17 @@ type Shipment struct {
 	Version        int64              `spanner:"Version"`        // INT64 NOT NULL
 	CreatedAt      time.Time          `spanner:"CreatedAt"`      // TIMESTAMP NOT NULL allow_commit_timestamp
 	UpdatedAt      time.Time          `spanner:"UpdatedAt"`      // TIMESTAMP NOT NULL allow_commit_timestamp
-	ShippedAt      spanner.NullTime   `spanner:"ShippedAt"`      // TIMESTAMP
+	ShippedAt      spanner.NullTime   `spanner:"ShippedAt"`      // TIMESTAMP allow_commit_timestamp
+	FailureReason  spanner.NullString `spanner:"FailureReason"`  // STRING
 }
 
 // ShipmentColumns returns the columns of table Shipments in schema order.
 func ShipmentColumns() []string {
-	return []string{ShipmentColShipmentId, ShipmentColOrderId, ShipmentColStatus, ShipmentColCarrier, ShipmentColTrackingNumber, ShipmentColVersion, ShipmentColCreatedAt, ShipmentColUpdatedAt, ShipmentColShippedAt}
+	return []string{ShipmentColShipmentId, ShipmentColOrderId, ShipmentColStatus, ShipmentColCarrier, ShipmentColTrackingNumber, ShipmentColVersion, ShipmentColCreatedAt, ShipmentColUpdatedAt, ShipmentColShippedAt, ShipmentColFailureReason}
 }
 
 // shipmentWriteColumns are the columns mutations write: every column but generated ones.
-var shipmentWriteColumns = []string{ShipmentColShipmentId, ShipmentColOrderId, ShipmentColStatus, ShipmentColCarrier, ShipmentColTrackingNumber, ShipmentColVersion, ShipmentColCreatedAt, ShipmentColUpdatedAt, ShipmentColShippedAt}
+var shipmentWriteColumns = []string{ShipmentColShipmentId, ShipmentColOrderId, ShipmentColStatus, ShipmentColCarrier, ShipmentColTrackingNumber, ShipmentColVersion, ShipmentColCreatedAt, ShipmentColUpdatedAt, ShipmentColShippedAt, ShipmentColFailureReason}
 
 // shipmentKeyColumns are the primary key columns of table Shipments.
 var shipmentKeyColumns = []string{ShipmentColShipmentId}
@@ -71,7 +73,7 @@ func ReadShipmentRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([
 }
 
 func (s *Shipment) values() []any {
-	return []any{s.ShipmentId, s.OrderId, s.Status, s.Carrier, s.TrackingNumber, s.Version, s.CreatedAt, s.UpdatedAt, s.ShippedAt}
+	return []any{s.ShipmentId, s.OrderId, s.Status, s.Carrier, s.TrackingNumber, s.Version, s.CreatedAt, s.UpdatedAt, s.ShippedAt, s.FailureReason}
 }
 
 // Insert returns a mutation inserting s; it fails at commit if the row exists.
@@ -143,4 +145,30 @@ func ReadShipmentsByOrder(ctx context.Context, r dao.Reader, orderId string) (*S
 // at most limit rows when limit > 0.
 func ReadShipmentsByOrderKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Shipment, error) {
 	return dao.ReadIndex[Shipment](ctx, r, ShipmentsTable, ShipmentsByOrderIndex, false, keys, limit, shipmentKeyColumns, ShipmentColumns(), "Shipments")
+}
+
+// ShipmentsByStatusIndex is the name of the index ShipmentsByStatus ON Shipments (Status, CreatedAt).
+// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().
+const ShipmentsByStatusIndex = "ShipmentsByStatus"
+
+// ShipmentsByStatusKey returns a key (Status, CreatedAt) of index ShipmentsByStatus.
+func ShipmentsByStatusKey(status string, createdAt time.Time) spanner.Key {
+	return spanner.Key{status, createdAt}
+}
+
+// ReadShipmentsByStatus reads the Shipments rows with the given key of index ShipmentsByStatus, in index order.
+func ReadShipmentsByStatus(ctx context.Context, r dao.Reader, status string, createdAt time.Time) ([]*Shipment, error) {
+	return ReadShipmentsByStatusKeys(ctx, r, ShipmentsByStatusKey(status, createdAt), 0)
+}
+
+// ReadShipmentsByStatusByStatus reads the Shipments rows whose key of index ShipmentsByStatus starts with (Status), in index order.
+func ReadShipmentsByStatusByStatus(ctx context.Context, r dao.Reader, status string) ([]*Shipment, error) {
+	return ReadShipmentsByStatusKeys(ctx, r, spanner.Key{status}.AsPrefix(), 0)
+}
+
+// ReadShipmentsByStatusKeys reads the Shipments rows whose key of index ShipmentsByStatus is in keys, in index order,
+// at most limit rows when limit > 0.
+func ReadShipmentsByStatusKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Shipment, error) {
+	return dao.ReadIndex[Shipment](ctx, r, ShipmentsTable, ShipmentsByStatusIndex, false, keys, limit, shipmentKeyColumns, ShipmentColumns(), "Shipments")
 }

@@ -1,10 +1,22 @@
-// Package events is fulfillment's consumer of other services' events, registered with the
-// outboxlib consumer (POST /events): order.created reserves an order's stock (all lines or none) and
-// order.cancelled releases it. Each handler runs inside the consumer's read-write transaction,
-// which also records the inbox row and the aggregate version; the handlers only change
-// fulfillment's state and append its own events (inventory.reserved, inventory.rejected,
-// inventory.released) to the outbox in the same transaction. They are idempotent on their own as
-// well: a replay of an order's event with a new event id changes nothing.
+// Package events is fulfillment's consumer of orders' events, registered with the outboxlib
+// consumer (POST /events, consumer name "fulfillment"), which verifies the caller, de-duplicates
+// deliveries (ProcessedEvents) and orders each aggregate's events in one read-write transaction
+// around the handlers below:
+//
+//   - order.created reserves the order's stock, all lines or none (app.Service.Reserve);
+//   - order.confirmed creates the order's shipment (app.Service.CreateShipment);
+//   - order.cancelled releases the stock, cancels a pending shipment, or reports that the order
+//     already shipped (app.Service.Cancel).
+//
+// A handler only decodes: it reads the payload (orders' published contract; unknown fields are
+// ignored) and calls the use case the event means, passing the consumer's transaction along as an
+// app.Txn, so fulfillment's change, its events and the inbox row commit together. This package
+// never touches the store.
+//
+// Errors: a payload that can never be applied (not JSON, no order id, invalid lines) is permanent
+// (outboxlib.Permanent: dead-lettered at once, for an operator). An order.confirmed or
+// order.cancelled for an order fulfillment has not decided yet is early (outboxlib.ErrEarly): the
+// queue delivers it again once order.created is applied. Any other error is transient.
 package events
 
 import (
@@ -16,91 +28,70 @@ import (
 	"cloud.google.com/go/spanner"
 
 	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/app"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/inventory"
-	"github.com/spanmart/spanmart/services/fulfillment/internal/store"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/shipment"
 )
 
-// Event types fulfillment consumes and emits.
+// ConsumerName is the name of this consumer in ProcessedEvents, ConsumerVersions and DeadLetters.
+const ConsumerName = "fulfillment"
+
+// Event types consumed, all of aggregate "order" (id = the order id).
 const (
-	TypeOrderCreated      = "order.created"
-	TypeOrderCancelled    = "order.cancelled"
-	TypeInventoryReserved = "inventory.reserved"
-	TypeInventoryRejected = "inventory.rejected"
-	TypeInventoryReleased = "inventory.released"
+	TypeOrderCreated   = "order.created"
+	TypeOrderConfirmed = "order.confirmed"
+	TypeOrderCancelled = "order.cancelled"
 )
-
-// AggregateType is the aggregate of the events fulfillment emits about an order's stock; its id is
-// the order id. inventory.reserved or inventory.rejected is version 1, inventory.released version 2.
-const AggregateType = "reservation"
-
-// ReasonOutOfStock is the reason of an inventory.rejected event.
-const ReasonOutOfStock = "out_of_stock"
 
 // Handler is what Register needs of an outboxlib consumer.
 type Handler interface {
 	Handle(eventType string, h outboxlib.HandlerFunc, opts ...outboxlib.HandlerOption)
 }
 
-// Register registers the handlers of every event fulfillment consumes, in the library's default
-// order: order.cancelled waits until this consumer has applied the order's order.created (the
-// relay names it as the cancellation's predecessor).
-func Register(c Handler) {
-	c.Handle(TypeOrderCreated, OrderCreated)
-	c.Handle(TypeOrderCancelled, OrderCancelled)
+// Handlers returns the handler of every consumed event type, applying them through svc.
+func Handlers(svc *app.Service) map[string]outboxlib.HandlerFunc {
+	h := &handlers{svc: svc}
+	return map[string]outboxlib.HandlerFunc{
+		TypeOrderCreated:   h.orderCreated,
+		TypeOrderConfirmed: h.orderConfirmed,
+		TypeOrderCancelled: h.orderCancelled,
+	}
 }
 
-// OrderCreatedPayload is the part of order.created that fulfillment reads (unknown fields are
-// ignored, as the contract requires).
+// Register adds every handler to c, in the library's default order per aggregate: an order's
+// order.confirmed and order.cancelled wait until this consumer has applied its order.created (the
+// relay names each event's predecessor among the types routed to fulfillment). Each handler's
+// metrics are counted once its transaction has committed (outboxlib.OnCommit).
+func Register(c Handler, svc *app.Service) {
+	for typ, h := range Handlers(svc) {
+		c.Handle(typ, h)
+	}
+}
+
+type handlers struct {
+	svc *app.Service
+}
+
+// OrderCreatedPayload is the part of order.created that fulfillment reads.
 type OrderCreatedPayload struct {
-	OrderID    string      `json:"order_id"`
-	CustomerID string      `json:"customer_id"`
-	Currency   string      `json:"currency"`
-	TotalMinor int64       `json:"total_minor"`
-	Lines      []OrderLine `json:"lines"`
+	OrderID string      `json:"order_id"`
+	Lines   []OrderLine `json:"lines"`
 }
 
 // OrderLine is a line of order.created.
 type OrderLine struct {
-	SKU            string `json:"sku"`
-	Quantity       int64  `json:"quantity"`
-	UnitPriceMinor int64  `json:"unit_price_minor"`
-}
-
-// ReservedPayload is the payload of inventory.reserved and inventory.released.
-type ReservedPayload struct {
-	OrderID string     `json:"order_id"`
-	Lines   []LineJSON `json:"lines"`
-}
-
-// LineJSON is a line of inventory.reserved and inventory.released.
-type LineJSON struct {
 	SKU      string `json:"sku"`
 	Quantity int64  `json:"quantity"`
 }
 
-// RejectedPayload is the payload of inventory.rejected.
-type RejectedPayload struct {
-	OrderID string         `json:"order_id"`
-	Reason  string         `json:"reason"`
-	Short   []ShortageJSON `json:"short"`
+// orderPayload is what fulfillment reads of order.confirmed and order.cancelled.
+type orderPayload struct {
+	OrderID string `json:"order_id"`
 }
 
-// ShortageJSON is a line of inventory.rejected that does not fit.
-type ShortageJSON struct {
-	SKU       string `json:"sku"`
-	Requested int64  `json:"requested"`
-	Available int64  `json:"available"`
-}
-
-// OrderCreated reserves every line of a new order or none, and emits inventory.reserved or
-// inventory.rejected. An order decided before (a replay with a new event id) is a no-op. A payload
-// that can never be applied (not JSON, no order id, invalid lines) is permanent: dead-lettered.
-func OrderCreated(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+func (h *handlers) orderCreated(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
 	var p OrderCreatedPayload
-	if err := json.Unmarshal(d.Payload, &p); err != nil {
-		return outboxlib.Permanent(fmt.Errorf("order.created %s: payload: %w", d.ID, err))
-	}
-	orderID, err := orderID(d, p.OrderID)
+	orderID, err := decode(d, &p, &p.OrderID)
 	if err != nil {
 		return err
 	}
@@ -108,94 +99,63 @@ func OrderCreated(ctx context.Context, txn *spanner.ReadWriteTransaction, d outb
 	for i, l := range p.Lines {
 		lines[i] = inventory.Line{SKU: l.SKU, Quantity: l.Quantity}
 	}
-	res, err := store.Reserve(ctx, txn, orderID, lines)
-	if errors.Is(err, inventory.ErrInvalid) {
-		return outboxlib.Permanent(err)
-	}
-	if err != nil {
-		return err
-	}
-	if !res.Applied {
-		outboxlib.Note(ctx, fmt.Sprintf("order %s already decided; nothing to reserve", orderID))
-		return nil
-	}
-	var ev outboxlib.Event
-	if res.Outcome.OK() {
-		payload := ReservedPayload{OrderID: orderID, Lines: linesJSON(res.Outcome.Lines)}
-		ev, err = outboxlib.NewEvent(ctx, TypeInventoryReserved, AggregateType, orderID, 1, payload)
-	} else {
-		payload := RejectedPayload{OrderID: orderID, Reason: ReasonOutOfStock}
-		for _, s := range res.Outcome.Short {
-			payload.Short = append(payload.Short, ShortageJSON{SKU: s.SKU, Requested: s.Requested, Available: s.Available})
-		}
-		ev, err = outboxlib.NewEvent(ctx, TypeInventoryRejected, AggregateType, orderID, 1, payload)
-	}
-	if err != nil {
-		return err
-	}
-	outboxlib.Note(ctx, fmt.Sprintf("order %s decided: %s", orderID, ev.Type))
-	return outboxlib.Append(ctx, txn, ev)
+	out, err := h.svc.Reserve(ctx, txn, orderID, lines)
+	return h.finish(ctx, out, err)
 }
 
-// OrderCancelled releases the stock an order holds and emits inventory.released (also for a
-// rejected order, which held nothing: every cancelled order gets one). An order whose order.created
-// has not been applied yet is early: the queue delivers it again later. An order released before is
-// a no-op; a shipped one cannot be released (permanent: an operator looks at it).
-func OrderCancelled(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
-	var p struct {
-		OrderID string `json:"order_id"`
-	}
-	if err := json.Unmarshal(d.Payload, &p); err != nil {
-		return outboxlib.Permanent(fmt.Errorf("order.cancelled %s: payload: %w", d.ID, err))
-	}
-	orderID, err := orderID(d, p.OrderID)
+func (h *handlers) orderConfirmed(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	var p orderPayload
+	orderID, err := decode(d, &p, &p.OrderID)
 	if err != nil {
 		return err
 	}
-	res, err := store.Release(ctx, txn, orderID)
-	switch {
-	case errors.Is(err, inventory.ErrNotFound):
-		return fmt.Errorf("%w: %w", outboxlib.ErrEarly, err)
-	case errors.Is(err, store.ErrShipped), errors.Is(err, inventory.ErrInvalid):
-		return outboxlib.Permanent(err)
-	case err != nil:
-		return err
-	}
-	if !res.Applied {
-		outboxlib.Note(ctx, fmt.Sprintf("order %s already released", orderID))
-		return nil
-	}
-	ev, err := outboxlib.NewEvent(ctx, TypeInventoryReleased, AggregateType, orderID, res.Version,
-		ReservedPayload{OrderID: orderID, Lines: linesJSON(res.Lines)})
-	if err != nil {
-		return err
-	}
-	outboxlib.Note(ctx, fmt.Sprintf("order %s released: %d lines", orderID, len(res.Lines)))
-	return outboxlib.Append(ctx, txn, ev)
+	out, err := h.svc.CreateShipment(ctx, txn, orderID)
+	return h.finish(ctx, out, err)
 }
 
-// orderID returns the order of an order.* event: its subject, which the payload's order_id (when
-// present) must match.
-func orderID(d outboxlib.Delivery, payloadID string) (string, error) {
+func (h *handlers) orderCancelled(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	var p orderPayload
+	orderID, err := decode(d, &p, &p.OrderID)
+	if err != nil {
+		return err
+	}
+	out, err := h.svc.Cancel(ctx, txn, orderID)
+	return h.finish(ctx, out, err)
+}
+
+// decode reads d's payload into v and returns the order of the event: its subject, which the
+// payload's order_id (*payloadID, when present) must match.
+func decode(d outboxlib.Delivery, v any, payloadID *string) (string, error) {
+	if err := json.Unmarshal(d.Payload, v); err != nil {
+		return "", outboxlib.Permanent(fmt.Errorf("%s %s: payload: %w", d.Type, d.ID, err))
+	}
 	id := d.AggregateID
 	if id == "" {
-		id = payloadID
+		id = *payloadID
 	}
 	switch {
 	case id == "":
 		return "", outboxlib.Permanent(fmt.Errorf("%s %s: no order id", d.Type, d.ID))
-	case payloadID != "" && payloadID != id:
-		return "", outboxlib.Permanent(fmt.Errorf("%s %s: payload order_id %q is not the subject %q", d.Type, d.ID, payloadID, id))
-	case len(id) > 36:
-		return "", outboxlib.Permanent(fmt.Errorf("%s %s: order id %q is longer than 36 characters", d.Type, d.ID, id))
+	case *payloadID != "" && *payloadID != id:
+		return "", outboxlib.Permanent(fmt.Errorf("%s %s: payload order_id %q is not the subject %q", d.Type, d.ID, *payloadID, id))
+	case len(id) > app.MaxOrderIDLen:
+		return "", outboxlib.Permanent(fmt.Errorf("%s %s: order id %q is longer than %d characters", d.Type, d.ID, id, app.MaxOrderIDLen))
 	}
 	return id, nil
 }
 
-func linesJSON(lines []inventory.Line) []LineJSON {
-	out := make([]LineJSON, 0, len(lines))
-	for _, l := range lines {
-		out = append(out, LineJSON{SKU: l.SKU, Quantity: l.Quantity})
+// finish turns a use case's answer into the handler's: the note for the consumer's log line, the
+// metrics for after the commit, and the error classified for the queue.
+func (h *handlers) finish(ctx context.Context, out app.Outcome, err error) error {
+	switch {
+	case errors.Is(err, inventory.ErrNotFound):
+		return fmt.Errorf("%w: %w", outboxlib.ErrEarly, err)
+	case errors.Is(err, inventory.ErrInvalid), errors.Is(err, shipment.ErrInvalid):
+		return outboxlib.Permanent(err)
+	case err != nil:
+		return err
 	}
-	return out
+	outboxlib.Note(ctx, out.Note)
+	outboxlib.OnCommit(ctx, func() { h.svc.Committed(out) })
+	return nil
 }

@@ -6,242 +6,89 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"sync"
 	"testing"
-	"time"
 
 	"cloud.google.com/go/spanner"
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/uuid"
 
 	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
-	"github.com/spanmart/spanmart/gen/dao/outboxdb"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/spannertest"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/app"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/events"
+	ft "github.com/spanmart/spanmart/services/fulfillment/internal/fulfillmenttest"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/shipment"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/store"
 )
 
 var env *spannertest.Env
 
 func TestMain(m *testing.M) { os.Exit(spannertest.Main(m, &env)) }
 
-// seed inserts Inventory rows: sku → {on hand, reserved}.
-func seed(t *testing.T, client *spanner.Client, stock map[string][2]int64) {
+// fixture is a fresh database with stock, the service over it and its handlers.
+type fixture struct {
+	client   *spanner.Client
+	svc      *app.Service
+	handlers map[string]outboxlib.HandlerFunc
+}
+
+func newFixture(t *testing.T, stock map[string][2]int64) *fixture {
 	t.Helper()
-	var ms []*spanner.Mutation
-	for sku, s := range stock {
-		row := fulfillmentdb.Inventory{Sku: sku, OnHand: s[0], Reserved: s[1]}
-		row.SetCommitTimestamps()
-		ms = append(ms, row.Insert())
-	}
-	if _, err := client.Apply(context.Background(), ms); err != nil {
-		t.Fatal(err)
-	}
+	client, _ := env.NewDatabase(t, dbschema.Fulfillment)
+	ft.Seed(t, client, stock)
+	svc := app.New(store.New(client), nil, nil)
+	return &fixture{client: client, svc: svc, handlers: events.Handlers(svc)}
 }
 
-// delivery returns an order event as the consumer would hand it over, with a fresh event id.
-func delivery(t *testing.T, typ, orderID string, version int64, payload any) outboxlib.Delivery {
+// apply runs the handler of d's type in a transaction of its own, as the consumer does.
+func (f *fixture) apply(d outboxlib.Delivery) error {
+	return ft.Apply(f.client, f.handlers[d.Type], d)
+}
+
+func (f *fixture) mustApply(t *testing.T, d outboxlib.Delivery) {
 	t.Helper()
-	body, err := json.Marshal(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return outboxlib.Delivery{Event: outboxlib.Event{
-		ID: uuid.NewString(), Type: typ, Source: "//spanmart/orders", AggregateType: "order",
-		AggregateID: orderID, AggregateVersion: version, SchemaVersion: 1,
-		OccurredAt: time.Now().UTC(), Payload: body,
-	}}
-}
-
-type line struct {
-	SKU string
-	Qty int64
-}
-
-func orderCreated(t *testing.T, orderID string, lines ...line) outboxlib.Delivery {
-	t.Helper()
-	var ls []map[string]any
-	for _, l := range lines {
-		ls = append(ls, map[string]any{"sku": l.SKU, "quantity": l.Qty, "unit_price_minor": 1200, "gift_wrap": false})
-	}
-	return delivery(t, events.TypeOrderCreated, orderID, 1, map[string]any{
-		"order_id": orderID, "customer_id": "c-1", "currency": "JPY", "total_minor": 2400,
-		"lines": ls, "placed_via": "web", // unknown fields are tolerated
-	})
-}
-
-// apply runs h in a read-write transaction of its own, as the consumer does.
-func apply(client *spanner.Client, h outboxlib.HandlerFunc, d outboxlib.Delivery) error {
-	_, err := client.ReadWriteTransaction(context.Background(), func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
-		return h(ctx, txn, d)
-	})
-	return err
-}
-
-func mustApply(t *testing.T, client *spanner.Client, h outboxlib.HandlerFunc, d outboxlib.Delivery) {
-	t.Helper()
-	if err := apply(client, h, d); err != nil {
-		t.Fatalf("%s: %v", d.Type, err)
-	}
-}
-
-// stockRow is an Inventory row without its timestamp.
-type stockRow struct {
-	SKU              string
-	OnHand, Reserved int64
-}
-
-func inventory(t *testing.T, client *spanner.Client) []stockRow {
-	t.Helper()
-	rows, err := fulfillmentdb.ReadInventoryRows(context.Background(), client.Single(), spanner.AllKeys())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []stockRow
-	for _, r := range rows {
-		out = append(out, stockRow{r.Sku, r.OnHand, r.Reserved})
-	}
-	return out
-}
-
-// reservationRow is a Reservations row without its timestamps.
-type reservationRow struct {
-	OrderID, SKU string
-	Qty          int64
-	Status       string
-}
-
-func reservations(t *testing.T, client *spanner.Client) []reservationRow {
-	t.Helper()
-	rows, err := fulfillmentdb.ReadReservationRows(context.Background(), client.Single(), spanner.AllKeys())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []reservationRow
-	for _, r := range rows {
-		out = append(out, reservationRow{r.OrderId, r.Sku, r.Quantity, r.Status})
-	}
-	return out
-}
-
-// decision is an OrderReservations row without its timestamps.
-type decision struct {
-	OrderID, Status string
-	Version         int64
-}
-
-func decisions(t *testing.T, client *spanner.Client) []decision {
-	t.Helper()
-	rows, err := fulfillmentdb.ReadOrderReservationRows(context.Background(), client.Single(), spanner.AllKeys())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []decision
-	for _, r := range rows {
-		out = append(out, decision{r.OrderId, r.Status, r.Version})
-	}
-	return out
-}
-
-// outboxRow is what a consumer of fulfillment's events sees of an outbox row.
-type outboxRow struct {
-	Type, AggregateType, AggregateID string
-	Version                          int64
-	Payload                          any
-	Pending                          bool
-}
-
-// outbox returns the outbox rows ordered by aggregate id, version and type.
-func outbox(t *testing.T, client *spanner.Client) []outboxRow {
-	t.Helper()
-	rows, err := outboxdb.ReadOutboxEventRows(context.Background(), client.Single(), spanner.AllKeys())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []outboxRow
-	for _, r := range rows {
-		var payload any
-		b, _ := json.Marshal(r.Payload.Value)
-		if err := json.Unmarshal(b, &payload); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := uuid.Parse(r.EventId); err != nil || r.SchemaVersion != 1 {
-			t.Errorf("outbox row %s: schema version %d (%v)", r.EventId, r.SchemaVersion, err)
-		}
-		out = append(out, outboxRow{r.EventType, r.AggregateType, r.AggregateId, r.AggregateVersion, payload, r.PendingShard.Valid})
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.AggregateID != b.AggregateID {
-			return a.AggregateID < b.AggregateID
-		}
-		if a.Version != b.Version {
-			return a.Version < b.Version
-		}
-		return a.Type < b.Type
-	})
-	return out
-}
-
-// js decodes a JSON literal, the way payloads read back from the outbox are compared.
-func js(t *testing.T, s string) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-func check[T any](t *testing.T, what string, want, got T) {
-	t.Helper()
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", what, diff)
-	}
+	ft.MustApply(t, f.client, f.handlers[d.Type], d)
 }
 
 func TestOrderCreatedReserves(t *testing.T) {
-	client, _ := env.NewDatabase(t, dbschema.Fulfillment)
-	seed(t, client, map[string][2]int64{"A1": {5, 0}, "B2": {1, 0}})
+	f := newFixture(t, map[string][2]int64{"A1": {5, 0}, "B2": {1, 0}})
 
-	mustApply(t, client, events.OrderCreated, orderCreated(t, "o-1", line{"A1", 2}))
+	f.mustApply(t, ft.OrderCreated(t, "o-1", ft.Line{SKU: "A1", Qty: 2}))
 
-	check(t, "inventory", []stockRow{{"A1", 5, 2}, {"B2", 1, 0}}, inventory(t, client))
-	check(t, "reservations", []reservationRow{{"o-1", "A1", 2, "HELD"}}, reservations(t, client))
-	check(t, "decisions", []decision{{"o-1", "HELD", 1}}, decisions(t, client))
-	check(t, "outbox", []outboxRow{{
+	ft.Check(t, "inventory", []ft.StockRow{ft.Stock("A1", 5, 2), ft.Stock("B2", 1, 0)}, ft.Inventory(t, f.client))
+	ft.Check(t, "reservations", []ft.ReservationRow{ft.Held("o-1", "A1", 2, "HELD")}, ft.Reservations(t, f.client))
+	ft.Check(t, "decisions", []ft.Decision{ft.Decided("o-1", "HELD", 1)}, ft.Decisions(t, f.client))
+	ft.Check(t, "outbox", []ft.OutboxRow{{
 		Type: "inventory.reserved", AggregateType: "reservation", AggregateID: "o-1", Version: 1, Pending: true,
-		Payload: js(t, `{"order_id":"o-1","lines":[{"sku":"A1","quantity":2}]}`),
-	}}, outbox(t, client))
+		Payload: ft.JS(t, `{"order_id":"o-1","lines":[{"sku":"A1","quantity":2}]}`),
+	}}, ft.Outbox(t, f.client))
 }
 
 func TestOrderCreatedRejectsWhenShort(t *testing.T) {
-	client, _ := env.NewDatabase(t, dbschema.Fulfillment)
-	seed(t, client, map[string][2]int64{"A1": {5, 0}, "B2": {3, 0}})
-	before, err := fulfillmentdb.ReadInventory(context.Background(), client.Single(), "A1")
+	f := newFixture(t, map[string][2]int64{"A1": {5, 0}, "B2": {3, 0}})
+	before, err := fulfillmentdb.ReadInventory(context.Background(), f.client.Single(), "A1")
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	mustApply(t, client, events.OrderCreated, orderCreated(t, "o-1", line{"B2", 1}, line{"A1", 10}, line{"ZZ", 1}))
+	f.mustApply(t, ft.OrderCreated(t, "o-1", ft.Line{SKU: "B2", Qty: 1}, ft.Line{SKU: "A1", Qty: 10}, ft.Line{SKU: "ZZ", Qty: 1}))
 
-	check(t, "inventory", []stockRow{{"A1", 5, 0}, {"B2", 3, 0}}, inventory(t, client))
-	after, err := fulfillmentdb.ReadInventory(context.Background(), client.Single(), "A1")
+	ft.Check(t, "inventory", []ft.StockRow{ft.Stock("A1", 5, 0), ft.Stock("B2", 3, 0)}, ft.Inventory(t, f.client))
+	after, err := fulfillmentdb.ReadInventory(context.Background(), f.client.Single(), "A1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !after.UpdatedAt.Equal(before.UpdatedAt) {
 		t.Errorf("A1 UpdatedAt changed from %v to %v: stock was written", before.UpdatedAt, after.UpdatedAt)
 	}
-	check(t, "reservations", nil, reservations(t, client))
-	check(t, "decisions", []decision{{"o-1", "REJECTED", 1}}, decisions(t, client))
-	check(t, "outbox", []outboxRow{{
+	ft.Check(t, "reservations", nil, ft.Reservations(t, f.client))
+	ft.Check(t, "decisions", []ft.Decision{ft.Decided("o-1", "REJECTED", 1)}, ft.Decisions(t, f.client))
+	ft.Check(t, "outbox", []ft.OutboxRow{{
 		Type: "inventory.rejected", AggregateType: "reservation", AggregateID: "o-1", Version: 1, Pending: true,
-		Payload: js(t, `{"order_id":"o-1","reason":"out_of_stock","short":[
+		Payload: ft.JS(t, `{"order_id":"o-1","reason":"out_of_stock","short":[
 			{"sku":"A1","requested":10,"available":5},{"sku":"ZZ","requested":1,"available":0}]}`),
-	}}, outbox(t, client))
+	}}, ft.Outbox(t, f.client))
 }
 
 func TestOrderCreatedReplayWithNewEventID(t *testing.T) {
@@ -255,21 +102,19 @@ func TestOrderCreatedReplayWithNewEventID(t *testing.T) {
 		{"rejected once", 1, "REJECTED"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			client, _ := env.NewDatabase(t, dbschema.Fulfillment)
-			seed(t, client, map[string][2]int64{"A1": {tt.onHand, 0}})
-			mustApply(t, client, events.OrderCreated, orderCreated(t, "o-1", line{"A1", 2}))
-			if _, err := client.Apply(context.Background(), []*spanner.Mutation{
+			f := newFixture(t, map[string][2]int64{"A1": {tt.onHand, 0}})
+			f.mustApply(t, ft.OrderCreated(t, "o-1", ft.Line{SKU: "A1", Qty: 2}))
+			if _, err := f.client.Apply(context.Background(), []*spanner.Mutation{
 				spanner.Update(fulfillmentdb.InventoryTable, []string{"Sku", "OnHand"}, []any{"A1", int64(10)}),
 			}); err != nil {
 				t.Fatal(err)
 			}
-			again := orderCreated(t, "o-1", line{"A1", 2}) // same order, new event id
-			mustApply(t, client, events.OrderCreated, again)
+			f.mustApply(t, ft.OrderCreated(t, "o-1", ft.Line{SKU: "A1", Qty: 2})) // same order, new event id
 
 			wantReserved := map[string]int64{"HELD": 2, "REJECTED": 0}[tt.want]
-			check(t, "inventory", []stockRow{{"A1", 10, wantReserved}}, inventory(t, client))
-			check(t, "decisions", []decision{{"o-1", tt.want, 1}}, decisions(t, client))
-			if got := outbox(t, client); len(got) != 1 {
+			ft.Check(t, "inventory", []ft.StockRow{ft.Stock("A1", 10, wantReserved)}, ft.Inventory(t, f.client))
+			ft.Check(t, "decisions", []ft.Decision{ft.Decided("o-1", tt.want, 1)}, ft.Decisions(t, f.client))
+			if got := ft.Outbox(t, f.client); len(got) != 1 {
 				t.Errorf("outbox has %d rows, want 1: %+v", len(got), got)
 			}
 		})
@@ -279,18 +124,17 @@ func TestOrderCreatedReplayWithNewEventID(t *testing.T) {
 // TestOrderCreatedConcurrent runs orders competing for the last units in concurrent read-write
 // transactions: the Inventory CHECK must hold and exactly as many orders as there are units win.
 func TestOrderCreatedConcurrent(t *testing.T) {
-	client, _ := env.NewDatabase(t, dbschema.Fulfillment)
-	seed(t, client, map[string][2]int64{"A1": {10, 7}, "B2": {100, 0}})
+	f := newFixture(t, map[string][2]int64{"A1": {10, 7}, "B2": {100, 0}})
 
 	const orders = 10
 	errs := make([]error, orders)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range orders {
-		d := orderCreated(t, fmt.Sprintf("o-%02d", i), line{"B2", 1}, line{"A1", 1})
+		d := ft.OrderCreated(t, fmt.Sprintf("o-%02d", i), ft.Line{SKU: "B2", Qty: 1}, ft.Line{SKU: "A1", Qty: 1})
 		wg.Go(func() {
 			<-start
-			errs[i] = apply(client, events.OrderCreated, d)
+			errs[i] = f.apply(d)
 		})
 	}
 	close(start)
@@ -301,78 +145,166 @@ func TestOrderCreatedConcurrent(t *testing.T) {
 		}
 	}
 
-	check(t, "inventory", []stockRow{{"A1", 10, 10}, {"B2", 100, 3}}, inventory(t, client))
+	ft.Check(t, "inventory", []ft.StockRow{ft.Stock("A1", 10, 10), ft.Stock("B2", 100, 3)}, ft.Inventory(t, f.client))
 	count := map[string]int{}
-	for _, d := range decisions(t, client) {
+	for _, d := range ft.Decisions(t, f.client) {
 		count[d.Status]++
 	}
-	check(t, "decisions by status", map[string]int{"HELD": 3, "REJECTED": 7}, count)
-	if got := len(reservations(t, client)); got != 2*3 {
+	ft.Check(t, "decisions by status", map[string]int{"HELD": 3, "REJECTED": 7}, count)
+	if got := len(ft.Reservations(t, f.client)); got != 2*3 {
 		t.Errorf("%d reservation rows, want 6", got)
 	}
-	types := map[string]int{}
-	for _, e := range outbox(t, client) {
-		types[e.Type]++
-	}
-	check(t, "events by type", map[string]int{"inventory.reserved": 3, "inventory.rejected": 7}, types)
+	ft.Check(t, "events by type", map[string]int{"inventory.reserved": 3, "inventory.rejected": 7}, ft.OutboxTypes(t, f.client))
 }
 
 func TestOrderCancelled(t *testing.T) {
-	cancelled := func(t *testing.T, orderID string) outboxlib.Delivery {
-		return delivery(t, events.TypeOrderCancelled, orderID, 2, map[string]any{"order_id": orderID, "reason": "customer"})
-	}
 	t.Run("releases held stock once", func(t *testing.T) {
-		client, _ := env.NewDatabase(t, dbschema.Fulfillment)
-		seed(t, client, map[string][2]int64{"A1": {5, 1}, "B2": {2, 0}})
-		mustApply(t, client, events.OrderCreated, orderCreated(t, "o-1", line{"A1", 2}, line{"B2", 2}))
-		mustApply(t, client, events.OrderCancelled, cancelled(t, "o-1"))
-		mustApply(t, client, events.OrderCancelled, cancelled(t, "o-1")) // replay, new event id
+		f := newFixture(t, map[string][2]int64{"A1": {5, 1}, "B2": {2, 0}})
+		f.mustApply(t, ft.OrderCreated(t, "o-1", ft.Line{SKU: "A1", Qty: 2}, ft.Line{SKU: "B2", Qty: 2}))
+		f.mustApply(t, ft.OrderCancelled(t, "o-1", 2))
+		f.mustApply(t, ft.OrderCancelled(t, "o-1", 2)) // replay, new event id
 
-		check(t, "inventory", []stockRow{{"A1", 5, 1}, {"B2", 2, 0}}, inventory(t, client))
-		check(t, "reservations", []reservationRow{{"o-1", "A1", 2, "RELEASED"}, {"o-1", "B2", 2, "RELEASED"}}, reservations(t, client))
-		check(t, "decisions", []decision{{"o-1", "RELEASED", 2}}, decisions(t, client))
-		got := outbox(t, client)
+		ft.Check(t, "inventory", []ft.StockRow{ft.Stock("A1", 5, 1), ft.Stock("B2", 2, 0)}, ft.Inventory(t, f.client))
+		ft.Check(t, "reservations", []ft.ReservationRow{ft.Held("o-1", "A1", 2, "RELEASED"), ft.Held("o-1", "B2", 2, "RELEASED")}, ft.Reservations(t, f.client))
+		ft.Check(t, "decisions", []ft.Decision{ft.Decided("o-1", "RELEASED", 2)}, ft.Decisions(t, f.client))
+		got := ft.Outbox(t, f.client)
 		if len(got) != 2 {
 			t.Fatalf("outbox = %+v, want reserved and released", got)
 		}
-		check(t, "released event", outboxRow{
+		ft.Check(t, "released event", ft.OutboxRow{
 			Type: "inventory.released", AggregateType: "reservation", AggregateID: "o-1", Version: 2, Pending: true,
-			Payload: js(t, `{"order_id":"o-1","lines":[{"sku":"A1","quantity":2},{"sku":"B2","quantity":2}]}`),
+			Payload: ft.JS(t, `{"order_id":"o-1","lines":[{"sku":"A1","quantity":2},{"sku":"B2","quantity":2}]}`),
 		}, got[1])
 	})
 	t.Run("rejected order is released with no lines", func(t *testing.T) {
-		client, _ := env.NewDatabase(t, dbschema.Fulfillment)
-		seed(t, client, map[string][2]int64{"A1": {1, 0}})
-		mustApply(t, client, events.OrderCreated, orderCreated(t, "o-1", line{"A1", 2}))
-		mustApply(t, client, events.OrderCancelled, cancelled(t, "o-1"))
-		mustApply(t, client, events.OrderCancelled, cancelled(t, "o-1"))
+		f := newFixture(t, map[string][2]int64{"A1": {1, 0}})
+		f.mustApply(t, ft.OrderCreated(t, "o-1", ft.Line{SKU: "A1", Qty: 2}))
+		f.mustApply(t, ft.OrderCancelled(t, "o-1", 2))
+		f.mustApply(t, ft.OrderCancelled(t, "o-1", 2))
 
-		check(t, "inventory", []stockRow{{"A1", 1, 0}}, inventory(t, client))
-		check(t, "decisions", []decision{{"o-1", "REJECTED", 2}}, decisions(t, client))
-		got := outbox(t, client)
+		ft.Check(t, "inventory", []ft.StockRow{ft.Stock("A1", 1, 0)}, ft.Inventory(t, f.client))
+		ft.Check(t, "decisions", []ft.Decision{ft.Decided("o-1", "REJECTED", 2)}, ft.Decisions(t, f.client))
+		got := ft.Outbox(t, f.client)
 		if len(got) != 2 {
 			t.Fatalf("outbox = %+v, want rejected and released", got)
 		}
-		check(t, "released event", outboxRow{
+		ft.Check(t, "released event", ft.OutboxRow{
 			Type: "inventory.released", AggregateType: "reservation", AggregateID: "o-1", Version: 2, Pending: true,
-			Payload: js(t, `{"order_id":"o-1","lines":[]}`),
+			Payload: ft.JS(t, `{"order_id":"o-1","lines":[]}`),
 		}, got[1])
 	})
 	t.Run("before order.created is early", func(t *testing.T) {
-		client, _ := env.NewDatabase(t, dbschema.Fulfillment)
-		err := apply(client, events.OrderCancelled, cancelled(t, "o-1"))
+		f := newFixture(t, nil)
+		err := f.apply(ft.OrderCancelled(t, "o-1", 2))
 		if !errors.Is(err, outboxlib.ErrEarly) || outboxlib.IsPermanent(err) {
 			t.Errorf("order.cancelled before order.created = %v, want ErrEarly", err)
 		}
-		check(t, "outbox", nil, outbox(t, client))
+		ft.Check(t, "outbox", nil, ft.Outbox(t, f.client))
+	})
+	t.Run("cancels a pending shipment with the release", func(t *testing.T) {
+		f := newFixture(t, map[string][2]int64{"A1": {5, 0}})
+		f.mustApply(t, ft.OrderCreated(t, "o-1", ft.Line{SKU: "A1", Qty: 2}))
+		f.mustApply(t, ft.OrderConfirmed(t, "o-1", 3))
+		f.mustApply(t, ft.OrderCancelled(t, "o-1", 4))
+		f.mustApply(t, ft.OrderCancelled(t, "o-1", 4)) // replay, new event id
+
+		id := shipment.IDFor("o-1")
+		ft.Check(t, "shipments", []ft.ShipmentRow{{ID: id, OrderID: "o-1", Status: "CANCELLED", Version: 2}}, ft.Shipments(t, f.client))
+		ft.Check(t, "inventory", []ft.StockRow{ft.Stock("A1", 5, 0)}, ft.Inventory(t, f.client))
+		ft.Check(t, "decisions", []ft.Decision{ft.Decided("o-1", "RELEASED", 2)}, ft.Decisions(t, f.client))
+		ft.Check(t, "events by type", map[string]int{"inventory.reserved": 1, "inventory.released": 1}, ft.OutboxTypes(t, f.client))
+	})
+	t.Run("after shipping, emits inventory.release_failed once", func(t *testing.T) {
+		f := newFixture(t, map[string][2]int64{"A1": {5, 0}})
+		f.mustApply(t, ft.OrderCreated(t, "o-1", ft.Line{SKU: "A1", Qty: 2}))
+		f.mustApply(t, ft.OrderConfirmed(t, "o-1", 3))
+		id := shipment.IDFor("o-1")
+		if _, _, err := f.svc.Ship(context.Background(), id, "yamato", "T-1"); err != nil {
+			t.Fatal(err)
+		}
+		f.mustApply(t, ft.OrderCancelled(t, "o-1", 4))
+		f.mustApply(t, ft.OrderCancelled(t, "o-1", 4)) // replay, new event id
+
+		ft.Check(t, "inventory: shipped, nothing released", []ft.StockRow{ft.Stock("A1", 3, 0)}, ft.Inventory(t, f.client))
+		ft.Check(t, "reservations", []ft.ReservationRow{ft.Held("o-1", "A1", 2, "SHIPPED")}, ft.Reservations(t, f.client))
+		ft.Check(t, "decisions", []ft.Decision{ft.Decided("o-1", "SHIPPED", 2)}, ft.Decisions(t, f.client))
+		ft.Check(t, "shipments", []ft.ShipmentRow{{ID: id, OrderID: "o-1", Status: "SHIPPED", Carrier: "yamato", TrackingNumber: "T-1", Version: 2, Shipped: true}},
+			ft.Shipments(t, f.client))
+		ft.Check(t, "release_failed event", []ft.OutboxRow{{
+			Type: "inventory.release_failed", AggregateType: "reservation", AggregateID: "o-1", Version: 2, Pending: true,
+			Payload: ft.JS(t, `{"order_id":"o-1","reason":"already_shipped"}`),
+		}}, ft.OutboxOf(t, f.client, "inventory.release_failed"))
+		ft.Check(t, "events by type", map[string]int{"inventory.reserved": 1, "shipment.shipped": 1, "inventory.release_failed": 1}, ft.OutboxTypes(t, f.client))
+	})
+	t.Run("after a failed shipment, releases and leaves the shipment FAILED", func(t *testing.T) {
+		f := newFixture(t, map[string][2]int64{"A1": {5, 0}})
+		f.mustApply(t, ft.OrderCreated(t, "o-1", ft.Line{SKU: "A1", Qty: 2}))
+		f.mustApply(t, ft.OrderConfirmed(t, "o-1", 3))
+		id := shipment.IDFor("o-1")
+		if _, _, err := f.svc.Fail(context.Background(), id, shipment.ReasonLostBeforeHandover); err != nil {
+			t.Fatal(err)
+		}
+		ft.Check(t, "inventory: still held after the failure", []ft.StockRow{ft.Stock("A1", 5, 2)}, ft.Inventory(t, f.client))
+		f.mustApply(t, ft.OrderCancelled(t, "o-1", 4))
+
+		ft.Check(t, "inventory", []ft.StockRow{ft.Stock("A1", 5, 0)}, ft.Inventory(t, f.client))
+		ft.Check(t, "decisions", []ft.Decision{ft.Decided("o-1", "RELEASED", 2)}, ft.Decisions(t, f.client))
+		ft.Check(t, "shipments", []ft.ShipmentRow{{ID: id, OrderID: "o-1", Status: "FAILED", FailureReason: "lost_before_handover", Version: 2}},
+			ft.Shipments(t, f.client))
+		ft.Check(t, "events by type", map[string]int{"inventory.reserved": 1, "shipment.failed": 1, "inventory.released": 1}, ft.OutboxTypes(t, f.client))
+	})
+}
+
+func TestOrderConfirmed(t *testing.T) {
+	t.Run("creates the shipment once", func(t *testing.T) {
+		f := newFixture(t, map[string][2]int64{"A1": {5, 0}, "B2": {5, 0}})
+		f.mustApply(t, ft.OrderCreated(t, "o-1", ft.Line{SKU: "B2", Qty: 1}, ft.Line{SKU: "A1", Qty: 2}))
+		f.mustApply(t, ft.OrderConfirmed(t, "o-1", 3))
+		f.mustApply(t, ft.OrderConfirmed(t, "o-1", 3)) // replay, new event id
+
+		id := shipment.IDFor("o-1")
+		ft.Check(t, "shipments", []ft.ShipmentRow{{ID: id, OrderID: "o-1", Status: "PENDING", Version: 1}}, ft.Shipments(t, f.client))
+		sh, err := f.svc.Shipment(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ft.Check(t, "shipment lines", "[{A1 2} {B2 1}]", fmt.Sprint(sh.Lines()))
+		if sh.CreatedAt().IsZero() || !sh.ShippedAt().IsZero() {
+			t.Errorf("created at %v, shipped at %v; want a commit timestamp and none", sh.CreatedAt(), sh.ShippedAt())
+		}
+		ft.Check(t, "inventory: still held", []ft.StockRow{ft.Stock("A1", 5, 2), ft.Stock("B2", 5, 1)}, ft.Inventory(t, f.client))
+		ft.Check(t, "events: a shipment emits none when created", map[string]int{"inventory.reserved": 1}, ft.OutboxTypes(t, f.client))
+	})
+	t.Run("after the reservation was released creates nothing", func(t *testing.T) {
+		f := newFixture(t, map[string][2]int64{"A1": {5, 0}})
+		f.mustApply(t, ft.OrderCreated(t, "o-1", ft.Line{SKU: "A1", Qty: 2}))
+		f.mustApply(t, ft.OrderCancelled(t, "o-1", 2))
+		f.mustApply(t, ft.OrderConfirmed(t, "o-1", 3))
+
+		ft.Check(t, "shipments", nil, ft.Shipments(t, f.client))
+		ft.Check(t, "decisions", []ft.Decision{ft.Decided("o-1", "RELEASED", 2)}, ft.Decisions(t, f.client))
+		ft.Check(t, "events by type", map[string]int{"inventory.reserved": 1, "inventory.released": 1}, ft.OutboxTypes(t, f.client))
+	})
+	t.Run("of a rejected order creates nothing", func(t *testing.T) {
+		f := newFixture(t, map[string][2]int64{"A1": {1, 0}})
+		f.mustApply(t, ft.OrderCreated(t, "o-1", ft.Line{SKU: "A1", Qty: 2}))
+		f.mustApply(t, ft.OrderConfirmed(t, "o-1", 3))
+		ft.Check(t, "shipments", nil, ft.Shipments(t, f.client))
+	})
+	t.Run("before order.created is early", func(t *testing.T) {
+		f := newFixture(t, nil)
+		err := f.apply(ft.OrderConfirmed(t, "o-1", 3))
+		if !errors.Is(err, outboxlib.ErrEarly) || outboxlib.IsPermanent(err) {
+			t.Errorf("order.confirmed before order.created = %v, want ErrEarly", err)
+		}
+		ft.Check(t, "shipments", nil, ft.Shipments(t, f.client))
 	})
 }
 
 func TestPermanentErrors(t *testing.T) {
-	client, _ := env.NewDatabase(t, dbschema.Fulfillment)
-	seed(t, client, map[string][2]int64{"A1": {5, 0}})
+	f := newFixture(t, map[string][2]int64{"A1": {5, 0}})
 	raw := func(typ, subject, body string) outboxlib.Delivery {
-		d := delivery(t, typ, subject, 1, nil)
+		d := ft.Delivery(t, typ, subject, 1, nil)
 		d.Payload = json.RawMessage(body)
 		return d
 	}
@@ -385,17 +317,15 @@ func TestPermanentErrors(t *testing.T) {
 		"quantity is a string":   raw(events.TypeOrderCreated, "o-1", `{"order_id":"o-1","lines":[{"sku":"A1","quantity":"1"}]}`),
 		"order id is too long":   raw(events.TypeOrderCreated, "o-0123456789012345678901234567890123456789", `{"lines":[{"sku":"A1","quantity":1}]}`),
 		"cancelled, no order id": raw(events.TypeOrderCancelled, "", `{}`),
+		"confirmed, not json":    raw(events.TypeOrderConfirmed, "o-1", `"o-1"`),
+		"confirmed, other order": raw(events.TypeOrderConfirmed, "o-1", `{"order_id":"o-2"}`),
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := events.OrderCreated
-			if d.Type == events.TypeOrderCancelled {
-				h = events.OrderCancelled
-			}
-			if err := apply(client, h, d); !outboxlib.IsPermanent(err) {
+			if err := f.apply(d); !outboxlib.IsPermanent(err) {
 				t.Errorf("handler = %v, want a permanent error", err)
 			}
 		})
 	}
-	check(t, "inventory", []stockRow{{"A1", 5, 0}}, inventory(t, client))
-	check(t, "outbox", nil, outbox(t, client))
+	ft.Check(t, "inventory", []ft.StockRow{ft.Stock("A1", 5, 0)}, ft.Inventory(t, f.client))
+	ft.Check(t, "outbox", nil, ft.Outbox(t, f.client))
 }

@@ -1,43 +1,66 @@
-// Package httpapi is the public, read-only HTTP API of the fulfillment service (api/openapi.yaml):
-// stock levels and order reservations. Errors are problem+json through the platform's error
-// handler; ErrorMapper maps the domain's.
+// Package httpapi is the public HTTP API of the fulfillment service (api/openapi.yaml): stock
+// levels, order reservations, shipments, and the warehouse's actions on a shipment (ship, fail).
+// It decodes requests, calls the use cases of package app and renders their answers; errors are
+// problem+json through the platform's error handler, with the domain's errors mapped by
+// ErrorMapper.
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/app"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/inventory"
-	"github.com/spanmart/spanmart/services/fulfillment/internal/store"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/shipment"
 )
 
-// ErrorMapper maps domain errors to statuses, for platform.ServerOptions.
+// ErrorMapper maps domain errors to statuses, for platform.ServerOptions: unknown things are 404,
+// requests that can never succeed 400, and a shipment that cannot take the action (it has moved
+// on, or took it with other details) 409.
 var ErrorMapper = platform.MapErrors(map[error]int{
-	inventory.ErrNotFound: http.StatusNotFound,
-	inventory.ErrInvalid:  http.StatusBadRequest,
+	inventory.ErrNotFound:         http.StatusNotFound,
+	inventory.ErrInvalid:          http.StatusBadRequest,
+	shipment.ErrNotFound:          http.StatusNotFound,
+	shipment.ErrInvalid:           http.StatusBadRequest,
+	shipment.ErrIllegalTransition: http.StatusConflict,
+	shipment.ErrConflict:          http.StatusConflict,
 })
 
-// Reads is what the API reads; store.Reads implements it.
-type Reads interface {
+// Service is what the API needs of the use cases; *app.Service implements it.
+type Service interface {
 	ListStock(ctx context.Context) ([]inventory.Stock, error)
 	Stock(ctx context.Context, sku string) (inventory.Stock, error)
-	Reservation(ctx context.Context, orderID string) (store.Reservation, error)
+	Reservation(ctx context.Context, orderID string) (app.Reservation, error)
+	Shipment(ctx context.Context, id string) (*shipment.Shipment, error)
+	ShipmentsOfOrder(ctx context.Context, orderID string) ([]*shipment.Shipment, error)
+	Ship(ctx context.Context, id, carrier, trackingNumber string) (*shipment.Shipment, bool, error)
+	Fail(ctx context.Context, id, reason string) (*shipment.Shipment, bool, error)
 }
 
+var _ Service = (*app.Service)(nil)
+
 // Register adds the public routes to e.
-func Register(e *echo.Echo, r Reads) {
-	h := &handler{reads: r}
+func Register(e *echo.Echo, svc Service) {
+	h := &handler{svc: svc}
 	e.GET("/v1/inventory", h.listInventory)
 	e.GET("/v1/inventory/:sku", h.getInventory)
 	e.GET("/v1/reservations/:order_id", h.getReservation)
+	e.GET("/v1/shipments", h.listShipments)
+	e.GET("/v1/shipments/:id", h.getShipment)
+	e.POST("/v1/shipments/:id/ship", h.ship)
+	e.POST("/v1/shipments/:id/fail", h.fail)
 }
 
 type handler struct {
-	reads Reads
+	svc Service
 }
 
 // Stock is the representation of a SKU's stock level.
@@ -70,12 +93,73 @@ type ReservationLine struct {
 	Status   string `json:"status"`
 }
 
+// Shipment is the representation of a shipment. Carrier, TrackingNumber and ShippedAt are null
+// until it ships, FailureReason unless it failed.
+type Shipment struct {
+	ShipmentID     string         `json:"shipment_id"`
+	OrderID        string         `json:"order_id"`
+	Status         string         `json:"status"`
+	Version        int64          `json:"version"`
+	Carrier        *string        `json:"carrier"`
+	TrackingNumber *string        `json:"tracking_number"`
+	FailureReason  *string        `json:"failure_reason"`
+	Lines          []ShipmentLine `json:"lines"`
+	CreatedAt      time.Time      `json:"created_at"`
+	UpdatedAt      time.Time      `json:"updated_at"`
+	ShippedAt      *time.Time     `json:"shipped_at"`
+}
+
+// ShipmentLine is one SKU of a shipment.
+type ShipmentLine struct {
+	SKU      string `json:"sku"`
+	Quantity int64  `json:"quantity"`
+}
+
+// ShipmentList is the response of GET /v1/shipments.
+type ShipmentList struct {
+	Items []Shipment `json:"items"`
+}
+
+// ShipRequest is the body of POST /v1/shipments/{id}/ship.
+type ShipRequest struct {
+	Carrier        string `json:"carrier"`
+	TrackingNumber string `json:"tracking_number"`
+}
+
+// FailRequest is the body of POST /v1/shipments/{id}/fail.
+type FailRequest struct {
+	Reason string `json:"reason"`
+}
+
 func stockJSON(s inventory.Stock) Stock {
 	return Stock{SKU: s.SKU(), OnHand: s.OnHand(), Reserved: s.Reserved(), Available: s.Available()}
 }
 
+func shipmentJSON(s *shipment.Shipment) Shipment {
+	out := Shipment{
+		ShipmentID: s.ID(), OrderID: s.OrderID(), Status: string(s.Status()), Version: s.Version(),
+		Carrier: optional(s.Carrier()), TrackingNumber: optional(s.TrackingNumber()), FailureReason: optional(s.FailureReason()),
+		Lines: []ShipmentLine{}, CreatedAt: s.CreatedAt().UTC(), UpdatedAt: s.UpdatedAt().UTC(),
+	}
+	for _, l := range s.Lines() {
+		out.Lines = append(out.Lines, ShipmentLine{SKU: l.SKU, Quantity: l.Quantity})
+	}
+	if t := s.ShippedAt(); !t.IsZero() {
+		t = t.UTC()
+		out.ShippedAt = &t
+	}
+	return out
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
 func (h *handler) listInventory(c echo.Context) error {
-	stock, err := h.reads.ListStock(c.Request().Context())
+	stock, err := h.svc.ListStock(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -87,11 +171,7 @@ func (h *handler) listInventory(c echo.Context) error {
 }
 
 func (h *handler) getInventory(c echo.Context) error {
-	sku := c.Param("sku")
-	if sku == "" || len(sku) > 64 {
-		return platform.NewProblem(http.StatusNotFound, "unknown sku")
-	}
-	s, err := h.reads.Stock(c.Request().Context(), sku)
+	s, err := h.svc.Stock(c.Request().Context(), c.Param("sku"))
 	if err != nil {
 		return err
 	}
@@ -99,20 +179,96 @@ func (h *handler) getInventory(c echo.Context) error {
 }
 
 func (h *handler) getReservation(c echo.Context) error {
-	id := c.Param("order_id")
-	if id == "" || len(id) > 36 {
-		return platform.NewProblem(http.StatusNotFound, "no reservation for this order")
-	}
-	r, err := h.reads.Reservation(c.Request().Context(), id)
+	r, err := h.svc.Reservation(c.Request().Context(), c.Param("order_id"))
 	if err != nil {
 		return err
 	}
 	out := Reservation{
-		OrderID: r.OrderID, Status: r.Status, Version: r.Version, Lines: make([]ReservationLine, 0, len(r.Lines)),
+		OrderID: r.OrderID, Status: string(r.Status), Version: r.Version, Lines: make([]ReservationLine, 0, len(r.Lines)),
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 	for _, l := range r.Lines {
 		out.Lines = append(out.Lines, ReservationLine{SKU: l.SKU, Quantity: l.Quantity, Status: l.Status})
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+func (h *handler) listShipments(c echo.Context) error {
+	if _, ok := c.QueryParams()["order_id"]; !ok {
+		return platform.NewProblem(http.StatusBadRequest, "query parameter order_id is required")
+	}
+	ss, err := h.svc.ShipmentsOfOrder(c.Request().Context(), c.QueryParam("order_id"))
+	if err != nil {
+		return err
+	}
+	out := ShipmentList{Items: make([]Shipment, 0, len(ss))}
+	for _, s := range ss {
+		out.Items = append(out.Items, shipmentJSON(s))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h *handler) getShipment(c echo.Context) error {
+	s, err := h.svc.Shipment(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, shipmentJSON(s))
+}
+
+// ship and fail answer 200 with the shipment, whether this request moved it or an identical one
+// did before.
+func (h *handler) ship(c echo.Context) error {
+	var req ShipRequest
+	return h.act(c, &req, func(ctx context.Context, id string) (*shipment.Shipment, bool, error) {
+		return h.svc.Ship(ctx, id, req.Carrier, req.TrackingNumber)
+	})
+}
+
+func (h *handler) fail(c echo.Context) error {
+	var req FailRequest
+	return h.act(c, &req, func(ctx context.Context, id string) (*shipment.Shipment, bool, error) {
+		return h.svc.Fail(ctx, id, req.Reason)
+	})
+}
+
+// act decodes the body of a warehouse action into req and runs it on the shipment of the path.
+func (h *handler) act(c echo.Context, req any, run func(ctx context.Context, id string) (*shipment.Shipment, bool, error)) error {
+	if err := decode(c.Request().Body, req); err != nil {
+		return err
+	}
+	s, _, err := run(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return asProblem(err)
+	}
+	return c.JSON(http.StatusOK, shipmentJSON(s))
+}
+
+// decode reads a request body strictly: unknown fields and trailing data are 400, so a typo
+// ("tracking_no") is not silently a request without a tracking number.
+func decode(body io.Reader, v any) error {
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return err // an oversized body is the platform's 413
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return platform.NewProblem(http.StatusBadRequest, "request body is not valid: "+err.Error())
+	}
+	if dec.More() {
+		return platform.NewProblem(http.StatusBadRequest, "request body has data after the JSON object")
+	}
+	return nil
+}
+
+// asProblem gives validation errors their list of problems as the "errors" member.
+func asProblem(err error) error {
+	var ve *shipment.ValidationError
+	if errors.As(err, &ve) {
+		p := platform.NewProblem(http.StatusBadRequest, "the request is invalid")
+		p.Extensions = map[string]any{"errors": ve.Problems}
+		return p.Wrap(err)
+	}
+	return err
 }

@@ -17,10 +17,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/pkg/spannertest"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/app"
+	ft "github.com/spanmart/spanmart/services/fulfillment/internal/fulfillmenttest"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/httpapi"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/inventory"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/store"
@@ -33,56 +34,59 @@ func TestMain(m *testing.M) { os.Exit(spannertest.Main(m, &env)) }
 func newServer(t *testing.T, client *spanner.Client) *platform.Server {
 	t.Helper()
 	srv := platform.NewServer(platform.ServerOptions{Service: "fulfillment", Version: "test", ErrorMapper: httpapi.ErrorMapper})
-	httpapi.Register(srv.Echo, store.Reads{Client: client})
+	httpapi.Register(srv.Echo, app.New(store.New(client), nil, nil))
 	return srv
 }
 
 // serve starts the API on a real HTTP server over a fresh database with A1 (5 on hand) and B2 (3
-// on hand), order o-held holding 2 A1 and 1 B2 and order o-rejected rejected.
-func serve(t *testing.T) string {
+// on hand), order o-held holding 2 A1 and 1 B2 and order o-rejected rejected. It returns the
+// server's URL and the service behind it.
+func serve(t *testing.T) (string, *spanner.Client, *app.Service) {
 	t.Helper()
 	client, _ := env.NewDatabase(t, dbschema.Fulfillment)
-	var ms []*spanner.Mutation
-	for sku, onHand := range map[string]int64{"A1": 5, "B2": 3} {
-		row := fulfillmentdb.Inventory{Sku: sku, OnHand: onHand}
-		row.SetCommitTimestamps()
-		ms = append(ms, row.Insert())
-	}
-	if _, err := client.Apply(context.Background(), ms); err != nil {
-		t.Fatal(err)
-	}
+	ft.Seed(t, client, map[string][2]int64{"A1": {5, 0}, "B2": {3, 0}})
+	svc := app.New(store.New(client), nil, nil)
 	for id, lines := range map[string][]inventory.Line{
 		"o-held":     {{SKU: "B2", Quantity: 1}, {SKU: "A1", Quantity: 2}},
 		"o-rejected": {{SKU: "A1", Quantity: 9}},
 	} {
-		if _, err := client.ReadWriteTransaction(context.Background(), func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
-			_, err := store.Reserve(ctx, txn, id, lines)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		ft.Run(t, client, func(ctx context.Context, txn app.Txn) (app.Outcome, error) { return svc.Reserve(ctx, txn, id, lines) })
 	}
 	hs := httptest.NewServer(newServer(t, client).Echo)
 	t.Cleanup(hs.Close)
-	return hs.URL
+	return hs.URL, client, svc
 }
 
-func get(t *testing.T, url string) (int, string, map[string]any) {
+// do sends a request (a JSON body unless it is "") and returns the status, the content type and
+// the decoded JSON object of the answer.
+func do(t *testing.T, method, url, body string) (int, string, map[string]any) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil {
-		t.Fatalf("GET %s: body is not a JSON object: %v: %s", url, err, body)
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("%s %s: body is not a JSON object: %v: %s", method, url, err, data)
 	}
 	return resp.StatusCode, resp.Header.Get("Content-Type"), m
+}
+
+func get(t *testing.T, url string) (int, string, map[string]any) {
+	t.Helper()
+	return do(t, http.MethodGet, url, "")
 }
 
 func js(t *testing.T, s string) map[string]any {
@@ -95,7 +99,7 @@ func js(t *testing.T, s string) map[string]any {
 }
 
 func TestReads(t *testing.T) {
-	url := serve(t)
+	url, _, _ := serve(t)
 	for _, tt := range []struct {
 		path string
 		want string
@@ -129,7 +133,7 @@ func TestReads(t *testing.T) {
 }
 
 func TestNotFound(t *testing.T) {
-	url := serve(t)
+	url, _, _ := serve(t)
 	for _, path := range []string{"/v1/inventory/NOPE", "/v1/reservations/o-unknown", "/v1/reservations/" + strings.Repeat("x", 37)} {
 		t.Run(path, func(t *testing.T) {
 			status, ct, got := get(t, url+path)

@@ -1,7 +1,9 @@
-// Package inventory is fulfillment's domain: stock levels and the all-or-nothing reservation of an
-// order's lines. Stock is held as a reservation (Reserved) and leaves OnHand only when it ships, so
-// Available = OnHand - Reserved is what a new order may take. No I/O here; internal/store reads and
-// writes the rows.
+// Package inventory is fulfillment's stock domain: stock levels, the all-or-nothing reservation of
+// an order's lines (Reserve) and the reservation aggregate that records what fulfillment decided
+// for an order and what became of it (Reservation: held, rejected, released, shipped). Stock is
+// held as a reservation (Reserved) and leaves OnHand only when it ships, so Available = OnHand -
+// Reserved is what a new order may take. No I/O here; internal/store reads and writes the rows,
+// internal/app decides which change an event or a request means.
 package inventory
 
 import (
@@ -53,6 +55,17 @@ func (s Stock) Release(qty int64) (Stock, error) {
 	if qty <= 0 || qty > s.reserved {
 		return s, fmt.Errorf("release %d of %s with %d reserved: %w", qty, s.sku, s.reserved, ErrInvalid)
 	}
+	s.reserved -= qty
+	return s, nil
+}
+
+// Ship returns s with qty reserved units gone from the warehouse (a shipped order's hold): both
+// OnHand and Reserved drop by qty.
+func (s Stock) Ship(qty int64) (Stock, error) {
+	if qty <= 0 || qty > s.reserved {
+		return s, fmt.Errorf("ship %d of %s with %d reserved: %w", qty, s.sku, s.reserved, ErrInvalid)
+	}
+	s.onHand -= qty
 	s.reserved -= qty
 	return s, nil
 }

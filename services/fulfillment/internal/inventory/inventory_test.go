@@ -151,7 +151,7 @@ func TestNewStock(t *testing.T) {
 	}
 }
 
-func TestRelease(t *testing.T) {
+func TestReleaseStock(t *testing.T) {
 	s := stock(t, "A1", 5, 3)
 	got, err := s.Release(2)
 	if err != nil || got.Reserved() != 1 || got.OnHand() != 5 {

@@ -1,193 +1,318 @@
-// Package store is fulfillment's Spanner code: the reservation of an order's lines and its release,
-// each inside the caller's read-write transaction (the outboxlib consumer's, which also records the
-// inbox row), and the reads behind the HTTP API. It maps Spanner and gen/dao errors to the domain's
-// (inventory.ErrNotFound) once, here.
+// Package store keeps fulfillment's state in Spanner through the generated gen/dao/fulfillmentdb
+// code (stock, the reservations of orders, shipments) and appends its events to the outbox
+// (pkg/outboxlib) in the same read-write transaction as the change they announce. Spanner and
+// gen/dao errors are mapped to the domain's (inventory.ErrNotFound, shipment.ErrNotFound) here and
+// nowhere else.
+//
+// Store implements app.Repository: Update opens a transaction of its own, UpdateInTxn runs in the
+// event consumer's, which reaches it through the app layer as an app.Txn (a
+// *spanner.ReadWriteTransaction, the only type it accepts); both hand the closure an app.Tx bound
+// to that transaction. The reads behind the API are strong reads.
 package store
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"cloud.google.com/go/spanner"
 
 	"github.com/spanmart/spanmart/gen/dao"
 	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
+	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/app"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/inventory"
+	"github.com/spanmart/spanmart/services/fulfillment/internal/shipment"
 )
 
-// Statuses of OrderReservations (the order's decision) and Reservations (its lines).
-const (
-	StatusHeld     = "HELD"
-	StatusRejected = "REJECTED"
-	StatusReleased = "RELEASED"
-	StatusShipped  = "SHIPPED"
-)
-
-// ErrShipped is returned by Release for an order whose stock has shipped: nothing can be released.
-var ErrShipped = errors.New("reservation already shipped")
-
-// Reserved is what Reserve did.
-type Reserved struct {
-	// Applied is false when the order had been decided before (a replay, whatever its event id):
-	// nothing was written and Outcome is empty.
-	Applied bool
-	Outcome inventory.Outcome
+// Store is the Spanner repository of fulfillment. It implements app.Repository.
+type Store struct {
+	client *spanner.Client
 }
 
-// Reserve decides an order once: every line is reserved (Inventory.Reserved += quantity,
-// Reservations rows HELD, OrderReservations HELD at version 1) or none is (OrderReservations
-// REJECTED at version 1, stock untouched). Lines that can never be valid wrap inventory.ErrInvalid.
-// The reads lock the rows they read, so concurrent reservations of the same SKUs serialize and the
-// Inventory CHECK cannot be violated by a lost update.
-func Reserve(ctx context.Context, txn *spanner.ReadWriteTransaction, orderID string, lines []inventory.Line) (Reserved, error) {
-	lines, err := inventory.NormalizeLines(lines)
-	if err != nil {
-		return Reserved{}, fmt.Errorf("reserve order %s: %w", orderID, err)
-	}
-	if _, err := fulfillmentdb.ReadOrderReservation(ctx, txn, orderID); err == nil {
-		return Reserved{}, nil
-	} else if !errors.Is(err, dao.ErrNotFound) {
-		return Reserved{}, fmt.Errorf("reserve order %s: %w", orderID, err)
-	}
-	keys := make([]spanner.Key, len(lines))
-	for i, l := range lines {
-		keys[i] = fulfillmentdb.InventoryKey(l.SKU)
-	}
-	rows, err := fulfillmentdb.ReadInventoryRows(ctx, txn, spanner.KeySetFromKeys(keys...))
-	if err != nil {
-		return Reserved{}, fmt.Errorf("reserve order %s: %w", orderID, err)
-	}
-	stock, err := toStock(rows)
-	if err != nil {
-		return Reserved{}, fmt.Errorf("reserve order %s: %w", orderID, err)
-	}
-	outcome, err := inventory.Reserve(stock, lines)
-	if err != nil {
-		return Reserved{}, fmt.Errorf("reserve order %s: %w", orderID, err)
-	}
+var (
+	_ app.Repository = (*Store)(nil)
+	_ app.Tx         = (*tx)(nil)
+)
 
-	head := &fulfillmentdb.OrderReservation{OrderId: orderID, Status: StatusRejected, Version: 1}
-	head.SetCommitTimestamps()
-	ms := []*spanner.Mutation{}
-	if outcome.OK() {
-		head.Status = StatusHeld
-		for _, s := range outcome.Stock {
-			m, err := stockUpdate(s)
+// New returns a store on client.
+func New(client *spanner.Client) *Store { return &Store{client: client} }
+
+// Update implements app.Repository.
+func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx app.Tx) error) error {
+	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+		return fn(ctx, &tx{txn: txn})
+	})
+	return err
+}
+
+// UpdateInTxn implements app.Repository; t must be the caller's *spanner.ReadWriteTransaction.
+func (s *Store) UpdateInTxn(ctx context.Context, t app.Txn, fn func(ctx context.Context, tx app.Tx) error) error {
+	txn, ok := t.(*spanner.ReadWriteTransaction)
+	if !ok || txn == nil {
+		return fmt.Errorf("the transaction is a %T, want a *spanner.ReadWriteTransaction", t)
+	}
+	return fn(ctx, &tx{txn: txn})
+}
+
+// tx is the repository bound to one read-write transaction.
+type tx struct {
+	txn *spanner.ReadWriteTransaction
+}
+
+func (t *tx) Reservation(ctx context.Context, orderID string) (*inventory.Reservation, error) {
+	head, err := fulfillmentdb.ReadOrderReservation(ctx, t.txn, orderID)
+	if errors.Is(err, dao.ErrNotFound) {
+		return nil, fmt.Errorf("no reservation for order %s: %w", orderID, inventory.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read reservation %s: %w", orderID, err)
+	}
+	rows, err := fulfillmentdb.ReadReservationRows(ctx, t.txn, spanner.Key{orderID}.AsPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("read reservation %s: %w", orderID, err)
+	}
+	return inventory.RestoreReservation(head.OrderId, inventory.ReservationStatus(head.Status), head.Version, lines(rows))
+}
+
+func (t *tx) Stock(ctx context.Context, skus []string) ([]inventory.Stock, error) {
+	keys := make([]spanner.Key, len(skus))
+	for i, sku := range skus {
+		keys[i] = fulfillmentdb.InventoryKey(sku)
+	}
+	rows, err := fulfillmentdb.ReadInventoryRows(ctx, t.txn, spanner.KeySetFromKeys(keys...))
+	if err != nil {
+		return nil, fmt.Errorf("read stock: %w", err)
+	}
+	return toStock(rows)
+}
+
+func (t *tx) Shipment(ctx context.Context, id string) (*shipment.Shipment, error) {
+	return readShipment(ctx, t.txn, id)
+}
+
+func (t *tx) SaveReservation(ctx context.Context, r *inventory.Reservation, created bool) error {
+	status := string(r.Status())
+	var ms []*spanner.Mutation
+	if created {
+		head := fulfillmentdb.OrderReservation{OrderId: r.OrderID(), Status: status, Version: r.Version()}
+		head.SetCommitTimestamps()
+		ms = append(ms, head.Insert())
+		for _, l := range r.Lines() {
+			row := fulfillmentdb.Reservation{OrderId: r.OrderID(), Sku: l.SKU, Quantity: l.Quantity, Status: status}
+			row.SetCommitTimestamps()
+			ms = append(ms, row.Insert())
+		}
+		return t.txn.BufferWrite(ms)
+	}
+	head := fulfillmentdb.OrderReservation{OrderId: r.OrderID(), Status: status, Version: r.Version(), UpdatedAt: spanner.CommitTimestamp}
+	m, err := head.UpdateColumns(fulfillmentdb.OrderReservationColStatus, fulfillmentdb.OrderReservationColVersion, fulfillmentdb.OrderReservationColUpdatedAt)
+	if err != nil {
+		return err
+	}
+	ms = append(ms, m)
+	if r.LinesChanged() {
+		for _, l := range r.Lines() {
+			row := fulfillmentdb.Reservation{OrderId: r.OrderID(), Sku: l.SKU, Status: status, UpdatedAt: spanner.CommitTimestamp}
+			m, err := row.UpdateColumns(fulfillmentdb.ReservationColStatus, fulfillmentdb.ReservationColUpdatedAt)
 			if err != nil {
-				return Reserved{}, err
+				return err
 			}
 			ms = append(ms, m)
 		}
-		for _, l := range outcome.Lines {
-			r := &fulfillmentdb.Reservation{OrderId: orderID, Sku: l.SKU, Quantity: l.Quantity, Status: StatusHeld}
-			r.SetCommitTimestamps()
-			ms = append(ms, r.Insert())
+	}
+	return t.txn.BufferWrite(ms)
+}
+
+// SaveStock writes both levels. They were read in this transaction, whose locks keep them until
+// the commit, so a concurrent change of either (another order, a receipt of stock) serializes with
+// it instead of being overwritten.
+func (t *tx) SaveStock(ctx context.Context, stock ...inventory.Stock) error {
+	ms := make([]*spanner.Mutation, 0, len(stock))
+	for _, s := range stock {
+		row := fulfillmentdb.Inventory{Sku: s.SKU(), OnHand: s.OnHand(), Reserved: s.Reserved(), UpdatedAt: spanner.CommitTimestamp}
+		m, err := row.UpdateColumns(fulfillmentdb.InventoryColOnHand, fulfillmentdb.InventoryColReserved, fulfillmentdb.InventoryColUpdatedAt)
+		if err != nil {
+			return err
 		}
+		ms = append(ms, m)
 	}
-	ms = append(ms, head.Insert())
-	if err := txn.BufferWrite(ms); err != nil {
-		return Reserved{}, fmt.Errorf("reserve order %s: %w", orderID, err)
-	}
-	return Reserved{Applied: true, Outcome: outcome}, nil
+	return t.txn.BufferWrite(ms)
 }
 
-// Released is what Release did.
-type Released struct {
-	// Applied is false when the order had been released before: nothing was written.
-	Applied bool
-	// Lines are the lines whose stock was released; empty for a rejected order, which held none.
-	Lines []inventory.Line
-	// Version is the reservation aggregate's new version (that of the inventory.released event).
-	Version int64
+func (t *tx) SaveShipment(ctx context.Context, s *shipment.Shipment, created bool) error {
+	snap := s.Snapshot()
+	row := fulfillmentdb.Shipment{
+		ShipmentId: snap.ID, OrderId: snap.OrderID, Status: string(snap.Status), Version: snap.Version,
+		Carrier: nullString(snap.Carrier), TrackingNumber: nullString(snap.TrackingNumber), FailureReason: nullString(snap.FailureReason),
+		UpdatedAt: spanner.CommitTimestamp,
+	}
+	if snap.Status == shipment.Shipped {
+		row.ShippedAt = dao.NullCommitTimestamp
+	}
+	if created {
+		row.CreatedAt = spanner.CommitTimestamp
+		return t.txn.BufferWrite([]*spanner.Mutation{row.Insert()})
+	}
+	m, err := row.UpdateColumns(fulfillmentdb.ShipmentColStatus, fulfillmentdb.ShipmentColVersion, fulfillmentdb.ShipmentColCarrier,
+		fulfillmentdb.ShipmentColTrackingNumber, fulfillmentdb.ShipmentColFailureReason, fulfillmentdb.ShipmentColShippedAt,
+		fulfillmentdb.ShipmentColUpdatedAt)
+	if err != nil {
+		return err
+	}
+	return t.txn.BufferWrite([]*spanner.Mutation{m})
 }
 
-// Release gives back the stock of an order: its HELD lines become RELEASED and their units leave
-// Inventory.Reserved. A rejected order held nothing; it is released once too (version 2), so that
-// every cancelled order gets its inventory.released. An order never decided is inventory.ErrNotFound
-// (its order.created has not been applied yet); a shipped one is ErrShipped.
-func Release(ctx context.Context, txn *spanner.ReadWriteTransaction, orderID string) (Released, error) {
+func (t *tx) Append(ctx context.Context, events ...app.Event) error {
+	out := make([]outboxlib.Event, 0, len(events))
+	for _, e := range events {
+		ev, err := outboxlib.NewEvent(ctx, e.Type, e.AggregateType, e.AggregateID, e.Version, e.Payload)
+		if err != nil {
+			return err
+		}
+		out = append(out, ev)
+	}
+	return outboxlib.Append(ctx, t.txn, out...)
+}
+
+// ListStock implements app.Repository.
+func (s *Store) ListStock(ctx context.Context) ([]inventory.Stock, error) {
+	rows, err := fulfillmentdb.ReadInventoryRows(ctx, s.client.Single(), spanner.AllKeys())
+	if err != nil {
+		return nil, fmt.Errorf("list stock: %w", err)
+	}
+	return toStock(rows)
+}
+
+// Stock implements app.Repository.
+func (s *Store) Stock(ctx context.Context, sku string) (inventory.Stock, error) {
+	row, err := fulfillmentdb.ReadInventory(ctx, s.client.Single(), sku)
+	if errors.Is(err, dao.ErrNotFound) {
+		return inventory.Stock{}, fmt.Errorf("sku %q: %w", sku, inventory.ErrNotFound)
+	}
+	if err != nil {
+		return inventory.Stock{}, fmt.Errorf("read stock %s: %w", sku, err)
+	}
+	return inventory.NewStock(row.Sku, row.OnHand, row.Reserved)
+}
+
+// Reservation implements app.Repository.
+func (s *Store) Reservation(ctx context.Context, orderID string) (app.Reservation, error) {
+	txn := s.client.ReadOnlyTransaction() // both reads at one timestamp
+	defer txn.Close()
 	head, err := fulfillmentdb.ReadOrderReservation(ctx, txn, orderID)
 	if errors.Is(err, dao.ErrNotFound) {
-		return Released{}, fmt.Errorf("release order %s: no reservation: %w", orderID, inventory.ErrNotFound)
+		return app.Reservation{}, fmt.Errorf("reservation of order %q: %w", orderID, inventory.ErrNotFound)
 	}
 	if err != nil {
-		return Released{}, fmt.Errorf("release order %s: %w", orderID, err)
+		return app.Reservation{}, fmt.Errorf("read reservation %s: %w", orderID, err)
 	}
-	switch {
-	case head.Status == StatusShipped:
-		return Released{}, fmt.Errorf("release order %s: %w", orderID, ErrShipped)
-	case head.Status == StatusReleased, head.Status == StatusRejected && head.Version > 1:
-		return Released{}, nil
-	}
-
-	var ms []*spanner.Mutation
-	var released []inventory.Line
-	if head.Status == StatusHeld {
-		lines, err := fulfillmentdb.ReadReservationRows(ctx, txn, spanner.Key{orderID}.AsPrefix())
-		if err != nil {
-			return Released{}, fmt.Errorf("release order %s: %w", orderID, err)
-		}
-		keys := make([]spanner.Key, 0, len(lines))
-		for _, l := range lines {
-			keys = append(keys, fulfillmentdb.InventoryKey(l.Sku))
-		}
-		rows, err := fulfillmentdb.ReadInventoryRows(ctx, txn, spanner.KeySetFromKeys(keys...))
-		if err != nil {
-			return Released{}, fmt.Errorf("release order %s: %w", orderID, err)
-		}
-		stock, err := toStock(rows)
-		if err != nil {
-			return Released{}, fmt.Errorf("release order %s: %w", orderID, err)
-		}
-		bySKU := make(map[string]inventory.Stock, len(stock))
-		for _, s := range stock {
-			bySKU[s.SKU()] = s
-		}
-		for _, l := range lines {
-			if l.Status != StatusHeld {
-				continue
-			}
-			s, ok := bySKU[l.Sku]
-			if !ok {
-				return Released{}, fmt.Errorf("release order %s: sku %s has no inventory row", orderID, l.Sku)
-			}
-			s, err := s.Release(l.Quantity)
-			if err != nil {
-				return Released{}, fmt.Errorf("release order %s: %w", orderID, err)
-			}
-			bySKU[l.Sku] = s
-			m, err := stockUpdate(s)
-			if err != nil {
-				return Released{}, err
-			}
-			l.Status, l.UpdatedAt = StatusReleased, spanner.CommitTimestamp
-			rm, err := l.UpdateColumns(fulfillmentdb.ReservationColStatus, fulfillmentdb.ReservationColUpdatedAt)
-			if err != nil {
-				return Released{}, err
-			}
-			ms = append(ms, m, rm)
-			released = append(released, inventory.Line{SKU: l.Sku, Quantity: l.Quantity})
-		}
-		head.Status = StatusReleased
-	}
-	head.Version++
-	head.UpdatedAt = spanner.CommitTimestamp
-	hm, err := head.UpdateColumns(fulfillmentdb.OrderReservationColStatus, fulfillmentdb.OrderReservationColVersion, fulfillmentdb.OrderReservationColUpdatedAt)
+	rows, err := fulfillmentdb.ReadReservationRows(ctx, txn, spanner.Key{orderID}.AsPrefix())
 	if err != nil {
-		return Released{}, err
+		return app.Reservation{}, fmt.Errorf("read reservation %s: %w", orderID, err)
 	}
-	if err := txn.BufferWrite(append(ms, hm)); err != nil {
-		return Released{}, fmt.Errorf("release order %s: %w", orderID, err)
+	out := app.Reservation{
+		OrderID: head.OrderId, Status: inventory.ReservationStatus(head.Status), Version: head.Version,
+		CreatedAt: head.CreatedAt, UpdatedAt: head.UpdatedAt,
 	}
-	return Released{Applied: true, Lines: released, Version: head.Version}, nil
+	for _, row := range rows {
+		out.Lines = append(out.Lines, app.ReservationLine{SKU: row.Sku, Quantity: row.Quantity, Status: row.Status})
+	}
+	return out, nil
 }
 
-// stockUpdate writes the new Reserved of s; OnHand is not written, so a concurrent receipt of
-// stock (which would lock the row too) is never overwritten.
-func stockUpdate(s inventory.Stock) (*spanner.Mutation, error) {
-	row := &fulfillmentdb.Inventory{Sku: s.SKU(), Reserved: s.Reserved(), UpdatedAt: spanner.CommitTimestamp}
-	return row.UpdateColumns(fulfillmentdb.InventoryColReserved, fulfillmentdb.InventoryColUpdatedAt)
+// Shipment implements app.Repository.
+func (s *Store) Shipment(ctx context.Context, id string) (*shipment.Shipment, error) {
+	txn := s.client.ReadOnlyTransaction() // the shipment and its lines at one timestamp
+	defer txn.Close()
+	return readShipment(ctx, txn, id)
+}
+
+// ShipmentsOfOrder implements app.Repository.
+func (s *Store) ShipmentsOfOrder(ctx context.Context, orderID string) ([]*shipment.Shipment, error) {
+	txn := s.client.ReadOnlyTransaction() // an index read is two reads, then the lines
+	defer txn.Close()
+	rows, err := fulfillmentdb.ReadShipmentsByOrderKeys(ctx, txn, fulfillmentdb.ShipmentsByOrderKey(orderID), 0)
+	if err != nil {
+		return nil, fmt.Errorf("read shipments of order %s: %w", orderID, err)
+	}
+	return withLines(ctx, txn, rows)
+}
+
+// PendingShipments implements app.Repository.
+func (s *Store) PendingShipments(ctx context.Context, createdBefore time.Time, limit int) ([]*shipment.Shipment, error) {
+	txn := s.client.ReadOnlyTransaction()
+	defer txn.Close()
+	pending := string(shipment.Pending)
+	keys := spanner.KeyRange{
+		Start: spanner.Key{pending},
+		End:   fulfillmentdb.ShipmentsByStatusKey(pending, createdBefore),
+		Kind:  spanner.ClosedClosed,
+	}
+	rows, err := fulfillmentdb.ReadShipmentsByStatusKeys(ctx, txn, keys, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read pending shipments: %w", err)
+	}
+	return withLines(ctx, txn, rows)
+}
+
+// readShipment reads a shipment and its lines (its order's reservation rows).
+func readShipment(ctx context.Context, r dao.Reader, id string) (*shipment.Shipment, error) {
+	row, err := fulfillmentdb.ReadShipment(ctx, r, id)
+	if errors.Is(err, dao.ErrNotFound) {
+		return nil, fmt.Errorf("shipment %s: %w", id, shipment.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read shipment %s: %w", id, err)
+	}
+	out, err := withLines(ctx, r, []*fulfillmentdb.Shipment{row})
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// withLines restores shipments with their lines, read in one go.
+func withLines(ctx context.Context, r dao.Reader, rows []*fulfillmentdb.Shipment) ([]*shipment.Shipment, error) {
+	out := make([]*shipment.Shipment, 0, len(rows))
+	if len(rows) == 0 {
+		return out, nil
+	}
+	prefixes := make([]spanner.KeySet, len(rows))
+	for i, row := range rows {
+		prefixes[i] = spanner.Key{row.OrderId}.AsPrefix()
+	}
+	lineRows, err := fulfillmentdb.ReadReservationRows(ctx, r, spanner.KeySets(prefixes...))
+	if err != nil {
+		return nil, fmt.Errorf("read shipment lines: %w", err)
+	}
+	byOrder := map[string][]*fulfillmentdb.Reservation{}
+	for _, l := range lineRows {
+		byOrder[l.OrderId] = append(byOrder[l.OrderId], l)
+	}
+	for _, row := range rows {
+		sh, err := shipment.Restore(shipment.Snapshot{
+			ID: row.ShipmentId, OrderID: row.OrderId, Status: shipment.Status(row.Status),
+			Carrier: row.Carrier.StringVal, TrackingNumber: row.TrackingNumber.StringVal, FailureReason: row.FailureReason.StringVal,
+			Lines: lines(byOrder[row.OrderId]), Version: row.Version,
+			CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt, ShippedAt: row.ShippedAt.Time,
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sh)
+	}
+	return out, nil
+}
+
+// lines returns the SKUs and quantities of an order's Reservations rows (primary key order: by SKU).
+func lines(rows []*fulfillmentdb.Reservation) []inventory.Line {
+	out := make([]inventory.Line, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, inventory.Line{SKU: r.Sku, Quantity: r.Quantity})
+	}
+	return out
 }
 
 func toStock(rows []*fulfillmentdb.Inventory) ([]inventory.Stock, error) {
@@ -201,3 +326,5 @@ func toStock(rows []*fulfillmentdb.Inventory) ([]inventory.Stock, error) {
 	}
 	return out, nil
 }
+
+func nullString(s string) spanner.NullString { return spanner.NullString{StringVal: s, Valid: s != ""} }

@@ -1,0 +1,127 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spanmart/spanmart/services/fulfillment/internal/shipment"
+)
+
+// The warehouse's actions on a shipment (the public API, and the simulated carrier of the dev
+// stack). Each runs in a read-write transaction of its own; after a commit that appended an event
+// the relay is nudged and the transition counted.
+
+// Ship hands a PENDING shipment to carrier under trackingNumber, in one transaction: the shipment
+// becomes SHIPPED (ShippedAt = the commit timestamp), its reservation SHIPPED, and each line's units
+// leave the warehouse (Inventory OnHand and Reserved drop by the quantity); shipment.shipped is
+// appended. It returns the shipment as committed and whether this call shipped it: a shipment
+// already shipped with the same carrier and tracking number is returned unchanged (a repeated
+// request), with others it is shipment.ErrConflict; a cancelled or failed one is
+// shipment.ErrIllegalTransition, an unknown id shipment.ErrNotFound, invalid details
+// shipment.ErrInvalid. Two identical requests at once ship once: both transactions read the
+// shipment, so one of them aborts, runs again and finds it shipped.
+func (s *Service) Ship(ctx context.Context, id, carrier, trackingNumber string) (*shipment.Shipment, bool, error) {
+	if problems := shipment.ValidateShip(carrier, trackingNumber); len(problems) > 0 {
+		return nil, false, &shipment.ValidationError{Problems: problems}
+	}
+	if !isShipmentID(id) {
+		return nil, false, fmt.Errorf("shipment %q: %w", id, shipment.ErrNotFound)
+	}
+	var shipped bool
+	err := s.update(ctx, func(ctx context.Context, tx Tx) error {
+		shipped = false
+		sh, err := tx.Shipment(ctx, id)
+		if err != nil {
+			return err
+		}
+		changed, err := sh.Ship(carrier, trackingNumber)
+		if err != nil || !changed {
+			return err
+		}
+		// A pending shipment's reservation is held: cancelling the order cancels both at once.
+		r, err := tx.Reservation(ctx, sh.OrderID())
+		if err != nil {
+			return inconsistent("shipment %s is %s: %v", id, shipment.Pending, err)
+		}
+		if err := r.Ship(); err != nil {
+			return inconsistent("shipment %s is %s: %v", id, shipment.Pending, err)
+		}
+		lines := r.Lines()
+		stock, err := stockBySKU(ctx, tx, lines)
+		if err != nil {
+			return err
+		}
+		for _, l := range lines {
+			if stock[l.SKU], err = stock[l.SKU].Ship(l.Quantity); err != nil {
+				return inconsistent("shipment %s: %v", id, err)
+			}
+		}
+		if err := tx.SaveStock(ctx, values(stock, lines)...); err != nil {
+			return err
+		}
+		if err := tx.SaveReservation(ctx, r, false); err != nil {
+			return err
+		}
+		if err := tx.SaveShipment(ctx, sh, false); err != nil {
+			return err
+		}
+		shipped = true
+		return tx.Append(ctx, shippedEvent(sh))
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("ship shipment %s: %w", id, err)
+	}
+	return s.committed(ctx, id, shipped, shipment.Shipped)
+}
+
+// Fail records that a PENDING shipment cannot be shipped, for reason: FAILED, and
+// shipment.failed is appended. The reservation stays HELD: orders answers shipment.failed with
+// order.cancelled, which releases it. It returns the shipment as committed and whether this call
+// failed it: a shipment already failed for the same reason is returned unchanged, for another it
+// is shipment.ErrConflict; a shipped or cancelled one is shipment.ErrIllegalTransition.
+func (s *Service) Fail(ctx context.Context, id, reason string) (*shipment.Shipment, bool, error) {
+	if problems := shipment.ValidateFailure(reason); len(problems) > 0 {
+		return nil, false, &shipment.ValidationError{Problems: problems}
+	}
+	if !isShipmentID(id) {
+		return nil, false, fmt.Errorf("shipment %q: %w", id, shipment.ErrNotFound)
+	}
+	var failed bool
+	err := s.update(ctx, func(ctx context.Context, tx Tx) error {
+		failed = false
+		sh, err := tx.Shipment(ctx, id)
+		if err != nil {
+			return err
+		}
+		changed, err := sh.Fail(reason)
+		if err != nil || !changed {
+			return err
+		}
+		if err := tx.SaveShipment(ctx, sh, false); err != nil {
+			return err
+		}
+		failed = true
+		return tx.Append(ctx, shipmentFailedEvent(sh))
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("fail shipment %s: %w", id, err)
+	}
+	return s.committed(ctx, id, failed, shipment.Failed)
+}
+
+// committed finishes a warehouse action: when it changed the shipment (to status), the relay is
+// nudged for its event and the transition counted; the shipment is read back for its commit
+// timestamps.
+func (s *Service) committed(ctx context.Context, id string, changed bool, status shipment.Status) (*shipment.Shipment, bool, error) {
+	if changed {
+		if s.nudge != nil {
+			s.nudge.NudgeAggregate(ctx, id)
+		}
+		s.metrics.shipments.WithLabelValues(string(status)).Inc()
+	}
+	sh, err := s.repo.Shipment(ctx, id)
+	if err != nil {
+		return nil, changed, fmt.Errorf("read shipment %s back: %w", id, err)
+	}
+	return sh, changed, nil
+}
