@@ -39,6 +39,7 @@ import (
 	"github.com/spanmart/spanmart/emulator/spanneremu"
 	"github.com/spanmart/spanmart/emulator/tasksemu"
 	"github.com/spanmart/spanmart/internal/localenv"
+	"github.com/spanmart/spanmart/internal/mailtest"
 	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/spannertest"
@@ -136,6 +137,9 @@ type Stack struct {
 	// clock, faults and slips through it.
 	Paysim    *paysim.Server
 	paysimLog *os.File
+	// Mail is the SMTP server the notifications service sends the customers' e-mails to, a real
+	// one in-process (internal/mailtest): tests read the mailbox and make addresses bounce.
+	Mail *mailtest.Server
 
 	tasksMu   sync.Mutex
 	tasks     *tasksemu.Server
@@ -244,6 +248,9 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	if err := s.startPaysim(ctx); err != nil {
 		return nil, err
+	}
+	if s.Mail, err = mailtest.Start(); err != nil {
+		return nil, fmt.Errorf("start the mail server: %w", err)
 	}
 	for _, p := range processes {
 		if err := s.launch(p.name); err != nil {
@@ -480,11 +487,18 @@ func (s *Stack) paysimURL() string {
 	return s.Paysim.URL()
 }
 
+func (s *Stack) mailAddr() string {
+	if s.Mail == nil {
+		return ""
+	}
+	return s.Mail.Addr()
+}
+
 // local describes this stack to internal/localenv.
 func (s *Stack) local() localenv.Stack {
 	return localenv.Stack{
 		Instance: Instance, SpannerAddr: s.spanner.Addr(), TasksAddr: s.TasksAddr(), TasksHTTP: s.TasksHTTP(),
-		PaysimURL: s.paysimURL(), LogLevel: s.opts.LogLevel,
+		PaysimURL: s.paysimURL(), SMTPAddr: s.mailAddr(), LogLevel: s.opts.LogLevel,
 		URL:  func(name string) string { return "http://127.0.0.1:" + strconv.Itoa(s.ports[name]) },
 		Port: func(name string) int { return s.ports[name] },
 	}
@@ -519,6 +533,9 @@ func (s *Stack) Close() {
 	if s.Paysim != nil {
 		s.Paysim.Close()
 		s.paysimLog.Close()
+	}
+	if s.Mail != nil {
+		s.Mail.Close()
 	}
 	if s.spanner != nil {
 		s.spanner.Close()

@@ -23,6 +23,11 @@ const (
 	ServiceAccount = "relay@" + Project + ".iam.gserviceaccount.com"
 	// Operator is the account allowed on the services' operator endpoints (ADMIN_ALLOWED_EMAILS).
 	Operator = "operator@" + Project + ".iam.gserviceaccount.com"
+	// OrdersAccount is orders' own identity: its audit reads the gateway's operator endpoints
+	// (the reconciliation), so it is allowed there too.
+	OrdersAccount = "orders@" + Project + ".iam.gserviceaccount.com"
+	// MailFrom is the sender of the customers' e-mails on a local stack.
+	MailFrom = "Spanmart <no-reply@spanmart.example>"
 )
 
 // The payment sandbox's keys and webhook secrets on a local stack: test values of the sandbox's
@@ -46,7 +51,12 @@ type Stack struct {
 	TasksAddr   string // host:port of the Tasks emulator's gRPC API
 	TasksHTTP   string // http://host:port of the Tasks emulator's OIDC issuer and metadata server
 	PaysimURL   string // http://host:port of the payment sandbox
+	SMTPAddr    string // host:port of the mail server the notifications service sends to
 	LogLevel    string
+	// CarrierAfter, when set (a Go duration), makes fulfillment's simulated carrier ship a
+	// shipment that long after it was created (CARRIER_SIMULATE_AFTER); the dev stack sets it so
+	// that orders complete on their own, the e2e tests ship through the warehouse API instead.
+	CarrierAfter string
 	// URL is the base URL of the process called name (a roster name, or a second instance).
 	URL func(name string) string
 	// Port is the port the process called name listens on.
@@ -67,6 +77,10 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 		"K_SERVICE=" + name,
 	}
 	if svc.Database != "" {
+		admins := Operator
+		if svc.Name == topology.Gateway {
+			admins += "," + OrdersAccount // orders' reconciliation reads payments
+		}
 		// Consumers accept only tasks whose OIDC token the Tasks emulator signed for them, on the
 		// relay's behalf: in production the issuer is Google and the e-mail the relay's account.
 		env = append(env,
@@ -74,10 +88,19 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 			"OIDC_ISSUER="+st.TasksHTTP,
 			"OIDC_AUDIENCE="+st.URL(name),
 			"OIDC_ALLOWED_EMAILS="+ServiceAccount,
-			"ADMIN_ALLOWED_EMAILS="+Operator,
+			"ADMIN_ALLOWED_EMAILS="+admins,
 			"RELAY_URL="+st.URL(topology.Relay))
-		if svc.Name == topology.Gateway {
+		switch svc.Name {
+		case topology.Gateway:
 			env = append(env, st.gatewayEnv()...)
+		case topology.Orders:
+			env = append(env, st.ordersEnv()...)
+		case topology.Fulfillment:
+			if st.CarrierAfter != "" {
+				env = append(env, "CARRIER_SIMULATE_AFTER="+st.CarrierAfter)
+			}
+		case topology.Notifications:
+			env = append(env, "SMTP_ADDR="+st.SMTPAddr, "SMTP_FROM="+MailFrom)
 		}
 		return env
 	}
@@ -94,6 +117,17 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 		"GCE_METADATA_HOST="+strings.TrimPrefix(st.TasksHTTP, "http://"),
 		"TASKS_LOCATION="+Location),
 		topology.RelayURLEnv(func(s topology.Service) string { return st.URL(s.Name) })...)
+}
+
+// ordersEnv lets orders' audit read fulfillment and the gateway (the reconciliation) with ID
+// tokens for its own account, which the Tasks emulator's metadata endpoint mints locally.
+func (st Stack) ordersEnv() []string {
+	return []string{
+		"FULFILLMENT_URL=" + st.URL(topology.Fulfillment),
+		"GATEWAY_URL=" + st.URL(topology.Gateway),
+		"GCE_METADATA_HOST=" + strings.TrimPrefix(st.TasksHTTP, "http://"),
+		"SERVICE_ACCOUNT=" + OrdersAccount,
+	}
 }
 
 // gatewayEnv points both provider adapters at the sandbox.

@@ -27,16 +27,19 @@ func (s Service) Consumer() bool { return s.Queue != "" }
 
 // Names the stacks refer to by role.
 const (
-	Relay   = "relay"               // reads every database's outbox
-	Gateway = "gateway-abstraction" // the payment providers' webhooks reach it
+	Orders        = "orders"
+	Fulfillment   = "fulfillment"
+	Gateway       = "gateway-abstraction" // the payment providers' webhooks reach it
+	Notifications = "notifications"       // sends the customers' e-mails
+	Relay         = "relay"               // reads every database's outbox
 )
 
 // services in start order: consumers first, the relay (which delivers to them) last.
 var services = []Service{
-	{Name: "orders", Package: "./services/orders", Database: "orders", DevPort: 8081, Queue: "orders-inbox", URLVar: "ORDERS_URL"},
-	{Name: "fulfillment", Package: "./services/fulfillment", Database: "fulfillment", DevPort: 8082, Queue: "fulfillment-inbox", URLVar: "FULFILLMENT_URL"},
+	{Name: Orders, Package: "./services/orders", Database: "orders", DevPort: 8081, Queue: "orders-inbox", URLVar: "ORDERS_URL"},
+	{Name: Fulfillment, Package: "./services/fulfillment", Database: "fulfillment", DevPort: 8082, Queue: "fulfillment-inbox", URLVar: "FULFILLMENT_URL"},
 	{Name: Gateway, Package: "./services/gateway-abstraction", Database: "payments", DevPort: 8083, Queue: "gateway-inbox", URLVar: "GATEWAY_URL"},
-	{Name: "notifications", Package: "./services/notifications", Database: "notifications", DevPort: 8084, Queue: "notifications-inbox", URLVar: "NOTIFICATIONS_URL"},
+	{Name: Notifications, Package: "./services/notifications", Database: "notifications", DevPort: 8084, Queue: "notifications-inbox", URLVar: "NOTIFICATIONS_URL"},
 	{Name: Relay, Package: "./relay", DevPort: 8085},
 }
 

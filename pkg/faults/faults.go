@@ -25,6 +25,10 @@
 //     services/gateway-abstraction/internal/app, Service.Resume, after the provider answered a
 //     call and before the answer is recorded: the provider acted, the gateway does not know it; the
 //     redelivery or the sweep calls again with the same idempotency key.
+//   - NotificationsAfterSend ("notifications.after_send"): services/notifications/internal/app,
+//     Service.send, after the mail server accepted a message and before the notification is marked
+//     SENT: the customer has the e-mail, the service does not know it; the redelivery or the sweep
+//     sends it again with the same Message-ID.
 package faults
 
 import (
@@ -47,6 +51,8 @@ const (
 	RelayAfterEnqueue  = "relay.after_enqueue"
 
 	GatewayAfterProviderCall = "gateway.after_provider_call"
+
+	NotificationsAfterSend = "notifications.after_send"
 )
 
 var (

@@ -17,8 +17,17 @@ func TestBinary(t *testing.T) {
 	platformtest.TestBinary(t, env, platformtest.Binary[config]{
 		Name:    serviceName,
 		Schemas: []string{dbschema.Notifications},
-		Env:     func(dbs []string) map[string]string { return map[string]string{"SPANNER_DATABASE": dbs[0]} },
-		Load:    loadConfig,
-		Run:     run,
+		Env: func(dbs []string) map[string]string {
+			return map[string]string{
+				"SPANNER_DATABASE":    dbs[0],
+				"OIDC_AUDIENCE":       "http://notifications.test",
+				"OIDC_ALLOWED_EMAILS": "relay@spanmart.test",
+				// Never dialled: the binary sends only when an event asks for an e-mail.
+				"SMTP_ADDR": "127.0.0.1:2525",
+				"SMTP_FROM": "Spanmart <no-reply@spanmart.example>",
+			}
+		},
+		Load: loadConfig,
+		Run:  run,
 	})
 }

@@ -6,6 +6,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/services/notifications/internal/app"
+	"github.com/spanmart/spanmart/services/notifications/internal/events"
+	"github.com/spanmart/spanmart/services/notifications/internal/httpapi"
+	"github.com/spanmart/spanmart/services/notifications/internal/mailer"
+	"github.com/spanmart/spanmart/services/notifications/internal/store"
+	"github.com/spanmart/spanmart/services/notifications/internal/templates"
 )
 
 // run serves until ctx is done, then shuts down gracefully and closes the Spanner client.
@@ -16,7 +22,34 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	}
 	defer client.Close()
 
-	srv := platform.NewServer(cfg.ServerOptions(log))
+	renderer, err := templates.New()
+	if err != nil {
+		return err
+	}
+	sender, err := mailer.New(cfg.SMTP)
+	if err != nil {
+		return err
+	}
+	opts := cfg.ServerOptions(log)
+	opts.ErrorMapper = httpapi.ErrorMapper
+	srv := platform.NewServer(opts)
 	srv.AddCheck(platform.SpannerCheck("spanner", client))
-	return srv.Run(ctx, cfg.Config, zap.String("database", cfg.Database.String()))
+
+	svc, err := app.New(app.Config{
+		Repo: store.New(client), Sender: sender, Templates: renderer, Metrics: app.NewMetrics(srv.Registry),
+		MaxAttempts: cfg.MaxAttempts, ResumeAfter: cfg.ResumeAfter,
+	})
+	if err != nil {
+		return err
+	}
+	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry)
+	if err != nil {
+		return err
+	}
+	events.Register(consumer, svc)
+	consumer.Register(srv.Echo) // events, the ledger, and the operators' dead letters under /admin
+	httpapi.Register(srv.Echo, svc, consumer.OperatorsOnly)
+
+	return srv.Run(ctx, cfg.Config, zap.String("database", cfg.Database.String()),
+		zap.String("smtp_addr", cfg.SMTP.Addr), zap.String("smtp_starttls", string(cfg.SMTP.StartTLS)))
 }

@@ -270,9 +270,10 @@ func notificationsCases() []tableCase {
 			values: map[string]any{"EventId": "e-1", "Template": "order_confirmed", "OrderId": "o-1", "Recipient": "a@example.com",
 				"Subject": "Confirmed", "Body": "Thanks", "Status": "PENDING", "Attempts": int64(0), "LastError": spanner.NullString{},
 				"ProviderMessageId": spanner.NullString{}, "CreatedAt": spanner.CommitTimestamp, "UpdatedAt": spanner.CommitTimestamp,
-				"SentAt": spanner.NullTime{}},
-			change:   map[string]any{"Attempts": int64(1), "LastError": str("smtp 451")},
-			listed:   map[string]any{"Status": "SENT", "ProviderMessageId": str("m-1"), "SentAt": tm(t1)},
+				"SentAt": spanner.NullTime{}, "EventType": str("order.confirmed"), "Language": str("ja"), "HtmlBody": str("<p>Thanks</p>"),
+				"MessageId": str("<e-1.order_confirmed@notifications.spanmart>"), "NextAttemptAt": tm(t0), "RetryShard": i64(3)},
+			change:   map[string]any{"Attempts": int64(1), "LastError": str("smtp 451"), "NextAttemptAt": tm(t1)},
+			listed:   map[string]any{"Status": "SENT", "ProviderMessageId": str("m-1"), "SentAt": tm(t1), "NextAttemptAt": spanner.NullTime{}, "RetryShard": spanner.NullInt64{}},
 			unlisted: map[string]any{"Subject": "x"},
 			read: func(ctx ctxT, r reader, x *notificationsdb.Notification) (*notificationsdb.Notification, error) {
 				return notificationsdb.ReadNotification(ctx, r, x.EventId, x.Template)
@@ -285,6 +286,32 @@ func notificationsCases() []tableCase {
 				"NotificationsByOrder": func(ctx ctxT, r reader, x *notificationsdb.Notification) ([]*notificationsdb.Notification, error) {
 					return notificationsdb.ReadNotificationsByOrder(ctx, r, x.OrderId)
 				},
+				"NotificationsToResume": func(ctx ctxT, r reader, x *notificationsdb.Notification) ([]*notificationsdb.Notification, error) {
+					if !x.RetryShard.Valid || !x.NextAttemptAt.Valid {
+						return nil, errSkip
+					}
+					return notificationsdb.ReadNotificationsToResume(ctx, r, x.RetryShard.Int64, x.NextAttemptAt.Time)
+				},
+				"NotificationsToResume by shard": func(ctx ctxT, r reader, x *notificationsdb.Notification) ([]*notificationsdb.Notification, error) {
+					if !x.RetryShard.Valid || !x.NextAttemptAt.Valid {
+						return nil, errSkip
+					}
+					return notificationsdb.ReadNotificationsToResumeByRetryShard(ctx, r, x.RetryShard.Int64)
+				},
+			},
+		}.run},
+		{notificationsdb.OrderContactsTable, lc[notificationsdb.OrderContact, *notificationsdb.OrderContact]{
+			values: map[string]any{"OrderId": "o-1", "CustomerId": "c-1", "Email": "a@example.com", "Language": "ja",
+				"EventId": "e-0", "CreatedAt": spanner.CommitTimestamp},
+			change:   map[string]any{"Email": "", "Language": "en"},
+			listed:   map[string]any{"Email": "b@example.com"},
+			unlisted: map[string]any{"Language": "fr"},
+			read: func(ctx ctxT, r reader, x *notificationsdb.OrderContact) (*notificationsdb.OrderContact, error) {
+				return notificationsdb.ReadOrderContact(ctx, r, x.OrderId)
+			},
+			readRows: notificationsdb.ReadOrderContactRows,
+			del: func(x *notificationsdb.OrderContact) *spanner.Mutation {
+				return notificationsdb.DeleteOrderContact(x.OrderId)
 			},
 		}.run},
 	}

@@ -15,5 +15,5 @@ const Database = "notifications"
 // Tables returns the names of the tables of the database whose code is in this package, parents
 // before their interleaved children. The other tables of the database are those of outboxdb.Tables().
 func Tables() []string {
-	return []string{NotificationsTable}
+	return []string{NotificationsTable, OrderContactsTable}
 }

@@ -28,6 +28,12 @@ const (
 	NotificationColCreatedAt         = "CreatedAt"
 	NotificationColUpdatedAt         = "UpdatedAt"
 	NotificationColSentAt            = "SentAt"
+	NotificationColEventType         = "EventType"
+	NotificationColLanguage          = "Language"
+	NotificationColHtmlBody          = "HtmlBody"
+	NotificationColMessageId         = "MessageId"
+	NotificationColNextAttemptAt     = "NextAttemptAt"
+	NotificationColRetryShard        = "RetryShard"
 )
 
 // Notification is a row of table Notifications, primary key (EventId, Template).
@@ -45,15 +51,21 @@ type Notification struct {
 	CreatedAt         time.Time          `spanner:"CreatedAt"`         // TIMESTAMP NOT NULL allow_commit_timestamp
 	UpdatedAt         time.Time          `spanner:"UpdatedAt"`         // TIMESTAMP NOT NULL allow_commit_timestamp
 	SentAt            spanner.NullTime   `spanner:"SentAt"`            // TIMESTAMP
+	EventType         spanner.NullString `spanner:"EventType"`         // STRING
+	Language          spanner.NullString `spanner:"Language"`          // STRING
+	HtmlBody          spanner.NullString `spanner:"HtmlBody"`          // STRING
+	MessageId         spanner.NullString `spanner:"MessageId"`         // STRING
+	NextAttemptAt     spanner.NullTime   `spanner:"NextAttemptAt"`     // TIMESTAMP
+	RetryShard        spanner.NullInt64  `spanner:"RetryShard"`        // INT64
 }
 
 // NotificationColumns returns the columns of table Notifications in schema order.
 func NotificationColumns() []string {
-	return []string{NotificationColEventId, NotificationColTemplate, NotificationColOrderId, NotificationColRecipient, NotificationColSubject, NotificationColBody, NotificationColStatus, NotificationColAttempts, NotificationColLastError, NotificationColProviderMessageId, NotificationColCreatedAt, NotificationColUpdatedAt, NotificationColSentAt}
+	return []string{NotificationColEventId, NotificationColTemplate, NotificationColOrderId, NotificationColRecipient, NotificationColSubject, NotificationColBody, NotificationColStatus, NotificationColAttempts, NotificationColLastError, NotificationColProviderMessageId, NotificationColCreatedAt, NotificationColUpdatedAt, NotificationColSentAt, NotificationColEventType, NotificationColLanguage, NotificationColHtmlBody, NotificationColMessageId, NotificationColNextAttemptAt, NotificationColRetryShard}
 }
 
 // notificationWriteColumns are the columns mutations write: every column but generated ones.
-var notificationWriteColumns = []string{NotificationColEventId, NotificationColTemplate, NotificationColOrderId, NotificationColRecipient, NotificationColSubject, NotificationColBody, NotificationColStatus, NotificationColAttempts, NotificationColLastError, NotificationColProviderMessageId, NotificationColCreatedAt, NotificationColUpdatedAt, NotificationColSentAt}
+var notificationWriteColumns = []string{NotificationColEventId, NotificationColTemplate, NotificationColOrderId, NotificationColRecipient, NotificationColSubject, NotificationColBody, NotificationColStatus, NotificationColAttempts, NotificationColLastError, NotificationColProviderMessageId, NotificationColCreatedAt, NotificationColUpdatedAt, NotificationColSentAt, NotificationColEventType, NotificationColLanguage, NotificationColHtmlBody, NotificationColMessageId, NotificationColNextAttemptAt, NotificationColRetryShard}
 
 // notificationKeyColumns are the primary key columns of table Notifications.
 var notificationKeyColumns = []string{NotificationColEventId, NotificationColTemplate}
@@ -79,7 +91,7 @@ func ReadNotificationRows(ctx context.Context, r dao.Reader, keys spanner.KeySet
 }
 
 func (n *Notification) values() []any {
-	return []any{n.EventId, n.Template, n.OrderId, n.Recipient, n.Subject, n.Body, n.Status, n.Attempts, n.LastError, n.ProviderMessageId, n.CreatedAt, n.UpdatedAt, n.SentAt}
+	return []any{n.EventId, n.Template, n.OrderId, n.Recipient, n.Subject, n.Body, n.Status, n.Attempts, n.LastError, n.ProviderMessageId, n.CreatedAt, n.UpdatedAt, n.SentAt, n.EventType, n.Language, n.HtmlBody, n.MessageId, n.NextAttemptAt, n.RetryShard}
 }
 
 // Insert returns a mutation inserting n; it fails at commit if the row exists.
@@ -151,4 +163,30 @@ func ReadNotificationsByOrder(ctx context.Context, r dao.Reader, orderId string)
 // at most limit rows when limit > 0.
 func ReadNotificationsByOrderKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Notification, error) {
 	return dao.ReadIndex[Notification](ctx, r, NotificationsTable, NotificationsByOrderIndex, false, keys, limit, notificationKeyColumns, NotificationColumns(), "Notifications")
+}
+
+// NotificationsToResumeIndex is the name of the NULL_FILTERED index NotificationsToResume ON Notifications (RetryShard, NextAttemptAt).
+// It does not store every column: its reads read the index, then the table, so run them in a
+// read-write or multi-use read-only transaction, not client.Single().
+const NotificationsToResumeIndex = "NotificationsToResume"
+
+// NotificationsToResumeKey returns a key (RetryShard, NextAttemptAt) of index NotificationsToResume.
+func NotificationsToResumeKey(retryShard int64, nextAttemptAt time.Time) spanner.Key {
+	return spanner.Key{retryShard, nextAttemptAt}
+}
+
+// ReadNotificationsToResume reads the Notifications rows with the given key of index NotificationsToResume, in index order.
+func ReadNotificationsToResume(ctx context.Context, r dao.Reader, retryShard int64, nextAttemptAt time.Time) ([]*Notification, error) {
+	return ReadNotificationsToResumeKeys(ctx, r, NotificationsToResumeKey(retryShard, nextAttemptAt), 0)
+}
+
+// ReadNotificationsToResumeByRetryShard reads the Notifications rows whose key of index NotificationsToResume starts with (RetryShard), in index order.
+func ReadNotificationsToResumeByRetryShard(ctx context.Context, r dao.Reader, retryShard int64) ([]*Notification, error) {
+	return ReadNotificationsToResumeKeys(ctx, r, spanner.Key{retryShard}.AsPrefix(), 0)
+}
+
+// ReadNotificationsToResumeKeys reads the Notifications rows whose key of index NotificationsToResume is in keys, in index order,
+// at most limit rows when limit > 0.
+func ReadNotificationsToResumeKeys(ctx context.Context, r dao.Reader, keys spanner.KeySet, limit int) ([]*Notification, error) {
+	return dao.ReadIndex[Notification](ctx, r, NotificationsTable, NotificationsToResumeIndex, false, keys, limit, notificationKeyColumns, NotificationColumns(), "Notifications")
 }

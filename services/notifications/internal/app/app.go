@@ -1,0 +1,384 @@
+// Package app holds the notifications service's use cases: recording an order's contact (from
+// order.created), recording the intent to send an e-mail for an event (in the consumer's
+// transaction), sending it after the commit, the sweep that resumes unsent e-mails, and the
+// operators' read of an order's notifications. It declares what it needs from the outside
+// (Repository, Sender) and knows nothing of HTTP or Spanner.
+//
+// Every e-mail follows docs/architecture.md, "Side effects outside Spanner": the notification row
+// (PENDING, keyed by event id and template, with the rendered subject and bodies) commits with the
+// consumer's inbox row; the SMTP call is made after the commit (Deliver, run by outboxlib.After);
+// its outcome is recorded in a second transaction. A redelivery of the event (a duplicate, for
+// which After runs again) or the sweep sends whatever is still PENDING, so nothing is lost when the
+// process dies between two steps. What this gives, exactly: at most one e-mail per (event,
+// template), except when the process dies (or a second sender races it) after the mail server
+// accepted the message and before SENT is recorded; the resend then carries the same Message-ID
+// (notification.MessageID), which lets the relay and the customer's mail client recognise it.
+//
+// Two kinds of use case, two kinds of transaction, as in services/orders: the event use cases
+// (RecordContact, Notify) run inside the consumer's transaction, which they take as an opaque Txn
+// and hand to the Repository; the others let the Repository open its own.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/spanmart/spanmart/pkg/faults"
+	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/services/notifications/internal/mailer"
+	"github.com/spanmart/spanmart/services/notifications/internal/notification"
+	"github.com/spanmart/spanmart/services/notifications/internal/templates"
+)
+
+// Errors of the use cases (the domain's are in package notification); test with errors.Is.
+var (
+	// ErrNoContact: the order's order.created has not been applied, so there is no address yet.
+	// The event consumer defers the event (outboxlib.ErrEarly).
+	ErrNoContact = errors.New("no contact recorded for the order")
+	// ErrTemplate: the e-mail cannot be rendered (a template bug): no retry can help.
+	ErrTemplate = errors.New("cannot render the e-mail")
+)
+
+// Txn is a read-write transaction that the caller opened and will commit: the event consumer's,
+// in which it also records the inbox row. The use cases never look inside it; they pass it to the
+// Repository, whose implementation knows its type (the store: a *spanner.ReadWriteTransaction).
+type Txn any
+
+// Repository is the persistence the use cases need.
+type Repository interface {
+	// RecordContact inserts c, recorded from event eventID, inside txn unless the order has a
+	// contact already (created is false then: the first one stays).
+	RecordContact(ctx context.Context, txn Txn, c notification.Contact, eventID string) (created bool, err error)
+	// Contact reads the order's contact inside txn; notification.ErrNotFound if there is none.
+	Contact(ctx context.Context, txn Txn, orderID string) (notification.Contact, error)
+	// AddNotification inserts n inside txn unless a notification with its key exists (created is
+	// false then, and the stored one is left as it is).
+	AddNotification(ctx context.Context, txn Txn, n *notification.Notification) (created bool, err error)
+	// NotificationsOfEvent reads the notifications an event caused (a strong read).
+	NotificationsOfEvent(ctx context.Context, eventID string) ([]*notification.Notification, error)
+	// Update runs change on the notification (eventID, template) in a new read-write transaction
+	// and writes it if change changed it. change may run more than once (pure); its error is
+	// returned unchanged and nothing is written. A missing notification is notification.ErrNotFound.
+	Update(ctx context.Context, eventID, template string, change func(*notification.Notification) error) error
+	// Due returns up to limit PENDING notifications whose next attempt is at or before now.
+	Due(ctx context.Context, now time.Time, limit int) ([]*notification.Notification, error)
+	// NotificationsOfOrder returns an order's notifications, none: an empty slice.
+	NotificationsOfOrder(ctx context.Context, orderID string) ([]*notification.Notification, error)
+}
+
+// Sender hands one e-mail to the mail server. An error for which mailer.IsBounce is true means
+// the address is refused for good; any other error may pass another time.
+type Sender interface {
+	Send(ctx context.Context, m mailer.Message) (mailer.Receipt, error)
+}
+
+// Config configures a Service. Zero values take the defaults.
+type Config struct {
+	Repo      Repository
+	Sender    Sender
+	Templates *templates.Renderer
+	Metrics   *Metrics
+	Now       func() time.Time // default time.Now
+	// MaxAttempts is how many attempts a notification gets before it is FAILED; default 8.
+	MaxAttempts int
+	// ResumeAfter is how long a notification waits for the request path before the sweep takes it
+	// over, and the back-off after the first failed attempt (doubling, at most an hour); default 1m.
+	ResumeAfter time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxAttempts = 8
+	DefaultResumeAfter = time.Minute
+	// MaxBackoff caps the wait between two attempts.
+	MaxBackoff = time.Hour
+)
+
+// Service runs the use cases.
+type Service struct {
+	cfg    Config
+	policy notification.RetryPolicy
+}
+
+// New returns a service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Repo == nil || cfg.Sender == nil || cfg.Templates == nil {
+		return nil, errors.New("notifications: a repository, a sender and the templates are required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.ResumeAfter <= 0 {
+		cfg.ResumeAfter = DefaultResumeAfter
+	}
+	return &Service{cfg: cfg, policy: notification.RetryPolicy{
+		MaxAttempts: int64(cfg.MaxAttempts), Backoff: cfg.ResumeAfter, MaxBackoff: max(MaxBackoff, cfg.ResumeAfter),
+	}}, nil
+}
+
+// Event is the event being applied.
+type Event struct {
+	ID   string
+	Type string
+}
+
+// Outcome is what an event use case decided, for the consumer's log line of the event.
+type Outcome struct {
+	Note string
+}
+
+// RecordContact applies order.created: the order's address and language, the ones every later
+// e-mail of the order uses. A contact without an address is recorded too (so that later events
+// know there is nothing to send, rather than waiting for one).
+func (s *Service) RecordContact(ctx context.Context, txn Txn, ev Event, c notification.Contact) (Outcome, error) {
+	if c.OrderID == "" {
+		return Outcome{}, fmt.Errorf("%w: contact without an order id", notification.ErrInvalid)
+	}
+	created, err := s.cfg.Repo.RecordContact(ctx, txn, c, ev.ID)
+	switch {
+	case err != nil:
+		return Outcome{}, err
+	case !created:
+		return Outcome{Note: fmt.Sprintf("order %s already has a contact; kept", c.OrderID)}, nil
+	case c.Email == "":
+		return Outcome{Note: fmt.Sprintf("order %s has no e-mail address: no e-mails will be sent for it", c.OrderID)}, nil
+	}
+	return Outcome{Note: fmt.Sprintf("order %s contact recorded (language %s)", c.OrderID, notification.ParseLanguage(c.Language))}, nil
+}
+
+// Notify records, inside txn, the intent to send the e-mail data renders to the order's contact,
+// in the contact's language. The e-mail is sent after the commit by Deliver. The order's contact
+// must be recorded (ErrNoContact otherwise); an order without a usable address gets nothing.
+func (s *Service) Notify(ctx context.Context, txn Txn, ev Event, orderID string, data templates.Data) (Outcome, error) {
+	c, err := s.cfg.Repo.Contact(ctx, txn, orderID)
+	switch {
+	case errors.Is(err, notification.ErrNotFound):
+		return Outcome{}, fmt.Errorf("%w: order %s", ErrNoContact, orderID)
+	case err != nil:
+		return Outcome{}, err
+	}
+	template := string(data.Template())
+	to, ok, err := c.Recipient()
+	switch {
+	case err != nil:
+		return Outcome{Note: fmt.Sprintf("no %s e-mail: %v", template, err)}, nil
+	case !ok:
+		return Outcome{Note: fmt.Sprintf("no %s e-mail: order %s has no e-mail address", template, orderID)}, nil
+	}
+	lang := notification.ParseLanguage(c.Language)
+	content, err := s.cfg.Templates.Render(lang, data)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("%w: %v", ErrTemplate, err)
+	}
+	n, err := notification.New(ev.ID, ev.Type, template, orderID, to, lang, content, s.cfg.Now().Add(s.cfg.ResumeAfter))
+	if err != nil {
+		return Outcome{}, err
+	}
+	created, err := s.cfg.Repo.AddNotification(ctx, txn, n)
+	switch {
+	case err != nil:
+		return Outcome{}, err
+	case !created:
+		return Outcome{Note: fmt.Sprintf("%s e-mail for event %s already recorded", template, ev.ID)}, nil
+	}
+	return Outcome{Note: fmt.Sprintf("%s e-mail recorded (%s), to be sent after the commit", template, lang)}, nil
+}
+
+// Deliver sends the PENDING notifications of event eventID whose attempt is due (one never tried,
+// or whose back-off has passed): the effect after the commit of the event's transaction, and
+// again on every redelivery of the event. It returns nil once none of them is PENDING any more
+// (sent, bounced or failed: final), and an error while one is, so that the queue delivers the
+// event again.
+func (s *Service) Deliver(ctx context.Context, eventID string) error {
+	ns, err := s.cfg.Repo.NotificationsOfEvent(ctx, eventID)
+	if err != nil {
+		return err
+	}
+	var unfinished []error
+	for _, n := range ns {
+		if n.Status().Final() {
+			continue
+		}
+		if !n.Due(s.cfg.Now()) {
+			unfinished = append(unfinished, fmt.Errorf("%s e-mail waits for its attempt %d until %s",
+				n.Template(), n.Attempts()+1, n.NextAttemptAt().UTC().Format(time.RFC3339)))
+			continue
+		}
+		if _, err := s.send(ctx, n); err != nil {
+			unfinished = append(unfinished, fmt.Errorf("%s e-mail not sent: %w", n.Template(), brief(err)))
+		}
+	}
+	if len(unfinished) > 0 {
+		return fmt.Errorf("event %s: %w", eventID, errors.Join(unfinished...))
+	}
+	return nil
+}
+
+// Results of one attempt, the result label of notifications_sent_total.
+const (
+	ResultSent    = "sent"    // the server accepted the message
+	ResultBounced = "bounced" // the server refused the address: final
+	ResultFailed  = "failed"  // the last allowed attempt failed temporarily: final
+	ResultRetry   = "retry"   // a temporary failure: tried again later
+)
+
+// send makes one attempt at n and records its outcome. result is what the attempt did (one of the
+// Result constants), "" when nothing was recorded: n was finished meanwhile by a concurrent attempt
+// (err nil), or the outcome could not be recorded (err says why; n stays PENDING and is sent again
+// later, with the same Message-ID). err is also the send's error after a temporary failure: it is
+// non-nil exactly when n is still PENDING.
+func (s *Service) send(ctx context.Context, n *notification.Notification) (result string, err error) {
+	c := n.Content()
+	msg := mailer.Message{
+		To: n.Recipient(), Subject: c.Subject, Text: c.Text, HTML: c.HTML, MessageID: n.MessageID(),
+		// The first commit's time, not now: a resend is the same message.
+		Date: n.CreatedAt(),
+		Headers: []mailer.Header{
+			{Name: "X-Spanmart-Event", Value: n.EventType() + "; id=" + n.EventID()},
+			{Name: "X-Spanmart-Template", Value: n.Template()},
+			{Name: "X-Spanmart-Order", Value: n.OrderID()},
+		},
+	}
+	start := time.Now()
+	receipt, sendErr := s.cfg.Sender.Send(ctx, msg)
+	s.cfg.Metrics.observeSend(time.Since(start), sendErr)
+	if sendErr == nil {
+		// Drills: the server has the message, the notification is not marked yet.
+		faults.Hit(faults.NotificationsAfterSend)
+	}
+	var attempts int64
+	err = s.cfg.Repo.Update(ctx, n.EventID(), n.Template(), func(n *notification.Notification) error {
+		result = ""
+		if n.Status().Final() {
+			return nil
+		}
+		now := s.cfg.Now()
+		var err error
+		switch {
+		case sendErr == nil:
+			result, err = ResultSent, n.MarkSent(now, receipt.Reply)
+		case mailer.IsBounce(sendErr):
+			result, err = ResultBounced, n.MarkBounced(sendErr.Error())
+		default:
+			result, err = ResultRetry, n.MarkDeferred(sendErr.Error(), now, s.policy)
+			if n.Status() == notification.Failed {
+				result = ResultFailed
+			}
+		}
+		attempts = n.Attempts()
+		return err
+	})
+	if err != nil {
+		what := "was not sent"
+		if sendErr == nil {
+			what = "was accepted by the server"
+		}
+		return "", fmt.Errorf("record the outcome of %s e-mail %s (it %s): %w", n.Template(), n.MessageID(), what, err)
+	}
+	if result == "" {
+		return "", nil
+	}
+	s.cfg.Metrics.sent.WithLabelValues(n.Template(), result).Inc()
+	log := platform.Logger(ctx).With(zap.String("event_id", n.EventID()), zap.String("template", n.Template()),
+		zap.String("order_id", n.OrderID()), zap.String("message_id", n.MessageID()), zap.Int64("attempts", attempts))
+	switch result {
+	case ResultBounced:
+		// The address is bad for good: worth a look (a typo at checkout), never a retry.
+		log.Warn("e-mail bounced", smtpFields(sendErr)...)
+	case ResultFailed:
+		log.Error("e-mail failed: attempts exhausted", smtpFields(sendErr)...)
+	case ResultRetry:
+		log.Info("e-mail deferred: will retry", smtpFields(sendErr)...)
+		return result, sendErr
+	}
+	return result, nil
+}
+
+// brief is err for a log line: of a server's reply only the stage and the code, since its text
+// often repeats the customer's address (the notification's LastError keeps it whole).
+func brief(err error) error {
+	var e *mailer.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	if e.Code == 0 {
+		return e // no reply: a connection, TLS or local error, nothing of the customer's
+	}
+	return fmt.Errorf("smtp %s: the server answered %d", e.Stage, e.Code)
+}
+
+// smtpFields are the log fields of a failed send: the stage and the server's code, not its text
+// (which often repeats the customer's address).
+func smtpFields(err error) []zap.Field {
+	var e *mailer.Error
+	if !errors.As(err, &e) {
+		return []zap.Field{zap.String("smtp_error", "unclassified")}
+	}
+	return []zap.Field{zap.String("smtp_stage", e.Stage), zap.Int("smtp_code", e.Code)}
+}
+
+// SweepReport is what one sweep did.
+type SweepReport struct {
+	Resumed  int      `json:"resumed"` // due notifications attempted
+	Sent     int      `json:"sent"`
+	Bounced  int      `json:"bounced"`
+	Failed   int      `json:"failed"`   // attempts exhausted
+	Retry    int      `json:"retry"`    // still PENDING, tried again later
+	Failures []string `json:"failures"` // outcomes that could not be recorded (retried by the next sweep)
+}
+
+// SweepLimit is the most notifications one sweep attempts; the next sweep takes the rest. Each
+// attempt is one SMTP session, so the sweep's request stays well inside Cloud Scheduler's deadline.
+const SweepLimit = 50
+
+// Sweep sends the PENDING notifications whose next attempt is due: those the request path never
+// sent (the process died, the queue gave up) and those waiting out a back-off. Run it on a
+// schedule (Cloud Scheduler → POST /admin/sweep). It stops early when ctx ends.
+func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
+	rep := SweepReport{Failures: []string{}}
+	due, err := s.cfg.Repo.Due(ctx, s.cfg.Now(), SweepLimit)
+	if err != nil {
+		return rep, err
+	}
+	for _, n := range due {
+		if ctx.Err() != nil {
+			break
+		}
+		rep.Resumed++
+		result, err := s.send(ctx, n)
+		switch result {
+		case ResultSent:
+			rep.Sent++
+		case ResultBounced:
+			rep.Bounced++
+		case ResultFailed:
+			rep.Failed++
+		case ResultRetry:
+			rep.Retry++
+		default:
+			if err != nil {
+				rep.Failures = append(rep.Failures, err.Error())
+			}
+		}
+	}
+	return rep, nil
+}
+
+// NotificationsOfOrder returns an order's notifications, for operators.
+func (s *Service) NotificationsOfOrder(ctx context.Context, orderID string) ([]*notification.Notification, error) {
+	if _, err := uuid.Parse(orderID); err != nil || len(orderID) != 36 {
+		return nil, fmt.Errorf("%w: order id %q is not a UUID", notification.ErrInvalid, orderID)
+	}
+	return s.cfg.Repo.NotificationsOfOrder(ctx, orderID)
+}

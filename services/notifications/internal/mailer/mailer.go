@@ -1,0 +1,345 @@
+// Package mailer sends one e-mail over SMTP (net/smtp) and says how the mail server answered:
+// accepted (with its reply, which usually names its queue id), refused for the address (a bounce:
+// 5xx to RCPT TO or to the message), or failed in a way another attempt may fix (4xx, a connection
+// or TLS error, a 5xx to anything but the address). It also composes the message (Compose):
+// MIME multipart/alternative with a text and an HTML part, UTF-8, quoted-printable, and an RFC
+// 2047-encoded Subject, so that Japanese survives every hop.
+//
+// Transport security (Config.StartTLS): auto upgrades with STARTTLS when the server offers it,
+// always refuses a server that does not, never stays in plain text. Credentials (PLAIN) are sent
+// only over TLS or to localhost (net/smtp refuses otherwise), and the password never appears in an
+// error or a log.
+package mailer
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"mime/quotedprintable"
+	"net"
+	"net/mail"
+	"net/smtp"
+	"net/textproto"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// StartTLS says whether a connection is upgraded to TLS.
+type StartTLS string
+
+const (
+	StartTLSAuto   StartTLS = "auto"   // when the server offers it
+	StartTLSAlways StartTLS = "always" // a server that does not offer it is an error
+	StartTLSNever  StartTLS = "never"
+)
+
+// Config configures a Sender.
+type Config struct {
+	Addr string        // host:port of the mail server (relay)
+	From *mail.Address // the From header and the envelope sender
+	// Username and Password, when set, authenticate with PLAIN: over TLS, or to localhost only.
+	Username, Password string
+	StartTLS           StartTLS      // default auto
+	Timeout            time.Duration // one whole send, connection to QUIT; default 30s
+	LocalName          string        // the EHLO name; default "localhost"
+	TLSConfig          *tls.Config   // nil: the system's roots, ServerName = Addr's host
+}
+
+// Sender sends e-mails through one mail server.
+type Sender struct {
+	cfg  Config
+	host string
+}
+
+// New returns a sender.
+func New(cfg Config) (*Sender, error) {
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil || host == "" {
+		return nil, fmt.Errorf("mailer: address %q is not host:port", cfg.Addr)
+	}
+	if cfg.From == nil || cfg.From.Address == "" {
+		return nil, errors.New("mailer: a From address is required")
+	}
+	switch cfg.StartTLS {
+	case "":
+		cfg.StartTLS = StartTLSAuto
+	case StartTLSAuto, StartTLSAlways, StartTLSNever:
+	default:
+		return nil, fmt.Errorf("mailer: StartTLS %q is not auto, always or never", cfg.StartTLS)
+	}
+	if (cfg.Username == "") != (cfg.Password == "") {
+		return nil, errors.New("mailer: a username needs a password and a password a username")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.LocalName == "" {
+		cfg.LocalName = "localhost"
+	}
+	if cfg.TLSConfig == nil {
+		cfg.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if cfg.TLSConfig.ServerName == "" {
+		cfg.TLSConfig = cfg.TLSConfig.Clone()
+		cfg.TLSConfig.ServerName = host
+	}
+	return &Sender{cfg: cfg, host: host}, nil
+}
+
+// Message is one e-mail to one recipient.
+type Message struct {
+	To        string // a bare address
+	Subject   string // one line, any Unicode
+	Text      string // the text/plain part
+	HTML      string // the text/html part
+	MessageID string // with angle brackets, e.g. "<id@host>"
+	Date      time.Time
+	// Headers are extra header fields, written in this order (names and values printable ASCII).
+	Headers []Header
+}
+
+// Header is one header field.
+type Header struct{ Name, Value string }
+
+// Stages of a send, as Error.Stage names them.
+const (
+	StageConnect  = "connect"  // dial and the server's greeting
+	StageHello    = "hello"    // EHLO
+	StageStartTLS = "starttls" // STARTTLS and the handshake
+	StageAuth     = "auth"
+	StageMail     = "mail" // MAIL FROM
+	StageRcpt     = "rcpt" // RCPT TO
+	StageData     = "data" // DATA and the message
+)
+
+// Error is a send that did not end in the server's acceptance.
+type Error struct {
+	Stage string // one of the Stage constants
+	Code  int    // the server's reply code; 0 when it did not answer (connection, TLS, a local check)
+	Err   error
+}
+
+func (e *Error) Error() string { return "smtp " + e.Stage + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Bounce reports whether the server refused the recipient or the message for good: a 5xx reply to
+// RCPT TO or DATA. Sending again cannot help. Anything else (4xx, no answer, a 5xx to the
+// greeting, EHLO, AUTH or MAIL FROM, which are about this sender's setup) may pass another time.
+func (e *Error) Bounce() bool {
+	return e.Code >= 500 && e.Code < 600 && (e.Stage == StageRcpt || e.Stage == StageData)
+}
+
+// IsBounce reports whether err is an *Error that bounced.
+func IsBounce(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Bounce()
+}
+
+// Receipt is the server's acceptance of a message.
+type Receipt struct {
+	Reply string // its reply to the end of the message, e.g. "2.0.0 Ok: queued as 4BQ1"
+}
+
+// Send composes m and hands it to the mail server in one SMTP session, bounded by Config.Timeout
+// and ctx. A nil error means the server took responsibility for the message.
+func (s *Sender) Send(ctx context.Context, m Message) (Receipt, error) {
+	raw, err := Compose(s.cfg.From, m)
+	if err != nil {
+		return Receipt{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", s.cfg.Addr)
+	if err != nil {
+		return Receipt{}, &Error{Stage: StageConnect, Err: err}
+	}
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	conn.SetDeadline(deadline)
+	// A cancelled request (the caller went away) ends the session at once.
+	defer context.AfterFunc(ctx, func() { conn.Close() })()
+
+	c, err := smtp.NewClient(conn, s.host)
+	if err != nil {
+		return Receipt{}, stageError(StageConnect, err)
+	}
+	defer c.Close()
+	if err := c.Hello(s.cfg.LocalName); err != nil {
+		return Receipt{}, stageError(StageHello, err)
+	}
+	if err := s.startTLS(c); err != nil {
+		return Receipt{}, err
+	}
+	if s.cfg.Username != "" {
+		if ok, _ := c.Extension("AUTH"); !ok {
+			return Receipt{}, &Error{Stage: StageAuth, Err: errors.New("the server offers no AUTH, and credentials are configured")}
+		}
+		// PlainAuth refuses to send the password over an unencrypted connection to anything but
+		// localhost.
+		if err := c.Auth(smtp.PlainAuth("", s.cfg.Username, s.cfg.Password, s.host)); err != nil {
+			return Receipt{}, stageError(StageAuth, err)
+		}
+	}
+	if err := c.Mail(s.cfg.From.Address); err != nil {
+		return Receipt{}, stageError(StageMail, err)
+	}
+	if err := c.Rcpt(m.To); err != nil {
+		return Receipt{}, stageError(StageRcpt, err)
+	}
+	reply, err := data(c, raw)
+	if err != nil {
+		return Receipt{}, stageError(StageData, err)
+	}
+	c.Quit() // the message is accepted: how the session ends changes nothing
+	return Receipt{Reply: reply}, nil
+}
+
+func (s *Sender) startTLS(c *smtp.Client) error {
+	if s.cfg.StartTLS == StartTLSNever {
+		return nil
+	}
+	if ok, _ := c.Extension("STARTTLS"); !ok {
+		if s.cfg.StartTLS == StartTLSAlways {
+			return &Error{Stage: StageStartTLS, Err: errors.New("the server does not offer STARTTLS (SMTP_STARTTLS=always)")}
+		}
+		return nil
+	}
+	if err := c.StartTLS(s.cfg.TLSConfig); err != nil {
+		return stageError(StageStartTLS, err)
+	}
+	return nil
+}
+
+// data sends DATA and the message through the client's text connection, so that the server's
+// reply to the message (its queue id) is kept: net/smtp's Data discards it.
+func data(c *smtp.Client, raw []byte) (string, error) {
+	id, err := c.Text.Cmd("DATA")
+	if err != nil {
+		return "", err
+	}
+	c.Text.StartResponse(id)
+	_, _, err = c.Text.ReadResponse(354)
+	c.Text.EndResponse(id)
+	if err != nil {
+		return "", err
+	}
+	w := c.Text.DotWriter()
+	if _, err := w.Write(raw); err != nil {
+		return "", err
+	}
+	if err := w.Close(); err != nil {
+		return "", err
+	}
+	_, reply, err := c.Text.ReadResponse(250)
+	return reply, err
+}
+
+func stageError(stage string, err error) *Error {
+	e := &Error{Stage: stage, Err: err}
+	var te *textproto.Error
+	if errors.As(err, &te) {
+		e.Code = te.Code
+	}
+	return e
+}
+
+// Compose writes m as an RFC 5322 message from from: multipart/alternative with the text part
+// first (the fallback) and the HTML part last (the preferred), both UTF-8 and quoted-printable,
+// lines ending in CRLF. It is deterministic (the boundary derives from the Message-ID), so every
+// attempt to send m sends the same bytes.
+func Compose(from *mail.Address, m Message) ([]byte, error) {
+	if _, err := mail.ParseAddress(m.To); err != nil {
+		return nil, fmt.Errorf("mailer: recipient: %w", err)
+	}
+	if !strings.HasPrefix(m.MessageID, "<") || !strings.HasSuffix(m.MessageID, ">") || !printable(m.MessageID) {
+		return nil, fmt.Errorf("mailer: Message-ID %q is not <id>", m.MessageID)
+	}
+	for _, h := range m.Headers {
+		if !token(h.Name) || !printable(h.Value) {
+			return nil, fmt.Errorf("mailer: header %q: name or value is not printable ASCII", h.Name)
+		}
+	}
+	sum := sha256.Sum256([]byte(m.MessageID))
+	boundary := "spanmart-" + hex.EncodeToString(sum[:16])
+
+	var b strings.Builder
+	header := func(name, value string) { b.WriteString(name + ": " + value + "\r\n") }
+	header("Date", m.Date.Format(time.RFC1123Z))
+	header("From", from.String())
+	header("To", (&mail.Address{Address: m.To}).String())
+	header("Subject", encodeSubject(m.Subject))
+	header("Message-ID", m.MessageID)
+	header("MIME-Version", "1.0")
+	// RFC 3834: no vacation auto-replies to a machine's message.
+	header("Auto-Submitted", "auto-generated")
+	for _, h := range m.Headers {
+		header(h.Name, h.Value)
+	}
+	header("Content-Type", "multipart/alternative;\r\n boundary=\""+boundary+"\"")
+	b.WriteString("\r\n")
+	for _, p := range []struct{ mediaType, body string }{{"text/plain", m.Text}, {"text/html", m.HTML}} {
+		b.WriteString("--" + boundary + "\r\n")
+		header("Content-Type", p.mediaType+"; charset=UTF-8")
+		header("Content-Transfer-Encoding", "quoted-printable")
+		b.WriteString("\r\n")
+		qp := quotedprintable.NewWriter(&b)
+		if _, err := qp.Write([]byte(crlf(p.body))); err != nil {
+			return nil, err
+		}
+		if err := qp.Close(); err != nil {
+			return nil, err
+		}
+		b.WriteString("\r\n")
+	}
+	b.WriteString("--" + boundary + "--\r\n")
+	return []byte(b.String()), nil
+}
+
+// encodeSubject returns s as a header value: as it is when it is printable ASCII, else RFC 2047
+// encoded words (base64 UTF-8, how Japanese mail is usually written), each on its own folded line
+// and short enough that no line of the header outgrows 78 characters.
+func encodeSubject(s string) string {
+	if printable(s) {
+		return s
+	}
+	// "Subject: " + "=?UTF-8?B?" + base64 of 42 bytes (56) + "?=" is 77 characters.
+	const maxBytes = 42
+	var words []string
+	for len(s) > 0 {
+		n := min(len(s), maxBytes)
+		for n < len(s) && !utf8.RuneStart(s[n]) {
+			n-- // never split a character between two words
+		}
+		words = append(words, "=?UTF-8?B?"+base64.StdEncoding.EncodeToString([]byte(s[:n]))+"?=")
+		s = s[n:]
+	}
+	return strings.Join(words, "\r\n ")
+}
+
+// crlf makes every line end in CRLF.
+func crlf(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", "\r\n")
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func token(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' || s[i] == ':' {
+			return false
+		}
+	}
+	return s != ""
+}

@@ -1,0 +1,271 @@
+package mailer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/mail"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+
+	"github.com/spanmart/spanmart/internal/mailtest"
+)
+
+var from = &mail.Address{Name: "Spanmart", Address: "no-reply@spanmart.example"}
+
+func message() Message {
+	return Message{
+		To: "ali@example.com",
+		// Long enough for several encoded words.
+		Subject:   "ご注文を承りました (注文番号 7f0c2a1e-3b4d-4e5f-8a9b-0c1d2e3f4a5b) ありがとうございます",
+		Text:      "ご注文ありがとうございます。\n合計: ¥1,500\n" + strings.Repeat("長い行", 40) + "\n",
+		HTML:      "<p>ご注文ありがとうございます。</p>\n<p>合計: ¥1,500</p>\n",
+		MessageID: "<e-1.order_confirmed@notifications.spanmart>",
+		Date:      time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC),
+		Headers:   []Header{{Name: "X-Spanmart-Template", Value: "order_confirmed"}},
+	}
+}
+
+func start(t *testing.T) *mailtest.Server {
+	t.Helper()
+	srv, err := mailtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+func sender(t *testing.T, cfg Config) *Sender {
+	t.Helper()
+	if cfg.From == nil {
+		cfg.From = from
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestComposeReadsBack(t *testing.T) {
+	m := message()
+	raw, err := Compose(from, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := Compose(from, m)
+	if !bytes.Equal(raw, again) {
+		t.Error("Compose is not deterministic: a resend would differ")
+	}
+	for i, line := range strings.SplitAfter(string(raw), "\n") {
+		if line != "" && !strings.HasSuffix(line, "\r\n") {
+			t.Errorf("line %d does not end in CRLF: %q", i+1, line)
+		}
+		if len(line) > 78+2 {
+			t.Errorf("line %d is %d bytes long: %q", i+1, len(line), line)
+		}
+	}
+	msg, err := mail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject, err := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
+	if err != nil || subject != m.Subject {
+		t.Errorf("Subject decodes to %q (%v), want %q", subject, err, m.Subject)
+	}
+	for name, want := range map[string]string{
+		"From": `"Spanmart" <no-reply@spanmart.example>`, "To": "<ali@example.com>", "Message-Id": m.MessageID,
+		"Date": "Sat, 01 Mar 2025 12:00:00 +0000", "Mime-Version": "1.0", "X-Spanmart-Template": "order_confirmed",
+		"Auto-Submitted": "auto-generated",
+	} {
+		if got := msg.Header.Get(name); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	got := mailtest.Message{Header: msg.Header, Raw: raw}
+	if text, err := got.Part("text/plain"); err != nil || text != strings.ReplaceAll(m.Text, "\n", "\r\n") {
+		t.Errorf("text part %q (%v)", text, err)
+	}
+	if html, err := got.Part("text/html"); err != nil || html != strings.ReplaceAll(m.HTML, "\n", "\r\n") {
+		t.Errorf("HTML part %q (%v)", html, err)
+	}
+}
+
+func TestComposeRefusesHeaderInjection(t *testing.T) {
+	for name, change := range map[string]func(*Message){
+		"recipient":  func(m *Message) { m.To = "ali@example.com\r\nBcc: eve@example.com" },
+		"message id": func(m *Message) { m.MessageID = "<a@b>\r\nBcc: eve@example.com" },
+		"header":     func(m *Message) { m.Headers = []Header{{Name: "X-A", Value: "1\r\nBcc: eve@example.com"}} },
+	} {
+		m := message()
+		change(&m)
+		if _, err := Compose(from, m); err == nil {
+			t.Errorf("%s with a line break: composed", name)
+		}
+	}
+}
+
+func TestSend(t *testing.T) {
+	srv := start(t)
+	s := sender(t, Config{Addr: srv.Addr()})
+	receipt, err := s.Send(context.Background(), message())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if receipt.Reply == "" {
+		t.Error("no reply from the server kept")
+	}
+	msgs := srv.Messages()
+	if len(msgs) != 1 || msgs[0].From != from.Address || msgs[0].To[0] != "ali@example.com" {
+		t.Fatalf("server got %+v", msgs)
+	}
+	want, _ := Compose(from, message())
+	if !bytes.Equal(msgs[0].Raw, want) {
+		t.Errorf("the server received other bytes than Compose writes:\n%s", msgs[0].Raw)
+	}
+}
+
+func TestSendErrors(t *testing.T) {
+	srv := start(t)
+	srv.RejectRecipient("bounce@example.com", 550)
+	srv.RejectRecipient("full@example.com", 452)
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	for _, c := range []struct {
+		name   string
+		cfg    Config
+		to     string
+		before func()
+		stage  string
+		code   int
+		bounce bool
+	}{
+		{name: "5xx to RCPT bounces", cfg: Config{Addr: srv.Addr()}, to: "bounce@example.com", stage: StageRcpt, code: 550, bounce: true},
+		{name: "4xx to RCPT defers", cfg: Config{Addr: srv.Addr()}, to: "full@example.com", stage: StageRcpt, code: 452},
+		{name: "421 greeting", cfg: Config{Addr: srv.Addr()}, to: "ali@example.com", before: func() { srv.Refuse(1) }, stage: StageConnect, code: 421},
+		{name: "nobody listening", cfg: Config{Addr: closed.Addr().String()}, to: "ali@example.com", stage: StageConnect},
+		{name: "STARTTLS required, not offered", cfg: Config{Addr: srv.Addr(), StartTLS: StartTLSAlways}, to: "ali@example.com", stage: StageStartTLS},
+		{name: "credentials, no AUTH offered", cfg: Config{Addr: srv.Addr(), Username: "u", Password: "secret-pw"}, to: "ali@example.com", stage: StageAuth},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.before != nil {
+				c.before()
+			}
+			m := message()
+			m.To = c.to
+			_, err := sender(t, c.cfg).Send(context.Background(), m)
+			var e *Error
+			if !errors.As(err, &e) || e.Stage != c.stage || e.Code != c.code || e.Bounce() != c.bounce || IsBounce(err) != c.bounce {
+				t.Fatalf("Send: %#v (%v); want stage %s, code %d, bounce %v", err, err, c.stage, c.code, c.bounce)
+			}
+			if strings.Contains(err.Error(), "secret-pw") {
+				t.Errorf("the error shows the password: %v", err)
+			}
+		})
+	}
+	if n := len(srv.Messages()); n != 0 {
+		t.Errorf("%d messages accepted, want none", n)
+	}
+}
+
+func TestSendGivesUpAtTheTimeout(t *testing.T) {
+	// A server that accepts the connection and never greets.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	_, err = sender(t, Config{Addr: ln.Addr().String(), Timeout: 100 * time.Millisecond}).Send(context.Background(), message())
+	var e *Error
+	if !errors.As(err, &e) || e.Stage != StageConnect || e.Bounce() {
+		t.Errorf("Send to a silent server: %v, want a connect error that is no bounce", err)
+	}
+}
+
+// authServer is a server offering AUTH PLAIN without TLS (go-smtp's AllowInsecureAuth), on addr,
+// recording the passwords it is sent.
+func authServer(t *testing.T, addr string) (hostport string, passwords func() []string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot listen on %s: %v", addr, err)
+	}
+	var mu sync.Mutex
+	var got []string
+	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
+		return &authSession{record: func(pw string) { mu.Lock(); got = append(got, pw); mu.Unlock() }}, nil
+	}))
+	srv.AllowInsecureAuth = true
+	srv.Domain = "auth.test"
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String(), func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), got...) }
+}
+
+type authSession struct{ record func(string) }
+
+func (s *authSession) AuthMechanisms() []string { return []string{sasl.Plain} }
+func (s *authSession) Auth(string) (sasl.Server, error) {
+	return sasl.NewPlainServer(func(_, _, password string) error { s.record(password); return nil }), nil
+}
+func (s *authSession) Mail(string, *smtp.MailOptions) error { return nil }
+func (s *authSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
+func (s *authSession) Data(r io.Reader) error               { _, err := io.Copy(io.Discard, r); return err }
+func (s *authSession) Reset()                               {}
+func (s *authSession) Logout() error                        { return nil }
+
+// The password goes to localhost in plain text (a local relay), but to nothing else without TLS.
+func TestCredentialsNeedTLSUnlessLocalhost(t *testing.T) {
+	local, localPasswords := authServer(t, "127.0.0.1:0")
+	if _, err := sender(t, Config{Addr: local, Username: "u", Password: "pw-local"}).Send(context.Background(), message()); err != nil {
+		t.Fatalf("send with credentials to 127.0.0.1: %v", err)
+	}
+	if got := localPasswords(); len(got) != 1 || got[0] != "pw-local" {
+		t.Errorf("the local server was sent passwords %q", got)
+	}
+
+	// 127.0.0.2 is the loopback interface too on Linux, but net/smtp does not count it as localhost.
+	remote, remotePasswords := authServer(t, "127.0.0.2:0")
+	_, err := sender(t, Config{Addr: remote, Username: "u", Password: "pw-remote"}).Send(context.Background(), message())
+	var e *Error
+	if !errors.As(err, &e) || e.Stage != StageAuth || strings.Contains(err.Error(), "pw-remote") {
+		t.Errorf("send with credentials in plain text to %s: %v, want an auth error", remote, err)
+	}
+	if got := remotePasswords(); len(got) != 0 {
+		t.Errorf("the password went over plain text: the server got %q", got)
+	}
+}
+
+func TestNewRefusesBadConfigs(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"no port":         {Addr: "smtp.example", From: from},
+		"no from":         {Addr: "smtp.example:587"},
+		"user, no secret": {Addr: "smtp.example:587", From: from, Username: "u"},
+		"bad starttls":    {Addr: "smtp.example:587", From: from, StartTLS: "sometimes"},
+	} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
