@@ -32,6 +32,7 @@ const (
 	PaymentColSlip              = "Slip"
 	PaymentColCheckShard        = "CheckShard"
 	PaymentColCheckAfter        = "CheckAfter"
+	PaymentColCancelRequested   = "CancelRequested"
 )
 
 // Payment is a row of table Payments, primary key (PaymentId).
@@ -53,15 +54,16 @@ type Payment struct {
 	Slip              spanner.NullJSON   `spanner:"Slip"`              // JSON
 	CheckShard        spanner.NullInt64  `spanner:"CheckShard"`        // INT64
 	CheckAfter        spanner.NullTime   `spanner:"CheckAfter"`        // TIMESTAMP
+	CancelRequested   spanner.NullBool   `spanner:"CancelRequested"`   // BOOL
 }
 
 // PaymentColumns returns the columns of table Payments in schema order.
 func PaymentColumns() []string {
-	return []string{PaymentColPaymentId, PaymentColOrderId, PaymentColProvider, PaymentColMethod, PaymentColStatus, PaymentColAmountMinor, PaymentColCurrency, PaymentColProviderPaymentId, PaymentColFailureReason, PaymentColExpiresAt, PaymentColVersion, PaymentColCreatedAt, PaymentColUpdatedAt, PaymentColCustomerId, PaymentColSlip, PaymentColCheckShard, PaymentColCheckAfter}
+	return []string{PaymentColPaymentId, PaymentColOrderId, PaymentColProvider, PaymentColMethod, PaymentColStatus, PaymentColAmountMinor, PaymentColCurrency, PaymentColProviderPaymentId, PaymentColFailureReason, PaymentColExpiresAt, PaymentColVersion, PaymentColCreatedAt, PaymentColUpdatedAt, PaymentColCustomerId, PaymentColSlip, PaymentColCheckShard, PaymentColCheckAfter, PaymentColCancelRequested}
 }
 
 // paymentWriteColumns are the columns mutations write: every column but generated ones.
-var paymentWriteColumns = []string{PaymentColPaymentId, PaymentColOrderId, PaymentColProvider, PaymentColMethod, PaymentColStatus, PaymentColAmountMinor, PaymentColCurrency, PaymentColProviderPaymentId, PaymentColFailureReason, PaymentColExpiresAt, PaymentColVersion, PaymentColCreatedAt, PaymentColUpdatedAt, PaymentColCustomerId, PaymentColSlip, PaymentColCheckShard, PaymentColCheckAfter}
+var paymentWriteColumns = []string{PaymentColPaymentId, PaymentColOrderId, PaymentColProvider, PaymentColMethod, PaymentColStatus, PaymentColAmountMinor, PaymentColCurrency, PaymentColProviderPaymentId, PaymentColFailureReason, PaymentColExpiresAt, PaymentColVersion, PaymentColCreatedAt, PaymentColUpdatedAt, PaymentColCustomerId, PaymentColSlip, PaymentColCheckShard, PaymentColCheckAfter, PaymentColCancelRequested}
 
 // paymentKeyColumns are the primary key columns of table Payments.
 var paymentKeyColumns = []string{PaymentColPaymentId}
@@ -87,7 +89,7 @@ func ReadPaymentRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([]
 }
 
 func (p *Payment) values() []any {
-	return []any{p.PaymentId, p.OrderId, p.Provider, p.Method, p.Status, p.AmountMinor, p.Currency, p.ProviderPaymentId, p.FailureReason, p.ExpiresAt, p.Version, p.CreatedAt, p.UpdatedAt, p.CustomerId, p.Slip, p.CheckShard, p.CheckAfter}
+	return []any{p.PaymentId, p.OrderId, p.Provider, p.Method, p.Status, p.AmountMinor, p.Currency, p.ProviderPaymentId, p.FailureReason, p.ExpiresAt, p.Version, p.CreatedAt, p.UpdatedAt, p.CustomerId, p.Slip, p.CheckShard, p.CheckAfter, p.CancelRequested}
 }
 
 // Insert returns a mutation inserting p; it fails at commit if the row exists.

@@ -1,7 +1,9 @@
-// Package app holds the gateway's use cases: recording a payment request and its authorize intent
-// (in the consumer's transaction), carrying the intent out against the provider after the commit,
-// applying provider webhooks once each, and the reconciliation sweep. It declares what it needs
-// from the outside (Repository, Tx, Nudger, the providers) and knows nothing of HTTP or Spanner.
+// Package app holds the gateway's use cases: recording, in the consumer's transaction, a payment
+// request and its authorize intent (order.awaiting_payment), the capture of a shipped order's
+// payment (order.shipped) and the settlement of a cancelled order's money (order.cancelled: a
+// void or a refund); carrying those intents out against the provider after the commit; applying
+// provider webhooks once each; and the reconciliation sweep. It declares what it needs from the
+// outside (Repository, Tx, Nudger, the providers) and knows nothing of HTTP or Spanner.
 //
 // Every provider call follows docs/architecture.md, "Side effects outside Spanner": the intent
 // (ProviderRequests row, with the exact request and its idempotency key) commits first; the call
@@ -40,6 +42,7 @@ const (
 	OpAuthorize Operation = "AUTHORIZE"
 	OpCapture   Operation = "CAPTURE"
 	OpVoid      Operation = "VOID"
+	OpRefund    Operation = "REFUND"
 )
 
 // IntentStatus is an intent's state: STARTED until the provider answered, then SUCCEEDED (an
@@ -145,7 +148,8 @@ type Config struct {
 	// resume it (and the back-off unit between resumptions); default 1m.
 	ResumeAfter time.Duration
 	// GiveUpAfter is how long after it was recorded an intent whose calls keep failing
-	// temporarily is given up (the payment fails with provider_unavailable); default and most 23h.
+	// temporarily is given up (the payment's authorization, capture, void or refund fails with
+	// provider_unavailable); default and most 23h.
 	// It must stay inside the providers' idempotency-key retention (Stripe keeps keys 24 h):
 	// after that, the same call could act a second time.
 	GiveUpAfter time.Duration
@@ -246,35 +250,48 @@ func (s *Service) RequestPayment(ctx context.Context, tx Tx, r PaymentRequest) (
 }
 
 // Resume carries out the intent key if it is still STARTED: calls the provider (with retries,
-// back-off and the provider's circuit breaker) and records the answer and the payment's event. It
-// returns nil once the intent is finished (now or before), and an error while it is not, so the
-// caller's queue tries again; a payment.ErrNotFound intent is finished by definition.
+// back-off and the provider's circuit breaker) and records the answer and the payment's event;
+// then, the same way, the intent that answer recorded, if any (the void of a payment whose order
+// was cancelled while it was being authorized, the refund of a slip paid before its cancellation
+// reached the provider). It returns nil once the intents are finished (now or before), and an
+// error while one is not, so the caller's queue tries again; an intent that does not exist is
+// finished by definition.
 func (s *Service) Resume(ctx context.Context, key string) error {
+	next, err := s.resume(ctx, key)
+	if err != nil || next == "" {
+		return err
+	}
+	return s.Resume(ctx, next)
+}
+
+// resume carries out one intent (Resume) and returns the key of the intent its answer recorded,
+// "" for none.
+func (s *Service) resume(ctx context.Context, key string) (string, error) {
 	in, err := s.cfg.Repo.Intent(ctx, key)
 	switch {
 	case errors.Is(err, payment.ErrNotFound):
-		return nil
+		return "", nil
 	case err != nil:
-		return err
+		return "", err
 	case in.Status != IntentStarted:
-		return nil
+		return "", nil
 	}
 	p, err := s.cfg.Repo.Payment(ctx, in.PaymentID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	prov, ok := s.providers[p.Method().Provider()]
 	if !ok {
-		return fmt.Errorf("%w: %s", ErrUnknownProvider, p.Method().Provider())
+		return "", fmt.Errorf("%w: %s", ErrUnknownProvider, p.Method().Provider())
 	}
 	outcome, callErr := prov.do(ctx, in)
 	if callErr == nil {
 		faults.Hit(faults.GatewayAfterProviderCall)
 	}
-	emitted, unfinished := false, false
+	emitted, unfinished, next := false, false, ""
 	var rep *report
 	err = s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
-		emitted, unfinished, rep = false, false, &report{}
+		emitted, unfinished, next, rep = false, false, "", &report{}
 		in, err := tx.Intent(ctx, key)
 		if err != nil || in.Status != IntentStarted {
 			return err // finished meanwhile (a concurrent Resume)
@@ -290,7 +307,9 @@ func (s *Service) Resume(ctx context.Context, key string) error {
 		switch {
 		case callErr == nil:
 			in.Status, in.LastError, in.RetryAfter = IntentSucceeded, "", time.Time{}
-			s.apply(rep, p, prov.Name(), outcome, "answer")
+			if next, err = s.applyAnswer(ctx, tx, rep, p, prov.Name(), in, outcome); err != nil {
+				return err
+			}
 		case provider.Temporary(callErr) && (in.CreatedAt.IsZero() || now.Sub(in.CreatedAt) < s.cfg.GiveUpAfter):
 			in.LastError, in.RetryAfter = callErr.Error(), now.Add(s.backoff(max(in.Attempts, 1)))
 			unfinished = true
@@ -305,19 +324,49 @@ func (s *Service) Resume(ctx context.Context, key string) error {
 		return tx.SaveIntent(ctx, in, false)
 	})
 	if err != nil {
-		return fmt.Errorf("record the provider's answer to %s: %w", key, err)
+		return "", fmt.Errorf("record the provider's answer to %s: %w", key, err)
 	}
 	rep.publish(ctx)
 	if emitted && s.cfg.Nudger != nil {
 		s.cfg.Nudger.NudgeAggregate(ctx, in.PaymentID)
 	}
 	if unfinished {
-		return fmt.Errorf("intent %s not finished: %w", key, callErr)
+		return "", fmt.Errorf("intent %s not finished: %w", key, callErr)
 	}
-	return nil
+	return next, nil
 }
 
-// giveUp records an intent that cannot be carried out: the payment fails with the reason.
+// applyAnswer applies the provider's answer to intent in and records, in tx, the intent that
+// must follow it, returning its key ("" for none).
+func (s *Service) applyAnswer(ctx context.Context, tx Tx, rep *report, p *payment.Payment, providerName string, in Intent, o provider.Outcome) (string, error) {
+	if in.Op == OpVoid && o.Status == payment.Authorized && p.Status() == payment.VoidRequested && p.Method().UsesSlip() {
+		// The customer paid the slip before its cancellation reached the provider: the money
+		// is taken, and only a refund gives it back.
+		rep.note(fmt.Sprintf("payment %s: the slip was paid before its cancellation reached %s: refunding it", p.ID(), providerName))
+		return IntentKey(p.ID(), OpRefund), s.recordIntent(ctx, tx, p, OpRefund)
+	}
+	if !s.apply(rep, p, providerName, o, "answer") {
+		return "", nil
+	}
+	return s.followUp(ctx, tx, p)
+}
+
+// followUp records, in tx, what a payment that has just moved must do next: the settlement (void)
+// of a payment whose order was cancelled while it was being authorized, now that the provider
+// holds it. It returns the intent's key, "" for none.
+func (s *Service) followUp(ctx context.Context, tx Tx, p *payment.Payment) (string, error) {
+	if !p.CancelRequested() {
+		return "", nil
+	}
+	op, ok := settlement(p)
+	if !ok {
+		return "", nil // it failed: nothing is held
+	}
+	return IntentKey(p.ID(), op), s.recordIntent(ctx, tx, p, op)
+}
+
+// giveUp records an intent that cannot be carried out: the payment fails (its authorization,
+// capture, void or refund) with the reason.
 func (s *Service) giveUp(rep *report, p *payment.Payment, in Intent, callErr error) {
 	reason := payment.ReasonProviderUnavailable
 	var pe *provider.Error
@@ -330,9 +379,15 @@ func (s *Service) giveUp(rep *report, p *payment.Payment, in Intent, callErr err
 		err = p.Fail(reason)
 	case OpCapture:
 		err = p.FailCapture(reason)
+	case OpVoid:
+		err = p.FailVoid(reason)
+	case OpRefund:
+		err = p.FailRefund(reason)
 	}
 	if err != nil {
 		rep.note(fmt.Sprintf("payment %s: intent %s failed (%v) and the payment cannot record it: %v", p.ID(), in.Key, callErr, err))
+	} else {
+		rep.count(s.cfg.Metrics.transitions, p.Method().Provider(), string(p.Status()))
 	}
 	rep.count(s.cfg.Metrics.intentsFailed, p.Method().Provider(), string(in.Op))
 }
@@ -346,22 +401,27 @@ func (s *Service) backoff(n int64) time.Duration {
 	return min(d, time.Hour)
 }
 
-// checkAfter is when the sweep asks the provider about p: never for a terminal payment or one
-// whose provider id is unknown (its authorize intent covers it); for an authorization, when it
-// would lapse (AuthorizationCheckAfter); otherwise after ReconcileAfter, or at a slip's expiry if
-// that is sooner.
+// checkAfter is when the sweep asks the provider about p. Only a payment that waits for the
+// provider or the customer is asked about: for an authorization, when it would lapse
+// (AuthorizationCheckAfter); for one the customer must complete (3-D Secure) or a slip, after
+// ReconcileAfter, or at the slip's expiry if that is sooner. Never for a payment whose provider
+// id is unknown or that has an operation in flight (its intent's answer, webhook or giving up
+// moves it), nor once it has settled (captured money changes only when the gateway asks).
 func (s *Service) checkAfter(p *payment.Payment, now time.Time) time.Time {
-	if p.Status().Terminal() || p.ProviderPaymentID() == "" {
+	if p.ProviderPaymentID() == "" {
 		return time.Time{}
 	}
-	if p.Status() == payment.Authorized {
+	switch p.Status() {
+	case payment.Authorized:
 		return now.Add(AuthorizationCheckAfter)
+	case payment.Requested, payment.Pending:
+		at := now.Add(s.cfg.ReconcileAfter)
+		if p.Status() == payment.Pending && !p.ExpiresAt().IsZero() && p.ExpiresAt().Before(at) {
+			at = p.ExpiresAt()
+		}
+		return at
 	}
-	at := now.Add(s.cfg.ReconcileAfter)
-	if p.Status() == payment.Pending && !p.ExpiresAt().IsZero() && p.ExpiresAt().Before(at) {
-		at = p.ExpiresAt()
-	}
-	return at
+	return time.Time{}
 }
 
 // apply moves p to what the provider says it is (an answer, a webhook, a lookup: via says which)
@@ -391,6 +451,12 @@ func (s *Service) apply(rep *report, p *payment.Payment, providerName string, o 
 		}
 		return false
 	}
+	if p.Status().InFlight() && !p.Status().CanTransitionTo(o.Status) {
+		// Another stage while an operation is with the provider (an authorization lapsing under
+		// a capture or a void, say): that operation's answer, or its intent giving up, decides.
+		rep.note(fmt.Sprintf("%s left to the intent: payment %s is %s, the provider says %s", via, p.ID(), p.Status(), o.Status))
+		return false
+	}
 	var err error
 	switch o.Status {
 	case payment.Authorized:
@@ -403,8 +469,16 @@ func (s *Service) apply(rep *report, p *payment.Payment, providerName string, o 
 		err = p.Expire()
 	case payment.Captured:
 		err = p.Capture()
+	case payment.CaptureFailed:
+		err = p.FailCapture(reasonOr(o.Reason, payment.ReasonDeclined))
 	case payment.Voided:
 		err = p.Void()
+	case payment.VoidFailed:
+		err = p.FailVoid(reasonOr(o.Reason, payment.ReasonDeclined))
+	case payment.Refunded:
+		err = p.Refund()
+	case payment.RefundFailed:
+		err = p.FailRefund(reasonOr(o.Reason, payment.ReasonDeclined))
 	default:
 		err = fmt.Errorf("%w: the provider's outcome %s is not one the gateway applies", payment.ErrInvalid, o.Status)
 	}
@@ -417,7 +491,9 @@ func (s *Service) apply(rep *report, p *payment.Payment, providerName string, o 
 	return true
 }
 
-// holdsNoMoney: the payment ended without money being held (refused, lapsed, released).
+// holdsNoMoney: the payment ended without money being held (refused, lapsed, released). Not
+// REFUNDED: Stripe's PaymentIntent stays succeeded (CAPTURED) after its refund, which is no
+// conflict.
 func holdsNoMoney(st payment.Status) bool {
 	return st == payment.Failed || st == payment.Expired || st == payment.Voided
 }
@@ -477,12 +553,12 @@ func (s *Service) HandleWebhook(ctx context.Context, providerName string, h map[
 		return WebhookIgnored, nil
 	}
 	var (
-		result    WebhookResult
-		paymentID string
-		rep       *report
+		result          WebhookResult
+		paymentID, next string
+		rep             *report
 	)
 	err = s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
-		result, paymentID, rep = WebhookIgnored, "", &report{}
+		result, paymentID, next, rep = WebhookIgnored, "", "", &report{}
 		p, err := s.webhookPayment(ctx, tx, providerName, n)
 		if err != nil {
 			return err
@@ -505,6 +581,9 @@ func (s *Service) HandleWebhook(ctx context.Context, providerName string, h map[
 			return nil
 		}
 		result = WebhookApplied
+		if next, err = s.followUp(ctx, tx, p); err != nil {
+			return err
+		}
 		return tx.Save(ctx, p, false, s.checkAfter(p, s.cfg.Now()))
 	})
 	if err != nil {
@@ -515,7 +594,19 @@ func (s *Service) HandleWebhook(ctx context.Context, providerName string, h map[
 	if result == WebhookApplied && s.cfg.Nudger != nil {
 		s.cfg.Nudger.NudgeAggregate(ctx, paymentID)
 	}
+	s.resumeFollowUp(ctx, next)
 	return result, nil
+}
+
+// resumeFollowUp carries out, after the commit, the intent a webhook or a lookup recorded (key;
+// "" for none). It is not the caller's error when it stays unfinished: the sweep resumes it.
+func (s *Service) resumeFollowUp(ctx context.Context, key string) {
+	if key == "" {
+		return
+	}
+	if err := s.Resume(ctx, key); err != nil {
+		note(ctx, fmt.Sprintf("%s left to the sweep: %v", key, err))
+	}
 }
 
 // webhookPayment finds the payment a notification is about: by the id the gateway sent as
@@ -547,9 +638,10 @@ type SweepReport struct {
 // SweepLimit is the most intents and payments one sweep handles (each); the next sweep takes the rest.
 const SweepLimit = 200
 
-// Sweep resumes intents the request path left unfinished and asks the providers about payments
-// that have waited for a callback longer than ReconcileAfter, applying what they say (a missed
-// webhook is not a stuck order). Run it on a schedule (Cloud Scheduler → POST /admin/sweep).
+// Sweep resumes intents the request path left unfinished (authorizations, captures, voids,
+// refunds) and asks the providers about payments that have waited for a callback longer than
+// ReconcileAfter, applying what they say (a missed webhook is not a stuck order). Run it on a
+// schedule (Cloud Scheduler → POST /admin/sweep).
 func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	rep := SweepReport{Failures: []string{}}
 	now := s.cfg.Now()
@@ -592,15 +684,19 @@ func (s *Service) reconcile(ctx context.Context, p *payment.Payment) (bool, erro
 	if err != nil {
 		return false, fmt.Errorf("payment %s: ask %s: %w", p.ID(), g.Name(), err)
 	}
-	changed := false
+	changed, next := false, ""
 	var rep *report
 	err = s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
-		rep = &report{}
+		changed, next, rep = false, "", &report{}
 		p, err := tx.Payment(ctx, p.ID())
 		if err != nil {
 			return err
 		}
-		changed = s.apply(rep, p, g.Name(), o, "reconciliation")
+		if changed = s.apply(rep, p, g.Name(), o, "reconciliation"); changed {
+			if next, err = s.followUp(ctx, tx, p); err != nil {
+				return err
+			}
+		}
 		return tx.Save(ctx, p, false, s.checkAfter(p, s.cfg.Now()))
 	})
 	if err != nil {
@@ -613,6 +709,7 @@ func (s *Service) reconcile(ctx context.Context, p *payment.Payment) (bool, erro
 			s.cfg.Nudger.NudgeAggregate(ctx, p.ID())
 		}
 	}
+	s.resumeFollowUp(ctx, next)
 	return changed, nil
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/app"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/payment"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/provider"
+	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/provider/komoju"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/provider/stripe"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/store"
 )
@@ -36,17 +37,21 @@ var env *spannertest.Env
 func TestMain(m *testing.M) { os.Exit(spannertest.Main(m, &env)) }
 
 const (
-	apiKey        = "sk_test_gateway_app"
-	webhookSecret = "whsec_gateway_app"
+	apiKey              = "sk_test_gateway_app"
+	webhookSecret       = "whsec_gateway_app"
+	komojuKey           = "sk_test_komoju_gateway_app"
+	komojuWebhookSecret = "komoju_whsec_gateway_app"
 )
 
-// fixture is the gateway's use cases over a fresh payments database, with the real Stripe adapter
-// talking to an in-process sandbox whose webhooks reach HandleWebhook over HTTP.
+// fixture is the gateway's use cases over a fresh payments database, with the real Stripe and
+// KOMOJU adapters talking to an in-process sandbox whose webhooks reach HandleWebhook over HTTP.
 type fixture struct {
 	client  *spanner.Client
 	svc     *app.Service
 	sandbox *paysim.Server
 	adapter *stripe.Provider
+	komoju  *komoju.Provider
+	reg     *prometheus.Registry // the service's metrics, unless the test gave its own
 	mu      sync.Mutex
 	now     time.Time // the use cases' clock (Config.Now), moved by advance
 	hooks   []string  // results of the webhooks received
@@ -66,13 +71,13 @@ func (f *fixture) advance(d time.Duration) {
 
 func newFixture(t *testing.T, edit func(*app.Config)) *fixture {
 	t.Helper()
-	f := &fixture{now: time.Now()}
+	f := &fixture{now: time.Now(), reg: prometheus.NewRegistry()}
 	f.client, _ = env.NewDatabase(t, dbschema.Payments)
 	ready := make(chan struct{})
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-ready
 		body, _ := io.ReadAll(r.Body)
-		res, err := f.svc.HandleWebhook(r.Context(), "stripe", r.Header, body)
+		res, err := f.svc.HandleWebhook(r.Context(), strings.TrimPrefix(r.URL.Path, "/"), r.Header, body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -84,7 +89,8 @@ func newFixture(t *testing.T, edit func(*app.Config)) *fixture {
 	t.Cleanup(recv.Close)
 	var err error
 	f.sandbox, err = paysim.Start(context.Background(), paysim.Options{
-		APIKey: apiKey, WebhookURL: recv.URL, WebhookSecret: webhookSecret,
+		APIKey: apiKey, WebhookURL: recv.URL + "/stripe", WebhookSecret: webhookSecret,
+		KomojuSecretKey: komojuKey, KomojuWebhookURL: recv.URL + "/komoju", KomojuWebhookSecret: komojuWebhookSecret,
 		WebhookRetry: paysim.RetryPolicy{MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond},
 	})
 	if err != nil {
@@ -96,10 +102,16 @@ func newFixture(t *testing.T, edit func(*app.Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.komoju, err = komoju.New(komoju.Config{BaseURL: f.sandbox.URL(), SecretKey: komojuKey, WebhookSecret: komojuWebhookSecret,
+		HTTPClient: &http.Client{Timeout: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := app.Config{
-		Repo: store.New(f.client), Providers: []provider.Provider{f.adapter},
-		Calls: app.CallPolicy{MinBackoff: 10 * time.Millisecond, Timeout: 2 * time.Second},
-		Now:   f.clock,
+		Repo: store.New(f.client), Providers: []provider.Provider{f.adapter, f.komoju},
+		Calls:   app.CallPolicy{MinBackoff: 10 * time.Millisecond, Timeout: 2 * time.Second},
+		Now:     f.clock,
+		Metrics: app.NewMetrics(f.reg),
 	}
 	if edit != nil {
 		edit(&cfg)

@@ -69,15 +69,18 @@ func (g *guarded) do(ctx context.Context, in Intent) (provider.Outcome, error) {
 			return provider.Outcome{}, g.invalid("authorize", fmt.Errorf("intent %s: request: %w", in.Key, err))
 		}
 		return g.call(ctx, "authorize", func(ctx context.Context) (provider.Outcome, error) { return g.Authorize(ctx, r) })
-	case OpCapture, OpVoid:
+	case OpCapture, OpVoid, OpRefund:
 		var r provider.Operation
 		if err := json.Unmarshal(in.Request, &r); err != nil {
 			return provider.Outcome{}, g.invalid(string(in.Op), fmt.Errorf("intent %s: request: %w", in.Key, err))
 		}
-		if in.Op == OpCapture {
+		switch in.Op {
+		case OpCapture:
 			return g.call(ctx, "capture", func(ctx context.Context) (provider.Outcome, error) { return g.Capture(ctx, r) })
+		case OpVoid:
+			return g.call(ctx, "void", func(ctx context.Context) (provider.Outcome, error) { return g.Void(ctx, r) })
 		}
-		return g.call(ctx, "void", func(ctx context.Context) (provider.Outcome, error) { return g.Void(ctx, r) })
+		return g.call(ctx, "refund", func(ctx context.Context) (provider.Outcome, error) { return g.Refund(ctx, r) })
 	}
 	return provider.Outcome{}, g.invalid(string(in.Op), fmt.Errorf("intent %s: unknown operation", in.Key))
 }

@@ -1,9 +1,15 @@
 // Package events applies orders' events to payments. It is registered with the outboxlib consumer
 // (POST /events, consumer name "gateway-abstraction"), which verifies the caller, de-duplicates
-// deliveries and orders them in the same read-write transaction as the handlers below. The
-// handlers decode the payload and call the use cases of package app, which record an intent in
-// that transaction; the provider is called after the commit (outboxlib.After), and again on a
-// redelivery while the intent is unfinished.
+// deliveries and orders them in the same read-write transaction as the handlers below:
+//
+//	order.awaiting_payment  the payment and its authorize intent (app.RequestPayment)
+//	order.shipped           the capture of the authorized payment (app.RequestCapture)
+//	order.cancelled         the void or refund that gives the money back (app.SettleCancelledOrder)
+//
+// The handlers decode the payload and call the use cases of package app, which record an intent
+// in that transaction; the provider is called after the commit (outboxlib.After: every unfinished
+// intent of the order's payment, app.ResumePayment), and again on a redelivery while one is
+// unfinished.
 package events
 
 import (
@@ -26,12 +32,15 @@ const ConsumerName = "gateway-abstraction"
 // Event types consumed.
 const (
 	OrderAwaitingPayment = "order.awaiting_payment"
+	OrderShipped         = "order.shipped"
+	OrderCancelled       = "order.cancelled"
 )
 
-// orderPayload is what the gateway reads of order.awaiting_payment (orders' contract); unknown
-// fields are ignored.
+// orderPayload is what the gateway reads of orders' events (orders' contract: every order.*
+// payload carries the order); unknown fields are ignored.
 type orderPayload struct {
 	OrderID    string `json:"order_id"`
+	Reason     string `json:"reason"` // order.cancelled
 	CustomerID string `json:"customer_id"`
 	Email      string `json:"email"`
 	Currency   string `json:"currency"`
@@ -45,16 +54,23 @@ type orderPayload struct {
 
 // Register adds every handler to c.
 func Register(c *outboxlib.Consumer, svc *app.Service) {
-	c.Handle(OrderAwaitingPayment, func(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
-		return awaitingPayment(ctx, svc, txn, d)
-	}, outboxlib.After(func(ctx context.Context, d outboxlib.Delivery) error {
+	resume := outboxlib.After(func(ctx context.Context, d outboxlib.Delivery) error {
 		p, err := decode(d)
 		if err != nil {
 			return nil // the handler dead-lettered it; nothing to carry out
 		}
 		// Outside the handler's transaction, outboxlib.Note logs each note at info.
-		return svc.Resume(app.WithNotes(ctx, outboxlib.Note), app.IntentKey(app.PaymentIDFor(p.OrderID), app.OpAuthorize))
-	}))
+		return svc.ResumePayment(app.WithNotes(ctx, outboxlib.Note), app.PaymentIDFor(p.OrderID))
+	})
+	c.Handle(OrderAwaitingPayment, func(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+		return awaitingPayment(ctx, svc, txn, d)
+	}, resume)
+	c.Handle(OrderShipped, func(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+		return shipped(ctx, svc, txn, d)
+	}, resume)
+	c.Handle(OrderCancelled, func(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+		return cancelled(ctx, svc, txn, d)
+	}, resume)
 }
 
 // awaitingPayment records the order's payment and its authorize intent.
@@ -85,6 +101,39 @@ func awaitingPayment(ctx context.Context, svc *app.Service, txn *spanner.ReadWri
 	default:
 		outboxlib.Note(ctx, fmt.Sprintf("order %s already has payment %s", p.OrderID, id))
 	}
+	return nil
+}
+
+// shipped records the capture of the shipped order's payment.
+func shipped(ctx context.Context, svc *app.Service, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	p, err := decode(d)
+	if err != nil {
+		return err
+	}
+	dec, err := svc.RequestCapture(ctx, store.Tx(txn), p.OrderID)
+	switch {
+	case errors.Is(err, payment.ErrNotFound):
+		// order.awaiting_payment precedes order.shipped for this consumer: the payment will
+		// never be there.
+		return outboxlib.Permanent(fmt.Errorf("%s %s: %w", d.Type, d.ID, err))
+	case err != nil:
+		return fmt.Errorf("%s %s: %w", d.Type, d.ID, err)
+	}
+	outboxlib.Note(ctx, dec.Note)
+	return nil
+}
+
+// cancelled records what giving the cancelled order's money back takes.
+func cancelled(ctx context.Context, svc *app.Service, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
+	p, err := decode(d)
+	if err != nil {
+		return err
+	}
+	dec, err := svc.SettleCancelledOrder(ctx, store.Tx(txn), p.OrderID)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", d.Type, d.ID, err)
+	}
+	outboxlib.Note(ctx, fmt.Sprintf("order cancelled (%s): %s", p.Reason, dec.Note))
 	return nil
 }
 

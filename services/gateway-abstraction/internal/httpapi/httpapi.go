@@ -110,14 +110,18 @@ type Payment struct {
 	FailureReason     string          `json:"failure_reason,omitempty"`
 	ExpiresAt         *time.Time      `json:"expires_at,omitempty"`
 	Slip              json.RawMessage `json:"slip,omitempty"`
-	Version           int64           `json:"version"`
+	// CancelRequested: the order was cancelled while the authorization was in flight; the
+	// payment is voided as soon as the provider's answer lands.
+	CancelRequested bool  `json:"cancel_requested"`
+	Version         int64 `json:"version"`
 }
 
 func toPayment(p *payment.Payment) Payment {
 	out := Payment{
 		ID: p.ID(), OrderID: p.OrderID(), CustomerID: p.CustomerID(), Method: strings.ToLower(string(p.Method())),
 		Provider: p.Method().Provider(), Status: string(p.Status()), AmountMinor: p.AmountMinor(), Currency: p.Currency(),
-		ProviderPaymentID: p.ProviderPaymentID(), FailureReason: string(p.FailureReason()), Slip: p.Slip(), Version: p.Version(),
+		ProviderPaymentID: p.ProviderPaymentID(), FailureReason: string(p.FailureReason()), Slip: p.Slip(),
+		CancelRequested: p.CancelRequested(), Version: p.Version(),
 	}
 	if t := p.ExpiresAt(); !t.IsZero() {
 		t = t.UTC()

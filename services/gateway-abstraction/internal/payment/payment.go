@@ -2,19 +2,32 @@
 // method, through one provider, and its state machine. It has no I/O: the store loads and saves
 // payments, the app layer decides which transition a provider's answer or webhook means.
 //
-// States (docs/architecture.md, "Flows"):
+// States (docs/architecture.md, "Payments (as built)"):
 //
 //	REQUESTED → AUTHORIZED | PENDING (slip issued) | FAILED
-//	PENDING → AUTHORIZED (the slip was paid) | FAILED | EXPIRED | VOID_REQUESTED → VOIDED
+//	REQUESTED → VOID_REQUESTED (the customer must act, e.g. 3-D Secure, and the order is cancelled)
+//	PENDING → AUTHORIZED (the slip was paid) | FAILED | EXPIRED | VOID_REQUESTED
 //	AUTHORIZED → CAPTURE_REQUESTED → CAPTURED | CAPTURE_FAILED
-//	AUTHORIZED → VOID_REQUESTED → VOIDED
+//	AUTHORIZED → VOID_REQUESTED → VOIDED | VOID_FAILED          (card, wallet: release the hold)
+//	AUTHORIZED → REFUND_REQUESTED                               (a paid slip: give the money back)
 //	AUTHORIZED → EXPIRED (the authorization lapsed)
-//	CAPTURED → REFUND_REQUESTED → REFUNDED
+//	VOID_REQUESTED → REFUND_REQUESTED (a slip paid before its cancellation reached the provider)
+//	CAPTURED → REFUND_REQUESTED → REFUNDED | REFUND_FAILED
+//
+// What AUTHORIZED means depends on the method, and so does how its money is given back. For a
+// card or a wallet the provider holds the money without having taken it: releasing the hold is a
+// void, and there is nothing to refund until it is captured. For a konbini or bank transfer slip,
+// AUTHORIZED means the customer's cash has reached the provider: the money is taken, there is no
+// hold to release, and only a refund gives it back. So AUTHORIZED → VOID_REQUESTED is for cards
+// and wallets, AUTHORIZED → REFUND_REQUESTED (and VOID_REQUESTED → REFUND_REQUESTED) for slips.
 //
 // Transitions that reach a provider's answer emit one event each (payment.authorized,
 // payment.pending, ...) and increment the version; recording an intent (*_REQUESTED) emits none. A
 // provider callback for a stage the payment has already passed is late or a duplicate: the app
 // layer asks Late and ignores it rather than applying it.
+//
+// A payment also records whether its order was cancelled while the authorization was in flight
+// (CancelRequested): the app layer voids it as soon as the provider's answer lands.
 package payment
 
 import (
@@ -37,7 +50,9 @@ const (
 	EventCaptured      = "payment.captured"
 	EventCaptureFailed = "payment.capture_failed"
 	EventVoided        = "payment.voided"
+	EventVoidFailed    = "payment.void_failed"
 	EventRefunded      = "payment.refunded"
+	EventRefundFailed  = "payment.refund_failed"
 )
 
 // Method is how the customer pays; its values are those of the CK_Payments_Method check.
@@ -112,10 +127,13 @@ func (e *TransitionError) Error() string {
 
 func (e *TransitionError) Unwrap() error { return ErrIllegalTransition }
 
-// Emitted is an event a transition produced: its type and the aggregate version it carries.
+// Emitted is an event a transition produced: its type, the aggregate version it carries and the
+// status it reports (a transaction may move the payment on before it commits: an authorization
+// whose order was cancelled meanwhile is voided at once, and its event still says AUTHORIZED).
 type Emitted struct {
 	Type    string
 	Version int64
+	Status  Status
 }
 
 // Payment is the aggregate. Its fields are unexported: it changes only through its methods.
@@ -130,6 +148,7 @@ type Payment struct {
 	failureReason     Reason
 	expiresAt         time.Time       // of a slip
 	slip              json.RawMessage // what the customer pays a slip with, as the provider adapter described it
+	cancelRequested   bool            // the order was cancelled while the authorization was in flight
 	version           int64
 
 	emitted []Emitted
@@ -169,6 +188,7 @@ type Snapshot struct {
 	FailureReason     Reason
 	ExpiresAt         time.Time
 	Slip              json.RawMessage
+	CancelRequested   bool
 	Version           int64
 }
 
@@ -183,7 +203,7 @@ func Restore(s Snapshot) (*Payment, error) {
 	return &Payment{
 		id: s.ID, orderID: s.OrderID, customerID: s.CustomerID, method: s.Method, amountMinor: s.AmountMinor, currency: s.Currency,
 		status: s.Status, providerPaymentID: s.ProviderPaymentID, failureReason: s.FailureReason,
-		expiresAt: s.ExpiresAt, slip: s.Slip, version: s.Version,
+		expiresAt: s.ExpiresAt, slip: s.Slip, cancelRequested: s.CancelRequested, version: s.Version,
 	}, nil
 }
 
@@ -192,7 +212,7 @@ func (p *Payment) Snapshot() Snapshot {
 	return Snapshot{
 		ID: p.id, OrderID: p.orderID, CustomerID: p.customerID, Method: p.method, AmountMinor: p.amountMinor, Currency: p.currency,
 		Status: p.status, ProviderPaymentID: p.providerPaymentID, FailureReason: p.failureReason,
-		ExpiresAt: p.expiresAt, Slip: p.slip, Version: p.version,
+		ExpiresAt: p.expiresAt, Slip: p.slip, CancelRequested: p.cancelRequested, Version: p.version,
 	}
 }
 
@@ -207,6 +227,7 @@ func (p *Payment) Status() Status            { return p.status }
 func (p *Payment) ProviderPaymentID() string { return p.providerPaymentID }
 func (p *Payment) FailureReason() Reason     { return p.failureReason }
 func (p *Payment) ExpiresAt() time.Time      { return p.expiresAt }
+func (p *Payment) CancelRequested() bool     { return p.cancelRequested }
 func (p *Payment) Version() int64            { return p.version }
 
 // Emitted returns the events emitted since New or Restore, oldest first.
@@ -255,16 +276,7 @@ func (p *Payment) Pend(providerPaymentID string, expiresAt time.Time, slip json.
 }
 
 // Fail records the provider's refusal with its normalized reason: REQUESTED | PENDING → FAILED.
-func (p *Payment) Fail(reason Reason) error {
-	if reason == "" {
-		return fmt.Errorf("%w: a failure needs a reason", ErrInvalid)
-	}
-	if err := p.transition(Failed, EventFailed); err != nil {
-		return err
-	}
-	p.failureReason = reason
-	return nil
-}
+func (p *Payment) Fail(reason Reason) error { return p.fail(Failed, EventFailed, reason) }
 
 // Expire records that the slip or the authorization lapsed: PENDING | AUTHORIZED → EXPIRED.
 func (p *Payment) Expire() error { return p.transition(Expired, EventExpired) }
@@ -278,29 +290,43 @@ func (p *Payment) Capture() error { return p.transition(Captured, EventCaptured)
 
 // FailCapture records a capture that failed permanently: CAPTURE_REQUESTED → CAPTURE_FAILED.
 func (p *Payment) FailCapture(reason Reason) error {
-	if reason == "" {
-		return fmt.Errorf("%w: a failure needs a reason", ErrInvalid)
+	return p.fail(CaptureFailed, EventCaptureFailed, reason)
+}
+
+// RequestCancel records that the payment's order was cancelled while its authorization is in
+// flight (REQUESTED; no event, no new version): whatever the provider answers, a payment it
+// authorizes or pends must then be voided at once. Recording it again changes nothing.
+func (p *Payment) RequestCancel() error {
+	if p.status != Requested {
+		return &TransitionError{ID: p.id, From: p.status, To: Requested}
 	}
-	if err := p.transition(CaptureFailed, EventCaptureFailed); err != nil {
-		return err
-	}
-	p.failureReason = reason
+	p.cancelRequested = true
 	return nil
 }
 
-// RequestVoid records the intent to release the authorization or cancel the slip:
-// PENDING | AUTHORIZED → VOID_REQUESTED (no event).
+// RequestVoid records the intent to release the hold or cancel the slip (no event): PENDING,
+// AUTHORIZED (card, wallet), or REQUESTED once the provider knows the payment (the customer must
+// still act) → VOID_REQUESTED.
 func (p *Payment) RequestVoid() error { return p.intend(VoidRequested) }
 
 // Void records the provider's void: VOID_REQUESTED → VOIDED.
 func (p *Payment) Void() error { return p.transition(Voided, EventVoided) }
 
-// RequestRefund records the intent to give captured money back: CAPTURED → REFUND_REQUESTED (no
-// event).
+// FailVoid records a void that failed permanently: VOID_REQUESTED → VOID_FAILED.
+func (p *Payment) FailVoid(reason Reason) error { return p.fail(VoidFailed, EventVoidFailed, reason) }
+
+// RequestRefund records the intent to give taken money back (no event): CAPTURED, or a paid slip
+// (AUTHORIZED, or VOID_REQUESTED when the customer paid before the cancellation reached the
+// provider) → REFUND_REQUESTED.
 func (p *Payment) RequestRefund() error { return p.intend(RefundRequested) }
 
 // Refund records the provider's refund: REFUND_REQUESTED → REFUNDED.
 func (p *Payment) Refund() error { return p.transition(Refunded, EventRefunded) }
+
+// FailRefund records a refund that failed permanently: REFUND_REQUESTED → REFUND_FAILED.
+func (p *Payment) FailRefund(reason Reason) error {
+	return p.fail(RefundFailed, EventRefundFailed, reason)
+}
 
 func (p *Payment) setProviderID(id string) error {
 	switch {
@@ -313,20 +339,49 @@ func (p *Payment) setProviderID(id string) error {
 	return nil
 }
 
-func (p *Payment) intend(to Status) error {
-	if !p.status.CanTransitionTo(to) {
+// check reports whether p may move to to: the status table, and the rules that depend on the
+// method and on what the provider knows (see the package doc).
+func (p *Payment) check(to Status) error {
+	illegal := !p.status.CanTransitionTo(to)
+	switch {
+	case to == RefundRequested && p.status != Captured:
+		illegal = illegal || !p.method.UsesSlip() // a card or wallet hold is voided, not refunded
+	case to == VoidRequested && p.status == Authorized:
+		illegal = illegal || p.method.UsesSlip() // a paid slip has no hold to release
+	case to == VoidRequested && p.status == Requested:
+		illegal = illegal || p.providerPaymentID == "" // nothing at the provider to void yet
+	}
+	if illegal {
 		return &TransitionError{ID: p.id, From: p.status, To: to}
+	}
+	return nil
+}
+
+func (p *Payment) fail(to Status, event string, reason Reason) error {
+	if reason == "" {
+		return fmt.Errorf("%w: a failure needs a reason", ErrInvalid)
+	}
+	if err := p.transition(to, event); err != nil {
+		return err
+	}
+	p.failureReason = reason
+	return nil
+}
+
+func (p *Payment) intend(to Status) error {
+	if err := p.check(to); err != nil {
+		return err
 	}
 	p.status = to
 	return nil
 }
 
 func (p *Payment) transition(to Status, event string) error {
-	if !p.status.CanTransitionTo(to) {
-		return &TransitionError{ID: p.id, From: p.status, To: to}
+	if err := p.check(to); err != nil {
+		return err
 	}
 	p.status = to
 	p.version++
-	p.emitted = append(p.emitted, Emitted{Type: event, Version: p.version})
+	p.emitted = append(p.emitted, Emitted{Type: event, Version: p.version, Status: to})
 	return nil
 }

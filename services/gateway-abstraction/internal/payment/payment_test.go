@@ -22,49 +22,145 @@ var moves = map[Status]func(*Payment) error{
 	CaptureFailed:    func(p *Payment) error { return p.FailCapture(ReasonProviderUnavailable) },
 	VoidRequested:    func(p *Payment) error { return p.RequestVoid() },
 	Voided:           func(p *Payment) error { return p.Void() },
+	VoidFailed:       func(p *Payment) error { return p.FailVoid(ReasonInvalidRequest) },
 	RefundRequested:  func(p *Payment) error { return p.RequestRefund() },
 	Refunded:         func(p *Payment) error { return p.Refund() },
+	RefundFailed:     func(p *Payment) error { return p.FailRefund(ReasonProviderUnavailable) },
 }
 
-// Every from/to pair: a legal move changes the status (and emits one event unless it records an
-// intent); an illegal one is a TransitionError and changes nothing.
+// events are the events of the moves that reach a provider's answer (the others record intents).
+var events = map[Status]string{
+	Authorized: EventAuthorized, Pending: EventPending, Failed: EventFailed, Expired: EventExpired,
+	Captured: EventCaptured, CaptureFailed: EventCaptureFailed, Voided: EventVoided, VoidFailed: EventVoidFailed,
+	Refunded: EventRefunded, RefundFailed: EventRefundFailed,
+}
+
+// pair is a from/to pair for one method.
+type pair struct {
+	from, to Status
+	method   Method
+}
+
+// methodRules are the pairs the status table allows that the method forbids (the package doc): a
+// card or wallet hold is voided, never refunded before its capture; a paid slip has no hold to
+// release, so it is refunded, never voided.
+var methodRules = map[pair]bool{
+	{Authorized, RefundRequested, Card}:       true,
+	{Authorized, RefundRequested, Wallet}:     true,
+	{VoidRequested, RefundRequested, Card}:    true,
+	{VoidRequested, RefundRequested, Wallet}:  true,
+	{Authorized, VoidRequested, Konbini}:      true,
+	{Authorized, VoidRequested, BankTransfer}: true,
+}
+
+// Every from/to pair, for every method: a legal move changes the status (and emits one event
+// unless it records an intent); an illegal one is a TransitionError and changes nothing. A card or
+// wallet never pends (ErrInvalid: it has no slip).
 func TestEveryTransition(t *testing.T) {
-	events := map[Status]string{
-		Authorized: EventAuthorized, Pending: EventPending, Failed: EventFailed, Expired: EventExpired,
-		Captured: EventCaptured, CaptureFailed: EventCaptureFailed, Voided: EventVoided, Refunded: EventRefunded,
-	}
-	for _, from := range Statuses() {
-		for _, to := range Statuses() {
-			move, ok := moves[to]
-			if !ok {
-				continue // REQUESTED is only ever the start
-			}
-			t.Run(string(from)+"→"+string(to), func(t *testing.T) {
-				p, err := Restore(Snapshot{ID: "p-1", OrderID: "o-1", Method: Konbini, AmountMinor: 1200, Currency: "JPY", Status: from, Version: 3})
-				if err != nil {
-					t.Fatal(err)
+	for _, method := range Methods() {
+		for _, from := range Statuses() {
+			for _, to := range Statuses() {
+				move, ok := moves[to]
+				if !ok {
+					continue // REQUESTED is only ever the start
 				}
-				err = move(p)
-				if !from.CanTransitionTo(to) {
-					var te *TransitionError
-					if !errors.As(err, &te) || !errors.Is(err, ErrIllegalTransition) || p.Status() != from || len(p.Emitted()) != 0 {
-						t.Errorf("illegal move: err %v, status %s, emitted %v; want a TransitionError and nothing changed", err, p.Status(), p.Emitted())
+				t.Run(string(method)+"/"+string(from)+"→"+string(to), func(t *testing.T) {
+					p, err := Restore(Snapshot{ID: "p-1", OrderID: "o-1", Method: method, AmountMinor: 1200, Currency: "JPY",
+						Status: from, ProviderPaymentID: "pi_1", Version: 3})
+					if err != nil {
+						t.Fatal(err)
 					}
-					return
-				}
-				if err != nil || p.Status() != to {
-					t.Fatalf("legal move: err %v, status %s", err, p.Status())
-				}
-				var want []Emitted
-				wantVersion := int64(3)
-				if e, ok := events[to]; ok {
-					want, wantVersion = []Emitted{{Type: e, Version: 4}}, 4
-				}
-				if diff := cmp.Diff(want, p.Emitted()); diff != "" || p.Version() != wantVersion {
-					t.Errorf("emitted (-want +got):\n%s version %d, want %d", diff, p.Version(), wantVersion)
-				}
-			})
+					err = move(p)
+					switch {
+					case to == Pending && !method.UsesSlip():
+						if !errors.Is(err, ErrInvalid) || p.Status() != from || len(p.Emitted()) != 0 {
+							t.Errorf("a %s pending: err %v, status %s; want ErrInvalid and nothing changed", method, err, p.Status())
+						}
+						return
+					case !from.CanTransitionTo(to) || methodRules[pair{from, to, method}]:
+						var te *TransitionError
+						if !errors.As(err, &te) || !errors.Is(err, ErrIllegalTransition) || p.Status() != from || len(p.Emitted()) != 0 {
+							t.Errorf("illegal move: err %v, status %s, emitted %v; want a TransitionError and nothing changed", err, p.Status(), p.Emitted())
+						}
+						return
+					}
+					if err != nil || p.Status() != to {
+						t.Fatalf("legal move: err %v, status %s", err, p.Status())
+					}
+					var want []Emitted
+					wantVersion := int64(3)
+					if e, ok := events[to]; ok {
+						want, wantVersion = []Emitted{{Type: e, Version: 4, Status: to}}, 4
+					}
+					if diff := cmp.Diff(want, p.Emitted()); diff != "" || p.Version() != wantVersion {
+						t.Errorf("emitted (-want +got):\n%s version %d, want %d", diff, p.Version(), wantVersion)
+					}
+				})
+			}
 		}
+	}
+}
+
+// A failure of a capture, void or refund keeps its reason, and needs one.
+func TestOperationFailuresKeepTheirReason(t *testing.T) {
+	for _, tc := range []struct {
+		from Status
+		fail func(*Payment, Reason) error
+	}{
+		{CaptureRequested, (*Payment).FailCapture},
+		{VoidRequested, (*Payment).FailVoid},
+		{RefundRequested, (*Payment).FailRefund},
+	} {
+		t.Run(string(tc.from), func(t *testing.T) {
+			p, err := Restore(Snapshot{ID: "p-1", OrderID: "o-1", Method: Card, AmountMinor: 1200, Currency: "JPY", Status: tc.from, Version: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.fail(p, ""); !errors.Is(err, ErrInvalid) || p.Status() != tc.from {
+				t.Errorf("a failure without a reason = %v (status %s), want ErrInvalid and nothing changed", err, p.Status())
+			}
+			if err := tc.fail(p, ReasonExpired); err != nil || p.FailureReason() != ReasonExpired {
+				t.Errorf("failure = %v, reason %q; want the reason kept", err, p.FailureReason())
+			}
+		})
+	}
+}
+
+// REQUESTED → VOID_REQUESTED needs a payment the provider knows (the customer must act): before
+// the provider's first answer there is nothing to void, and the cancellation is recorded instead.
+func TestCancelWhileAuthorizing(t *testing.T) {
+	p, err := New("p-1", "o-1", "ali", Card, 2400, "JPY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.RequestVoid(); !errors.Is(err, ErrIllegalTransition) {
+		t.Errorf("a void before the provider knows the payment = %v, want ErrIllegalTransition", err)
+	}
+	for range 2 { // recording it again changes nothing
+		if err := p.RequestCancel(); err != nil || !p.CancelRequested() || p.Status() != Requested || len(p.Emitted()) != 0 {
+			t.Fatalf("RequestCancel = %v: cancel requested %v, %s, emitted %v", err, p.CancelRequested(), p.Status(), p.Emitted())
+		}
+	}
+	got, err := Restore(p.Snapshot())
+	if err != nil || !got.CancelRequested() {
+		t.Errorf("restored: %v, cancel requested %v; want it kept", err, got.CancelRequested())
+	}
+	if err := p.Authorize("pi_1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.RequestCancel(); !errors.Is(err, ErrIllegalTransition) {
+		t.Errorf("RequestCancel of an authorized payment = %v, want ErrIllegalTransition", err)
+	}
+	if err := p.RequestVoid(); err != nil || p.Status() != VoidRequested {
+		t.Errorf("RequestVoid after the authorization = %v (%s)", err, p.Status())
+	}
+
+	awaiting, _ := New("p-2", "o-2", "ali", Card, 2400, "JPY")
+	if err := awaiting.AwaitCustomer("pi_2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := awaiting.RequestVoid(); err != nil || awaiting.Status() != VoidRequested || len(awaiting.Emitted()) != 0 {
+		t.Errorf("void of a payment awaiting 3-D Secure = %v (%s, emitted %v)", err, awaiting.Status(), awaiting.Emitted())
 	}
 }
 
@@ -90,7 +186,7 @@ func TestCardPaymentLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []Emitted{{EventAuthorized, 1}, {EventCaptured, 2}}
+	want := []Emitted{{EventAuthorized, 1, Authorized}, {EventCaptured, 2, Captured}}
 	if diff := cmp.Diff(want, p.Emitted()); diff != "" {
 		t.Errorf("emitted (-want +got):\n%s", diff)
 	}
@@ -120,7 +216,7 @@ func TestSlipPaymentLifecycle(t *testing.T) {
 	if err := p.Expire(); err != nil {
 		t.Fatal(err)
 	}
-	want := []Emitted{{EventPending, 1}, {EventExpired, 2}}
+	want := []Emitted{{EventPending, 1, Pending}, {EventExpired, 2, Expired}}
 	if diff := cmp.Diff(want, p.Emitted()); diff != "" {
 		t.Errorf("emitted (-want +got):\n%s", diff)
 	}

@@ -14,37 +14,42 @@ const (
 	CaptureFailed    Status = "CAPTURE_FAILED"    // the capture failed permanently
 	VoidRequested    Status = "VOID_REQUESTED"    // the void (or slip cancellation) intent is recorded
 	Voided           Status = "VOIDED"            // the authorization is released, or the slip cancelled
-	RefundRequested  Status = "REFUND_REQUESTED"  // the refund intent of a captured payment is recorded
-	Refunded         Status = "REFUNDED"          // the captured money is given back
+	VoidFailed       Status = "VOID_FAILED"       // the void failed permanently: the money may still be held
+	RefundRequested  Status = "REFUND_REQUESTED"  // the refund intent of taken money (captured, or a paid slip) is recorded
+	Refunded         Status = "REFUNDED"          // the taken money is given back
+	RefundFailed     Status = "REFUND_FAILED"     // the refund failed permanently: the money is still taken
 )
 
 // Statuses returns every status in lifecycle order.
 func Statuses() []Status {
 	return []Status{Requested, Pending, Authorized, Failed, Expired, CaptureRequested, Captured, CaptureFailed,
-		VoidRequested, Voided, RefundRequested, Refunded}
+		VoidRequested, Voided, VoidFailed, RefundRequested, Refunded, RefundFailed}
 }
 
-// transitions lists the legal moves. A *_REQUESTED state records an intent before the provider is
-// called (docs/architecture.md, "Side effects outside Spanner"); the provider's answer or webhook
-// moves the payment on. A slip may be paid (AUTHORIZED), lapse or be cancelled; an authorization may
-// be captured, voided or lapse (card authorizations expire after 7 days); captured money can only
-// be refunded.
+// transitions lists the legal moves by status; Payment adds the rules that depend on the method
+// (see Payment.check). A *_REQUESTED state records an intent before the provider is called
+// (docs/architecture.md, "Side effects outside Spanner"); the provider's answer or webhook moves
+// the payment on. A slip may be paid (AUTHORIZED), lapse or be cancelled; an authorization may be
+// captured, voided or lapse (card authorizations expire after 7 days); taken money can only be
+// refunded. REQUESTED → VOID_REQUESTED is a payment the provider holds while the customer must
+// act (3-D Secure) whose order is cancelled; VOID_REQUESTED → REFUND_REQUESTED a slip the customer
+// paid before its cancellation reached the provider.
 var transitions = map[Status][]Status{
-	Requested:        {Pending, Authorized, Failed},
+	Requested:        {Pending, Authorized, Failed, VoidRequested},
 	Pending:          {Authorized, Failed, Expired, VoidRequested},
-	Authorized:       {CaptureRequested, VoidRequested, Expired},
+	Authorized:       {CaptureRequested, VoidRequested, RefundRequested, Expired},
 	CaptureRequested: {Captured, CaptureFailed},
 	Captured:         {RefundRequested},
-	VoidRequested:    {Voided},
-	RefundRequested:  {Refunded},
+	VoidRequested:    {Voided, VoidFailed, RefundRequested},
+	RefundRequested:  {Refunded, RefundFailed},
 }
 
 // stage orders the statuses along the lifecycle, for telling a late provider callback from a new
 // one: a callback for a stage the payment has passed is ignored, not applied.
 var stage = map[Status]int{
 	Requested: 0, Pending: 1, Authorized: 2, CaptureRequested: 3, VoidRequested: 3,
-	Failed: 4, Expired: 4, Captured: 4, CaptureFailed: 4, Voided: 4,
-	RefundRequested: 5, Refunded: 6,
+	Failed: 4, Expired: 4, Captured: 4, CaptureFailed: 4, Voided: 4, VoidFailed: 4,
+	RefundRequested: 5, Refunded: 6, RefundFailed: 6,
 }
 
 // Valid reports whether s is a known status.
@@ -53,7 +58,7 @@ func (s Status) Valid() bool {
 	return ok
 }
 
-// CanTransitionTo reports whether a payment may move from s to to.
+// CanTransitionTo reports whether a payment may move from s to to, whatever its method.
 func (s Status) CanTransitionTo(to Status) bool {
 	for _, t := range transitions[s] {
 		if t == to {
@@ -65,6 +70,13 @@ func (s Status) CanTransitionTo(to Status) bool {
 
 // Terminal reports whether no transition leaves s.
 func (s Status) Terminal() bool { return len(transitions[s]) == 0 }
+
+// InFlight reports whether s records an operation the provider has been asked for (capture,
+// void, refund) and not answered yet: the operation's intent, not a callback, decides what
+// comes next.
+func (s Status) InFlight() bool {
+	return s == CaptureRequested || s == VoidRequested || s == RefundRequested
+}
 
 // Passed reports whether a payment in s has already reached or passed the stage of to, so a
 // provider callback moving it to to is late (or a duplicate): ignore it.

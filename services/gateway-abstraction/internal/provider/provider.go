@@ -32,11 +32,19 @@ type Provider interface {
 	// Secure) or for a slip (konbini, bank transfer: Status Pending with Slip), or learns the
 	// refusal (Status Failed with Reason).
 	Authorize(ctx context.Context, r AuthorizeRequest) (Outcome, error)
-	// Capture takes the held money: Status Captured, or Failed with Reason when the provider
-	// refuses for good (the authorization lapsed, say).
+	// Capture takes the held money: Status Captured, or CaptureFailed with Reason when the
+	// provider refuses for good (the authorization lapsed, say). A paid slip's money is already
+	// taken: its capture answers Captured.
 	Capture(ctx context.Context, r Operation) (Outcome, error)
-	// Void releases the held money or cancels the unpaid slip: Status Voided.
+	// Void releases the held money, cancels the unpaid slip, or gives up the payment the
+	// customer has not completed (3-D Secure): Status Voided. A slip the customer has paid
+	// meanwhile holds no money to release: Void answers Authorized without acting, and the
+	// gateway refunds it instead.
 	Void(ctx context.Context, r Operation) (Outcome, error)
+	// Refund gives taken money back (a captured payment, a paid slip), all of it or
+	// AmountMinor: Status Refunded, or RefundFailed with Reason when the provider refuses for
+	// good.
+	Refund(ctx context.Context, r Operation) (Outcome, error)
 	// Lookup asks the provider what the payment with the provider's id is now, for the
 	// reconciliation sweep (a missed webhook); ErrNotFound when the provider has no such
 	// payment. (An authorize intent whose answer was lost is resumed by calling Authorize again
@@ -63,7 +71,7 @@ type AuthorizeRequest struct {
 	Instrument string
 }
 
-// Operation is a Capture or Void of a payment the provider knows.
+// Operation is a Capture, Void or Refund of a payment the provider knows.
 type Operation struct {
 	IdempotencyKey    string
 	PaymentID         string
@@ -74,10 +82,11 @@ type Operation struct {
 // Outcome is what the provider says a payment is, in Spanmart's vocabulary.
 type Outcome struct {
 	// Status is one of Requested (the provider waits for the customer), Pending (a slip is
-	// issued), Authorized, Failed, Expired, Captured, Voided.
+	// issued), Authorized, Failed, Expired, Captured, CaptureFailed, Voided, VoidFailed,
+	// Refunded, RefundFailed.
 	Status            payment.Status
 	ProviderPaymentID string
-	Reason            payment.Reason // why, when Failed or Expired
+	Reason            payment.Reason // why, when Failed, Expired or *Failed
 	Slip              *Slip          // when Pending
 }
 
@@ -125,7 +134,7 @@ var (
 // Error is a provider call whose answer is unknown or unusable.
 type Error struct {
 	Provider  string
-	Op        string         // "authorize", "capture", "void", "lookup"
+	Op        string         // "authorize", "capture", "void", "refund", "lookup"
 	Reason    payment.Reason // normalized: provider_unavailable, invalid_request, ...
 	Temporary bool           // trying again with the same idempotency key can help
 	Status    int            // the provider's HTTP status, 0 if none came back

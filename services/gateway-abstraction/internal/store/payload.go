@@ -18,19 +18,21 @@ type paymentPayload struct {
 	Status      string          `json:"status"`
 	AmountMinor int64           `json:"amount_minor"`
 	Currency    string          `json:"currency"`
-	Reason      string          `json:"reason,omitempty"` // failed, expired, capture_failed
+	Reason      string          `json:"reason,omitempty"` // failed, expired, capture_failed, void_failed, refund_failed
 	Slip        json.RawMessage `json:"slip,omitempty"`   // pending: how the customer pays (provider.Slip)
 }
 
-func payloadOf(p *payment.Payment) paymentPayload {
+// payloadOf is the payload of an event that reports status: the payment as that transition left
+// it (the same transaction may have recorded an intent since).
+func payloadOf(p *payment.Payment, status payment.Status) paymentPayload {
 	out := paymentPayload{
 		PaymentID: p.ID(), OrderID: p.OrderID(), Method: strings.ToLower(string(p.Method())), Provider: p.Method().Provider(),
-		Status: string(p.Status()), AmountMinor: p.AmountMinor(), Currency: p.Currency(), Reason: string(p.FailureReason()),
+		Status: string(status), AmountMinor: p.AmountMinor(), Currency: p.Currency(), Reason: string(p.FailureReason()),
 	}
-	if p.Status() == payment.Pending {
+	if status == payment.Pending {
 		out.Slip = p.Slip()
 	}
-	if p.Status() == payment.Expired && out.Reason == "" {
+	if status == payment.Expired && out.Reason == "" {
 		out.Reason = string(payment.ReasonExpired)
 	}
 	return out

@@ -115,7 +115,7 @@ func restore(r *paymentsdb.Payment) (*payment.Payment, error) {
 		ID: r.PaymentId, OrderID: r.OrderId, CustomerID: r.CustomerId.StringVal, Method: payment.Method(r.Method),
 		AmountMinor: r.AmountMinor, Currency: r.Currency, Status: payment.Status(r.Status),
 		ProviderPaymentID: r.ProviderPaymentId.StringVal, FailureReason: payment.Reason(r.FailureReason.StringVal),
-		ExpiresAt: r.ExpiresAt.Time, Slip: slip, Version: r.Version,
+		ExpiresAt: r.ExpiresAt.Time, Slip: slip, CancelRequested: r.CancelRequested.Valid && r.CancelRequested.Bool, Version: r.Version,
 	})
 }
 
@@ -183,7 +183,7 @@ func (t *tx) Save(ctx context.Context, p *payment.Payment, created bool, checkAf
 		Status: string(snap.Status), AmountMinor: snap.AmountMinor, Currency: snap.Currency,
 		ProviderPaymentId: nullString(snap.ProviderPaymentID), FailureReason: nullString(string(snap.FailureReason)),
 		ExpiresAt: nullTime(snap.ExpiresAt), Version: snap.Version, CustomerId: nullString(snap.CustomerID),
-		CheckAfter: nullTime(checkAfter), UpdatedAt: spanner.CommitTimestamp,
+		CheckAfter: nullTime(checkAfter), CancelRequested: nullBool(snap.CancelRequested), UpdatedAt: spanner.CommitTimestamp,
 	}
 	if !checkAfter.IsZero() {
 		row.CheckShard = spanner.NullInt64{Int64: shardOf(snap.ID), Valid: true}
@@ -203,7 +203,7 @@ func (t *tx) Save(ctx context.Context, p *payment.Payment, created bool, checkAf
 		m, err := row.UpdateColumns(paymentsdb.PaymentColStatus, paymentsdb.PaymentColProviderPaymentId,
 			paymentsdb.PaymentColFailureReason, paymentsdb.PaymentColExpiresAt, paymentsdb.PaymentColVersion,
 			paymentsdb.PaymentColSlip, paymentsdb.PaymentColCheckShard, paymentsdb.PaymentColCheckAfter,
-			paymentsdb.PaymentColUpdatedAt)
+			paymentsdb.PaymentColCancelRequested, paymentsdb.PaymentColUpdatedAt)
 		if err != nil {
 			return err
 		}
@@ -214,7 +214,7 @@ func (t *tx) Save(ctx context.Context, p *payment.Payment, created bool, checkAf
 	}
 	var events []outboxlib.Event
 	for _, em := range p.Emitted() {
-		e, err := outboxlib.NewEvent(ctx, em.Type, payment.AggregateType, p.ID(), em.Version, payloadOf(p))
+		e, err := outboxlib.NewEvent(ctx, em.Type, payment.AggregateType, p.ID(), em.Version, payloadOf(p, em.Status))
 		if err != nil {
 			return err
 		}
@@ -300,5 +300,8 @@ func shardOf(id string) int64 {
 }
 
 func nullString(s string) spanner.NullString { return spanner.NullString{StringVal: s, Valid: s != ""} }
+
+// nullBool writes false as NULL, as the column reads for payments recorded before it existed.
+func nullBool(b bool) spanner.NullBool { return spanner.NullBool{Bool: b, Valid: b} }
 
 func nullTime(t time.Time) spanner.NullTime { return spanner.NullTime{Time: t, Valid: !t.IsZero()} }

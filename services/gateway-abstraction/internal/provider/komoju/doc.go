@@ -6,7 +6,8 @@
 // A payment is one KOMOJU payment. Authorize creates it with its payment_details: for konbini
 // the store is the AuthorizeRequest's Instrument and the customer's Email is required (KOMOJU
 // mails the slip); bank transfer needs the Email too; PayPay is created with capture false, so
-// that the amount is held until Capture takes it or Void releases it. Spanmart's ids travel as
+// that the amount is held until Capture takes it or Void releases it. Refund gives the money of a
+// captured PayPay payment or a paid slip back (POST /api/v1/payments/{id}/refund). Spanmart's ids travel as
 // external_order_num (the payment id) and metadata (payment_id, order_id, customer_id), which is
 // how a webhook names the payment it is about. Every call that changes something sends the
 // operation's idempotency key as X-KOMOJU-IDEMPOTENCY, so a call retried after a lost answer is
@@ -24,8 +25,7 @@
 //	pending     REQUESTED                       REQUESTED (the customer must approve in the app)
 //	authorized  PENDING, with the Slip          AUTHORIZED (the amount is held)
 //	captured    AUTHORIZED (the slip was paid)  CAPTURED
-//	refunded    VOIDED (a paid slip is voided   CAPTURED (the refund happened after the
-//	            by refunding it, see Void)      capture; Spanmart has no refunds yet)
+//	refunded    REFUNDED                        REFUNDED
 //	cancelled   VOIDED                          VOIDED
 //	expired     EXPIRED, Reason expired         EXPIRED, Reason expired (the hold lapsed)
 //	failed      FAILED, Reason below            FAILED, Reason below
@@ -39,24 +39,31 @@
 // confirmation code (konbini), the bank account (bank transfer), the instructions URL and the
 // payment_deadline as ExpiresAt.
 //
-// # Capture and Void
+// # Capture, Void and Refund
 //
-// provider.Operation does not say the payment's method, and what Capture and Void must do
-// depends on it, so both first read the payment (a GET, which changes nothing) and then act:
+// provider.Operation does not say the payment's method, and what Capture, Void and Refund must do
+// depends on it, so each first reads the payment (a GET, which changes nothing) and then acts:
 //
 //	Capture  slip paid (captured)            CAPTURED, and KOMOJU is not asked to capture: KOMOJU
 //	                                         captured the slip when the customer paid, and has
 //	                                         no capture of a slip (it answers not_capturable)
 //	         paypay authorized               POST capture → CAPTURED
 //	         paypay captured                 CAPTURED (an earlier capture took the money)
-//	         expired                         FAILED, Reason expired (KOMOJU will never capture it)
+//	         expired                         CAPTURE_FAILED, Reason expired (KOMOJU will never capture it)
 //	         anything else (an unpaid slip)  *provider.Error, not Temporary, invalid_request
-//	Void     authorized (unpaid slip, hold)  POST cancel → VOIDED
-//	         slip paid (captured)            POST refund of all of it → VOIDED: for a slip,
-//	                                         releasing the held money is giving it back
-//	         cancelled, refunded slip        VOIDED
+//	Void     pending, authorized (unpaid     POST cancel → VOIDED
+//	         slip, paypay hold)
+//	         slip paid (captured)            AUTHORIZED, without acting: the money is taken, there
+//	                                         is no hold to release; the gateway refunds it instead
+//	         cancelled                       VOIDED
 //	         expired                         VOIDED, Reason expired (nothing is held any more)
-//	         anything else (paypay captured) *provider.Error, not Temporary, invalid_request
+//	         anything else (paypay captured, *provider.Error, not Temporary, invalid_request
+//	         refunded, failed)
+//	Refund   captured (paypay, paid slip)    POST refund (amount: AmountMinor, or all that is
+//	                                         left) → REFUNDED; a payment KOMOJU leaves captured
+//	                                         (a partial refund) is *provider.Error, invalid_request
+//	         refunded                        REFUNDED (an earlier refund gave it all back)
+//	         anything else                   *provider.Error, not Temporary, invalid_request
 //
 // When the POST is refused as not allowed (422: the payment changed in between, an expiry say),
 // the payment is read again and the table applied once more, without acting.
@@ -81,9 +88,9 @@
 // webhook secret, in constant time. KOMOJU signs no timestamp, so there is no age to check: a
 // replayed delivery verifies, and is absorbed by the gateway's de-duplication of events by id
 // (ProviderEvents). The payment id comes from metadata.payment_id, else external_order_num.
-// payment.authorized, .captured, .failed, .cancelled, .expired and .updated carry the Outcome of
-// the event's payment snapshot read with the table above; payment.refund.created and
-// .refunded, ping and every other event carry Status "" (acknowledged, recorded, ignored):
-// Spanmart's payment has no refunds yet, and the one refund it makes (Void of a paid slip)
-// answers the Void call itself.
+// payment.authorized, .captured, .failed, .cancelled, .expired, .refunded and .updated carry
+// the Outcome of the event's payment snapshot read with the table above;
+// payment.refund.created (a refund of a part leaves the payment captured; payment.refunded
+// follows a full one), ping and every other event carry Status "" (acknowledged, recorded,
+// ignored).
 package komoju

@@ -156,7 +156,7 @@ func (p *Provider) Authorize(ctx context.Context, r provider.AuthorizeRequest) (
 
 // Capture takes the held money (see the package doc for what it does per method and status).
 func (p *Provider) Capture(ctx context.Context, r provider.Operation) (provider.Outcome, error) {
-	return p.operate(ctx, "capture", r, func(pay paymentJSON, o provider.Outcome) (provider.Outcome, string, error) {
+	return p.operate(ctx, "capture", r, struct{}{}, func(pay paymentJSON, o provider.Outcome) (provider.Outcome, string, error) {
 		switch {
 		case o.Status == payment.Authorized && !pay.usesSlip(): // PayPay holds the amount
 			return provider.Outcome{}, "capture", nil
@@ -165,20 +165,21 @@ func (p *Provider) Capture(ctx context.Context, r provider.Operation) (provider.
 			// capture did.
 			return provider.Outcome{Status: payment.Captured, ProviderPaymentID: pay.ID}, "", nil
 		case o.Status == payment.Expired:
-			return provider.Outcome{Status: payment.Failed, ProviderPaymentID: pay.ID, Reason: payment.ReasonExpired}, "", nil
+			return provider.Outcome{Status: payment.CaptureFailed, ProviderPaymentID: pay.ID, Reason: payment.ReasonExpired}, "", nil
 		}
 		return provider.Outcome{}, "", invalid("capture", fmt.Sprintf("payment %s cannot be captured: it is %s at KOMOJU", pay.ID, pay.Status))
 	})
 }
 
-// Void releases the hold, cancels the unpaid slip or refunds the paid one (see the package doc).
+// Void releases the hold or cancels the unpaid slip, and answers that a paid slip is paid
+// (AUTHORIZED) without acting: giving its money back is a Refund (see the package doc).
 func (p *Provider) Void(ctx context.Context, r provider.Operation) (provider.Outcome, error) {
-	return p.operate(ctx, "void", r, func(pay paymentJSON, o provider.Outcome) (provider.Outcome, string, error) {
+	return p.operate(ctx, "void", r, struct{}{}, func(pay paymentJSON, o provider.Outcome) (provider.Outcome, string, error) {
 		switch {
-		case pay.Status == statusAuthorized:
+		case pay.Status == statusPending, pay.Status == statusAuthorized:
 			return provider.Outcome{}, "cancel", nil
 		case pay.Status == statusCaptured && pay.usesSlip():
-			return provider.Outcome{}, "refund", nil
+			return o, "", nil // AUTHORIZED: the customer paid the slip
 		case o.Status == payment.Voided:
 			return o, "", nil
 		case o.Status == payment.Expired: // nothing is held any more, which is what a void asks for
@@ -188,14 +189,40 @@ func (p *Provider) Void(ctx context.Context, r provider.Operation) (provider.Out
 	})
 }
 
+// refundRequest is the body of POST /api/v1/payments/{id}/refund; no amount is all that is left.
+type refundRequest struct {
+	Amount int64 `json:"amount,omitempty"`
+}
+
+// Refund gives the money of a captured payment or a paid slip back: all of it, or AmountMinor
+// when it is positive (see the package doc).
+func (p *Provider) Refund(ctx context.Context, r provider.Operation) (provider.Outcome, error) {
+	const op = "refund"
+	o, err := p.operate(ctx, op, r, refundRequest{Amount: r.AmountMinor}, func(pay paymentJSON, o provider.Outcome) (provider.Outcome, string, error) {
+		switch pay.Status {
+		case statusCaptured:
+			return provider.Outcome{}, "refund", nil
+		case statusRefunded: // an earlier refund gave it all back
+			return o, "", nil
+		}
+		return provider.Outcome{}, "", invalid(op, fmt.Sprintf("payment %s cannot be refunded: it is %s at KOMOJU", pay.ID, pay.Status))
+	})
+	if err == nil && o.Status != payment.Refunded {
+		// A refund of less than what is left leaves the payment captured: not what was asked.
+		return provider.Outcome{}, invalid(op, fmt.Sprintf("payment %s is %s at KOMOJU after the refund", r.ProviderPaymentID, o.Status))
+	}
+	return o, err
+}
+
 // decideFunc reads a payment and its Outcome as what an operation answers, or names the
 // action (a POST /api/v1/payments/{id}/<action>) that must be taken first.
 type decideFunc func(pay paymentJSON, o provider.Outcome) (answer provider.Outcome, action string, err error)
 
-// operate reads the payment, lets decide choose, takes the action it names and answers with
-// the payment the action leaves. An action refused as not allowed (422: the payment changed
-// in between) is followed by reading the payment again and deciding once more, without acting.
-func (p *Provider) operate(ctx context.Context, op string, r provider.Operation, decide decideFunc) (provider.Outcome, error) {
+// operate reads the payment, lets decide choose, takes the action it names (with body) and
+// answers with the payment the action leaves. An action refused as not allowed (422: the
+// payment changed in between) is followed by reading the payment again and deciding once more,
+// without acting.
+func (p *Provider) operate(ctx context.Context, op string, r provider.Operation, body any, decide decideFunc) (provider.Outcome, error) {
 	if err := checkOperation(op, r); err != nil {
 		return provider.Outcome{}, err
 	}
@@ -216,7 +243,7 @@ func (p *Provider) operate(ctx context.Context, op string, r provider.Operation,
 		if attempt > 1 {
 			return provider.Outcome{}, invalid(op, fmt.Sprintf("payment %s is %s at KOMOJU again after KOMOJU refused to %s it", pay.ID, pay.Status, action))
 		}
-		done, err := p.call(ctx, op, http.MethodPost, path+"/"+action, struct{}{}, r.IdempotencyKey)
+		done, err := p.call(ctx, op, http.MethodPost, path+"/"+action, body, r.IdempotencyKey)
 		var pe *provider.Error
 		if errors.As(err, &pe) && pe.Status == http.StatusUnprocessableEntity {
 			continue

@@ -274,7 +274,8 @@ func TestSlipPaid(t *testing.T) {
 		})
 	}
 
-	// Voiding a paid slip gives the money back.
+	// A paid slip holds no money to release: Void says it is paid (AUTHORIZED) without acting,
+	// and Refund gives the money back, once.
 	slip, err := p.Authorize(ctx, request(payment.BankTransfer, 2000))
 	if err != nil {
 		t.Fatal(err)
@@ -282,19 +283,80 @@ func TestSlipPaid(t *testing.T) {
 	if err := srv.PayKomojuSlip(slip.ProviderPaymentID); err != nil {
 		t.Fatal(err)
 	}
-	rec.take()
-	if o, err := p.Void(ctx, operation(slip.ProviderPaymentID, "void-paid")); err != nil || o.Status != payment.Voided {
-		t.Errorf("Void of a paid slip = %+v, %v", o, err)
-	}
 	path := "/api/v1/payments/" + slip.ProviderPaymentID
-	if diff := cmp.Diff([]string{"GET " + path, "POST " + path + "/refund"}, rec.take()); diff != "" {
+	rec.take()
+	paid := provider.Outcome{Status: payment.Authorized, ProviderPaymentID: slip.ProviderPaymentID}
+	if o, err := p.Void(ctx, operation(slip.ProviderPaymentID, "void-paid")); err != nil || !cmp.Equal(paid, o) {
+		t.Errorf("Void of a paid slip = %+v, %v; want %+v", o, err, paid)
+	}
+	if diff := cmp.Diff([]string{"GET " + path}, rec.take()); diff != "" {
 		t.Errorf("requests of Void (-want +got):\n%s", diff)
 	}
-	if got := payments(t, srv); got[len(got)-1].Status != "refunded" {
-		t.Errorf("sandbox status after voiding a paid slip: %s", got[len(got)-1].Status)
+	refunded := provider.Outcome{Status: payment.Refunded, ProviderPaymentID: slip.ProviderPaymentID}
+	refund := operation(slip.ProviderPaymentID, "refund-paid")
+	refund.AmountMinor = 2000
+	for _, attempt := range []string{"first", "replay"} {
+		if o, err := p.Refund(ctx, refund); err != nil || !cmp.Equal(refunded, o) {
+			t.Errorf("%s Refund of a paid slip = %+v, %v; want %+v", attempt, o, err, refunded)
+		}
 	}
-	if o, err := p.Lookup(ctx, slip.ProviderPaymentID); err != nil || o.Status != payment.Voided {
-		t.Errorf("Lookup of a refunded slip = %+v, %v", o, err)
+	if diff := cmp.Diff([]string{"GET " + path, "POST " + path + "/refund", "GET " + path}, rec.take()); diff != "" {
+		t.Errorf("requests of the Refunds (-want +got):\n%s", diff)
+	}
+	if got := payments(t, srv); got[len(got)-1].Status != "refunded" {
+		t.Errorf("sandbox status after refunding a paid slip: %s", got[len(got)-1].Status)
+	}
+	if o, err := p.Lookup(ctx, slip.ProviderPaymentID); err != nil || !cmp.Equal(refunded, o) {
+		t.Errorf("Lookup of a refunded slip = %+v, %v; want %+v", o, err, refunded)
+	}
+	_, err = p.Void(ctx, operation(slip.ProviderPaymentID, "void-refunded"))
+	if pe := providerError(t, err); pe.Temporary || pe.Reason != payment.ReasonInvalidRequest {
+		t.Errorf("Void of a refunded slip: %v; want invalid_request, not temporary", err)
+	}
+}
+
+// A captured PayPay payment is refunded to the wallet; a hold is not refunded (it is voided), nor
+// is an unpaid slip; a refund that leaves money captured is not a refund.
+func TestRefund(t *testing.T) {
+	srv, p := sandbox(t, paysim.Options{}, nil)
+	ctx := context.Background()
+	held, err := p.Authorize(ctx, request(payment.Wallet, 6000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Refund(ctx, operation(held.ProviderPaymentID, "refund-held"))
+	if pe := providerError(t, err); pe.Temporary || pe.Reason != payment.ReasonInvalidRequest || pe.Op != "refund" {
+		t.Errorf("Refund of a hold: %v; want invalid_request, not temporary", err)
+	}
+	if _, err := p.Capture(ctx, operation(held.ProviderPaymentID, "capture-held")); err != nil {
+		t.Fatal(err)
+	}
+	if avail, _ := srv.WalletBalance("ali"); avail != 44000 {
+		t.Fatalf("wallet after the capture: %d available", avail)
+	}
+	part := operation(held.ProviderPaymentID, "refund-part")
+	part.AmountMinor = 1000
+	_, err = p.Refund(ctx, part)
+	if pe := providerError(t, err); pe.Temporary || pe.Reason != payment.ReasonInvalidRequest {
+		t.Errorf("a refund that leaves the payment captured: %v; want invalid_request, not temporary", err)
+	}
+	want := provider.Outcome{Status: payment.Refunded, ProviderPaymentID: held.ProviderPaymentID}
+	for _, key := range []string{"refund-all", "refund-all-again"} { // another key finds it refunded
+		if o, err := p.Refund(ctx, operation(held.ProviderPaymentID, key)); err != nil || !cmp.Equal(want, o) {
+			t.Errorf("Refund (%s) = %+v, %v; want %+v", key, o, err, want)
+		}
+	}
+	if avail, held := srv.WalletBalance("ali"); avail != 50000 || held != 0 {
+		t.Errorf("wallet after the refunds: %d available, %d held; want all of it back", avail, held)
+	}
+
+	unpaid, err := p.Authorize(ctx, request(payment.Konbini, 900))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Refund(ctx, operation(unpaid.ProviderPaymentID, "refund-unpaid"))
+	if pe := providerError(t, err); pe.Temporary || pe.Reason != payment.ReasonInvalidRequest {
+		t.Errorf("Refund of an unpaid slip: %v; want invalid_request, not temporary", err)
 	}
 }
 
@@ -332,7 +394,7 @@ func TestSlipExpires(t *testing.T) {
 		t.Errorf("Lookup = %+v, %v; want %+v", o, err, want)
 	}
 	if o, err := p.Capture(ctx, operation(slip.ProviderPaymentID, "capture-expired")); err != nil ||
-		o.Status != payment.Failed || o.Reason != payment.ReasonExpired {
+		o.Status != payment.CaptureFailed || o.Reason != payment.ReasonExpired {
 		t.Errorf("Capture of an expired slip = %+v, %v", o, err)
 	}
 	if o, err := p.Void(ctx, operation(slip.ProviderPaymentID, "void-expired")); err != nil || o.Status != payment.Voided {
@@ -656,8 +718,8 @@ func TestStatusMapping(t *testing.T) {
 		{"payment.captured", "captured", konbini, "", provider.Outcome{Status: payment.Authorized}},
 		{"payment.captured", "captured", bank, "", provider.Outcome{Status: payment.Authorized}},
 		{"payment.captured", "captured", paypay, "", provider.Outcome{Status: payment.Captured}},
-		{"payment.updated", "refunded", konbini, "", provider.Outcome{Status: payment.Voided}},
-		{"payment.updated", "refunded", paypay, "", provider.Outcome{Status: payment.Captured}},
+		{"payment.updated", "refunded", konbini, "", provider.Outcome{Status: payment.Refunded}},
+		{"payment.updated", "refunded", paypay, "", provider.Outcome{Status: payment.Refunded}},
 		{"payment.cancelled", "cancelled", bank, "", provider.Outcome{Status: payment.Voided}},
 		{"payment.cancelled", "cancelled", paypay, "", provider.Outcome{Status: payment.Voided}},
 		{"payment.expired", "expired", konbini, "", provider.Outcome{Status: payment.Expired, Reason: payment.ReasonExpired}},
@@ -665,7 +727,8 @@ func TestStatusMapping(t *testing.T) {
 		{"payment.failed", "failed", paypay, "insufficient_funds", provider.Outcome{Status: payment.Failed, Reason: payment.ReasonInsufficientFunds}},
 		{"payment.failed", "failed", paypay, "", provider.Outcome{Status: payment.Failed, Reason: payment.ReasonDeclined}},
 		{"payment.failed", "failed", konbini, "fraudulent", provider.Outcome{Status: payment.Failed, Reason: payment.ReasonDeclined}},
-		{"payment.refunded", "refunded", paypay, "", provider.Outcome{}},
+		{"payment.refunded", "refunded", paypay, "", provider.Outcome{Status: payment.Refunded}},
+		{"payment.refunded", "refunded", bank, "", provider.Outcome{Status: payment.Refunded}},
 		{"payment.refund.created", "captured", konbini, "", provider.Outcome{}},
 	} {
 		t.Run(tc.event+"/"+tc.status+"/"+tc.details[9:15], func(t *testing.T) {

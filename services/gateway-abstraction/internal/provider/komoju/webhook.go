@@ -31,6 +31,7 @@ var movingEvents = map[string]bool{
 	"payment.failed":     true,
 	"payment.cancelled":  true,
 	"payment.expired":    true,
+	"payment.refunded":   true,
 	"payment.updated":    true,
 }
 
@@ -58,7 +59,7 @@ func (p *Provider) ParseWebhook(h http.Header, body []byte, now time.Time) (prov
 	}
 	n.PaymentID, n.ProviderPaymentID = pay.paymentID(), pay.ID
 	if !movingEvents[e.Type] {
-		return n, nil // refunds: Spanmart's payment has none yet
+		return n, nil // payment.refund.created: a partial refund leaves the payment captured; payment.refunded follows a full one
 	}
 	var reason string
 	if e.Reason != nil {

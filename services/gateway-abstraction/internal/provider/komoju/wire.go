@@ -114,10 +114,7 @@ func outcomeOf(p paymentJSON, reason string) (provider.Outcome, error) {
 			o.Status = payment.Authorized // the customer paid: the money is held by the merchant
 		}
 	case statusRefunded:
-		o.Status = payment.Captured
-		if slip {
-			o.Status = payment.Voided // how Void gives a paid slip's money back
-		}
+		o.Status = payment.Refunded
 	case statusCancelled:
 		o.Status = payment.Voided
 	case statusExpired:

@@ -6,9 +6,11 @@
 // A card payment is one PaymentIntent. Authorize creates and confirms it in one call with
 // capture_method=manual, so that the money is held (requires_capture) until Capture takes it or
 // Void cancels it; Stripe lapses an uncaptured authorization after 7 days by canceling the
-// PaymentIntent with cancellation_reason "automatic". Every call that changes something sends the
-// operation's idempotency key as Stripe's Idempotency-Key, so a call retried after a lost answer
-// is answered with the first call's result and never acts twice. Spanmart's payment id, order id
+// PaymentIntent with cancellation_reason "automatic". Refund creates a Refund of the captured
+// PaymentIntent (POST /v1/refunds with payment_intent); the PaymentIntent itself stays
+// succeeded, so a refund is read from the Refund, never from the PaymentIntent. Every call that
+// changes something sends the operation's idempotency key as Stripe's Idempotency-Key, so a call
+// retried after a lost answer is answered with the first call's result and never acts twice. Spanmart's payment id, order id
 // and customer id travel as PaymentIntent metadata (spanmart_payment_id, order_id, customer_id),
 // which is how a webhook names the payment it is about.
 //
@@ -33,14 +35,26 @@
 // Secure failed) are authentication_failed; every other decline is declined. A card decline
 // answers Authorize with an Outcome (FAILED), not an error.
 //
+// A Refund's status reads:
+//
+//	succeeded                            REFUNDED
+//	failed, canceled                     REFUND_FAILED, Reason declined
+//	pending, requires_action             not finished: Refund reads the Refund again by its id (a
+//	                                     retry under the same key would replay the first answer),
+//	                                     and while it stays unfinished answers a Temporary error,
+//	                                     so the gateway asks again later; its webhook may come first
+//	anything else                        an error: Temporary, provider_unavailable
+//
 // # Operations on a payment in another state
 //
 // Stripe answers a capture or cancel the PaymentIntent's status does not allow with 400
-// payment_intent_unexpected_state, carrying the PaymentIntent. The adapter reads it:
+// payment_intent_unexpected_state, carrying the PaymentIntent, and a refund of a charge with
+// nothing left to refund with 400 charge_already_refunded. The adapter reads them:
 //
-//	Capture of a lapsed authorization   Outcome FAILED, Reason expired (the provider refuses for good)
+//	Capture of a lapsed authorization   Outcome CAPTURE_FAILED, Reason expired (the provider refuses for good)
 //	Capture of a captured payment       Outcome CAPTURED (an earlier capture took the money)
 //	Void of a canceled payment          Outcome VOIDED (Reason expired when it had lapsed: the hold is gone either way)
+//	Refund of a refunded payment        Outcome REFUNDED (400 charge_already_refunded: an earlier refund gave it all back)
 //	anything else                       *provider.Error, not Temporary, Reason invalid_request
 //
 // # Errors
@@ -68,8 +82,13 @@
 // its tolerance switched off). Events about a PaymentIntent that announce a new state carry an
 // Outcome read from the event's PaymentIntent snapshot with the mapping above:
 // payment_intent.amount_capturable_updated (AUTHORIZED), .payment_failed (FAILED), .succeeded
-// (CAPTURED), .canceled (VOIDED or EXPIRED), .requires_action (REQUESTED). Every other event
-// (payment_intent.created and .processing, charge.*, refund.*, ...) is returned with Outcome
-// Status "": acknowledged, recorded, ignored. Refund events are among them because a payment has
-// no REFUNDED status yet; they carry the PaymentIntent's id so that they can be mapped once it has.
+// (CAPTURED), .canceled (VOIDED or EXPIRED), .requires_action (REQUESTED). Refunds move a payment
+// by two events: charge.refunded once the whole charge is refunded (REFUNDED; a partial refund
+// moves nothing), and refund.created, .updated and .failed of a refund the gateway made (its
+// metadata names the payment) with the Refund table above (a pending refund moves nothing yet; a
+// refund made elsewhere, the Dashboard say, may be a part of the payment and moves nothing).
+// Every other event (payment_intent.created and .processing, the other charge.* events, ...) is
+// returned with Outcome Status "": acknowledged, recorded, ignored. Stripe sends only the events
+// the webhook endpoint subscribes to: for refunds to reach the gateway by webhook as well as by
+// the answer, subscribe it to refund.* (or charge.refunded) besides payment_intent.*.
 package stripe

@@ -44,7 +44,7 @@ func TestAuthorizationLapse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := provider.Outcome{Status: payment.Failed, ProviderPaymentID: captureID, Reason: payment.ReasonExpired}
+	want := provider.Outcome{Status: payment.CaptureFailed, ProviderPaymentID: captureID, Reason: payment.ReasonExpired}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Capture of a lapsed authorization (-want +got):\n%s", diff)
 	}

@@ -105,24 +105,30 @@ type sandboxIntent struct {
 // intentsOf reads back, from the sandbox at srv, every PaymentIntent made for the payment.
 func intentsOf(t *testing.T, srv *paysim.Server, paymentID string) []sandboxIntent {
 	t.Helper()
-	res, err := http.Get(srv.URL() + "/_sandbox/payment_intents")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var all struct {
-		Data []sandboxIntent `json:"data"`
-	}
-	if err := json.NewDecoder(res.Body).Decode(&all); err != nil {
-		t.Fatal(err)
-	}
 	var out []sandboxIntent
-	for _, pi := range all.Data {
+	for _, pi := range readBack[sandboxIntent](t, srv, "/_sandbox/payment_intents") {
 		if pi.Metadata["spanmart_payment_id"] == paymentID {
 			out = append(out, pi)
 		}
 	}
 	return out
+}
+
+// readBack is the data of one of the sandbox's read-back endpoints (path, under /_sandbox/).
+func readBack[T any](t *testing.T, srv *paysim.Server, path string) []T {
+	t.Helper()
+	res, err := http.Get(srv.URL() + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var all struct {
+		Data []T `json:"data"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&all); err != nil {
+		t.Fatal(err)
+	}
+	return all.Data
 }
 
 // onlyIntent is the one PaymentIntent of the payment in the sandbox; more or fewer fail the test.

@@ -44,6 +44,29 @@ func outcomeOf(pi *stripego.PaymentIntent) (provider.Outcome, error) {
 	return o, nil
 }
 
+// refundPending reports whether Stripe has not finished the refund yet.
+func refundPending(rf *stripego.Refund) bool {
+	return rf.Status == stripego.RefundStatusPending || rf.Status == stripego.RefundStatusRequiresAction
+}
+
+// refundOutcome reads a Refund of the PaymentIntent providerPaymentID as an Outcome (the table in
+// the package doc); final is false while Stripe has not finished it. A status this adapter does
+// not know is an error rather than a guess.
+func refundOutcome(rf *stripego.Refund, providerPaymentID string) (o provider.Outcome, final bool, err error) {
+	o = provider.Outcome{ProviderPaymentID: providerPaymentID}
+	switch {
+	case rf.Status == stripego.RefundStatusSucceeded:
+		o.Status = payment.Refunded
+	case rf.Status == stripego.RefundStatusFailed, rf.Status == stripego.RefundStatusCanceled:
+		o.Status, o.Reason = payment.RefundFailed, payment.ReasonDeclined
+	case refundPending(rf):
+		return provider.Outcome{}, false, nil
+	default:
+		return provider.Outcome{}, false, fmt.Errorf("refund %s has status %q, which the stripe adapter does not know", rf.ID, rf.Status)
+	}
+	return o, true, nil
+}
+
 // reasonOf normalizes a card error (a decline, or a failed 3-D Secure in last_payment_error).
 func reasonOf(e *stripego.Error) payment.Reason {
 	switch {

@@ -166,7 +166,7 @@ func (p *Provider) Capture(ctx context.Context, r provider.Operation) (provider.
 	}, func(now provider.Outcome) (provider.Outcome, bool) {
 		switch now.Status {
 		case payment.Expired: // the authorization lapsed: Stripe will never capture it
-			return provider.Outcome{Status: payment.Failed, ProviderPaymentID: now.ProviderPaymentID, Reason: payment.ReasonExpired}, true
+			return provider.Outcome{Status: payment.CaptureFailed, ProviderPaymentID: now.ProviderPaymentID, Reason: payment.ReasonExpired}, true
 		case payment.Captured: // an earlier capture (under another key) took the money
 			return now, true
 		}
@@ -174,7 +174,8 @@ func (p *Provider) Capture(ctx context.Context, r provider.Operation) (provider.
 	})
 }
 
-// Void cancels the PaymentIntent, releasing the authorization.
+// Void cancels the PaymentIntent, releasing the authorization (or giving up one the customer
+// has not completed).
 func (p *Provider) Void(ctx context.Context, r provider.Operation) (provider.Outcome, error) {
 	const op = "void"
 	if err := checkOperation(op, r); err != nil {
@@ -193,6 +194,49 @@ func (p *Provider) Void(ctx context.Context, r provider.Operation) (provider.Out
 		}
 		return provider.Outcome{}, false
 	})
+}
+
+// Refund refunds the PaymentIntent's charge: all of it, or AmountMinor when it is positive. The
+// refund carries Spanmart's payment id as metadata, which is how its webhooks name the payment. A
+// refund Stripe has not finished (pending) is read again by its id, since a retry under the same
+// key replays the first answer; while it stays pending the call is a temporary error (see the
+// package doc).
+func (p *Provider) Refund(ctx context.Context, r provider.Operation) (provider.Outcome, error) {
+	const op = "refund"
+	if err := checkOperation(op, r); err != nil {
+		return provider.Outcome{}, err
+	}
+	params := &stripego.RefundCreateParams{PaymentIntent: stripego.String(r.ProviderPaymentID)}
+	if r.AmountMinor > 0 {
+		params.Amount = stripego.Int64(r.AmountMinor)
+	}
+	params.Metadata = map[string]string{metaPaymentID: r.PaymentID}
+	params.SetIdempotencyKey(r.IdempotencyKey)
+	var status int
+	rf, err := p.sc.V1Refunds.Create(context.WithValue(ctx, statusKey{}, &status), params)
+	if err != nil {
+		var se *stripego.Error
+		if errors.As(err, &se) && se.Code == stripego.ErrorCodeChargeAlreadyRefunded {
+			// An earlier refund (under another key) gave everything back.
+			return provider.Outcome{Status: payment.Refunded, ProviderPaymentID: r.ProviderPaymentID}, nil
+		}
+		return provider.Outcome{}, failure(op, status, err)
+	}
+	if refundPending(rf) {
+		if rf, err = p.sc.V1Refunds.Retrieve(context.WithValue(ctx, statusKey{}, &status), rf.ID, nil); err != nil {
+			return provider.Outcome{}, failure(op, status, err)
+		}
+	}
+	o, final, err := refundOutcome(rf, r.ProviderPaymentID)
+	switch {
+	case err != nil:
+		return provider.Outcome{}, &provider.Error{Provider: payment.ProviderStripe, Op: op, Reason: payment.ReasonProviderUnavailable,
+			Temporary: true, Status: status, Err: err}
+	case !final:
+		return provider.Outcome{}, &provider.Error{Provider: payment.ProviderStripe, Op: op, Reason: payment.ReasonProviderUnavailable,
+			Temporary: true, Status: status, Err: fmt.Errorf("refund %s of %s is %s at Stripe", rf.ID, r.ProviderPaymentID, rf.Status)}
+	}
+	return o, nil
 }
 
 // Lookup retrieves the PaymentIntent; an unknown id is an error wrapping provider.ErrNotFound.

@@ -4,6 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -245,4 +249,103 @@ func TestUnknownPayment(t *testing.T) {
 	if _, err := p.Lookup(ctx, ""); err == nil || provider.Temporary(err) {
 		t.Errorf("Lookup(\"\") = %v, want a permanent error", err)
 	}
+}
+
+// A captured payment is refunded once: the replay answers the same, a refund under another key
+// finds it refunded (charge_already_refunded); the sandbox holds one refund, which names the
+// payment. Money that is only held (not captured) or a payment Stripe does not know is refused
+// for good.
+func TestRefund(t *testing.T) {
+	p := newProvider(t, sandbox.URL(), nil)
+	ctx := context.Background()
+	r, id := authorized(t, p)
+	op := provider.Operation{IdempotencyKey: "refund-" + r.PaymentID, PaymentID: r.PaymentID, ProviderPaymentID: id, AmountMinor: r.AmountMinor}
+	_, err := p.Refund(ctx, op)
+	if pe := providerError(t, err); pe.Temporary || pe.Reason != payment.ReasonInvalidRequest || pe.Op != "refund" {
+		t.Errorf("Refund of an authorization that is not captured: %v; want invalid_request, not temporary", err)
+	}
+	if _, err := p.Capture(ctx, provider.Operation{IdempotencyKey: "capture-" + r.PaymentID, PaymentID: r.PaymentID, ProviderPaymentID: id}); err != nil {
+		t.Fatal(err)
+	}
+	op.IdempotencyKey += "-after-capture" // the refused request's answer is kept under the first key
+	want := provider.Outcome{Status: payment.Refunded, ProviderPaymentID: id}
+	for _, attempt := range []string{"first", "replay", "another key"} {
+		if attempt == "another key" {
+			op.IdempotencyKey += "-2"
+		}
+		got, err := p.Refund(ctx, op)
+		if err != nil {
+			t.Fatalf("%s Refund: %v", attempt, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s Refund (-want +got):\n%s", attempt, diff)
+		}
+	}
+	var refunds []sandboxRefund
+	for _, rf := range readBack[sandboxRefund](t, sandbox, "/_sandbox/refunds") {
+		if rf.PaymentIntent == id {
+			refunds = append(refunds, rf)
+		}
+	}
+	wantRefunds := []sandboxRefund{{PaymentIntent: id, Amount: 2400, Status: "succeeded", Metadata: map[string]string{"spanmart_payment_id": r.PaymentID}}}
+	if diff := cmp.Diff(wantRefunds, refunds); diff != "" {
+		t.Errorf("the sandbox's refunds (-want +got):\n%s", diff)
+	}
+
+	_, err = p.Refund(ctx, provider.Operation{IdempotencyKey: "refund-" + rand.Text(), PaymentID: "pay-x", ProviderPaymentID: "pi_nosuch"})
+	if pe := providerError(t, err); pe.Temporary || pe.Reason != payment.ReasonInvalidRequest || pe.Status != 400 {
+		t.Errorf("Refund of an unknown payment: %v; want invalid_request, not temporary, http 400", err)
+	}
+	if _, err := p.Refund(ctx, provider.Operation{PaymentID: "pay-x", ProviderPaymentID: id}); err == nil || provider.Temporary(err) {
+		t.Errorf("Refund without an idempotency key = %v, want a permanent error", err)
+	}
+}
+
+// A refund Stripe has not finished is read again by its id (a retry under the same key would
+// replay "pending"): a temporary error while it stays pending, REFUNDED once it succeeded. The
+// sandbox refunds at once, so a stand-in answers here.
+func TestPendingRefundIsReadAgain(t *testing.T) {
+	var (
+		mu       sync.Mutex
+		requests []string
+		status   = "pending"
+	)
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		requests = append(requests, r.Method+" "+r.URL.Path)
+		answer := "pending" // what a replay of the creation says
+		if r.Method == http.MethodGet {
+			answer = status
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"re_1","object":"refund","amount":2400,"currency":"jpy","status":%q,"payment_intent":"pi_1"}`, answer)
+	}))
+	t.Cleanup(fake.Close)
+	p := newProvider(t, fake.URL, nil)
+	op := provider.Operation{IdempotencyKey: "refund-pay-1", PaymentID: "pay-1", ProviderPaymentID: "pi_1"}
+	if _, err := p.Refund(context.Background(), op); !provider.Temporary(err) {
+		t.Fatalf("Refund while pending: %v, want a temporary error", err)
+	}
+	mu.Lock()
+	status = "succeeded"
+	mu.Unlock()
+	got, err := p.Refund(context.Background(), op)
+	if err != nil || got != (provider.Outcome{Status: payment.Refunded, ProviderPaymentID: "pi_1"}) {
+		t.Errorf("Refund once it succeeded = %+v, %v; want REFUNDED", got, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"POST /v1/refunds", "GET /v1/refunds/re_1", "POST /v1/refunds", "GET /v1/refunds/re_1"}
+	if diff := cmp.Diff(want, requests); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+// sandboxRefund is a Refund as the sandbox's read-back shows it.
+type sandboxRefund struct {
+	PaymentIntent string            `json:"payment_intent"`
+	Amount        int64             `json:"amount"`
+	Status        string            `json:"status"`
+	Metadata      map[string]string `json:"metadata"`
 }

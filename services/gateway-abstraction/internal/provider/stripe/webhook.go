@@ -12,6 +12,7 @@ import (
 	stripego "github.com/stripe/stripe-go/v82"
 	"github.com/stripe/stripe-go/v82/webhook"
 
+	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/payment"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/provider"
 )
 
@@ -23,6 +24,13 @@ var movingEvents = map[stripego.EventType]bool{
 	stripego.EventTypePaymentIntentSucceeded:               true,
 	stripego.EventTypePaymentIntentCanceled:                true,
 	stripego.EventTypePaymentIntentRequiresAction:          true,
+}
+
+// refundEvents are the refund events whose Refund says how a refund the gateway asked for ended.
+var refundEvents = map[stripego.EventType]bool{
+	stripego.EventTypeRefundCreated: true,
+	stripego.EventTypeRefundUpdated: true,
+	stripego.EventTypeRefundFailed:  true,
 }
 
 // ParseWebhook verifies a Stripe webhook and decodes it (see the package doc).
@@ -70,8 +78,8 @@ func signedAt(header string) (time.Time, bool) {
 }
 
 // decodeEvent reads a verified event. A PaymentIntent event must carry a readable PaymentIntent;
-// of charge and refund events, which move nothing, only the PaymentIntent's id is read, and
-// only if it can be.
+// of charge and refund events only the PaymentIntent's id is read (when it can be), and the
+// refund they announce (see the package doc).
 func decodeEvent(ev stripego.Event) (provider.Notification, error) {
 	n := provider.Notification{EventID: ev.ID, EventType: string(ev.Type)}
 	if ev.ID == "" || ev.Type == "" || ev.Data == nil || len(ev.Data.Raw) == 0 {
@@ -96,11 +104,26 @@ func decodeEvent(ev stripego.Event) (provider.Notification, error) {
 		var ch stripego.Charge
 		if json.Unmarshal(ev.Data.Raw, &ch) == nil && ch.PaymentIntent != nil {
 			n.PaymentID, n.ProviderPaymentID = ch.Metadata[metaPaymentID], ch.PaymentIntent.ID
+			// Refunded is true once all of the charge is given back; a partial refund moves nothing.
+			if ev.Type == stripego.EventTypeChargeRefunded && ch.Refunded {
+				n.Outcome = provider.Outcome{Status: payment.Refunded, ProviderPaymentID: ch.PaymentIntent.ID}
+			}
 		}
 	case strings.HasPrefix(typ, "refund."):
 		var rf stripego.Refund
 		if json.Unmarshal(ev.Data.Raw, &rf) == nil && rf.PaymentIntent != nil {
-			n.ProviderPaymentID = rf.PaymentIntent.ID
+			n.PaymentID, n.ProviderPaymentID = rf.Metadata[metaPaymentID], rf.PaymentIntent.ID
+			// Only a refund the gateway made (it carries the payment id) moves a payment: it is
+			// all of the payment, where one made elsewhere (the Dashboard) may be a part.
+			if refundEvents[ev.Type] && n.PaymentID != "" {
+				o, final, err := refundOutcome(&rf, rf.PaymentIntent.ID)
+				if err != nil {
+					return provider.Notification{}, fmt.Errorf("%w: event %s: %v", provider.ErrMalformed, ev.ID, err)
+				}
+				if final {
+					n.Outcome = o
+				}
+			}
 		}
 	}
 	return n, nil

@@ -18,8 +18,8 @@ import (
 )
 
 // The sandbox's real, signed deliveries for each flow, parsed: the events that move a payment
-// carry its Outcome, the others Status "" (charge.* and refund.* included), all of them the
-// payment's ids.
+// carry its Outcome, the others Status "", all of them the payment's ids (a refund names the
+// payment only when the gateway made it).
 func TestWebhooks(t *testing.T) {
 	p := newProvider(t, sandbox.URL(), nil)
 	ctx := context.Background()
@@ -36,6 +36,8 @@ func TestWebhooks(t *testing.T) {
 		card string
 		then func(t *testing.T, r provider.AuthorizeRequest, id string)
 		want map[string]provider.Outcome // by event type; ProviderPaymentID is filled in
+		// refundNamesPayment: the refund events carry the payment id (the gateway's refund)
+		refundNamesPayment bool
 	}{
 		{
 			name: "authorize and capture", card: "pm_card_visa", then: capture,
@@ -79,8 +81,23 @@ func TestWebhooks(t *testing.T) {
 			},
 		},
 		{
-			// A payment has no REFUNDED status yet: refund events are recorded, not applied.
-			name: "refund", card: "pm_card_visa",
+			name: "the gateway's refund", card: "pm_card_visa",
+			then: func(t *testing.T, r provider.AuthorizeRequest, id string) {
+				capture(t, r, id)
+				if _, err := p.Refund(ctx, provider.Operation{IdempotencyKey: "refund-" + r.PaymentID, PaymentID: r.PaymentID, ProviderPaymentID: id}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: map[string]provider.Outcome{
+				"refund.created":  {Status: payment.Refunded},
+				"charge.refunded": {Status: payment.Refunded},
+			},
+			refundNamesPayment: true,
+		},
+		{
+			// A refund made elsewhere (the Dashboard) moves a payment only once the whole
+			// charge is refunded, which charge.refunded says.
+			name: "a refund made elsewhere", card: "pm_card_visa",
 			then: func(t *testing.T, r provider.AuthorizeRequest, id string) {
 				capture(t, r, id)
 				if _, err := sc.V1Refunds.Create(ctx, &stripego.RefundCreateParams{PaymentIntent: stripego.String(id)}); err != nil {
@@ -89,7 +106,7 @@ func TestWebhooks(t *testing.T) {
 			},
 			want: map[string]provider.Outcome{
 				"refund.created":  {},
-				"charge.refunded": {},
+				"charge.refunded": {Status: payment.Refunded},
 			},
 		},
 	} {
@@ -114,7 +131,7 @@ func TestWebhooks(t *testing.T) {
 					t.Errorf("%s: no event id", typ)
 				}
 				want := provider.Notification{EventID: n.EventID, EventType: typ, ProviderPaymentID: id, Outcome: outcome}
-				if strings.HasPrefix(typ, "payment_intent.") {
+				if strings.HasPrefix(typ, "payment_intent.") || (strings.HasPrefix(typ, "refund.") && tc.refundNamesPayment) {
 					want.PaymentID = r.PaymentID
 				}
 				if outcome.Status != "" {
@@ -197,10 +214,18 @@ func TestWebhookDecoding(t *testing.T) {
 		return map[string]any{"last_payment_error": map[string]any{"type": "card_error", "code": code, "decline_code": declineCode, "message": "declined"}}
 	}
 	canceled := func(reason any) map[string]any { return map[string]any{"cancellation_reason": reason} }
+	refund := func(status string, metadata map[string]string) map[string]any {
+		return map[string]any{"id": "re_1", "object": "refund", "status": status, "amount": 2400, "payment_intent": "pi_1", "metadata": metadata}
+	}
+	ours := map[string]string{"spanmart_payment_id": "pay-1"}
+	charge := func(refunded bool) map[string]any {
+		return map[string]any{"id": "ch_1", "object": "charge", "payment_intent": "pi_1", "refunded": refunded}
+	}
 	for _, tc := range []struct {
 		name, typ  string
 		object     any
 		apiVersion string // default stripe-go's
+		paymentID  string // of a charge or refund event; a payment intent's is pay-1
 		want       provider.Outcome
 		malformed  bool
 	}{
@@ -231,10 +256,22 @@ func TestWebhookDecoding(t *testing.T) {
 		{name: "created: moves nothing", typ: "payment_intent.created", object: intent("requires_confirmation", nil)},
 		{name: "processing: moves nothing", typ: "payment_intent.processing", object: intent("processing", nil)},
 		{name: "charge: moves nothing", typ: "charge.succeeded", object: map[string]any{"id": "ch_1", "object": "charge", "payment_intent": "pi_1"}},
+		{name: "charge refunded in full", typ: "charge.refunded", object: charge(true),
+			want: provider.Outcome{Status: payment.Refunded, ProviderPaymentID: "pi_1"}},
+		{name: "charge refunded in part: moves nothing", typ: "charge.refunded", object: charge(false)},
+		{name: "our refund succeeded", typ: "refund.created", object: refund("succeeded", ours), paymentID: "pay-1",
+			want: provider.Outcome{Status: payment.Refunded, ProviderPaymentID: "pi_1"}},
+		{name: "our refund pending: moves nothing", typ: "refund.created", object: refund("pending", ours), paymentID: "pay-1"},
+		{name: "our refund succeeded later", typ: "refund.updated", object: refund("succeeded", ours), paymentID: "pay-1",
+			want: provider.Outcome{Status: payment.Refunded, ProviderPaymentID: "pi_1"}},
+		{name: "our refund failed", typ: "refund.failed", object: refund("failed", ours), paymentID: "pay-1",
+			want: provider.Outcome{Status: payment.RefundFailed, ProviderPaymentID: "pi_1", Reason: payment.ReasonDeclined}},
+		{name: "a refund made elsewhere: moves nothing", typ: "refund.created", object: refund("succeeded", nil)},
 		{name: "customer: moves nothing", typ: "customer.created", object: map[string]any{"id": "cus_1", "object": "customer"}},
 
 		{name: "not a payment intent", typ: "payment_intent.succeeded", object: map[string]any{"id": "ch_1", "object": "charge"}, malformed: true},
 		{name: "unknown status", typ: "payment_intent.succeeded", object: intent("teleported", nil), malformed: true},
+		{name: "unknown refund status", typ: "refund.updated", object: refund("teleported", ours), malformed: true},
 		{name: "other api version", typ: "payment_intent.succeeded", object: intent("succeeded", nil), apiVersion: "2020-08-27", malformed: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -257,11 +294,11 @@ func TestWebhookDecoding(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := provider.Notification{EventID: "evt_1", EventType: tc.typ, Outcome: tc.want}
+			want := provider.Notification{EventID: "evt_1", EventType: tc.typ, PaymentID: tc.paymentID, Outcome: tc.want}
 			if strings.HasPrefix(tc.typ, "payment_intent.") {
 				want.PaymentID = "pay-1"
 			}
-			if strings.HasPrefix(tc.typ, "payment_intent.") || strings.HasPrefix(tc.typ, "charge.") {
+			if !strings.HasPrefix(tc.typ, "customer.") {
 				want.ProviderPaymentID = "pi_1"
 			}
 			if diff := cmp.Diff(want, n); diff != "" {
