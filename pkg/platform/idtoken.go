@@ -24,14 +24,16 @@ const idTokenRefreshMargin = 5 * time.Minute
 // metadata server, for calling another Cloud Run service that requires authentication; the
 // audience is that service's URL. Tokens are cached per audience until five minutes before they
 // expire. Locally, GCE_METADATA_HOST pointed at the Cloud Tasks emulator's HTTP port makes it
-// fetch tokens that emulator signs (see emulator/tasksemu/README.md).
+// fetch tokens that emulator signs (see emulator/tasksemu/README.md); WithServiceAccount names
+// the account, since there every service shares the one emulator and its default account.
 //
 // Create one with NewIDTokenSource. It is safe for concurrent use; concurrent callers for one
 // audience share one fetch. It keeps one token per audience it was asked for, so use it for a
 // fixed set of peers.
 type IDTokenSource struct {
-	md  *metadata.Client
-	now func() time.Time
+	md      *metadata.Client
+	now     func() time.Time
+	account string // the metadata path segment: "default" or an account's e-mail
 
 	mu     sync.Mutex
 	tokens map[string]*cachedIDToken // by audience
@@ -45,10 +47,29 @@ type cachedIDToken struct {
 	refreshAt time.Time
 }
 
+// IDTokenOption configures an IDTokenSource.
+type IDTokenOption func(*IDTokenSource)
+
+// WithServiceAccount makes the source ask for the tokens of account (a service account's e-mail)
+// rather than of the instance's default account; "" keeps the default. On Cloud Run the metadata
+// server knows only the service's own account (by e-mail too), so this is for the local stack,
+// where one emulator answers for every account and each service names its own.
+func WithServiceAccount(account string) IDTokenOption {
+	return func(s *IDTokenSource) {
+		if account != "" {
+			s.account = account
+		}
+	}
+}
+
 // NewIDTokenSource returns a source that asks the metadata server through hc; nil means the
 // metadata client's own HTTP client (with its timeouts).
-func NewIDTokenSource(hc *http.Client) *IDTokenSource {
-	return &IDTokenSource{md: metadata.NewClient(hc), now: time.Now, tokens: map[string]*cachedIDToken{}}
+func NewIDTokenSource(hc *http.Client, opts ...IDTokenOption) *IDTokenSource {
+	s := &IDTokenSource{md: metadata.NewClient(hc), now: time.Now, account: "default", tokens: map[string]*cachedIDToken{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Token returns an ID token whose aud is audience, fetching a new one when none is cached or
@@ -75,7 +96,7 @@ func (s *IDTokenSource) Token(ctx context.Context, audience string) (string, err
 	if c.token != "" && s.now().Before(c.refreshAt) {
 		return c.token, nil
 	}
-	tok, err := s.md.GetWithContext(ctx, "instance/service-accounts/default/identity?audience="+url.QueryEscape(audience)+"&format=full")
+	tok, err := s.md.GetWithContext(ctx, "instance/service-accounts/"+url.PathEscape(s.account)+"/identity?audience="+url.QueryEscape(audience)+"&format=full")
 	if err != nil {
 		return "", fmt.Errorf("id token for %s: %w", audience, err)
 	}

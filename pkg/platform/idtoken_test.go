@@ -143,6 +143,28 @@ func TestIDTokenSource(t *testing.T) {
 	}
 }
 
+// WithServiceAccount asks the metadata server for the named account's tokens (the local stack,
+// where one emulator answers for every service); "" keeps the default account.
+func TestIDTokenSourceWithServiceAccount(t *testing.T) {
+	m := startMetadata(t)
+	const aud, orders = "https://payments-abc-uc.a.run.app", "orders@x.iam.gserviceaccount.com"
+	for _, tt := range []struct {
+		account string
+		want    string
+	}{
+		{orders, orders},
+		{"", relayAccount},
+	} {
+		tok, err := platform.NewIDTokenSource(nil, platform.WithServiceAccount(tt.account)).Token(context.Background(), aud)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := verifyIDToken(t, m.emu.Issuer(), tok, aud).Email; got != tt.want {
+			t.Errorf("WithServiceAccount(%q): token of %q, want %q", tt.account, got, tt.want)
+		}
+	}
+}
+
 // A cached token is used until IDTokenRefreshMargin before its exp and fetched again from then
 // on.
 func TestIDTokenSourceRefreshesBeforeExpiry(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/spanmart/spanmart/services/orders/internal/app"
 	"github.com/spanmart/spanmart/services/orders/internal/events"
 	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
+	"github.com/spanmart/spanmart/services/orders/internal/peers"
 	"github.com/spanmart/spanmart/services/orders/internal/store"
 )
 
@@ -32,7 +33,8 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	}
 	// One service for both entry points: the public API and the event handlers use the same use
 	// cases and repository.
-	svc := app.New(store.New(client), nudger)
+	repo := store.New(client)
+	svc := app.New(repo, nudger)
 	httpapi.Register(srv.Echo, svc)
 
 	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry)
@@ -42,5 +44,27 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	events.Register(consumer, svc)
 	consumer.Register(srv.Echo)
 
+	// The operators' audit, guarded like the consumer's own /admin routes.
+	audit := app.NewAudit(app.AuditConfig{
+		Repo: repo, StuckAfter: cfg.Audit.StuckAfter, Peers: newPeers(cfg.Audit),
+		Settle: cfg.Audit.Settle, Window: cfg.Audit.Window, Metrics: app.NewAuditMetrics(srv.Registry),
+	})
+	httpapi.RegisterAdmin(srv.Echo, audit, consumer.OperatorsOnly)
+
 	return srv.Run(ctx, cfg.Config, zap.String("database", cfg.Database.String()))
+}
+
+// newPeers returns the reconciliation's client of fulfillment and the gateway, nil when they are
+// not configured. Both are called with an ID token of the service's account for their URL:
+// fulfillment requires one at the Cloud Run layer, the gateway's operator read checks that the
+// account is in its ADMIN_ALLOWED_EMAILS.
+func newPeers(cfg auditConfig) app.Peers {
+	if !cfg.reconciles() {
+		return nil
+	}
+	tokens := platform.NewIDTokenSource(nil, platform.WithServiceAccount(cfg.ServiceAccount))
+	return peers.New(peers.Config{
+		FulfillmentURL: cfg.FulfillmentURL, Fulfillment: tokens.Client(cfg.FulfillmentURL),
+		GatewayURL: cfg.GatewayURL, Gateway: tokens.Client(cfg.GatewayURL),
+	})
 }

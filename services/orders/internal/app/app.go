@@ -132,6 +132,10 @@ type Repository interface {
 	// its outbox events and their timeline rows. change is pure (txn may be retried); its error is
 	// returned unchanged and nothing is written. An unknown order is order.ErrNotFound.
 	UpdateInTxn(ctx context.Context, txn Txn, id string, consumed Consumed, change func(*order.Order) error) error
+	// OrdersByStatus, in one read-only transaction, returns at most limit orders in status whose
+	// last change is at or after from (zero: any time) and before to, oldest change first, each
+	// with the time of that change: the audit's read (stuck.go, reconcile.go).
+	OrdersByStatus(ctx context.Context, status order.Status, from, to time.Time, limit int) ([]DatedOrder, error)
 }
 
 // Nudger tells the relay that new outbox rows are waiting; best effort.

@@ -38,8 +38,8 @@ const ConsumerName = "orders"
 // "shipment", id = the shipment id) and the gateway's (aggregate "payment", id = the gateway's
 // payment id); the order is in every payload.
 const (
-	InventoryReserved = "inventory.reserved"
-	InventoryRejected = "inventory.rejected"
+	InventoryReserved      = "inventory.reserved"
+	InventoryRejected      = "inventory.rejected"
 	InventoryReleased      = "inventory.released"
 	InventoryReleaseFailed = "inventory.release_failed"
 	PaymentAuthorized      = "payment.authorized"
@@ -65,8 +65,8 @@ type Handler interface {
 func Handlers(svc *app.Service) map[string]outboxlib.HandlerFunc {
 	h := &handlers{svc: svc}
 	return map[string]outboxlib.HandlerFunc{
-		InventoryReserved: h.inventoryReserved,
-		InventoryRejected: h.inventoryRejected,
+		InventoryReserved:      h.inventoryReserved,
+		InventoryRejected:      h.inventoryRejected,
 		InventoryReleased:      h.inventoryReleased,
 		InventoryReleaseFailed: h.compensationFailed(order.CompensateStock),
 		PaymentAuthorized:      h.paymentAuthorized,

@@ -109,7 +109,7 @@ func TestPlaceOrder(t *testing.T) {
 	want := httpapi.Order{
 		ID: got.ID, CustomerID: "cust-1", Email: "ali@example.com", Status: "PENDING", Currency: "JPY", TotalMinor: 1300, Version: 1,
 		Language: "ja", Payment: &httpapi.Payment{Method: "card", PaymentMethod: "pm_card_visa"},
-		Lines:   []httpapi.Line{{SKU: "A1", Quantity: 2, UnitPriceMinor: 150, LineTotalMinor: 300}, {SKU: "B2", Quantity: 1, UnitPriceMinor: 1000, LineTotalMinor: 1000}},
+		Lines: []httpapi.Line{{SKU: "A1", Quantity: 2, UnitPriceMinor: 150, LineTotalMinor: 300}, {SKU: "B2", Quantity: 1, UnitPriceMinor: 1000, LineTotalMinor: 1000}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("body (-want +got):\n%s", diff)

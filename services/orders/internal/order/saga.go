@@ -76,7 +76,9 @@ const (
 
 // Compensations returns what the order's cancellation waits for and how each ended; nil for an
 // order that was never cancelling.
-func (o *Order) Compensations() []Compensation { return append([]Compensation(nil), o.compensations...) }
+func (o *Order) Compensations() []Compensation {
+	return append([]Compensation(nil), o.compensations...)
+}
 
 // Shipment returns the shipment the order left in, nil before it shipped.
 func (o *Order) Shipment() *Shipment {
