@@ -11,12 +11,12 @@ import (
 )
 
 // The order → stock → payment flow as the services implement it, per order, once it has come to
-// rest, with the relay's routing (relay/routes.yaml): order.created → fulfillment,
-// inventory.reserved/rejected → orders, order.awaiting_payment → gateway-abstraction,
-// payment.* → orders, order.cancelled → fulfillment, inventory.released → orders. An order that
-// fits is reserved and, paid by a card that authorizes (the drills' orderRequest), confirmed; one
-// that does not is cancelled, and fulfillment answers its order.cancelled with an
-// inventory.released although it held nothing (orders notes it: the order is already cancelled).
+// rest short of shipping (the drills do not ship), with the relay's routing (relay/routes.yaml).
+// An order that fits is reserved and, paid by a card that authorizes (the drills' orderRequest),
+// confirmed: fulfillment creates its shipment (PENDING) and the customer gets the confirmation
+// e-mail. One that does not fit is cancelled: fulfillment answers its order.cancelled with an
+// inventory.released although it held nothing (orders notes it: the order is already cancelled),
+// the gateway has no payment to settle, and the customer is told.
 type outcome int
 
 const (
@@ -38,6 +38,7 @@ func wantSnapshot(onHand int64, orders ...placed) snapshot {
 		Orders: map[string]string{}, Stock: map[string]string{}, Reservations: map[string]string{},
 		Outbox: map[string]map[string]int64{}, Unpublished: map[string]int64{},
 		Processed: map[string]int64{}, DeadLetters: map[string]int64{}, Payments: map[string]string{},
+		Shipments: map[string]string{}, Mail: map[string][]string{},
 	}
 	add := func(db, typ string) {
 		if w.Outbox[db] == nil {
@@ -48,8 +49,9 @@ func wantSnapshot(onHand int64, orders ...placed) snapshot {
 	var held int64
 	for _, o := range orders {
 		add("orders", "order.created")
-		w.Processed["fulfillment/fulfillment"]++ // order.created
-		w.Processed["orders/orders"]++           // inventory.reserved or inventory.rejected
+		w.Processed["fulfillment/fulfillment"]++     // order.created
+		w.Processed["notifications/notifications"]++ // order.created: the contact
+		w.Processed["orders/orders"]++               // inventory.reserved or inventory.rejected
 		switch o.is {
 		case reserved:
 			w.Orders[o.id] = "CONFIRMED"
@@ -62,13 +64,20 @@ func wantSnapshot(onHand int64, orders ...placed) snapshot {
 			add("payments", "payment.authorized")
 			w.Processed["payments/gateway-abstraction"]++ // order.awaiting_payment
 			w.Processed["orders/orders"]++                // payment.authorized
+			w.Processed["fulfillment/fulfillment"]++      // order.confirmed: the shipment
+			w.Processed["notifications/notifications"]++  // order.confirmed: the e-mail
+			w.Shipments[o.id] = "PENDING"
+			w.Mail[o.id] = []string{"order_confirmed SENT"}
 		case rejected:
 			w.Orders[o.id] = "CANCELLED out_of_stock"
 			add("orders", "order.cancelled")
 			add("fulfillment", "inventory.rejected")
 			add("fulfillment", "inventory.released")
-			w.Processed["fulfillment/fulfillment"]++ // order.cancelled
-			w.Processed["orders/orders"]++           // inventory.released
+			w.Processed["fulfillment/fulfillment"]++      // order.cancelled
+			w.Processed["payments/gateway-abstraction"]++ // order.cancelled: no payment to settle
+			w.Processed["notifications/notifications"]++  // order.cancelled: the e-mail
+			w.Processed["orders/orders"]++                // inventory.released
+			w.Mail[o.id] = []string{"order_cancelled SENT"}
 		}
 	}
 	w.Stock["A1"] = fmt.Sprintf("%d/%d", onHand, held)

@@ -41,17 +41,25 @@ type order struct {
 			} `json:"bank"`
 		} `json:"instructions"`
 	} `json:"payment"`
-	Timeline []struct {
+	Shipment *struct {
+		ShipmentID     string `json:"shipment_id"`
+		Carrier        string `json:"carrier"`
+		TrackingNumber string `json:"tracking_number"`
+	} `json:"shipment"`
+	Compensations   []compensation `json:"compensations"`
+	AttentionReason string         `json:"attention_reason"`
+	Timeline        []struct {
 		Direction string `json:"direction"`
 		EventType string `json:"event_type"`
 		EventID   string `json:"event_id"`
 	} `json:"timeline"`
 }
 
-// orderRequest is the body of POST /v1/orders for qty of sku, paid by a card that authorizes.
+// orderRequest is the body of POST /v1/orders for qty of sku, paid by a card that authorizes, by a
+// customer with an e-mail address.
 func orderRequest(customer, sku string, qty int64) map[string]any {
 	return map[string]any{
-		"customer_id": customer, "lines": []map[string]any{{"sku": sku, "quantity": qty}},
+		"customer_id": customer, "email": "drill@example.com", "lines": []map[string]any{{"sku": sku, "quantity": qty}},
 		"payment": map[string]any{"method": "card", "payment_method": "pm_card_visa"},
 	}
 }
@@ -162,6 +170,11 @@ type snapshot struct {
 	DeadLetters map[string]int64
 	// Payments: order id → the status of its payment (payments database).
 	Payments map[string]string
+	// Shipments: order id → the status of its shipment (fulfillment database).
+	Shipments map[string]string
+	// Mail: order id → the templates of the e-mails about it (notifications database), sorted,
+	// each with its status: "order_confirmed SENT".
+	Mail map[string][]string
 }
 
 func takeSnapshot(t *testing.T, s *harness.Stack) snapshot {
@@ -178,6 +191,7 @@ func takeSnapshotErr(s *harness.Stack) (snapshot, error) {
 		Orders: map[string]string{}, Stock: map[string]string{}, Reservations: map[string]string{},
 		Outbox: map[string]map[string]int64{}, Unpublished: map[string]int64{},
 		Processed: map[string]int64{}, DeadLetters: map[string]int64{}, Payments: map[string]string{},
+		Shipments: map[string]string{}, Mail: map[string][]string{},
 	}
 	rows, err := queryErr(s, "orders", "SELECT OrderId, Status, IFNULL(CancelReason, '') FROM Orders", nil)
 	if err != nil {
@@ -191,6 +205,18 @@ func takeSnapshotErr(s *harness.Stack) (snapshot, error) {
 	}
 	for _, r := range rows {
 		snap.Payments[r[0]] = r[1]
+	}
+	if rows, err = queryErr(s, "fulfillment", "SELECT OrderId, Status FROM Shipments", nil); err != nil {
+		return snap, err
+	}
+	for _, r := range rows {
+		snap.Shipments[r[0]] = r[1]
+	}
+	if rows, err = queryErr(s, "notifications", "SELECT OrderId, Template, Status FROM Notifications ORDER BY OrderId, Template", nil); err != nil {
+		return snap, err
+	}
+	for _, r := range rows {
+		snap.Mail[r[0]] = append(snap.Mail[r[0]], r[1]+" "+r[2])
 	}
 	if rows, err = queryErr(s, "fulfillment", "SELECT Sku, CAST(OnHand AS STRING), CAST(Reserved AS STRING) FROM Inventory", nil); err != nil {
 		return snap, err
@@ -249,9 +275,8 @@ func queues(s *harness.Stack) (map[string]tasksemu.QueueStatus, error) {
 	return s.Queues(ctx)
 }
 
-// settled reports whether every outbox is published and the orders, fulfillment and gateway queues
-// hold no task: the flow has come to rest. (The notifications queue is not waited for: nothing is
-// routed to it yet.)
+// settled reports whether every outbox is published and every consumer's queue holds no task: the
+// flow has come to rest.
 func settled(s *harness.Stack) (bool, string) {
 	for _, db := range databases {
 		n, err := countErr(s, db, "SELECT COUNT(*) FROM OutboxEvents WHERE PublishedAt IS NULL", nil)
@@ -266,7 +291,7 @@ func settled(s *harness.Stack) (bool, string) {
 	if err != nil {
 		return false, "tasks status: " + err.Error()
 	}
-	for _, id := range []string{"orders-inbox", "fulfillment-inbox", "gateway-inbox"} {
+	for _, id := range topology.Queues() {
 		if q := qs[id]; q.Depth > 0 || q.InFlight > 0 {
 			return false, fmt.Sprintf("queue %s depth %d, in flight %d", id, q.Depth, q.InFlight)
 		}
@@ -277,7 +302,7 @@ func settled(s *harness.Stack) (bool, string) {
 // waitSettled waits until the flow has come to rest and returns the snapshot then.
 func waitSettled(t *testing.T, s *harness.Stack) snapshot {
 	t.Helper()
-	harness.Until(t, "every outbox published and the orders/fulfillment/gateway queues empty", func() (bool, string) {
+	harness.Until(t, "every outbox published and every queue empty", func() (bool, string) {
 		return settled(s)
 	})
 	return takeSnapshot(t, s)
