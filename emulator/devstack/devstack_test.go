@@ -9,11 +9,13 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"slices"
 	"strconv"
 	"strings"
@@ -197,7 +199,7 @@ func trackSources(t *testing.T, goBin string) {
 
 // basePorts are every port the stack listens on before -port-offset.
 func basePorts() []int {
-	ports := []int{spannerPort, tasksPort, tasksHTTPPort}
+	ports := []int{spannerPort, tasksPort, tasksHTTPPort, paysimPort, smtpPort, mailWebPort}
 	for _, s := range services {
 		ports = append(ports, s.port)
 	}
@@ -419,8 +421,10 @@ func checkServices(t *testing.T, offset int) {
 }
 
 // checkPayments places orders on the running stack as a customer would, paid through the sandbox
-// process: a card that authorizes ends CONFIRMED, a declined one CANCELLED with its stock back, and
-// a konbini order waits with its slip until the sandbox is told the customer paid, then confirms.
+// process: a card that authorizes is confirmed, shipped by the simulated carrier, captured and
+// COMPLETED; a declined one CANCELLED with its stock back; a konbini order waits with its slip
+// until the sandbox is told the customer paid, then completes too. The customer's e-mails arrive
+// in Mailpit's inbox, once each.
 func checkPayments(t *testing.T, e *endpoints, offset int) {
 	t.Helper()
 	client := &http.Client{Timeout: 10 * time.Second}
@@ -476,7 +480,7 @@ func checkPayments(t *testing.T, e *endpoints, offset int) {
 	visa := place(`{"method":"card","payment_method":"pm_card_visa"}`)
 	declined := place(`{"method":"card","payment_method":"pm_card_chargeDeclined"}`)
 	konbini := place(`{"method":"konbini","store":"lawson"}`)
-	status(visa, "CONFIRMED")
+	status(visa, "COMPLETED")
 	status(declined, "CANCELLED payment_declined")
 
 	var kid string
@@ -495,9 +499,54 @@ func checkPayments(t *testing.T, e *endpoints, offset int) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("the sandbox refused to pay slip %s: %s", kid, resp.Status)
 	}
-	status(konbini, "CONFIRMED")
-	if got := reservedOf(t, e, "A2"); got != before+2 {
-		t.Errorf("A2 reserved %d → %d, want +2 (the card and konbini orders; the declined one gave its unit back)", before, got)
+	status(konbini, "COMPLETED")
+	if got := reservedOf(t, e, "A2"); got != before {
+		t.Errorf("A2 reserved %d → %d, want unchanged (two orders shipped, the declined one gave its unit back)", before, got)
+	}
+	want := map[string][]string{
+		visa:     {"order_confirmed", "order_shipped"},
+		declined: {"order_cancelled"},
+		konbini:  {"order_confirmed", "order_shipped", "payment_instructions"},
+	}
+	for id, templates := range want {
+		until("the e-mails about order "+id, func() (bool, string) {
+			got := mailpitTemplates(t, offset, id)
+			return slices.Equal(got, templates), fmt.Sprint(got)
+		})
+	}
+}
+
+// mailpitTemplates lists the templates of the e-mails in Mailpit's inbox about an order (its id
+// is in the subject), sorted, through Mailpit's API.
+func mailpitTemplates(t *testing.T, offset int, orderID string) []string {
+	t.Helper()
+	base := fmt.Sprintf("http://%s:%d/api/v1", host, mailWebPort+offset)
+	var found struct {
+		Messages []struct{ ID string } `json:"messages"`
+	}
+	getJSON(t, base+"/search?query="+url.QueryEscape(`subject:"`+orderID+`"`), &found)
+	var out []string
+	for _, m := range found.Messages {
+		var headers map[string][]string
+		getJSON(t, base+"/message/"+m.ID+"/headers", &headers)
+		out = append(out, strings.Join(headers["X-Spanmart-Template"], ","))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func getJSON(t *testing.T, u string, v any) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", u, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", u, err)
 	}
 }
 

@@ -20,7 +20,15 @@ const (
 	tasksPort     = 8123
 	tasksHTTPPort = 8124
 	paysimPort    = 12111 // the payment sandbox (emulator/paysim): Stripe's and KOMOJU's APIs
+	smtpPort      = 1025  // Mailpit's SMTP server (the notifications service sends to it)
+	mailWebPort   = 8025  // Mailpit's web inbox and API
 )
+
+// mailpitPackage is the mail server the dev stack runs (a tool of the module, see go.mod).
+const mailpitPackage = "github.com/axllent/mailpit"
+
+// carrierAfter is when the dev stack's simulated carrier ships a confirmed order's shipment.
+const carrierAfter = "5s"
 
 // host is where everything listens and what the children are told to dial: the loopback address
 // rather than "localhost", which may resolve to ::1 first while the emulators listen on IPv4 only.

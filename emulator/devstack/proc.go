@@ -30,8 +30,9 @@ type procSpec struct {
 	bin  string
 	args []string
 	env  []string // added to (and overriding) the devstack's own environment
-	// readyPrefix, if set, is the start of the line the process prints once it serves.
-	readyPrefix string
+	// readyText, if set, is in the line the process prints once it serves (the emulators start
+	// theirs with it; Mailpit's is a log line with a timestamp first).
+	readyText string
 }
 
 // exitError describes how the process ended, with its last lines of output.
@@ -82,7 +83,7 @@ func startProc(con *console, spec procSpec, logPath string, exited chan<- *proc)
 		}
 		p.tail.add(display)
 		con.write(spec.name, display, line)
-		if spec.readyPrefix != "" && strings.HasPrefix(line, spec.readyPrefix) {
+		if spec.readyText != "" && strings.Contains(line, spec.readyText) {
 			p.readyOnce.Do(func() { close(p.ready) })
 		}
 	}

@@ -66,7 +66,7 @@ func newStack(cfg config) (*stack, error) {
 
 // procNames are the names that can appear in the console's name column.
 func procNames() []string {
-	names := []string{"go build", "spanneremu", "tasksemu", "paysim"}
+	names := []string{"go build", "spanneremu", "tasksemu", "paysim", "mailpit"}
 	for _, s := range services {
 		names = append(names, s.name)
 	}
@@ -86,6 +86,8 @@ func (st *stack) spannerAddr() string { return fmt.Sprintf("%s:%d", host, st.por
 func (st *stack) tasksAddr() string   { return fmt.Sprintf("%s:%d", host, st.port(tasksPort)) }
 func (st *stack) tasksHTTP() string   { return fmt.Sprintf("http://%s:%d", host, st.port(tasksHTTPPort)) }
 func (st *stack) paysimURL() string   { return fmt.Sprintf("http://%s:%d", host, st.port(paysimPort)) }
+func (st *stack) smtpAddr() string    { return fmt.Sprintf("%s:%d", host, st.port(smtpPort)) }
+func (st *stack) mailURL() string     { return fmt.Sprintf("http://%s:%d", host, st.port(mailWebPort)) }
 func (st *stack) serviceURL(s service) string {
 	return fmt.Sprintf("http://%s:%d", host, st.port(s.port))
 }
@@ -97,6 +99,8 @@ func (st *stack) listeners() []listener {
 		{"Cloud Tasks emulator gRPC", st.port(tasksPort)},
 		{"Cloud Tasks emulator HTTP", st.port(tasksHTTPPort)},
 		{"payment sandbox (paysim)", st.port(paysimPort)},
+		{"mail server (Mailpit) SMTP", st.port(smtpPort)},
+		{"mail server (Mailpit) web inbox", st.port(mailWebPort)},
 	}
 	if !st.cfg.noServices {
 		for _, s := range services {
@@ -151,7 +155,7 @@ func (st *stack) up(ctx context.Context) error {
 // everything else and relinks only binaries whose inputs changed (go build leaves an up-to-date
 // binary alone), so a restart with nothing changed builds in about a second.
 func (st *stack) build(ctx context.Context) error {
-	pkgs := []string{"./emulator/spanneremu/cmd/spanneremu", "./emulator/tasksemu/cmd/tasksemu", "./emulator/paysim/cmd/paysim"}
+	pkgs := []string{"./emulator/spanneremu/cmd/spanneremu", "./emulator/tasksemu/cmd/tasksemu", "./emulator/paysim/cmd/paysim", mailpitPackage}
 	if !st.cfg.noServices {
 		pkgs = append(pkgs, localenv.Packages()...)
 	}
@@ -189,7 +193,7 @@ func (st *stack) startEmulators(ctx context.Context) error {
 		bin:  st.bin("spanneremu"),
 		args: append([]string{"-host", host, "-port", strconv.Itoa(st.port(spannerPort)),
 			"-data-dir", st.state.spanner()}, verbose...),
-		readyPrefix: "spanneremu: ready on",
+		readyText: "spanneremu: ready on",
 	})
 	if err != nil {
 		return err
@@ -202,7 +206,7 @@ func (st *stack) startEmulators(ctx context.Context) error {
 			// The metadata server's "default" account of the relay, whose ID tokens it presents to
 			// the consumers' ledger endpoints (GCE_METADATA_HOST below).
 			"-service-account", relayServiceAccount}, verbose...),
-		readyPrefix: "tasksemu: ready on",
+		readyText: "tasksemu: ready on",
 	})
 	if err != nil {
 		return err
@@ -218,12 +222,24 @@ func (st *stack) startEmulators(ctx context.Context) error {
 			"-webhook-events", localenv.StripeWebhookEvents,
 			"-komoju-secret-key", localenv.KomojuSecretKey, "-komoju-webhook-url", komojuHook,
 			"-komoju-webhook-secret", localenv.KomojuWebhookSecret, "-data-dir", st.state.paysim()}, verbose...),
-		readyPrefix: "paysim: ready on",
+		readyText: "paysim: ready on",
 	})
 	if err != nil {
 		return err
 	}
-	for _, p := range []*proc{spanner, tasks, pay} {
+	// The mail server the notifications service sends to, with its web inbox; its messages are
+	// kept in the state directory like the emulators' data.
+	mail, err := st.start(procSpec{
+		name: "mailpit",
+		bin:  st.bin("mailpit"),
+		args: []string{"--smtp", st.smtpAddr(), "--listen", fmt.Sprintf("%s:%d", host, st.port(mailWebPort)),
+			"--database", filepath.Join(st.state.mail(), "mailpit.db")},
+		readyText: "[http] accessible via",
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range []*proc{spanner, tasks, pay, mail} {
 		if err := st.waitReady(ctx, p); err != nil {
 			return err
 		}
@@ -258,9 +274,12 @@ func (st *stack) serviceEnv(s service) []string {
 func (st *stack) local() localenv.Stack {
 	return localenv.Stack{
 		Instance: instance, SpannerAddr: st.spannerAddr(), TasksAddr: st.tasksAddr(), TasksHTTP: st.tasksHTTP(),
-		PaysimURL: st.paysimURL(), LogLevel: st.cfg.logLevel,
-		URL:  func(name string) string { return st.serviceURL(serviceNamed(name)) },
-		Port: func(name string) int { return st.port(serviceNamed(name).port) },
+		PaysimURL: st.paysimURL(), SMTPAddr: st.smtpAddr(), LogLevel: st.cfg.logLevel,
+		// Orders ship on their own, so that they complete: the carrier "collects" a shipment
+		// this long after the order is confirmed.
+		CarrierAfter: carrierAfter,
+		URL:          func(name string) string { return st.serviceURL(serviceNamed(name)) },
+		Port:         func(name string) int { return st.port(serviceNamed(name).port) },
 	}
 }
 
@@ -401,6 +420,7 @@ func (st *stack) summary() string {
 	row("Cloud Tasks emulator", st.tasksAddr(), "gRPC; queues "+location+"/queues/*-inbox")
 	row("Cloud Tasks status", st.tasksHTTP()+"/", "queues and depths; /status (JSON), /metrics, /jwks")
 	row("payment sandbox", st.paysimURL(), "Stripe /v1/*, KOMOJU /api/v1/*; /_sandbox/ pays slips, moves the clock")
+	row("mail inbox (Mailpit)", st.mailURL()+"/", "every e-mail sent to customers; SMTP on "+st.smtpAddr()+"; API /api/v1/messages")
 	row("logs", st.state.logs(), "one NAME.log per process")
 	b.WriteString("\n  Point tools and your own processes at the emulators with:\n")
 	fmt.Fprintf(&b, "    export SPANNER_EMULATOR_HOST=%s CLOUD_TASKS_EMULATOR_HOST=%s GOOGLE_CLOUD_PROJECT=%s\n", st.spannerAddr(), st.tasksAddr(), project)

@@ -27,6 +27,7 @@ func (s stateLayout) logs() string           { return filepath.Join(s.root, "log
 func (s stateLayout) spanner() string        { return filepath.Join(s.root, "spanner") }
 func (s stateLayout) tasks() string          { return filepath.Join(s.root, "tasks") }
 func (s stateLayout) paysim() string         { return filepath.Join(s.root, "paysim") }
+func (s stateLayout) mail() string           { return filepath.Join(s.root, "mail") }
 func (s stateLayout) lock() string           { return filepath.Join(s.root, "devstack.lock") }
 func (s stateLayout) log(name string) string { return filepath.Join(s.logs(), name+".log") }
 
@@ -37,7 +38,7 @@ func (s stateLayout) prepare() error {
 			return fmt.Errorf("state directory %s exists, is not empty and was not created by the devstack (no %s file): choose another -state-dir", s.root, markerFile)
 		}
 	}
-	for _, d := range []string{s.root, s.bin(), s.logs(), s.spanner(), s.tasks(), s.paysim()} {
+	for _, d := range []string{s.root, s.bin(), s.logs(), s.spanner(), s.tasks(), s.paysim(), s.mail()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create state directory: %w", err)
 		}
