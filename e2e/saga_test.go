@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/spanmart/spanmart/e2e/harness"
 	"github.com/spanmart/spanmart/emulator/paysim"
 	"github.com/spanmart/spanmart/internal/mailtest"
+	"github.com/spanmart/spanmart/pkg/faults"
 )
 
 // The whole order saga of issue 12 on the whole system: reserve → authorize → confirm → ship →
@@ -124,7 +126,7 @@ func waitSagaSettled(t *testing.T, s *harness.Stack) snapshot {
 // Every payment method through the whole saga: confirmed, shipped by the warehouse, captured,
 // completed; the stock leaves the warehouse; each customer gets each e-mail once, in their language.
 func TestSagaEveryMethod(t *testing.T) {
-	s := harness.Start(t, harness.Options{Seed: paymentSeed})
+	s := harness.Start(t, harness.Options{Seed: paymentSeed, Env: map[string][]string{"orders": {"RECONCILE_SETTLE=1s"}}})
 	type placedOrder struct {
 		id, customer string
 		slip         bool
@@ -207,6 +209,92 @@ func TestSagaEveryMethod(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, timelineTypes(getOrder(t, s, orders[0].id))); diff != "" {
 		t.Errorf("timeline (-want +got):\n%s", diff)
+	}
+
+	// A duplicate delivery of an order.confirmed sends no second e-mail.
+	confirmed := outboxEvent(t, s, "orders", orders[0].id, "order.confirmed")
+	deliver(t, s, "notifications", "notifications-inbox", confirmed, "", time.Time{})
+	harness.Until(t, "notifications answered the duplicate", func() (bool, string) {
+		n, err := metric(s, "notifications", "outbox_consumer_events_total", `outcome="duplicate"`, `type="order.confirmed"`)
+		return err == nil && n >= 1, fmt.Sprint(n, err)
+	})
+	waitSagaSettled(t, s)
+	if n := mailsOf(t, s, orders[0].id, "cust-card@example.com")["order_confirmed"]; n != 1 {
+		t.Errorf("%d order_confirmed e-mails after a duplicate delivery, want 1", n)
+	}
+
+	// A healthy run: nothing stuck, and once the orders have settled every one of them is
+	// consistent across the services.
+	harness.Until(t, "the audit has checked every order", func() (bool, string) {
+		a := runAudit(t, s)
+		c := a.Reconciliation.Checked
+		return c != nil && *c == len(orders), fmt.Sprintf("checked %v", c)
+	})
+	a := runAudit(t, s)
+	if len(a.Stuck.Orders) != 0 || len(a.Reconciliation.Mismatches) != 0 || !a.Reconciliation.Configured || a.Reconciliation.Partial != nil && *a.Reconciliation.Partial {
+		t.Errorf("audit of a healthy run: %+v", a)
+	}
+}
+
+// An order is stuck because a consumer is down (fulfillment: the order stays PENDING): the
+// stuck-order detector reports it, and it leaves the report once the consumer is back.
+func TestStuckOrderWhileAConsumerIsDown(t *testing.T) {
+	s := harness.Start(t, harness.Options{Seed: paymentSeed, Env: map[string][]string{"orders": {"STUCK_AFTER=PENDING=1s"}}})
+	ctx := context.Background()
+	s.Stop("fulfillment")
+	id := placePaid(t, s, "cust-stuck", 1, pay{"method": "card", "payment_method": "pm_card_visa"})
+	harness.Until(t, "the detector reports the order", func() (bool, string) {
+		for _, o := range runAudit(t, s).Stuck.Orders {
+			if o.OrderID == id {
+				return o.Status == "PENDING" && o.WaitingFor != "", fmt.Sprintf("%+v", o)
+			}
+		}
+		return false, "not reported"
+	})
+	if err := s.Start(ctx, "fulfillment"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, id, "CONFIRMED")
+	if stuck := stuckOrders(t, s); slices.Contains(stuck, id) {
+		t.Errorf("the order is still reported once the consumer is back: %v", stuck)
+	}
+}
+
+// The notifications service dies between the mail server's acceptance and marking the e-mail
+// sent (the failpoint notifications.after_send): the redelivered event sends it again, with the
+// same Message-ID, so a mail client shows it once. This is the one window where a customer can
+// receive a message twice; it is documented in services/notifications/README.md.
+func TestNotificationsDiesMidSend(t *testing.T) {
+	s := harness.Start(t, harness.Options{Seed: paymentSeed})
+	ctx := context.Background()
+	if err := s.Restart(ctx, "notifications", faults.EnvVar+"="+faults.NotificationsAfterSend); err != nil {
+		t.Fatal(err)
+	}
+	id := placePaid(t, s, "cust-mail", 1, pay{"method": "card", "payment_method": "pm_card_visa"})
+	if code, err := s.WaitExit(ctx, "notifications", 20*time.Second); err != nil || code != faults.ExitCode {
+		t.Fatalf("notifications exit: %d, %v; want %d", code, err, faults.ExitCode)
+	}
+	first := waitMail(t, s, id, "order_confirmed")
+	if err := s.Start(ctx, "notifications"); err != nil {
+		t.Fatal(err)
+	}
+	waitSagaSettled(t, s)
+	var copies []mailtest.Message
+	for _, m := range s.Mail.Messages() {
+		if m.Header.Get("X-Spanmart-Order") == id {
+			copies = append(copies, m)
+		}
+	}
+	if len(copies) != 2 {
+		t.Fatalf("%d e-mails about the order, want the first and its resend", len(copies))
+	}
+	for _, m := range copies {
+		if m.MessageID() != first.MessageID() || m.Header.Get("X-Spanmart-Template") != "order_confirmed" {
+			t.Errorf("e-mail %s (%s), want the resend of %s", m.MessageID(), m.Header.Get("X-Spanmart-Template"), first.MessageID())
+		}
+	}
+	if got := query(t, s, "notifications", "SELECT Status FROM Notifications WHERE OrderId = @id", map[string]any{"id": id}); len(got) != 1 || got[0][0] != "SENT" {
+		t.Errorf("notification rows %v, want one SENT", got)
 	}
 }
 
