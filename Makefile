@@ -21,7 +21,7 @@ build:
 clean:
 	go run ./emulator/devstack -clean
 
-# demo: the order → stock flow with a relay crash mid-batch, on a stack of its own; prints the state.
+# demo: the whole order saga (the classic saga lab story, a relay crash, a naive order the detector flags) on a stack of its own; prints and checks the state.
 demo:
 	go run ./e2e/cmd/demo
 
