@@ -594,3 +594,24 @@ func stuckOrders(t *testing.T, s *harness.Stack) []string {
 	}
 	return ids
 }
+
+// A card authorization lapses (the sandbox's clock moves 8 days) before the order ships: the
+// payment is EXPIRED, the confirmed order CANCELLED (payment_expired), its stock released and the
+// shipment cancelled; nothing is held to void.
+func TestLapsedAuthorizationCancelsTheOrder(t *testing.T) {
+	s := harness.Start(t, harness.Options{Seed: paymentSeed})
+	id := placePaid(t, s, "cust-lapsed", 1, pay{"method": "card", "payment_method": "pm_card_visa"})
+	waitStatus(t, s, id, "CONFIRMED")
+	shipmentOf(t, s, id)
+	if _, err := s.Paysim.AdvanceClock(8 * 24 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, id, "CANCELLED payment_expired")
+	snap := waitSagaSettled(t, s)
+	if snap.Payments[id] != "EXPIRED" || snap.Stock["A1"] != "50/0" || snap.Shipments[id] != "CANCELLED" {
+		t.Errorf("payment %s, stock %s, shipment %s; want EXPIRED, 50/0, CANCELLED", snap.Payments[id], snap.Stock["A1"], snap.Shipments[id])
+	}
+	if diff := cmp.Diff([]compensation{{"stock", "done", "released"}, {"payment", "done", "expired"}}, getOrder(t, s, id).Compensations); diff != "" {
+		t.Errorf("compensations (-want +got):\n%s", diff)
+	}
+}
