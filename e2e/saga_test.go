@@ -445,7 +445,7 @@ func TestVoidFailsForAWhile(t *testing.T) {
 // days) while the gateway was down, after the goods shipped. The order needs attention, with the
 // reason; no e-mail claims the order completed.
 func TestCaptureFailsPermanently(t *testing.T) {
-	s := harness.Start(t, harness.Options{Seed: paymentSeed})
+	s := harness.Start(t, harness.Options{Seed: paymentSeed, Env: map[string][]string{"orders": {"RECONCILE_SETTLE=1s"}}})
 	ctx := context.Background()
 	id := placePaid(t, s, "cust-lapse", 1, pay{"method": "card", "payment_method": "pm_card_visa"})
 	waitStatus(t, s, id, "CONFIRMED")
@@ -472,6 +472,19 @@ func TestCaptureFailsPermanently(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]int{"order_confirmed": 1, "order_shipped": 1}, mailsOf(t, s, id, "cust-lapse@example.com")); diff != "" {
 		t.Errorf("e-mails (-want +got):\n%s", diff)
+	}
+	// The alert: orders' audit flags the order (an ERROR line, orders_needing_attention).
+	harness.Until(t, "the audit flags the order", func() (bool, string) {
+		a := runAudit(t, s)
+		for _, f := range a.Reconciliation.Flagged {
+			if f.OrderID == id {
+				return f.AttentionReason == "capture_failed_expired", f.AttentionReason
+			}
+		}
+		return false, "not flagged"
+	})
+	if n, err := metric(s, "orders", "orders_needing_attention", `reason="capture_failed_expired"`); err != nil || n != 1 {
+		t.Errorf("orders_needing_attention = %v (%v), want 1", n, err)
 	}
 }
 
@@ -563,6 +576,10 @@ type audit struct {
 			Check    string   `json:"check"`
 			Problems []string `json:"problems"`
 		} `json:"mismatches"`
+		Flagged []struct {
+			OrderID         string `json:"order_id"`
+			AttentionReason string `json:"attention_reason"`
+		} `json:"flagged"`
 	} `json:"reconciliation"`
 }
 

@@ -109,6 +109,7 @@ type AuditMetrics struct {
 	stuck      *prometheus.GaugeVec
 	mismatches *prometheus.GaugeVec
 	unchecked  *prometheus.GaugeVec
+	attention  *prometheus.GaugeVec
 }
 
 // NewAuditMetrics returns the gauges, registered with reg unless it is nil (once per registry).
@@ -126,9 +127,13 @@ func NewAuditMetrics(reg prometheus.Registerer) *AuditMetrics {
 			Name: "orders_reconciliation_unchecked",
 			Help: "Settled orders the last audit could not compare because the peer did not answer, by peer.",
 		}, []string{"peer"}),
+		attention: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "orders_needing_attention",
+			Help: "Orders NEEDS_ATTENTION (a capture or a compensation failed for good) among those the last audit reconciled, by reason.",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.stuck, m.mismatches, m.unchecked)
+		reg.MustRegister(m.stuck, m.mismatches, m.unchecked, m.attention)
 	}
 	return m
 }
@@ -157,5 +162,10 @@ func (m *AuditMetrics) set(stuck StuckReport, rec Reconciliation) {
 	}
 	for _, peer := range []string{PeerFulfillment, PeerGateway} {
 		m.unchecked.WithLabelValues(peer).Set(float64(rec.Unchecked[peer]))
+	}
+	// The reasons are few (the saga's failure kinds); those gone since the last run are dropped.
+	m.attention.Reset()
+	for _, f := range rec.Flagged {
+		m.attention.WithLabelValues(f.Reason).Inc()
 	}
 }

@@ -220,9 +220,9 @@ func (h *adminHandler) reconciliation(c echo.Context) error {
 	return c.JSON(http.StatusOK, toReconciliation(rep))
 }
 
-// run is POST /admin/audit: one ERROR line per stuck order, per mismatch and per peer that did
-// not answer, so that a log-based alert fires on any of them with the order id in hand; the
-// gauges are set by the audit.
+// run is POST /admin/audit: one ERROR line per stuck order, per order that needs attention, per
+// mismatch and per peer that did not answer, so that a log-based alert fires on any of them with
+// the order id in hand; the gauges are set by the audit.
 func (h *adminHandler) run(c echo.Context) error {
 	ctx := c.Request().Context()
 	rep, err := h.audit.Run(ctx)
@@ -250,6 +250,10 @@ func (h *adminHandler) run(c echo.Context) error {
 	for _, m := range rec.Mismatches {
 		log.Error("reconciliation mismatch", zap.String("order_id", m.OrderID), zap.String("status", string(m.Status)),
 			zap.String("check", m.Check), zap.Strings("problems", m.Problems))
+	}
+	for _, f := range rec.Flagged {
+		log.Error("order needs attention", zap.String("order_id", f.OrderID), zap.Time("since", f.Since),
+			zap.String("reason", f.Reason))
 	}
 	for peer, msg := range rec.Unreachable {
 		log.Error("reconciliation partial: a peer did not answer", zap.String("peer", peer),

@@ -561,6 +561,12 @@ func TestReconciliationMismatches(t *testing.T) {
 	if diff := cmp.Diff(wantGauges, f.metrics(t, "orders_reconciliation_")); diff != "" {
 		t.Errorf("gauges (-want +got):\n%s", diff)
 	}
+	if diff := cmp.Diff([]string{flagged}, f.errorLines(t, "order needs attention")); diff != "" {
+		t.Errorf("ERROR lines for orders that need attention (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{`orders_needing_attention{reason="capture_failed_declined"} 1`}, f.metrics(t, "orders_needing_attention")); diff != "" {
+		t.Errorf("attention gauge (-want +got):\n%s", diff)
+	}
 }
 
 // TestReconciliationPartial: a peer that cannot be reached, or refuses, makes the report partial
