@@ -558,46 +558,12 @@ type compensation struct {
 	Outcome string `json:"outcome,omitempty"`
 }
 
-// audit is orders' operator report (GET /admin/stuck-orders and /admin/reconciliation).
-type audit struct {
-	Stuck struct {
-		Orders []struct {
-			OrderID    string `json:"order_id"`
-			Status     string `json:"status"`
-			WaitingFor string `json:"waiting_for"`
-		} `json:"orders"`
-	} `json:"stuck"`
-	Reconciliation struct {
-		Configured bool  `json:"configured"`
-		Checked    *int  `json:"checked"`
-		Partial    *bool `json:"partial"`
-		Mismatches []struct {
-			OrderID  string   `json:"order_id"`
-			Check    string   `json:"check"`
-			Problems []string `json:"problems"`
-		} `json:"mismatches"`
-		Flagged []struct {
-			OrderID         string `json:"order_id"`
-			AttentionReason string `json:"attention_reason"`
-		} `json:"flagged"`
-	} `json:"reconciliation"`
-}
-
-// runAudit runs orders' audit (POST /admin/audit, what Cloud Scheduler calls) as the operator.
-func runAudit(t *testing.T, s *harness.Stack) audit {
+// runAudit runs orders' audit as the operator.
+func runAudit(t *testing.T, s *harness.Stack) harness.AuditReport {
 	t.Helper()
-	ctx := context.Background()
-	token, err := s.OperatorToken(ctx, "orders")
+	a, err := s.Audit(context.Background())
 	if err != nil {
 		t.Fatal(err)
-	}
-	r, err := s.Do(ctx, http.MethodPost, "orders", "/admin/audit", nil, "Authorization", "Bearer "+token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var a audit
-	if r.Status != http.StatusOK || r.JSON(&a) != nil {
-		t.Fatalf("POST /admin/audit: %s", r)
 	}
 	return a
 }

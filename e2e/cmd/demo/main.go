@@ -308,7 +308,7 @@ func (d *demo) naiveOrder(ctx context.Context) error {
 	say("order %s inserted PENDING with its line, and no order.created: fulfillment, the gateway and the mail never hear of it", id)
 	var found bool
 	if err := harness.Poll(ctx, 30*time.Second, "the stuck-order detector flags order "+id, func() bool {
-		a, err := d.audit(ctx)
+		a, err := d.s.Audit(ctx)
 		if err != nil {
 			return false
 		}
@@ -324,45 +324,6 @@ func (d *demo) naiveOrder(ctx context.Context) error {
 	}
 	d.want[id] = "PENDING"
 	return nil
-}
-
-// auditReport is what orders' POST /admin/audit answers (the part the demo reads).
-type auditReport struct {
-	Stuck struct {
-		Orders []struct {
-			OrderID    string `json:"order_id"`
-			Status     string `json:"status"`
-			For        string `json:"for"`
-			WaitingFor string `json:"waiting_for"`
-		} `json:"orders"`
-	} `json:"stuck"`
-	Reconciliation struct {
-		Configured bool  `json:"configured"`
-		Checked    *int  `json:"checked"`
-		Partial    *bool `json:"partial"`
-		Mismatches []struct {
-			OrderID  string   `json:"order_id"`
-			Check    string   `json:"check"`
-			Problems []string `json:"problems"`
-		} `json:"mismatches"`
-	} `json:"reconciliation"`
-}
-
-// audit runs orders' audit as the operator (what Cloud Scheduler calls every few minutes).
-func (d *demo) audit(ctx context.Context) (auditReport, error) {
-	var a auditReport
-	token, err := d.s.OperatorToken(ctx, "orders")
-	if err != nil {
-		return a, err
-	}
-	r, err := d.s.Do(ctx, http.MethodPost, "orders", "/admin/audit", nil, "Authorization", "Bearer "+token)
-	if err != nil {
-		return a, err
-	}
-	if r.Status != http.StatusOK {
-		return a, fmt.Errorf("POST /admin/audit: %s", r)
-	}
-	return a, r.JSON(&a)
 }
 
 // reason is an order's cancel reason, for printing.
@@ -874,10 +835,10 @@ func (d *demo) check(ctx context.Context) error {
 			problems = append(problems, fmt.Sprintf("%s emitted %d events twice", db, dup))
 		}
 	}
-	var a auditReport
+	var a harness.AuditReport
 	settled := len(d.orders) - 1 // every order but the naive one, which never left PENDING
 	if err := harness.Poll(ctx, 30*time.Second, "orders' reconciliation has compared every settled order", func() bool {
-		a, err = d.audit(ctx)
+		a, err = d.s.Audit(ctx)
 		return err == nil && a.Reconciliation.Checked != nil && *a.Reconciliation.Checked >= settled
 	}); err != nil {
 		return err
