@@ -116,6 +116,8 @@ func TestLoadConfig(t *testing.T) {
 		return relay.Subscriber{Name: name, Queue: location + "/queues/" + queue, URL: "https://svc/" + url + "/events", Audience: "https://svc/" + url,
 			LedgerURL: "https://svc/" + url + "/admin/ledger"}
 	}
+	orders, fulfillment := sub("orders", "orders-inbox", "orders"), sub("fulfillment", "fulfillment-inbox", "fulfillment")
+	gateway, notifications := sub("gateway-abstraction", "gateway-inbox", "gateway"), sub("notifications", "notifications-inbox", "notifications")
 	wantCfg := config{
 		Config: platform.Config{Service: "relay", Port: 9000, LogLevel: "info", Project: "shop-prod", MaxBodyBytes: 1 << 20},
 		Sources: []platform.DatabaseName{
@@ -132,16 +134,27 @@ func TestLoadConfig(t *testing.T) {
 		Routing: routing{
 			Services: map[string]string{"orders": "orders", "fulfillment": "fulfillment", "payments": "gateway-abstraction", "notifications": "notifications"},
 			Routes: relay.Routes{
-				"order.created":          {sub("fulfillment", "fulfillment-inbox", "fulfillment")},
-				"inventory.reserved":     {sub("orders", "orders-inbox", "orders")},
-				"inventory.rejected":     {sub("orders", "orders-inbox", "orders")},
-				"order.awaiting_payment": {sub("gateway-abstraction", "gateway-inbox", "gateway")},
-				"payment.authorized":     {sub("orders", "orders-inbox", "orders")},
-				"payment.pending":        {sub("orders", "orders-inbox", "orders")},
-				"payment.failed":         {sub("orders", "orders-inbox", "orders")},
-				"payment.expired":        {sub("orders", "orders-inbox", "orders")},
-				"order.cancelled":        {sub("fulfillment", "fulfillment-inbox", "fulfillment")},
-				"inventory.released":     {sub("orders", "orders-inbox", "orders")},
+				"order.created":            {fulfillment, notifications},
+				"inventory.reserved":       {orders},
+				"inventory.rejected":       {orders},
+				"order.awaiting_payment":   {gateway},
+				"payment.authorized":       {orders},
+				"payment.pending":          {orders, notifications},
+				"payment.failed":           {orders},
+				"payment.expired":          {orders},
+				"order.confirmed":          {fulfillment, notifications},
+				"shipment.shipped":         {orders},
+				"shipment.failed":          {orders},
+				"order.shipped":            {gateway, notifications},
+				"payment.captured":         {orders},
+				"payment.capture_failed":   {orders},
+				"order.cancelled":          {fulfillment, gateway, notifications},
+				"inventory.released":       {orders},
+				"inventory.release_failed": {orders},
+				"payment.voided":           {orders},
+				"payment.refunded":         {orders, notifications},
+				"payment.void_failed":      {orders},
+				"payment.refund_failed":    {orders},
 			},
 		},
 	}

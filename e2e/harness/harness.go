@@ -220,12 +220,13 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	// The official clients read this when they are created (here and in every child).
 	os.Setenv("SPANNER_EMULATOR_HOST", s.spanner.Addr())
-	if s.tasksPort, err = FreePort(); err != nil {
+	// Every port at once: each listener stays open until all are chosen, so the kernel cannot hand
+	// the same port out twice (one per process, and the Tasks emulator's two).
+	ports, err := FreePorts(2 + len(processes))
+	if err != nil {
 		return nil, err
 	}
-	if s.tasksHTTP, err = FreePort(); err != nil {
-		return nil, err
-	}
+	s.tasksPort, s.tasksHTTP = ports[0], ports[1]
 	if err := s.StartTasks(ctx); err != nil {
 		return nil, err
 	}
@@ -239,12 +240,8 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 	s.opts.Logf("emulators, %d databases, queues and catalog ready in %s", len(topology.Databases()), s.Timings["setup"].Round(time.Millisecond))
 
 	t0 = time.Now()
-	for _, p := range processes {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		s.ports[p.name], s.kinds[p.name] = port, p.name
+	for i, p := range processes {
+		s.ports[p.name], s.kinds[p.name] = ports[2+i], p.name
 	}
 	if err := s.startPaysim(ctx); err != nil {
 		return nil, err
@@ -270,12 +267,27 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 
 // FreePort returns a TCP port that was free a moment ago on 127.0.0.1.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
+}
+
+// FreePorts returns n distinct TCP ports that were free a moment ago on 127.0.0.1. It holds each
+// listener open until all are chosen: ports picked one at a time, each closed before the next,
+// can come back twice.
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // StateDir is the stack's directory: logs/NAME.log and tasks/ (the Tasks emulator's data).

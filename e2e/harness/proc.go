@@ -81,21 +81,36 @@ func (s *Stack) Start(ctx context.Context, name string, extraEnv ...string) erro
 	return s.WaitReady(ctx, name)
 }
 
+// addInstance names a new process of binary and gives it a free port that is no other process's
+// (not even one stopped just now, which a drill restarts on its own port).
+func (s *Stack) addInstance(name, binary string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.kinds[name]; ok {
+		return fmt.Errorf("harness: %s exists already", name)
+	}
+	taken := map[int]bool{}
+	for _, p := range s.ports {
+		taken[p] = true
+	}
+	port := 0
+	for port == 0 || taken[port] {
+		var err error
+		if port, err = FreePort(); err != nil {
+			return err
+		}
+	}
+	s.kinds[name], s.ports[name] = binary, port
+	return nil
+}
+
 // StartInstance starts another instance of a binary ("relay") under a new name ("relay-2") on its
 // own free port, with the same environment as the original plus extraEnv, and waits until it is
 // ready.
 func (s *Stack) StartInstance(ctx context.Context, name, binary string, extraEnv ...string) error {
-	port, err := FreePort()
-	if err != nil {
+	if err := s.addInstance(name, binary); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	if _, ok := s.kinds[name]; ok {
-		s.mu.Unlock()
-		return fmt.Errorf("harness: %s exists already", name)
-	}
-	s.kinds[name], s.ports[name] = binary, port
-	s.mu.Unlock()
 	return s.Start(ctx, name, extraEnv...)
 }
 

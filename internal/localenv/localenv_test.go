@@ -18,7 +18,7 @@ func stack() localenv.Stack {
 	}
 	return localenv.Stack{
 		Instance: "projects/spanmart-local/instances/t", SpannerAddr: "127.0.0.1:1", TasksAddr: "127.0.0.1:2",
-		TasksHTTP: "http://127.0.0.1:3", PaysimURL: "http://127.0.0.1:4", LogLevel: "debug",
+		TasksHTTP: "http://127.0.0.1:3", PaysimURL: "http://127.0.0.1:4", SMTPAddr: "127.0.0.1:5", LogLevel: "debug",
 		URL:  func(n string) string { return "http://svc-" + n },
 		Port: func(n string) int { return ports[n] },
 	}
@@ -65,7 +65,15 @@ func TestEnvOfEveryDeployable(t *testing.T) {
 			want["RELAY_URL"] = "http://svc-relay"
 			want["ADMIN_ALLOWED_EMAILS"] = localenv.Operator
 		}
+		switch s.Name {
+		case topology.Orders: // its audit reads its peers, as its own account
+			want["FULFILLMENT_URL"], want["GATEWAY_URL"] = "http://svc-fulfillment", "http://svc-gateway-abstraction"
+			want["SERVICE_ACCOUNT"] = localenv.OrdersAccount
+		case topology.Notifications:
+			want["SMTP_ADDR"], want["SMTP_FROM"] = st.SMTPAddr, localenv.MailFrom
+		}
 		if s.Name == topology.Gateway {
+			want["ADMIN_ALLOWED_EMAILS"] = localenv.Operator + "," + localenv.OrdersAccount
 			want["STRIPE_API_URL"], want["KOMOJU_API_URL"] = "http://127.0.0.1:4", "http://127.0.0.1:4"
 			want["STRIPE_WEBHOOK_SECRET"] = localenv.StripeWebhookSecret
 		} else if _, ok := env["STRIPE_API_KEY"]; ok {
