@@ -20,12 +20,12 @@ import (
 const (
 	Project        = "spanmart-local"
 	Location       = "projects/" + Project + "/locations/us-central1"
-	ServiceAccount = "relay@" + Project + ".iam.gserviceaccount.com"
+	ServiceAccount = "relay@" + Project + ".iam.gserviceaccount.com" // Account(topology.Relay)
 	// Operator is the account allowed on the services' operator endpoints (ADMIN_ALLOWED_EMAILS).
 	Operator = "operator@" + Project + ".iam.gserviceaccount.com"
 	// OrdersAccount is orders' own identity: its audit reads the gateway's operator endpoints
 	// (the reconciliation), so it is allowed there too.
-	OrdersAccount = "orders@" + Project + ".iam.gserviceaccount.com"
+	OrdersAccount = "orders@" + Project + ".iam.gserviceaccount.com" // Account(topology.Orders)
 	// MailFrom is the sender of the customers' e-mails on a local stack.
 	MailFrom = "Spanmart <no-reply@spanmart.example>"
 )
@@ -75,9 +75,19 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 		"GOOGLE_CLOUD_PROJECT=" + Project,
 		"LOG_LEVEL=" + st.LogLevel,
 		"K_SERVICE=" + name,
+		// Every process has an identity of its own, as on Cloud Run: its ID tokens (a nudge of the
+		// relay, the relay's ledger calls, orders' reconciliation, the console's reads) come from
+		// the metadata server, which the Tasks emulator answers locally. It also makes Google's
+		// libraries look for credentials there, which the emulators do not ask for.
+		"GCE_METADATA_HOST=" + strings.TrimPrefix(st.TasksHTTP, "http://"),
+		"SERVICE_ACCOUNT=" + Account(svc.Name),
+		// Who may call the operator endpoints (/admin/*, replays): the operator and the console,
+		// which acts on behalf of the operator it verified (ADMIN_DELEGATE_EMAILS).
+		"ADMIN_DELEGATE_EMAILS=" + Account(topology.Console),
 	}
-	if svc.Database != "" {
-		admins := Operator
+	switch {
+	case svc.Database != "":
+		admins := Operator + "," + Account(topology.Console)
 		if svc.Name == topology.Gateway {
 			admins += "," + OrdersAccount // orders' reconciliation reads payments
 		}
@@ -103,31 +113,45 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 			env = append(env, "SMTP_ADDR="+st.SMTPAddr, "SMTP_FROM="+MailFrom)
 		}
 		return env
+	case svc.Name == topology.Console:
+		// The console verifies its users' ID tokens (the operator's, minted by the Tasks emulator
+		// locally; Google's behind IAP in production) and reads every service as itself.
+		env = append(env,
+			"OIDC_ISSUER="+st.TasksHTTP,
+			"OIDC_AUDIENCE="+st.URL(name),
+			"CONSOLE_ALLOWED_EMAILS="+Operator,
+			"RELAY_URL="+st.URL(topology.Relay))
+		return append(env, topology.RelayURLEnv(func(s topology.Service) string { return st.URL(s.Name) })...)
 	}
-	var sources []string
+	var sources, nudgers []string
 	for _, db := range dbschema.Databases() {
 		sources = append(sources, st.Database(db.Name))
+	}
+	for _, s := range topology.Services() {
+		if s.Database != "" {
+			nudgers = append(nudgers, Account(s.Name))
+		}
 	}
 	return append(append(env,
 		"RELAY_SOURCES="+strings.Join(sources, ","),
 		"RELAY_SERVICE_ACCOUNT="+ServiceAccount,
-		// The relay's ID tokens (the delivery ledger) come from the metadata server; locally the
-		// Tasks emulator answers its identity endpoint. Only the relay gets it: it also makes
-		// Google's libraries look for credentials there.
-		"GCE_METADATA_HOST="+strings.TrimPrefix(st.TasksHTTP, "http://"),
-		"TASKS_LOCATION="+Location),
+		"TASKS_LOCATION="+Location,
+		// Its operator endpoints and the nudge take ID tokens the Tasks emulator signs, like the
+		// consumers' deliveries: the operator's and the console's, and the services' own.
+		"OIDC_ISSUER="+st.TasksHTTP,
+		"OIDC_AUDIENCE="+st.URL(name),
+		"ADMIN_ALLOWED_EMAILS="+Operator+","+Account(topology.Console),
+		"NUDGE_ALLOWED_EMAILS="+strings.Join(nudgers, ",")),
 		topology.RelayURLEnv(func(s topology.Service) string { return st.URL(s.Name) })...)
 }
 
-// ordersEnv lets orders' audit read fulfillment and the gateway (the reconciliation) with ID
-// tokens for its own account, which the Tasks emulator's metadata endpoint mints locally.
+// Account is the local service account of the deployable called name: name@spanmart-local....
+func Account(name string) string { return name + "@" + Project + ".iam.gserviceaccount.com" }
+
+// ordersEnv lets orders' audit read fulfillment and the gateway (the reconciliation), with ID
+// tokens for its own account.
 func (st Stack) ordersEnv() []string {
-	return []string{
-		"FULFILLMENT_URL=" + st.URL(topology.Fulfillment),
-		"GATEWAY_URL=" + st.URL(topology.Gateway),
-		"GCE_METADATA_HOST=" + strings.TrimPrefix(st.TasksHTTP, "http://"),
-		"SERVICE_ACCOUNT=" + OrdersAccount,
-	}
+	return []string{"FULFILLMENT_URL=" + st.URL(topology.Fulfillment), "GATEWAY_URL=" + st.URL(topology.Gateway)}
 }
 
 // gatewayEnv points both provider adapters at the sandbox.

@@ -48,9 +48,26 @@ func TestEnvOfEveryDeployable(t *testing.T) {
 				t.Errorf("%s: %s set twice", s.Name, strings.TrimSuffix(k, " (twice)"))
 			}
 		}
-		want := map[string]string{"K_SERVICE": s.Name, "LOG_LEVEL": "debug", "SPANNER_EMULATOR_HOST": "127.0.0.1:1"}
+		want := map[string]string{
+			"K_SERVICE": s.Name, "LOG_LEVEL": "debug", "SPANNER_EMULATOR_HOST": "127.0.0.1:1",
+			"GCE_METADATA_HOST": "127.0.0.1:3", "SERVICE_ACCOUNT": localenv.Account(s.Name),
+			"ADMIN_DELEGATE_EMAILS": localenv.Account(topology.Console),
+		}
+		operators := localenv.Operator + "," + localenv.Account(topology.Console)
 		switch {
+		case s.Name == topology.Console:
+			want["OIDC_AUDIENCE"] = "http://svc-console"
+			want["CONSOLE_ALLOWED_EMAILS"] = localenv.Operator
+			want["RELAY_URL"] = "http://svc-relay"
+			for _, c := range topology.Consumers() {
+				want[c.URLVar] = "http://svc-" + c.Name
+			}
 		case s.Name == topology.Relay:
+			want["OIDC_AUDIENCE"] = "http://svc-relay"
+			want["ADMIN_ALLOWED_EMAILS"] = operators
+			if n := strings.Count(env["NUDGE_ALLOWED_EMAILS"], ","); n != len(topology.Databases())-1 {
+				t.Errorf("relay: NUDGE_ALLOWED_EMAILS %q does not list every service", env["NUDGE_ALLOWED_EMAILS"])
+			}
 			want["TASKS_LOCATION"] = localenv.Location
 			for _, c := range topology.Consumers() {
 				want[c.URLVar] = "http://svc-" + c.Name
@@ -63,7 +80,7 @@ func TestEnvOfEveryDeployable(t *testing.T) {
 			want["OIDC_AUDIENCE"] = "http://svc-" + s.Name
 			want["OIDC_ISSUER"] = "http://127.0.0.1:3"
 			want["RELAY_URL"] = "http://svc-relay"
-			want["ADMIN_ALLOWED_EMAILS"] = localenv.Operator
+			want["ADMIN_ALLOWED_EMAILS"] = operators
 		}
 		switch s.Name {
 		case topology.Orders: // its audit reads its peers, as its own account
@@ -73,7 +90,7 @@ func TestEnvOfEveryDeployable(t *testing.T) {
 			want["SMTP_ADDR"], want["SMTP_FROM"] = st.SMTPAddr, localenv.MailFrom
 		}
 		if s.Name == topology.Gateway {
-			want["ADMIN_ALLOWED_EMAILS"] = localenv.Operator + "," + localenv.OrdersAccount
+			want["ADMIN_ALLOWED_EMAILS"] = operators + "," + localenv.OrdersAccount
 			want["STRIPE_API_URL"], want["KOMOJU_API_URL"] = "http://127.0.0.1:4", "http://127.0.0.1:4"
 			want["STRIPE_WEBHOOK_SECRET"] = localenv.StripeWebhookSecret
 		} else if _, ok := env["STRIPE_API_KEY"]; ok {

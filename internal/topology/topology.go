@@ -16,10 +16,10 @@ import "strings"
 type Service struct {
 	Name     string // binary, Cloud Run service and subscriber name, e.g. "orders"
 	Package  string // Go main package, relative to the repository root
-	Database string // the service's own Spanner database; "" for the relay, which reads them all
+	Database string // the service's own Spanner database; "" for the relay (which reads them all) and the console (which reads none)
 	DevPort  int    // HTTP port in the dev stack (before -port-offset)
-	Queue    string // its inbox queue id (one per consumer); "" for the relay
-	URLVar   string // the relay's environment variable with the service's URL; "" for the relay
+	Queue    string // its inbox queue id (one per consumer); "" for the relay and the console
+	URLVar   string // the relay's environment variable with the service's URL; "" for the relay and the console
 }
 
 // Consumer reports whether the service consumes events (has an inbox queue).
@@ -32,15 +32,18 @@ const (
 	Gateway       = "gateway-abstraction" // the payment providers' webhooks reach it
 	Notifications = "notifications"       // sends the customers' e-mails
 	Relay         = "relay"               // reads every database's outbox
+	Console       = "console"             // the operators' web console: reads the others' admin APIs
 )
 
-// services in start order: consumers first, the relay (which delivers to them) last.
+// services in start order: consumers first, the relay (which delivers to them), then the console
+// (which reads them all).
 var services = []Service{
 	{Name: Orders, Package: "./services/orders", Database: "orders", DevPort: 8081, Queue: "orders-inbox", URLVar: "ORDERS_URL"},
 	{Name: Fulfillment, Package: "./services/fulfillment", Database: "fulfillment", DevPort: 8082, Queue: "fulfillment-inbox", URLVar: "FULFILLMENT_URL"},
 	{Name: Gateway, Package: "./services/gateway-abstraction", Database: "payments", DevPort: 8083, Queue: "gateway-inbox", URLVar: "GATEWAY_URL"},
 	{Name: Notifications, Package: "./services/notifications", Database: "notifications", DevPort: 8084, Queue: "notifications-inbox", URLVar: "NOTIFICATIONS_URL"},
 	{Name: Relay, Package: "./relay", DevPort: 8085},
+	{Name: Console, Package: "./services/console", DevPort: 8086},
 }
 
 // Services returns every deployable, in start order (stop in reverse).

@@ -38,17 +38,23 @@ func TestRosterIsConsistent(t *testing.T) {
 		if _, err := os.Stat(filepath.Join("..", "..", s.Package, "main.go")); err != nil {
 			t.Errorf("%s: no main package at %s: %v", s.Name, s.Package, err)
 		}
-		if s.Name == topology.Relay {
-			relays++
-			if s.Database != "" || s.Queue != "" || s.URLVar != "" {
-				t.Errorf("the relay has a database, queue or URL variable: %+v", s)
+		switch s.Name {
+		case topology.Relay, topology.Console:
+			if s.Name == topology.Relay {
+				relays++
 			}
-		} else if s.Database == "" || s.Queue == "" || s.URLVar == "" {
-			t.Errorf("service %s needs a database, a queue and a URL variable: %+v", s.Name, s)
+			if s.Database != "" || s.Queue != "" || s.URLVar != "" {
+				t.Errorf("%s has a database, queue or URL variable: %+v", s.Name, s)
+			}
+		default:
+			if s.Database == "" || s.Queue == "" || s.URLVar == "" {
+				t.Errorf("service %s needs a database, a queue and a URL variable: %+v", s.Name, s)
+			}
 		}
 	}
-	if relays != 1 || topology.Services()[len(topology.Services())-1].Name != topology.Relay {
-		t.Errorf("the relay must be listed once, last (it starts after its consumers)")
+	all := topology.Services()
+	if relays != 1 || all[len(all)-2].Name != topology.Relay || all[len(all)-1].Name != topology.Console {
+		t.Errorf("the relay must be listed once, after its consumers, and the console last (it reads them all)")
 	}
 	if s, ok := topology.OwnerOf("payments"); !ok || s.Name != "gateway-abstraction" {
 		t.Errorf("OwnerOf(payments) = %+v, %v", s, ok)
