@@ -263,9 +263,15 @@ func TestLaterVersionFirst(t *testing.T) {
 
 // (g) The Tasks emulator is down for a while: orders are accepted and stay PENDING, the relay's
 // oldest pending age grows; once it is back on the same ports and data, everything drains.
+// Locally the Tasks emulator is also the identity provider whose keys the relay checks operators'
+// tokens with (in production Google's are elsewhere), so the operator reads the relay once before
+// the outage: the relay has the keys, the operator a token.
 func TestTasksDown(t *testing.T) {
 	s := harness.Start(t, harness.Options{})
 	ctx := context.Background()
+	if _, err := outboxStatus(s, "relay"); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.StopTasks(); err != nil {
 		t.Fatal(err)
 	}

@@ -403,7 +403,7 @@ type sourceStatus struct {
 
 // outboxStatus reads the relay's GET /v1/outbox (a list of sources, bare or under "sources").
 func outboxStatus(s *harness.Stack, relay string) (map[string]sourceStatus, error) {
-	r, err := s.Do(context.Background(), http.MethodGet, relay, "/v1/outbox", nil)
+	r, err := s.AdminDo(context.Background(), http.MethodGet, relay, "/v1/outbox", nil)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ type ledger struct {
 }
 
 func readLedger(s *harness.Stack) (map[string][]relay.MissingDelivery, error) {
-	r, err := s.Do(context.Background(), http.MethodGet, "relay", "/v1/ledger", nil)
+	r, err := s.AdminDo(context.Background(), http.MethodGet, "relay", "/v1/ledger", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func TestLedgerReportsDroppedDelivery(t *testing.T) {
 		t.Fatalf("order %s is %s, want PENDING: fulfillment never heard of it", lost, o.Status)
 	}
 
-	r, err := s.Do(ctx, http.MethodPost, "relay", "/v1/ledger/orders/events/"+created.ID+"/replay", map[string]string{"reason": "fulfillment was down while its queue gave up"})
+	r, err := s.AdminDo(ctx, http.MethodPost, "relay", "/v1/ledger/orders/events/"+created.ID+"/replay", map[string]string{"reason": "fulfillment was down while its queue gave up"})
 	if err != nil || r.Status != http.StatusAccepted {
 		t.Fatalf("replay of the missing delivery: %v %v", r, err)
 	}
@@ -138,7 +138,7 @@ func TestLedgerReportsDroppedDelivery(t *testing.T) {
 		n, err2 := metric(s, "relay", "outbox_ledger_missing_deliveries", `source="orders"`, `subscriber="fulfillment"`)
 		return err == nil && err2 == nil && len(l["orders"]) == 0 && n == 0, fmt.Sprintf("%v %v (%v %v)", l, n, err, err2)
 	})
-	r, err = s.Do(ctx, http.MethodPost, "relay", "/v1/ledger/orders/events/"+created.ID+"/replay", map[string]string{"reason": "again"})
+	r, err = s.AdminDo(ctx, http.MethodPost, "relay", "/v1/ledger/orders/events/"+created.ID+"/replay", map[string]string{"reason": "again"})
 	if err != nil || r.Status != http.StatusConflict {
 		t.Errorf("second replay of the delivery: %v %v, want 409", r, err)
 	}

@@ -16,19 +16,25 @@ import (
 	"github.com/spanmart/spanmart/pkg/platform"
 )
 
-// registerAPI adds the relay's own endpoints. They are internal (Cloud Run IAM: the services may
-// nudge, operators may read the status and replay); none of them takes a secret.
+// registerAPI adds the relay's own endpoints. Each takes a Google ID token for the relay's URL:
+// POST /nudge the services' own accounts' (NUDGE_ALLOWED_EMAILS), every other one an operator's
+// (outboxlib.Operators: ADMIN_ALLOWED_EMAILS, and a delegate acting for one); anything else is a
+// 401 or 403 problem and changes nothing. A replay records who did it (the verified identity).
 //
 //	POST /nudge[?source=S&shard=N]                    204: wake the shard loops (services call it after a
-//	                                                  commit, naming their source and the event's shard)
+//	                                                  commit, naming their source and the event's shard);
+//	                                                  a flood costs one wake-up: a woken loop is not woken again
 //	GET  /v1/outbox                                   200: Status of every source
+//	GET  /v1/outbox/quarantined                       200: every source's quarantined rows, with payloads
+//	GET  /v1/outbox/events?aggregate_type=T&aggregate_id=ID
+//	                                                  200: one aggregate's rows in every source (a trace)
 //	POST /v1/outbox/{source}/events/{id}/replay       202: re-queue an event, body {"reason": "..."}
 //	GET  /v1/ledger[?all=true]                        200: every source's missing deliveries
 //	POST /v1/ledger/audit                             200: run an audit pass of every source now
 //	                                                  (what the relay does every RELAY_LEDGER_INTERVAL;
 //	                                                  Cloud Scheduler may call it too)
 //	POST /v1/ledger/{source}/events/{id}/replay       202: replay a missing delivery, body {"reason": "..."}
-func registerAPI(srv *platform.Server, core *relay.Relay) {
+func registerAPI(srv *platform.Server, core *relay.Relay, operators, nudgers *outboxlib.Operators) {
 	e := srv.Echo
 	e.POST("/nudge", func(c echo.Context) error {
 		source, shardParam := c.QueryParam("source"), c.QueryParam("shard")
@@ -43,18 +49,37 @@ func registerAPI(srv *platform.Server, core *relay.Relay) {
 				outboxlib.Shards-1, source, shardParam))
 		}
 		return c.NoContent(http.StatusNoContent)
-	})
-	e.GET("/v1/outbox", func(c echo.Context) error {
+	}, nudgers.Middleware)
+	v1 := e.Group("/v1", operators.Middleware)
+	v1.GET("/outbox", func(c echo.Context) error {
 		st, err := core.Status(c.Request().Context())
 		if err != nil {
 			return err
 		}
 		return c.JSON(http.StatusOK, map[string]any{"owner": core.Owner(), "sources": st})
 	})
-	e.POST("/v1/outbox/:source/events/:id/replay", func(c echo.Context) error {
+	v1.GET("/outbox/quarantined", func(c echo.Context) error {
+		evs, err := core.Quarantined(c.Request().Context())
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, map[string]any{"events": nonNil(evs)})
+	})
+	v1.GET("/outbox/events", func(c echo.Context) error {
+		typ, id := c.QueryParam("aggregate_type"), c.QueryParam("aggregate_id")
+		if typ == "" || id == "" {
+			return platform.NewProblem(http.StatusBadRequest, "aggregate_type and aggregate_id are required")
+		}
+		evs, err := core.EventsOf(c.Request().Context(), typ, id)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, map[string]any{"events": nonNil(evs)})
+	})
+	v1.POST("/outbox/:source/events/:id/replay", func(c echo.Context) error {
 		return serveReplay(c, core.Replay)
 	})
-	e.GET("/v1/ledger", func(c echo.Context) error {
+	v1.GET("/ledger", func(c echo.Context) error {
 		all, _ := strconv.ParseBool(c.QueryParam("all"))
 		out := []map[string]any{}
 		for _, st := range core.SourceNames() {
@@ -66,16 +91,23 @@ func registerAPI(srv *platform.Server, core *relay.Relay) {
 		}
 		return c.JSON(http.StatusOK, map[string]any{"sources": out})
 	})
-	e.POST("/v1/ledger/audit", func(c echo.Context) error {
+	v1.POST("/ledger/audit", func(c echo.Context) error {
 		res, err := core.Audit(c.Request().Context())
 		if err != nil {
 			return err
 		}
 		return c.JSON(http.StatusOK, map[string]any{"audits": res})
 	})
-	e.POST("/v1/ledger/:source/events/:id/replay", func(c echo.Context) error {
+	v1.POST("/ledger/:source/events/:id/replay", func(c echo.Context) error {
 		return serveReplay(c, core.ReplayMissing)
 	})
+}
+
+func nonNil(evs []relay.EventInfo) []relay.EventInfo {
+	if evs == nil {
+		return []relay.EventInfo{}
+	}
+	return evs
 }
 
 // serveReplay reads {"reason": "..."} and calls replay(source, id, reason): 202, or a problem.

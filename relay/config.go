@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
 )
 
@@ -34,6 +35,14 @@ type config struct {
 	// Its ID tokens come from the metadata server (locally GCE_METADATA_HOST: the Tasks emulator).
 	Ledger                                    bool
 	LedgerInterval, LedgerMinAge, LedgerGrace time.Duration
+	// Access to the relay's own endpoints, which take Google ID tokens for the relay's URL
+	// (OIDC_AUDIENCE, required) from OIDC_ISSUER (default Google's): the operators'
+	// (ADMIN_ALLOWED_EMAILS: status, replays, the ledger; ADMIN_DELEGATE_EMAILS may act for one)
+	// and the services' own accounts for POST /nudge (NUDGE_ALLOWED_EMAILS). Either list empty:
+	// nobody may.
+	Issuer, Audience     string
+	Operators, Delegates []string
+	Nudgers              []string
 }
 
 // loadConfig reads the environment through getenv and reports every missing or invalid
@@ -53,6 +62,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	cfg.LedgerInterval = env.Duration("RELAY_LEDGER_INTERVAL", time.Minute, 10*time.Millisecond, 24*time.Hour)
 	cfg.LedgerMinAge = env.Duration("RELAY_LEDGER_MIN_AGE", time.Minute, time.Millisecond, 24*time.Hour)
 	cfg.LedgerGrace = env.Duration("RELAY_LEDGER_GRACE", 10*time.Minute, time.Millisecond, 24*time.Hour)
+	cfg.Issuer = env.URL("OIDC_ISSUER", outboxlib.GoogleIssuer)
+	cfg.Audience = env.Required("OIDC_AUDIENCE")
+	cfg.Operators = env.List("ADMIN_ALLOWED_EMAILS", false)
+	cfg.Delegates = env.List("ADMIN_DELEGATE_EMAILS", false)
+	cfg.Nudgers = env.List("NUDGE_ALLOWED_EMAILS", false)
 	cfg.Services = map[string]string{}
 	for _, db := range sources {
 		svc, ok := cfg.Routing.Services[db.Database]

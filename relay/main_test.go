@@ -42,8 +42,18 @@ const (
 )
 
 // baseEnv is a complete environment apart from RELAY_SOURCES (and RELAY_ROUTES).
+// The accounts the relay's own endpoints take in the tests, and its audience.
+const (
+	operatorSA    = "operator@spanmart-test.iam.gserviceaccount.com"
+	ordersSA      = "orders@spanmart-test.iam.gserviceaccount.com"
+	relayAudience = "https://relay.test"
+)
+
 func baseEnv(tasksHost, consumerURL string) map[string]string {
 	return map[string]string{
+		"OIDC_AUDIENCE":             relayAudience,
+		"ADMIN_ALLOWED_EMAILS":      operatorSA,
+		"NUDGE_ALLOWED_EMAILS":      ordersSA,
 		"RELAY_SERVICE_ACCOUNT":     serviceAccount,
 		"CLOUD_TASKS_EMULATOR_HOST": tasksHost,
 		"TASKS_LOCATION":            location,
@@ -100,7 +110,7 @@ func startTasks(t *testing.T) *tasksemu.Server {
 
 func TestLoadConfig(t *testing.T) {
 	_, err := loadConfig(platformtest.Getenv(map[string]string{"MAX_BODY_BYTES": "lots"}))
-	want := `missing RELAY_SOURCES, RELAY_SERVICE_ACCOUNT, FULFILLMENT_URL, GATEWAY_URL, NOTIFICATIONS_URL, ORDERS_URL, TASKS_LOCATION; invalid MAX_BODY_BYTES "lots": not an integer`
+	want := `missing RELAY_SOURCES, RELAY_SERVICE_ACCOUNT, FULFILLMENT_URL, GATEWAY_URL, NOTIFICATIONS_URL, ORDERS_URL, TASKS_LOCATION, OIDC_AUDIENCE; invalid MAX_BODY_BYTES "lots": not an integer`
 	if err == nil || err.Error() != want {
 		t.Errorf("loadConfig error = %v, want %s", err, want)
 	}
@@ -131,6 +141,10 @@ func TestLoadConfig(t *testing.T) {
 		LedgerInterval: time.Minute,
 		LedgerMinAge:   time.Minute,
 		LedgerGrace:    10 * time.Minute,
+		Issuer:         outboxlib.GoogleIssuer,
+		Audience:       relayAudience,
+		Operators:      []string{operatorSA},
+		Nudgers:        []string{ordersSA},
 		Routing: routing{
 			Services: map[string]string{"orders": "orders", "fulfillment": "fulfillment", "payments": "gateway-abstraction", "notifications": "notifications"},
 			Routes: relay.Routes{
@@ -177,6 +191,7 @@ func TestLoadConfigRoutesFile(t *testing.T) {
 			"RELAY_SERVICE_ACCOUNT": serviceAccount,
 			"RELAY_ROUTES":          routes,
 			"HOOK_URL":              "https://hook",
+			"OIDC_AUDIENCE":         relayAudience,
 		}
 		_, err := loadConfig(platformtest.Getenv(vars))
 		return err
@@ -235,7 +250,7 @@ func TestMainExits(t *testing.T) {
 	if code != 2 {
 		t.Errorf("exit code = %d, want 2", code)
 	}
-	want := "relay: configuration: missing RELAY_SERVICE_ACCOUNT, FULFILLMENT_URL, GATEWAY_URL, NOTIFICATIONS_URL, ORDERS_URL; " +
+	want := "relay: configuration: missing RELAY_SERVICE_ACCOUNT, FULFILLMENT_URL, GATEWAY_URL, NOTIFICATIONS_URL, ORDERS_URL, OIDC_AUDIENCE; " +
 		"invalid RELAY_SOURCES \"orders\": orders: want projects/PROJECT/instances/INSTANCE/databases/DATABASE\n"
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("output mismatch (-want +got):\n%s", diff)
@@ -289,9 +304,18 @@ func (c *consumers) count(path, eventID string) int {
 	return n
 }
 
-func post(t *testing.T, url, body string) (int, map[string]any) {
+// post sends body with "Bearer token" when token is not empty.
+func post(t *testing.T, url, body string, token ...string) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", bytes.NewBufferString(body))
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewBufferString(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if len(token) > 0 {
+		req.Header.Set("Authorization", "Bearer "+token[0])
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,6 +334,7 @@ func TestRun(t *testing.T) {
 	vars["RELAY_SOURCES"] = orders + "," + payments
 	vars["RELAY_ROUTES"] = routesFor(t, []string{orders, payments}, "orders", "gateway-abstraction")
 	vars["PORT"] = "0"
+	vars["OIDC_ISSUER"] = tasks.Issuer()
 	cfg, err := loadConfig(platformtest.Getenv(vars))
 	if err != nil {
 		t.Fatal(err)
@@ -317,6 +342,30 @@ func TestRun(t *testing.T) {
 	log, logs := platformtest.NewLogger(t, serviceName)
 	r := platformtest.Start(t, func(ctx context.Context) error { return run(ctx, cfg, log) })
 	url := platformtest.StartedURL(t, logs)
+	token := func(account string) string {
+		t.Helper()
+		tok, err := tasks.IDToken(account, relayAudience)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	operator, service := token(operatorSA), token(ordersSA)
+	get := func(path string) []byte { // an operator's GET that must answer 200
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+operator)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s = %d %s", path, resp.StatusCode, b)
+		}
+		return b
+	}
 
 	started := logs.Find(t, "starting")
 	if diff := cmp.Diff([]any{orders, payments}, started["sources"]); started["service"] != "relay" || diff != "" {
@@ -343,15 +392,31 @@ func TestRun(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// The relay's endpoints take the right accounts' tokens only: a nudge the services', the
+	// rest an operator's.
+	for _, tt := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/nudge", "", http.StatusUnauthorized},
+		{"/nudge", operator, http.StatusForbidden},
+		{"/v1/outbox/orders/events/" + ev.ID + "/replay", "", http.StatusUnauthorized},
+		{"/v1/outbox/orders/events/" + ev.ID + "/replay", service, http.StatusForbidden},
+		{"/v1/ledger/audit", service, http.StatusForbidden},
+	} {
+		if code, body := post(t, url+tt.path, `{"reason": "let me"}`, tt.token); code != tt.want {
+			t.Errorf("POST %s (token: %t) = %d %v, want %d", tt.path, tt.token != "", code, body, tt.want)
+		}
+	}
 	for _, bad := range []string{"?source=orders", "?shard=1", "?source=inventory&shard=1", "?source=orders&shard=16", "?source=orders&shard=x"} {
-		if code, body := post(t, url+"/nudge"+bad, ""); code != http.StatusBadRequest {
+		if code, body := post(t, url+"/nudge"+bad, "", service); code != http.StatusBadRequest {
 			t.Errorf("POST /nudge%s = %d %v, want 400", bad, code, body)
 		}
 	}
-	if code, _ := post(t, url+"/nudge", ""); code != http.StatusNoContent {
+	if code, _ := post(t, url+"/nudge", "", service); code != http.StatusNoContent {
 		t.Errorf("POST /nudge = %d, want 204", code)
 	}
-	if code, _ := post(t, fmt.Sprintf("%s/nudge?source=orders&shard=%d", url, outboxlib.ShardOf(ev.AggregateID)), ""); code != http.StatusNoContent {
+	if code, _ := post(t, fmt.Sprintf("%s/nudge?source=orders&shard=%d", url, outboxlib.ShardOf(ev.AggregateID)), "", service); code != http.StatusNoContent {
 		t.Errorf("POST /nudge?source=orders&shard=... = %d, want 204", code)
 	}
 	platformtest.Eventually(t, "order.created to reach fulfillment", func() bool { return cons.count("/fulfillment/events", ev.ID) == 1 })
@@ -361,7 +426,7 @@ func TestRun(t *testing.T) {
 		Sources []relay.SourceStatus
 	}
 	platformtest.Eventually(t, "the event to be published", func() bool {
-		if err := json.Unmarshal(platformtest.WaitStatus(t, url+"/v1/outbox", 200), &status); err != nil {
+		if err := json.Unmarshal(get("/v1/outbox"), &status); err != nil {
 			t.Fatal(err)
 		}
 		return len(status.Sources) == 2 && status.Sources[0].Pending == 0
@@ -385,12 +450,36 @@ func TestRun(t *testing.T) {
 		{url + "/v1/outbox/orders/events/" + uuid.NewString() + "/replay", `{"reason": "x"}`, 404},
 		{replay, `{"reason": "fulfillment restored from backup"}`, 202},
 	} {
-		code, body := post(t, tt.url, tt.body)
+		code, body := post(t, tt.url, tt.body, operator)
 		if code != tt.status {
 			t.Errorf("POST %s %s = %d %v, want %d", tt.url, tt.body, code, body, tt.status)
 		}
 	}
 	platformtest.Eventually(t, "the replayed event to reach fulfillment again", func() bool { return cons.count("/fulfillment/events", ev.ID) == 2 })
+	var by spanner.NullString
+	row, err := ordersClient.Single().ReadRow(ctx, "OutboxEvents", spanner.Key{ev.ID}, []string{"ReplayedBy"})
+	if err == nil {
+		err = row.Columns(&by)
+	}
+	if err != nil || by.StringVal != operatorSA {
+		t.Errorf("ReplayedBy = %v (%v), want the operator's verified account", by, err)
+	}
+
+	// An aggregate's events across the sources, with where they are; no quarantined row.
+	var trace struct{ Events []relay.EventInfo }
+	platformtest.Eventually(t, "the replayed event to be published again", func() bool {
+		if err := json.Unmarshal(get("/v1/outbox/events?aggregate_type=order&aggregate_id="+ev.AggregateID), &trace); err != nil {
+			t.Fatal(err)
+		}
+		return len(trace.Events) == 1 && trace.Events[0].PublishedAt != nil
+	})
+	if e := trace.Events[0]; e.EventID != ev.ID || e.Source != "orders" || e.CommittedAt.IsZero() || !cmp.Equal(e.Subscribers, []string{"fulfillment", "notifications"}) {
+		t.Errorf("events of the order = %+v", trace.Events)
+	}
+	var quarantined struct{ Events []relay.EventInfo }
+	if err := json.Unmarshal(get("/v1/outbox/quarantined"), &quarantined); err != nil || quarantined.Events == nil || len(quarantined.Events) != 0 {
+		t.Errorf("quarantined = %+v (%v), want an empty list", quarantined, err)
+	}
 	// The counter grows when the replayed row is marked, just after the task was created.
 	platformtest.Eventually(t, "/metrics to count both publications", func() bool {
 		return strings.Contains(string(platformtest.WaitStatus(t, url+"/metrics", 200)), `outbox_published_events_total{source="orders",subscriber="fulfillment"} 2`)

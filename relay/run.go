@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/spanmart/spanmart/pkg/faults"
+	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 	"github.com/spanmart/spanmart/pkg/platform"
 )
@@ -66,7 +67,15 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	registerAPI(srv, core)
+	operators, err := outboxlib.NewOperators(cfg.Issuer, cfg.Audience, cfg.Operators, cfg.Delegates)
+	if err != nil {
+		return err
+	}
+	nudgers, err := outboxlib.NewOperators(cfg.Issuer, cfg.Audience, cfg.Nudgers, nil)
+	if err != nil {
+		return err
+	}
+	registerAPI(srv, core, operators, nudgers)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -152,6 +152,7 @@ type Stack struct {
 	kinds   map[string]string // process name → binary ("relay-2" → "relay")
 	clients map[string]*spanner.Client
 	tc      *cloudtasks.Client
+	tokens  map[string]cachedToken // operator tokens by process name
 
 	// HTTP is the client for the services' APIs (no keep-alive reuse across a killed process
 	// matters: each request gets a fresh connection when the old one broke).
@@ -184,7 +185,7 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 	opts.defaults()
 	s := &Stack{
 		opts: opts, procs: map[string]*Proc{}, ports: map[string]int{}, kinds: map[string]string{},
-		clients: map[string]*spanner.Client{}, Timings: map[string]time.Duration{},
+		clients: map[string]*spanner.Client{}, Timings: map[string]time.Duration{}, tokens: map[string]cachedToken{},
 		HTTP: &http.Client{Timeout: 30 * time.Second},
 	}
 	defer func() {
@@ -619,8 +620,32 @@ func (s *Stack) WaitReady(ctx context.Context, name string) error {
 }
 
 // OperatorToken returns an ID token of the Operator account for a process's URL, from the Tasks
-// emulator's metadata endpoint (in production: the operator's own Google identity).
+// emulator's metadata endpoint (in production: the operator's own Google identity). Tokens are
+// kept for 50 minutes (they last an hour), as an operator's gcloud does, so a drill that stops the
+// Tasks emulator can still read the relay.
 func (s *Stack) OperatorToken(ctx context.Context, name string) (string, error) {
+	s.mu.Lock()
+	c, ok := s.tokens[name]
+	s.mu.Unlock()
+	if ok && time.Since(c.at) < 50*time.Minute {
+		return c.token, nil
+	}
+	token, err := s.mintOperatorToken(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	s.tokens[name] = cachedToken{token: token, at: time.Now()}
+	s.mu.Unlock()
+	return token, nil
+}
+
+type cachedToken struct {
+	token string
+	at    time.Time
+}
+
+func (s *Stack) mintOperatorToken(ctx context.Context, name string) (string, error) {
 	u := s.TasksHTTP() + "/computeMetadata/v1/instance/service-accounts/" + Operator + "/identity?audience=" + url.QueryEscape(s.URL(name))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {

@@ -260,11 +260,7 @@ type AuditReport struct {
 // Audit runs orders' audit (POST /admin/audit, what Cloud Scheduler calls) as the operator.
 func (s *Stack) Audit(ctx context.Context) (AuditReport, error) {
 	var a AuditReport
-	token, err := s.OperatorToken(ctx, "orders")
-	if err != nil {
-		return a, err
-	}
-	r, err := s.Do(ctx, http.MethodPost, "orders", "/admin/audit", nil, "Authorization", "Bearer "+token)
+	r, err := s.AdminDo(ctx, http.MethodPost, "orders", "/admin/audit", nil)
 	if err != nil {
 		return a, err
 	}
@@ -272,4 +268,14 @@ func (s *Stack) Audit(ctx context.Context) (AuditReport, error) {
 		return a, fmt.Errorf("POST /admin/audit: %s", r)
 	}
 	return a, r.JSON(&a)
+}
+
+// AdminDo is Do with the operator's ID token for the process's URL: for its operator endpoints
+// (the relay's /v1/*, the services' /admin/*).
+func (s *Stack) AdminDo(ctx context.Context, method, name, path string, body any, headers ...string) (*Response, error) {
+	token, err := s.OperatorToken(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return s.Do(ctx, method, name, path, body, append([]string{"Authorization", "Bearer " + token}, headers...)...)
 }

@@ -218,6 +218,12 @@ func (s *Server) Issuer() string {
 	return "http://" + s.HTTPAddr()
 }
 
+// IDToken returns an ID token of account for audience, signed like the tokens the emulator attaches
+// to its tasks and answers its metadata identity endpoint with (for tests and tools in-process).
+func (s *Server) IDToken(account, audience string) (string, error) {
+	return s.issuer.Token(audience, account, time.Now())
+}
+
 // Close stops the servers and every dispatcher (in-flight requests are cancelled and their
 // tasks stay pending) and, with a DataDir, writes the final state.
 func (s *Server) Close() error {

@@ -163,9 +163,9 @@ type ConsumerConfig struct {
 	EarlyPatience   time.Duration
 	EarlyRetryAfter time.Duration         // Retry-After sent with 409; default 1s
 	Registerer      prometheus.Registerer // metrics; nil = none
-	// Operators verifies the ID tokens of the operators' endpoints (dead letters): the accounts
-	// allowed to list and replay them. nil: those endpoints refuse everyone (403).
-	Operators *Verifier
+	// Operators guards the operators' endpoints (dead letters, and the service's own): the
+	// accounts allowed, and the delegates that may act for one. nil: they refuse everyone (403).
+	Operators *Operators
 	// Nudger, when set, is nudged after a commit in which handlers appended events, for their
 	// shards (best effort, on the request path): a multi-hop flow then waits for no relay poll.
 	Nudger *Nudger
@@ -203,6 +203,7 @@ type Consumer struct {
 	cfg      ConsumerConfig
 	handlers map[string]handlerSpec
 	metrics  *consumerMetrics
+	stats    *stats // for GET /admin/status
 }
 
 // handlerSpec is a registered handler with its ordering.
@@ -278,7 +279,7 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Consumer{cfg: cfg, handlers: map[string]handlerSpec{}, metrics: m}, nil
+	return &Consumer{cfg: cfg, handlers: map[string]handlerSpec{}, metrics: m, stats: newStats()}, nil
 }
 
 // Handle registers h for events of eventType, in version order unless an option says otherwise
@@ -306,51 +307,24 @@ const (
 //
 //	GET  /admin/deadletters[?all=true&limit=N]  this consumer's dead letters (not yet replayed unless all)
 //	POST /admin/deadletters/:id/replay          body {"reason": "..."}; recorded with the operator's e-mail
+//	GET  /admin/status                          dead letters, failing events, answers and lag (Status)
+//	GET  /admin/processed?event_id=A&event_id=B when this consumer applied each (for an order's trace)
 func (c *Consumer) Register(e *echo.Echo) {
 	e.POST(PathEvents, c.serveEvent)
 	e.POST(PathLedger, c.serveLedger)
 	g := e.Group("/admin", c.OperatorsOnly)
 	g.GET("/deadletters", c.serveDeadLetters)
 	g.POST("/deadletters/:id/replay", c.serveReplay)
+	g.GET("/status", c.serveStatus)
+	g.GET("/processed", c.serveProcessed)
 }
 
-type operatorKey struct{}
-
-// OperatorsOnly lets through a request with an operator's ID token (ConsumerConfig.Operators), and
-// puts the operator's e-mail in the request's context (OperatorOf): a replay records who did it
-// from the verified identity, never from a field the caller writes. Anything else gets 401 (no
-// valid token) or 403 (a valid token of an account that is not an operator), problem+json, and
-// changes nothing. Services guard their own operator routes with it (echo middleware).
+// OperatorsOnly lets through a request of an operator (ConsumerConfig.Operators, see Operators)
+// and puts who the operator is in the request's context (OperatorOf): a replay records who did it
+// from the verified identity, never from a field the caller writes. Services guard their own
+// operator routes with it (echo middleware).
 func (c *Consumer) OperatorsOnly(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(ec echo.Context) error {
-		log := platform.Logger(ec.Request().Context()).With(zap.String("consumer", c.cfg.Name), zap.String("path", ec.Path()))
-		if c.cfg.Operators == nil {
-			log.Warn("operator endpoint refused: no operator accounts configured (ADMIN_ALLOWED_EMAILS)")
-			return platform.NewProblem(http.StatusForbidden, "no operator accounts are configured for this service")
-		}
-		email, err := c.cfg.Operators.Verify(ec.Request().Context(), ec.Request().Header.Get(echo.HeaderAuthorization))
-		switch {
-		case errors.Is(err, ErrNotAllowed):
-			log.Warn("operator endpoint refused: not an operator", zap.String("reason", err.Error()))
-			return platform.NewProblem(http.StatusForbidden, "the caller is not an operator of this service")
-		case errors.Is(err, ErrUnauthenticated):
-			log.Warn("operator endpoint refused: bad token", zap.String("reason", err.Error()))
-			ec.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer error="invalid_token"`)
-			return platform.NewProblem(http.StatusUnauthorized, "a valid ID token of an operator is required")
-		case err != nil:
-			return platform.NewProblem(http.StatusServiceUnavailable, "token keys unavailable").Wrap(err)
-		}
-		req := ec.Request()
-		ec.SetRequest(req.WithContext(context.WithValue(req.Context(), operatorKey{}, email)))
-		return next(ec)
-	}
-}
-
-// OperatorOf returns the verified e-mail of the operator whose request ctx serves ("" outside
-// OperatorsOnly).
-func OperatorOf(ctx context.Context) string {
-	email, _ := ctx.Value(operatorKey{}).(string)
-	return email
+	return c.cfg.Operators.Middleware(next)
 }
 
 // Header Cloud Tasks sets on every attempt: how many times the task was retried.
@@ -368,6 +342,7 @@ func (c *Consumer) verify(ec echo.Context, log *zap.Logger) error {
 		return platform.NewProblem(http.StatusServiceUnavailable, "token keys unavailable").Wrap(err)
 	}
 	c.metrics.events.WithLabelValues(c.cfg.Name, "", OutcomeRejected).Inc()
+	c.stats.observe(OutcomeRejected, 0, false)
 	log.Warn("event rejected: bad token", zap.String("reason", err.Error()), zap.String("outcome", OutcomeRejected),
 		zap.String("path", ec.Path()))
 	ec.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer error="invalid_token"`)
@@ -517,6 +492,7 @@ func (c *Consumer) malformed(ec echo.Context, log *zap.Logger, body []byte, atte
 		}
 	}
 	c.metrics.events.WithLabelValues(c.cfg.Name, "", OutcomeRejected).Inc()
+	c.stats.observe(OutcomeRejected, 0, false)
 	log.Warn("malformed event rejected", zap.String("outcome", OutcomeRejected), zap.Error(perr))
 	return platform.NewProblem(http.StatusBadRequest, perr.Error())
 }
@@ -762,11 +738,13 @@ func ceAttributes(h http.Header) map[string]string {
 // observe logs and counts the outcome of a delivery that was acknowledged (reason: of a dead letter).
 func (c *Consumer) observe(log *zap.Logger, d Delivery, outcome string, commitTS time.Time, reason string) {
 	c.metrics.events.WithLabelValues(c.cfg.Name, d.Type, outcome).Inc()
+	lag := commitTS.Sub(d.committed())
+	c.stats.observe(outcome, lag, outcome == OutcomeApplied && !commitTS.IsZero())
 	level := zapcore.InfoLevel
 	switch outcome {
 	case OutcomeApplied:
 		if !commitTS.IsZero() {
-			c.metrics.lag.WithLabelValues(c.cfg.Name, d.Type).Observe(commitTS.Sub(d.committed()).Seconds())
+			c.metrics.lag.WithLabelValues(c.cfg.Name, d.Type).Observe(lag.Seconds())
 		}
 	case OutcomeDeadLettered:
 		c.metrics.deadLetters.WithLabelValues(c.cfg.Name, reason).Inc()

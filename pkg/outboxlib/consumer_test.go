@@ -43,6 +43,7 @@ import (
 const (
 	relaySA    = "relay@spanmart-test.iam.gserviceaccount.com"
 	operator   = "alice@spanmart-test.iam.gserviceaccount.com"
+	console    = "console@spanmart-test.iam.gserviceaccount.com" // a delegate: acts on behalf of operators
 	location   = "projects/spanmart-test/locations/us-central1"
 	consumerID = "fulfillment"
 	stockType  = "stock.received"
@@ -116,7 +117,7 @@ func newFixtureConfig(t *testing.T, edit func(*outboxlib.ConsumerConfig)) *fixtu
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops, err := outboxlib.NewVerifier(outboxlib.VerifierConfig{Issuer: tasks.Issuer(), Audiences: []string{f.url}, AllowedEmails: []string{operator}})
+	ops, err := outboxlib.NewOperators(tasks.Issuer(), f.url, []string{operator, console}, []string{console})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -884,6 +885,8 @@ func (f *fixture) admin(t *testing.T, method, path, body string, out any) (statu
 
 // doJSON sends a request and decodes a JSON answer into out (if not nil); auth, when given, is
 // the Authorization header.
+// doJSON sends body; auth is the Authorization header's value, then more header name and value
+// pairs, if any.
 func doJSON(t *testing.T, method, url, body string, out any, auth ...string) (status int, contentType string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
@@ -893,6 +896,9 @@ func doJSON(t *testing.T, method, url, body string, out any, auth ...string) (st
 	req.Header.Set("Content-Type", "application/json")
 	if len(auth) > 0 {
 		req.Header.Set("Authorization", auth[0])
+	}
+	for i := 1; i+1 < len(auth); i += 2 {
+		req.Header.Set(auth[i], auth[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -1312,5 +1318,78 @@ func TestAdminEndpointsNeedAnOperator(t *testing.T) {
 	dl, err := outboxdb.ReadDeadLetter(context.Background(), f.client.Single(), ev.ID, consumerID)
 	if err != nil || dl.ReplayedBy.StringVal != operator {
 		t.Errorf("ReplayedBy = %v (%v), want the operator's e-mail %s", dl.ReplayedBy, err, operator)
+	}
+}
+
+// A delegate (the console) acts on behalf of the operator it names; the replay records both. The
+// header from an account that is no delegate is refused, and so is a header that is no address.
+func TestAdminEndpointsByADelegate(t *testing.T) {
+	f := newFixture(t, 10)
+	ev := stockEvent(t, "sku-delegate", 1, 3, modeUntilFixed)
+	f.send(t, ev, nil)
+	f.waitResponses(t, ev.ID, count(1))
+	f.fixed.Store(true)
+	replay := `{"reason":"fixed by bob"}`
+	for name, c := range map[string]struct {
+		account, onBehalf string
+	}{
+		"an operator naming another":   {operator, "mallory@example.com"},
+		"the delegate naming nonsense": {console, "bob, mallory"},
+	} {
+		status, _ := doJSON(t, "POST", f.url+"/admin/deadletters/"+ev.ID+"/replay", replay, nil,
+			"Bearer "+idToken(t, c.account, f.url), outboxlib.HeaderOnBehalfOf, c.onBehalf)
+		if status != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", name, status)
+		}
+	}
+	var res struct{ Outcome string }
+	status, _ := doJSON(t, "POST", f.url+"/admin/deadletters/"+ev.ID+"/replay", replay, &res,
+		"Bearer "+idToken(t, console, f.url), outboxlib.HeaderOnBehalfOf, "bob@example.com")
+	if status != http.StatusOK || res.Outcome != outboxlib.OutcomeApplied {
+		t.Fatalf("the delegate's replay = %d %+v, want 200 applied", status, res)
+	}
+	dl, err := outboxdb.ReadDeadLetter(context.Background(), f.client.Single(), ev.ID, consumerID)
+	if want := "bob@example.com via " + console; err != nil || dl.ReplayedBy.StringVal != want {
+		t.Errorf("ReplayedBy = %v (%v), want %q", dl.ReplayedBy, err, want)
+	}
+}
+
+// GET /admin/status counts the consumer's answers and its backlog of trouble; GET
+// /admin/processed says when each event was applied. Both are for operators only.
+func TestAdminStatusAndProcessed(t *testing.T) {
+	f := newFixture(t, 10)
+	ok := stockEvent(t, "sku-status", 1, 2, "")
+	f.send(t, ok, nil)
+	f.waitResponses(t, ok.ID, count(1))
+	poison := stockEvent(t, "sku-poison", 1, 2, modeUntilFixed) // permanent: dead-lettered
+	f.send(t, poison, nil)
+	f.waitResponses(t, poison.ID, count(1))
+
+	var st outboxlib.Status
+	if status, _ := f.admin(t, "GET", "/admin/status", "", &st); status != http.StatusOK {
+		t.Fatalf("GET /admin/status = %d", status)
+	}
+	if st.Consumer != consumerID || st.DeadLetters != 1 || st.Events[outboxlib.OutcomeApplied] != 1 ||
+		st.Events[outboxlib.OutcomeDeadLettered] != 1 || st.Lag.Count != 1 || st.Lag.P50 <= 0 || st.Since.IsZero() {
+		t.Errorf("status = %+v", st)
+	}
+	var got struct {
+		Consumer  string                `json:"consumer"`
+		Processed []outboxlib.Processed `json:"processed"`
+	}
+	path := "/admin/processed?event_id=" + ok.ID + "&event_id=" + uuid.NewString()
+	if status, _ := f.admin(t, "GET", path, "", &got); status != http.StatusOK {
+		t.Fatalf("GET %s = %d", path, status)
+	}
+	if len(got.Processed) != 1 || got.Processed[0].EventID != ok.ID || got.Processed[0].ProcessedAt.IsZero() {
+		t.Errorf("processed = %+v, want the applied event only", got)
+	}
+	if status, _ := f.admin(t, "GET", "/admin/processed", "", nil); status != http.StatusBadRequest {
+		t.Errorf("GET /admin/processed without ids = %d, want 400", status)
+	}
+	for _, p := range []string{"/admin/status", "/admin/processed?event_id=" + ok.ID} {
+		if status, _ := doJSON(t, "GET", f.url+p, "", nil); status != http.StatusUnauthorized {
+			t.Errorf("GET %s without a token = %d, want 401", p, status)
+		}
 	}
 }

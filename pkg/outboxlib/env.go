@@ -1,6 +1,7 @@
 package outboxlib
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -26,8 +27,14 @@ const DefaultMaxAttempts = 20
 //	OIDC_ALLOWED_EMAILS  required; comma-separated accounts allowed to deliver events (the relay's)
 //	EVENTS_MAX_ATTEMPTS  failed answers (transient, malformed) to one event before it is
 //	                     dead-lettered; default 20
-//	ADMIN_ALLOWED_EMAILS optional; comma-separated accounts allowed to list and replay dead letters
-//	                     (their Google ID tokens, for the service's own URL); none: nobody may
+//	ADMIN_ALLOWED_EMAILS optional; comma-separated accounts allowed on the operator endpoints (dead
+//	                     letters, replays, the service's own /admin/*: their Google ID tokens for the
+//	                     service's own URL); none: nobody may
+//	ADMIN_DELEGATE_EMAILS optional; allowed accounts that may act on behalf of an operator
+//	                     (X-Spanmart-On-Behalf-Of): the console's
+//	SERVICE_ACCOUNT      optional; the account whose ID tokens the service presents (a nudge of
+//	                     the relay); default the metadata server's default account. Tokens are
+//	                     asked for only where a metadata server is (Cloud Run, or GCE_METADATA_HOST)
 //	RELAY_URL            optional; the relay, nudged after a commit in which handlers appended events
 //	EVENTS_EARLY_PATIENCE how long an event may stay early (its predecessor not applied) before it
 //	                     is dead-lettered; default 2h (DefaultEarlyPatience). Shorter values are
@@ -40,6 +47,9 @@ type ConsumerEnv struct {
 	EarlyPatience time.Duration
 	RelayURL      string
 	Operators     []string
+	Delegates     []string
+	// Tokens are the service's own ID tokens (nil where there is no metadata server).
+	Tokens TokenSource
 }
 
 // LoadConsumerEnv reads the variables; problems go to env.Err().
@@ -51,6 +61,8 @@ func LoadConsumerEnv(env *platform.Env) ConsumerEnv {
 		MaxAttempts:   env.Int("EVENTS_MAX_ATTEMPTS", DefaultMaxAttempts, 1, 1000),
 		RelayURL:      env.URL("RELAY_URL", ""),
 		Operators:     env.List("ADMIN_ALLOWED_EMAILS", false),
+		Delegates:     env.List("ADMIN_DELEGATE_EMAILS", false),
+		Tokens:        OwnTokens(env),
 		EarlyPatience: env.Duration("EVENTS_EARLY_PATIENCE", DefaultEarlyPatience, time.Millisecond, 48*time.Hour),
 	}
 }
@@ -63,12 +75,37 @@ func (ce ConsumerEnv) NewConsumer(name string, client *spanner.Client, reg prome
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", name, err)
 	}
-	var operators *Verifier
-	if len(ce.Operators) > 0 {
-		if operators, err = NewVerifier(VerifierConfig{Issuer: ce.Issuer, Audiences: []string{ce.Audience}, AllowedEmails: ce.Operators}); err != nil {
-			return nil, fmt.Errorf("consumer %s: operators: %w", name, err)
-		}
+	operators, err := NewOperators(ce.Issuer, ce.Audience, ce.Operators, ce.Delegates)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", name, err)
 	}
 	return NewConsumer(ConsumerConfig{Name: name, Client: client, Verifier: verifier, MaxAttempts: ce.MaxAttempts, EarlyPatience: ce.EarlyPatience, Registerer: reg,
-		Operators: operators, Nudger: NewNudger(ce.RelayURL, name)})
+		Operators: operators, Nudger: ce.NewNudger(name)})
+}
+
+// NewNudger returns the service's nudger of the relay (nil without RELAY_URL), presenting the
+// service's own ID tokens where it has them.
+func (ce ConsumerEnv) NewNudger(source string) *Nudger {
+	return NewNudger(ce.RelayURL, source).WithTokens(ce.Tokens)
+}
+
+// TokenSource gets ID tokens for an audience (platform.IDTokenSource).
+type TokenSource interface {
+	Token(ctx context.Context, audience string) (string, error)
+}
+
+// OwnTokens returns the service's own ID token source, for its account (SERVICE_ACCOUNT, default
+// the metadata server's default account), where a metadata server is: on Cloud Run (K_REVISION)
+// or where GCE_METADATA_HOST names one (locally, the Tasks emulator). Elsewhere (a unit test) nil:
+// the service sends no token rather than wait for a metadata server that is not there.
+func OwnTokens(env *platform.Env) TokenSource {
+	account := env.Lookup("SERVICE_ACCOUNT")
+	if env.Lookup("K_REVISION") == "" && env.Lookup("GCE_METADATA_HOST") == "" {
+		return nil
+	}
+	var opts []platform.IDTokenOption
+	if account != "" {
+		opts = append(opts, platform.WithServiceAccount(account))
+	}
+	return platform.NewIDTokenSource(nil, opts...)
 }

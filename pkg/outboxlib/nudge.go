@@ -26,6 +26,16 @@ type Nudger struct {
 	url    string
 	source string
 	client *http.Client
+	tokens TokenSource // nil: no token (the relay refuses nudges without one)
+}
+
+// WithTokens makes n present an ID token of ts for the relay's URL: the relay takes nudges only
+// from the services' own accounts (NUDGE_ALLOWED_EMAILS). A nil ts leaves n as it is.
+func (n *Nudger) WithTokens(ts TokenSource) *Nudger {
+	if n != nil && ts != nil {
+		n.tokens = ts
+	}
+	return n
 }
 
 // NewNudger returns a nudger of the relay at relayURL for source (the relay's name of the
@@ -71,6 +81,14 @@ func (n *Nudger) nudge(ctx context.Context, shard int64) {
 	}
 	if tp := platform.TraceFromContext(ctx).TraceParent(); tp != "" {
 		req.Header.Set("traceparent", tp)
+	}
+	if n.tokens != nil {
+		token, err := n.tokens.Token(ctx, strings.TrimSuffix(n.url, "/nudge"))
+		if err != nil {
+			platform.Logger(ctx).Warn("relay nudge: no ID token", zap.Error(err))
+			return
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := n.client.Do(req)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/app"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/carrier"
@@ -30,7 +29,7 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	srv.AddCheck(platform.SpannerCheck("spanner", client))
 
 	var nudger app.Nudger
-	if n := outboxlib.NewNudger(cfg.Events.RelayURL, events.ConsumerName); n != nil {
+	if n := cfg.Events.NewNudger(events.ConsumerName); n != nil {
 		nudger = n
 	}
 	// One service for every entry point: the public API, the event handlers and the simulated

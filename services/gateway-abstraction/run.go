@@ -5,7 +5,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/app"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/events"
@@ -37,7 +36,7 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 		Repo: store.New(client), Providers: providers, Metrics: app.NewMetrics(srv.Registry),
 		Calls: cfg.Calls, ResumeAfter: cfg.ResumeAfter, GiveUpAfter: cfg.GiveUpAfter, ReconcileAfter: cfg.ReconcileAfter,
 	}
-	if n := outboxlib.NewNudger(cfg.Events.RelayURL, events.ConsumerName); n != nil {
+	if n := cfg.Events.NewNudger(events.ConsumerName); n != nil {
 		cfgApp.Nudger = n
 	}
 	svc, err := app.New(cfgApp)

@@ -5,7 +5,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/services/orders/internal/app"
 	"github.com/spanmart/spanmart/services/orders/internal/events"
@@ -28,7 +27,7 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	srv.AddCheck(platform.SpannerCheck("spanner", client))
 
 	var nudger app.Nudger
-	if n := outboxlib.NewNudger(cfg.Events.RelayURL, events.ConsumerName); n != nil {
+	if n := cfg.Events.NewNudger(events.ConsumerName); n != nil {
 		nudger = n
 	}
 	// One service for both entry points: the public API and the event handlers use the same use

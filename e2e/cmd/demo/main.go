@@ -721,7 +721,7 @@ func deref(s *string) string {
 }
 
 func (d *demo) printOutbox(ctx context.Context) error {
-	r, err := d.s.Do(ctx, http.MethodGet, "relay", "/v1/outbox", nil)
+	r, err := d.s.AdminDo(ctx, http.MethodGet, "relay", "/v1/outbox", nil)
 	if err != nil {
 		return err
 	}

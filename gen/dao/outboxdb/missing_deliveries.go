@@ -24,6 +24,7 @@ const (
 	MissingDeliveryColDetectedAt       = "DetectedAt"
 	MissingDeliveryColReplayedAt       = "ReplayedAt"
 	MissingDeliveryColReplayReason     = "ReplayReason"
+	MissingDeliveryColReplayedBy       = "ReplayedBy"
 )
 
 // MissingDelivery is a row of table MissingDeliveries, primary key (EventId, Subscriber).
@@ -37,15 +38,16 @@ type MissingDelivery struct {
 	DetectedAt       time.Time          `spanner:"DetectedAt"`       // TIMESTAMP NOT NULL allow_commit_timestamp
 	ReplayedAt       spanner.NullTime   `spanner:"ReplayedAt"`       // TIMESTAMP allow_commit_timestamp
 	ReplayReason     spanner.NullString `spanner:"ReplayReason"`     // STRING
+	ReplayedBy       spanner.NullString `spanner:"ReplayedBy"`       // STRING
 }
 
 // MissingDeliveryColumns returns the columns of table MissingDeliveries in schema order.
 func MissingDeliveryColumns() []string {
-	return []string{MissingDeliveryColEventId, MissingDeliveryColSubscriber, MissingDeliveryColEventType, MissingDeliveryColAggregateId, MissingDeliveryColReplayGeneration, MissingDeliveryColPublishedAt, MissingDeliveryColDetectedAt, MissingDeliveryColReplayedAt, MissingDeliveryColReplayReason}
+	return []string{MissingDeliveryColEventId, MissingDeliveryColSubscriber, MissingDeliveryColEventType, MissingDeliveryColAggregateId, MissingDeliveryColReplayGeneration, MissingDeliveryColPublishedAt, MissingDeliveryColDetectedAt, MissingDeliveryColReplayedAt, MissingDeliveryColReplayReason, MissingDeliveryColReplayedBy}
 }
 
 // missingDeliveryWriteColumns are the columns mutations write: every column but generated ones.
-var missingDeliveryWriteColumns = []string{MissingDeliveryColEventId, MissingDeliveryColSubscriber, MissingDeliveryColEventType, MissingDeliveryColAggregateId, MissingDeliveryColReplayGeneration, MissingDeliveryColPublishedAt, MissingDeliveryColDetectedAt, MissingDeliveryColReplayedAt, MissingDeliveryColReplayReason}
+var missingDeliveryWriteColumns = []string{MissingDeliveryColEventId, MissingDeliveryColSubscriber, MissingDeliveryColEventType, MissingDeliveryColAggregateId, MissingDeliveryColReplayGeneration, MissingDeliveryColPublishedAt, MissingDeliveryColDetectedAt, MissingDeliveryColReplayedAt, MissingDeliveryColReplayReason, MissingDeliveryColReplayedBy}
 
 // missingDeliveryKeyColumns are the primary key columns of table MissingDeliveries.
 var missingDeliveryKeyColumns = []string{MissingDeliveryColEventId, MissingDeliveryColSubscriber}
@@ -71,7 +73,7 @@ func ReadMissingDeliveryRows(ctx context.Context, r dao.Reader, keys spanner.Key
 }
 
 func (m *MissingDelivery) values() []any {
-	return []any{m.EventId, m.Subscriber, m.EventType, m.AggregateId, m.ReplayGeneration, m.PublishedAt, m.DetectedAt, m.ReplayedAt, m.ReplayReason}
+	return []any{m.EventId, m.Subscriber, m.EventType, m.AggregateId, m.ReplayGeneration, m.PublishedAt, m.DetectedAt, m.ReplayedAt, m.ReplayReason, m.ReplayedBy}
 }
 
 // Insert returns a mutation inserting m; it fails at commit if the row exists.

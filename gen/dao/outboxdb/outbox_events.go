@@ -35,6 +35,7 @@ const (
 	OutboxEventColReplayReason     = "ReplayReason"
 	OutboxEventColPublishedTo      = "PublishedTo"
 	OutboxEventColAuditShard       = "AuditShard"
+	OutboxEventColReplayedBy       = "ReplayedBy"
 )
 
 // OutboxEvent is a row of table OutboxEvents, primary key (EventId).
@@ -59,15 +60,16 @@ type OutboxEvent struct {
 	ReplayReason     spanner.NullString   `spanner:"ReplayReason"`     // STRING
 	PublishedTo      []spanner.NullString `spanner:"PublishedTo"`      // ARRAY<STRING>
 	AuditShard       spanner.NullInt64    `spanner:"AuditShard"`       // INT64
+	ReplayedBy       spanner.NullString   `spanner:"ReplayedBy"`       // STRING
 }
 
 // OutboxEventColumns returns the columns of table OutboxEvents in schema order.
 func OutboxEventColumns() []string {
-	return []string{OutboxEventColEventId, OutboxEventColAggregateType, OutboxEventColAggregateId, OutboxEventColAggregateVersion, OutboxEventColEventType, OutboxEventColSchemaVersion, OutboxEventColPayload, OutboxEventColTraceParent, OutboxEventColOccurredAt, OutboxEventColCreatedAt, OutboxEventColPendingShard, OutboxEventColPublishedAt, OutboxEventColAttempts, OutboxEventColNextAttemptAt, OutboxEventColLastError, OutboxEventColQuarantinedAt, OutboxEventColReplayGeneration, OutboxEventColReplayReason, OutboxEventColPublishedTo, OutboxEventColAuditShard}
+	return []string{OutboxEventColEventId, OutboxEventColAggregateType, OutboxEventColAggregateId, OutboxEventColAggregateVersion, OutboxEventColEventType, OutboxEventColSchemaVersion, OutboxEventColPayload, OutboxEventColTraceParent, OutboxEventColOccurredAt, OutboxEventColCreatedAt, OutboxEventColPendingShard, OutboxEventColPublishedAt, OutboxEventColAttempts, OutboxEventColNextAttemptAt, OutboxEventColLastError, OutboxEventColQuarantinedAt, OutboxEventColReplayGeneration, OutboxEventColReplayReason, OutboxEventColPublishedTo, OutboxEventColAuditShard, OutboxEventColReplayedBy}
 }
 
 // outboxEventWriteColumns are the columns mutations write: every column but generated ones.
-var outboxEventWriteColumns = []string{OutboxEventColEventId, OutboxEventColAggregateType, OutboxEventColAggregateId, OutboxEventColAggregateVersion, OutboxEventColEventType, OutboxEventColSchemaVersion, OutboxEventColPayload, OutboxEventColTraceParent, OutboxEventColOccurredAt, OutboxEventColCreatedAt, OutboxEventColPendingShard, OutboxEventColPublishedAt, OutboxEventColAttempts, OutboxEventColNextAttemptAt, OutboxEventColLastError, OutboxEventColQuarantinedAt, OutboxEventColReplayGeneration, OutboxEventColReplayReason, OutboxEventColPublishedTo, OutboxEventColAuditShard}
+var outboxEventWriteColumns = []string{OutboxEventColEventId, OutboxEventColAggregateType, OutboxEventColAggregateId, OutboxEventColAggregateVersion, OutboxEventColEventType, OutboxEventColSchemaVersion, OutboxEventColPayload, OutboxEventColTraceParent, OutboxEventColOccurredAt, OutboxEventColCreatedAt, OutboxEventColPendingShard, OutboxEventColPublishedAt, OutboxEventColAttempts, OutboxEventColNextAttemptAt, OutboxEventColLastError, OutboxEventColQuarantinedAt, OutboxEventColReplayGeneration, OutboxEventColReplayReason, OutboxEventColPublishedTo, OutboxEventColAuditShard, OutboxEventColReplayedBy}
 
 // outboxEventKeyColumns are the primary key columns of table OutboxEvents.
 var outboxEventKeyColumns = []string{OutboxEventColEventId}
@@ -93,7 +95,7 @@ func ReadOutboxEventRows(ctx context.Context, r dao.Reader, keys spanner.KeySet)
 }
 
 func (o *OutboxEvent) values() []any {
-	return []any{o.EventId, o.AggregateType, o.AggregateId, o.AggregateVersion, o.EventType, o.SchemaVersion, o.Payload, o.TraceParent, o.OccurredAt, o.CreatedAt, o.PendingShard, o.PublishedAt, o.Attempts, o.NextAttemptAt, o.LastError, o.QuarantinedAt, o.ReplayGeneration, o.ReplayReason, o.PublishedTo, o.AuditShard}
+	return []any{o.EventId, o.AggregateType, o.AggregateId, o.AggregateVersion, o.EventType, o.SchemaVersion, o.Payload, o.TraceParent, o.OccurredAt, o.CreatedAt, o.PendingShard, o.PublishedAt, o.Attempts, o.NextAttemptAt, o.LastError, o.QuarantinedAt, o.ReplayGeneration, o.ReplayReason, o.PublishedTo, o.AuditShard, o.ReplayedBy}
 }
 
 // Insert returns a mutation inserting o; it fails at commit if the row exists.
@@ -241,9 +243,10 @@ type OutboxEventAppend struct {
 	TraceParent      spanner.NullString
 	OccurredAt       time.Time
 	PendingShard     int64
+	ReplayedBy       spanner.NullString
 }
 
 // Insert returns the mutation inserting the row.
 func (a *OutboxEventAppend) Insert() *spanner.Mutation {
-	return spanner.Insert(OutboxEventsTable, outboxEventWriteColumns, []any{a.EventId, a.AggregateType, a.AggregateId, a.AggregateVersion, a.EventType, a.SchemaVersion, a.Payload, a.TraceParent, a.OccurredAt, spanner.CommitTimestamp, a.PendingShard, spanner.NullTime{}, int64(0), spanner.NullTime{}, spanner.NullString{}, spanner.NullTime{}, int64(0), spanner.NullString{}, nil, spanner.NullInt64{}})
+	return spanner.Insert(OutboxEventsTable, outboxEventWriteColumns, []any{a.EventId, a.AggregateType, a.AggregateId, a.AggregateVersion, a.EventType, a.SchemaVersion, a.Payload, a.TraceParent, a.OccurredAt, spanner.CommitTimestamp, a.PendingShard, spanner.NullTime{}, int64(0), spanner.NullTime{}, spanner.NullString{}, spanner.NullTime{}, int64(0), spanner.NullString{}, nil, spanner.NullInt64{}, a.ReplayedBy})
 }

@@ -515,7 +515,9 @@ func (r *Relay) ReplayMissing(ctx context.Context, sourceName, eventID, reason s
 			}
 			m.ReplayedAt = dao.NullCommitTimestamp
 			m.ReplayReason = spanner.NullString{StringVal: reason, Valid: true}
-			mut, err := m.UpdateColumns(outboxdb.MissingDeliveryColReplayedAt, outboxdb.MissingDeliveryColReplayReason)
+			who := outboxlib.OperatorOf(ctx)
+			m.ReplayedBy = spanner.NullString{StringVal: who, Valid: who != ""}
+			mut, err := m.UpdateColumns(outboxdb.MissingDeliveryColReplayedAt, outboxdb.MissingDeliveryColReplayReason, outboxdb.MissingDeliveryColReplayedBy)
 			if err != nil {
 				return err
 			}

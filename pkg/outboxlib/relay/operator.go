@@ -131,7 +131,8 @@ func (s *source) statusLoop(ctx context.Context) {
 // it while pending), no PublishedTo or AuditShard (the ledger audits it again once it is
 // published) and ReplayReason = reason. A published event also moves to the next replay
 // generation (ReplayGeneration + 1), which gives its tasks new names; a pending or quarantined one
-// keeps its generation. See the package documentation.
+// keeps its generation. ReplayedBy is the operator of ctx (outboxlib.OperatorOf: the verified
+// identity of the request). See the package documentation.
 func (r *Relay) Replay(ctx context.Context, sourceName, eventID, reason string) error {
 	return r.replay(ctx, sourceName, eventID, reason, nil)
 }
@@ -147,6 +148,8 @@ func (r *Relay) replay(ctx context.Context, sourceName, eventID, reason string, 
 		return err
 	}
 	var gen int64
+	who := outboxlib.OperatorOf(ctx)
+	by := spanner.NullString{StringVal: who, Valid: who != ""}
 	_, err = s.src.Client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
 		row, err := txn.ReadRow(ctx, outboxdb.OutboxEventsTable, outboxdb.OutboxEventKey(eventID),
 			[]string{outboxdb.OutboxEventColAggregateId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColReplayGeneration})
@@ -174,10 +177,10 @@ func (r *Relay) replay(ctx context.Context, sourceName, eventID, reason string, 
 		return txn.BufferWrite([]*spanner.Mutation{spanner.Update(outboxdb.OutboxEventsTable,
 			[]string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColPublishedAt,
 				outboxdb.OutboxEventColAttempts, outboxdb.OutboxEventColNextAttemptAt, outboxdb.OutboxEventColLastError, outboxdb.OutboxEventColQuarantinedAt,
-				outboxdb.OutboxEventColReplayGeneration, outboxdb.OutboxEventColReplayReason,
+				outboxdb.OutboxEventColReplayGeneration, outboxdb.OutboxEventColReplayReason, outboxdb.OutboxEventColReplayedBy,
 				outboxdb.OutboxEventColPublishedTo, outboxdb.OutboxEventColAuditShard},
 			[]any{eventID, outboxlib.ShardOf(aggregateID), spanner.NullTime{}, int64(0), spanner.NullTime{}, spanner.NullString{}, spanner.NullTime{},
-				gen, reason, []string(nil), spanner.NullInt64{}})})
+				gen, reason, by, []string(nil), spanner.NullInt64{}})})
 	})
 	if err != nil {
 		if errors.Is(err, ErrEventNotFound) || errors.Is(err, ErrNotMissing) {
@@ -185,7 +188,7 @@ func (r *Relay) replay(ctx context.Context, sourceName, eventID, reason string, 
 		}
 		return fmt.Errorf("relay: replay %s in %s: %w", eventID, sourceName, err)
 	}
-	s.log.Info("outbox event replayed", zap.String("event_id", eventID), zap.String("reason", reason), zap.Int64("generation", gen))
+	s.log.Info("outbox event replayed", zap.String("event_id", eventID), zap.String("reason", reason), zap.String("by", who), zap.Int64("generation", gen))
 	r.Nudge()
 	return nil
 }
