@@ -279,6 +279,11 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every reason starts at 0, so that an alert on the counter's increase sees the first dead
+	// letter of a fresh instance (a series born at 1 shows no increase).
+	for _, r := range []string{ReasonPermanent, ReasonMaxAttempts, ReasonPatience, ReasonUnknownType, ReasonOutOfOrder} {
+		m.deadLetters.WithLabelValues(cfg.Name, r)
+	}
 	return &Consumer{cfg: cfg, handlers: map[string]handlerSpec{}, metrics: m, stats: newStats()}, nil
 }
 

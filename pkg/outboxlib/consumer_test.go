@@ -393,6 +393,10 @@ func (f *fixture) family(t *testing.T, name string) []*dto.Metric {
 	return nil
 }
 
+// deadLetterReasons are the reason label's values, each present (at 0) from the start so that an
+// alert on the counter's increase sees the first dead letter.
+var deadLetterReasons = []string{outboxlib.ReasonPermanent, outboxlib.ReasonMaxAttempts, outboxlib.ReasonPatience, outboxlib.ReasonUnknownType, outboxlib.ReasonOutOfOrder}
+
 // deadLetters returns outbox_consumer_dead_letters_total{consumer, reason}.
 func (f *fixture) deadLetters(t *testing.T, reason string) float64 {
 	t.Helper()
@@ -565,8 +569,13 @@ func TestConsumerDefersGapAndAppliesInOrder(t *testing.T) {
 	if got := f.metric(t, stockType, outboxlib.OutcomeEarly); got < 5 {
 		t.Errorf("early counter = %v, want >= 5", got)
 	}
-	if dls := f.family(t, "outbox_consumer_dead_letters_total"); len(dls) != 0 {
-		t.Errorf("dead letters %v, want none", dls)
+	for _, r := range deadLetterReasons {
+		if n := f.deadLetters(t, r); n != 0 {
+			t.Errorf("dead letters (%s) = %v, want none", r, n)
+		}
+	}
+	if n := len(f.family(t, "outbox_consumer_dead_letters_total")); n != len(deadLetterReasons) {
+		t.Errorf("%d dead letter series, want one per reason from the start (at 0)", n)
 	}
 }
 
@@ -749,8 +758,10 @@ func TestConsumerDeadLettersAfterMaxAttempts(t *testing.T) {
 	if n := f.onHand(t, "sku-flaky"); n != 0 {
 		t.Errorf("OnHand = %d, want 0", n)
 	}
-	if dls := f.family(t, "outbox_consumer_dead_letters_total"); len(dls) != 1 || dls[0].GetCounter().GetValue() != 1 {
-		t.Errorf("dead letters counter %v, want 1", dls)
+	for _, r := range deadLetterReasons {
+		if want := map[bool]float64{true: 1}[r == outboxlib.ReasonMaxAttempts]; f.deadLetters(t, r) != want {
+			t.Errorf("dead letters (%s) = %v, want %v", r, f.deadLetters(t, r), want)
+		}
 	}
 }
 
