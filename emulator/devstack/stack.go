@@ -409,11 +409,16 @@ func (st *stack) summary() string {
 	row("WHAT", "WHERE", "NOTES")
 	if !st.cfg.noServices {
 		for _, s := range services {
-			db := "reads every outbox"
-			if s.database != "" {
-				db = "database " + s.database
+			what := "/healthz /readyz /metrics; "
+			switch {
+			case s.database != "":
+				what += "database " + s.database
+			case s.name == topology.Console:
+				what = "the operators' console: sign in at /login?token= (README, Operating it)"
+			default:
+				what += "reads every outbox"
 			}
-			row(s.name, st.serviceURL(s), "/healthz /readyz /metrics; "+db)
+			row(s.name, st.serviceURL(s), what)
 		}
 	}
 	row("Spanner emulator", st.spannerAddr(), "gRPC; instance "+instance)
