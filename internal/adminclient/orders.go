@@ -211,6 +211,15 @@ func (c *Client) Reconciliation(ctx context.Context) (Reconciliation, error) {
 	return out, err
 }
 
+// OrderReconciliation checks one order against fulfillment and the gateway, whenever it last
+// changed: GET {orders}/admin/reconciliation?order_id=ID (what a trace asks: no whole run).
+func (c *Client) OrderReconciliation(ctx context.Context, orderID string) (Reconciliation, error) {
+	var out Reconciliation
+	err := c.do(ctx, request{service: topology.Orders, method: http.MethodGet, path: "/admin/reconciliation",
+		query: url.Values{"order_id": {orderID}}}, &out)
+	return out, err
+}
+
 // Audit runs both checks as Cloud Scheduler does: POST {orders}/admin/audit, which also logs what
 // it finds and sets orders' gauges (the alerts).
 func (c *Client) Audit(ctx context.Context) (AuditReport, error) {

@@ -237,7 +237,7 @@ func (c *Client) Trace(ctx context.Context, orderID string) (Trace, error) {
 		}
 	})
 	audit.Go(func() {
-		rec, err := c.Reconciliation(ctx)
+		rec, err := c.OrderReconciliation(ctx, orderID)
 		if err != nil {
 			gap(topology.Orders, "reconciliation", err)
 			return

@@ -136,6 +136,8 @@ type Repository interface {
 	// last change is at or after from (zero: any time) and before to, oldest change first, each
 	// with the time of that change: the audit's read (stuck.go, reconcile.go).
 	OrdersByStatus(ctx context.Context, status order.Status, from, to time.Time, limit int) ([]DatedOrder, error)
+	// DatedOrder returns one order and when it last changed; order.ErrNotFound if there is none.
+	DatedOrder(ctx context.Context, id string) (DatedOrder, error)
 }
 
 // Nudger tells the relay that new outbox rows are waiting; best effort.

@@ -216,7 +216,32 @@ func (a *Audit) Reconcile(ctx context.Context) (Reconciliation, error) {
 		}
 		settled = append(settled, orders...)
 	}
+	a.check(ctx, &rep, settled)
+	return rep, nil
+}
 
+// ReconcileOrder checks one order (whenever it last changed: an operator asking about it, as an
+// order's trace does), without the cost of a whole run. An unknown order is order.ErrNotFound;
+// one in a status no check covers (PENDING, AWAITING_PAYMENT, ...) is reported checked and clean.
+func (a *Audit) ReconcileOrder(ctx context.Context, id string) (Reconciliation, error) {
+	if a.peers == nil {
+		return Reconciliation{}, nil
+	}
+	d, err := a.repo.DatedOrder(ctx, id)
+	if err != nil {
+		return Reconciliation{}, err
+	}
+	now := a.now()
+	rep := Reconciliation{Configured: true, At: now, From: d.UpdatedAt, To: now}
+	if _, ok := checks[d.Order.Status()]; !ok && d.Order.Status() != order.NeedsAttention {
+		return rep, nil
+	}
+	a.check(ctx, &rep, []DatedOrder{d})
+	return rep, nil
+}
+
+// check asks the peers about orders and adds what they say to rep.
+func (a *Audit) check(ctx context.Context, rep *Reconciliation, settled []DatedOrder) {
 	observed := a.observe(ctx, settled)
 	rep.Unchecked, rep.Unreachable = map[string]int{}, map[string]string{}
 	for i, d := range settled {
@@ -244,7 +269,6 @@ func (a *Audit) Reconcile(ctx context.Context) (Reconciliation, error) {
 			rep.Mismatches = append(rep.Mismatches, Mismatch{OrderID: o.ID(), Status: o.Status(), Since: d.UpdatedAt, Check: c.name, Problems: problems, Observed: obs})
 		}
 	}
-	return rep, nil
 }
 
 // peerWorkers bounds the concurrent reads of the peers; peerFailureLimit is how many failed reads

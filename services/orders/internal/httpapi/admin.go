@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
@@ -213,6 +215,16 @@ func (h *adminHandler) stuckOrders(c echo.Context) error {
 }
 
 func (h *adminHandler) reconciliation(c echo.Context) error {
+	if id := c.QueryParam("order_id"); id != "" {
+		if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+			return platform.NewProblem(http.StatusBadRequest, fmt.Sprintf("order_id %q is not a UUID", id))
+		}
+		rep, err := h.audit.ReconcileOrder(c.Request().Context(), id)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, toReconciliation(rep))
+	}
 	rep, err := h.audit.Reconcile(c.Request().Context())
 	if err != nil {
 		return err

@@ -561,6 +561,16 @@ func TestReconciliationMismatches(t *testing.T) {
 	if diff := cmp.Diff(wantGauges, f.metrics(t, "orders_reconciliation_")); diff != "" {
 		t.Errorf("gauges (-want +got):\n%s", diff)
 	}
+	// One order on its own: what it alone would report, without a whole run.
+	one := decode[httpapi.Reconciliation](t, f.call(t, http.MethodGet, httpapi.PathReconciliation+"?order_id="+x2))
+	if len(one.Mismatches) != 1 || one.Mismatches[0].OrderID != x2 || len(one.Flagged) != 0 {
+		t.Errorf("reconciliation of %s alone = %+v, want its one mismatch", x2, one)
+	}
+	for q, want := range map[string]int{"?order_id=nope": http.StatusBadRequest, "?order_id=" + uuid.NewString(): http.StatusNotFound} {
+		if r := (&fixture{url: f.url}).do(t, http.MethodGet, httpapi.PathReconciliation+q, "", ""); r.status != want {
+			t.Errorf("GET %s%s = %d, want %d", httpapi.PathReconciliation, q, r.status, want)
+		}
+	}
 	if diff := cmp.Diff([]string{flagged}, f.errorLines(t, "order needs attention")); diff != "" {
 		t.Errorf("ERROR lines for orders that need attention (-want +got):\n%s", diff)
 	}

@@ -2,11 +2,13 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"cloud.google.com/go/spanner"
 
+	"github.com/spanmart/spanmart/gen/dao"
 	"github.com/spanmart/spanmart/gen/dao/ordersdb"
 	"github.com/spanmart/spanmart/services/orders/internal/app"
 	"github.com/spanmart/spanmart/services/orders/internal/order"
@@ -38,4 +40,23 @@ func (s *Store) OrdersByStatus(ctx context.Context, status order.Status, from, t
 		out = append(out, app.DatedOrder{Order: o, UpdatedAt: r.UpdatedAt})
 	}
 	return out, nil
+}
+
+// DatedOrder implements app.Repository: one order and when it last changed (order.ErrNotFound if
+// there is none).
+func (s *Store) DatedOrder(ctx context.Context, id string) (app.DatedOrder, error) {
+	txn := s.client.ReadOnlyTransaction()
+	defer txn.Close()
+	row, err := ordersdb.ReadOrder(ctx, txn, id)
+	if errors.Is(err, dao.ErrNotFound) {
+		return app.DatedOrder{}, fmt.Errorf("order %s: %w", id, order.ErrNotFound)
+	}
+	if err != nil {
+		return app.DatedOrder{}, err
+	}
+	o, err := readOrder(ctx, txn, id)
+	if err != nil {
+		return app.DatedOrder{}, err
+	}
+	return app.DatedOrder{Order: o, UpdatedAt: row.UpdatedAt}, nil
 }
