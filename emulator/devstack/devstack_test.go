@@ -32,6 +32,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/spanmart/spanmart/internal/localenv"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 )
 
@@ -87,6 +88,7 @@ func TestStack(t *testing.T) {
 		checkQueues(t, e)
 		checkSeed(t, e)
 		checkPayments(t, e, offset)
+		checkOperatorTools(t, offset)
 
 		// Changes the restart must keep: less stock of A1 and one product fewer. A re-seed would
 		// bring both back.
@@ -547,6 +549,37 @@ func getJSON(t *testing.T, u string, v any) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatalf("GET %s: %v", u, err)
+	}
+}
+
+// checkOperatorTools runs spanmartctl against the running stack as an operator would (-env dev:
+// the dev stack's ports and its Tasks emulator minting the operator's tokens): the healthy stack's
+// status is clean (exit 0) and its dead letters are listed (none); an operator endpoint without a
+// token is refused.
+func checkOperatorTools(t *testing.T, offset int) {
+	t.Helper()
+	dir := t.TempDir()
+	root, err := localenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := localenv.Build(context.Background(), root, dir, []string{"./tools/spanmartctl"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"status"}, {"deadletters", "list"}} {
+		cmd := exec.Command(filepath.Join(dir, "spanmartctl"), append([]string{"-env", "dev", "-port-offset", strconv.Itoa(offset)}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("spanmartctl %v on the dev stack: %v\n%s", args, err, out)
+		}
+	}
+	resp, err := http.Get(fmt.Sprintf("http://%s:%d/admin/deadletters", host, serviceNamed("fulfillment").port+offset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /admin/deadletters without a token = %s, want 401", resp.Status)
 	}
 }
 
