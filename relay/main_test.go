@@ -431,6 +431,9 @@ func TestRun(t *testing.T) {
 		}
 		return len(status.Sources) == 2 && status.Sources[0].Pending == 0
 	})
+	if s := status.Sources[0]; s.PublishLag.Count != 1 || s.PublishLag.P99 <= 0 {
+		t.Errorf("publish lag of orders = %+v, want the one publication", s.PublishLag)
+	}
 	if s := status.Sources[0]; s.Source != "orders" || s.Database != orders || len(s.Shards) != outboxlib.Shards || s.Shards[0].Owner != status.Owner {
 		t.Errorf("status of orders = %+v, want every shard held by %s", s, status.Owner)
 	}

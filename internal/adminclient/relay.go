@@ -28,6 +28,9 @@ type SourceStatus struct {
 	OldestPendingAgeSeconds float64       `json:"oldest_pending_age_seconds"`
 	Quarantined             int64         `json:"quarantined"`
 	Shards                  []ShardStatus `json:"shards"`
+	// PublishLag is commit → tasks created over the answering relay instance's recent
+	// publications of the source.
+	PublishLag LagSummary `json:"publish_lag_seconds"`
 }
 
 // OldestPendingAge is OldestPendingAgeSeconds as a duration.

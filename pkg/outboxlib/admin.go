@@ -16,41 +16,68 @@ import (
 // MaxProcessedLookup bounds the event ids of one GET /admin/processed.
 const MaxProcessedLookup = 100
 
-// lagWindow is how many recent applications the status's lag quantiles cover.
-const lagWindow = 1000
+// LagWindowSize is how many recent latencies a LagWindow keeps.
+const LagWindowSize = 1000
+
+// LagWindow keeps the last LagWindowSize latencies of something (a consumer's commit → applied,
+// the relay's commit → published) for an operator's quantiles; the Prometheus histograms carry the
+// same for dashboards. Safe for concurrent use; the zero value is ready.
+type LagWindow struct {
+	mu   sync.Mutex
+	lags []float64 // a ring, in seconds
+	next int
+}
+
+// Observe records one latency.
+func (w *LagWindow) Observe(d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.lags) < LagWindowSize {
+		w.lags = append(w.lags, d.Seconds())
+		return
+	}
+	w.lags[w.next] = d.Seconds()
+	w.next = (w.next + 1) % LagWindowSize
+}
+
+// Summary returns the window's count and quantiles.
+func (w *LagWindow) Summary() LagSummary {
+	w.mu.Lock()
+	lags := slices.Clone(w.lags)
+	w.mu.Unlock()
+	slices.Sort(lags)
+	sum := LagSummary{Count: len(lags)}
+	if n := len(lags); n > 0 {
+		sum.P50, sum.P99 = lags[(n-1)/2], lags[min(n-1, n*99/100)]
+	}
+	return sum
+}
+
+// LagSummary is the latency of recent events: how many, their median and 99th percentile.
+type LagSummary struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50"`
+	P99   float64 `json:"p99"`
+}
 
 // stats is what the consumer counted since its process started, for GET /admin/status (the
 // Prometheus metrics carry the same, for dashboards; this is for operators and the console).
 type stats struct {
-	mu      sync.Mutex
-	since   time.Time
-	events  map[string]int64 // by outcome
-	lags    []float64        // ring of the last lagWindow commit → applied, in seconds
-	nextLag int
+	mu     sync.Mutex
+	since  time.Time
+	events map[string]int64 // by outcome
+	lag    LagWindow        // commit → applied
 }
 
 func newStats() *stats { return &stats{since: time.Now(), events: map[string]int64{}} }
 
 func (s *stats) observe(outcome string, lag time.Duration, hasLag bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.events[outcome]++
-	if !hasLag {
-		return
+	s.mu.Unlock()
+	if hasLag {
+		s.lag.Observe(lag)
 	}
-	if len(s.lags) < lagWindow {
-		s.lags = append(s.lags, lag.Seconds())
-		return
-	}
-	s.lags[s.nextLag] = lag.Seconds()
-	s.nextLag = (s.nextLag + 1) % lagWindow
-}
-
-// LagSummary is the commit → applied latency of a consumer's recent applications.
-type LagSummary struct {
-	Count int     `json:"count"`
-	P50   float64 `json:"p50"`
-	P99   float64 `json:"p99"`
 }
 
 func (s *stats) snapshot() (time.Time, map[string]int64, LagSummary) {
@@ -59,17 +86,11 @@ func (s *stats) snapshot() (time.Time, map[string]int64, LagSummary) {
 	for k, v := range s.events {
 		events[k] = v
 	}
-	lags := slices.Clone(s.lags)
 	s.mu.Unlock()
 	for _, o := range []string{OutcomeApplied, OutcomeDuplicate, OutcomeStale, OutcomeEarly, OutcomeTransient, OutcomeDeadLettered, OutcomeRejected} {
 		events[o] += 0
 	}
-	slices.Sort(lags)
-	sum := LagSummary{Count: len(lags)}
-	if n := len(lags); n > 0 {
-		sum.P50, sum.P99 = lags[(n-1)/2], lags[min(n-1, n*99/100)]
-	}
-	return s.since, events, sum
+	return s.since, events, s.lag.Summary()
 }
 
 // Status is a consumer's GET /admin/status: its backlog of trouble in the database (dead letters

@@ -182,11 +182,14 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("overview", func(t *testing.T) {
 		do(t, ctx, chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.ID("consumers")))
-		rows := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("#sources tbody tr")).map(r => r.dataset.source + ":" + r.cells[3].textContent.trim())`)
+		rows := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("#sources tbody tr")).map(r => r.dataset.source + ":" + r.cells[5].textContent.trim())`)
 		if strings.Join(rows, ",") != "orders:1,fulfillment:0,gateway-abstraction:0,notifications:0" {
 			t.Errorf("sources (quarantined) = %v", rows)
 		}
-		holders := eval[string](t, ctx, `document.querySelector("#sources tbody tr").cells[4].textContent`)
+		if lag := eval[string](t, ctx, `document.querySelector("#sources tbody tr").cells[3].textContent.trim() + "/" + document.querySelector("#sources tbody tr").cells[4].textContent.trim()`); lag != "18ms/90ms" {
+			t.Errorf("publish lag p50/p99 = %q, want 18ms/90ms", lag)
+		}
+		holders := eval[string](t, ctx, `document.querySelector("#sources tbody tr").cells[6].textContent`)
 		if !strings.Contains(holders, consoletest.RelayOwner+": 16 shards") {
 			t.Errorf("lease holders = %q", holders)
 		}

@@ -45,6 +45,9 @@ type source struct {
 
 	// wake holds one buffered channel per shard: NudgeShard wakes that shard's loop alone.
 	wake [outboxlib.Shards]chan struct{}
+
+	// publishLag is commit → tasks created of this instance's recent publications (Status).
+	publishLag outboxlib.LagWindow
 }
 
 func newSource(r *Relay, s Source) *source {

@@ -27,6 +27,9 @@ type SourceStatus struct {
 	OldestPendingAgeSeconds float64       `json:"oldest_pending_age_seconds"`
 	Quarantined             int64         `json:"quarantined"`
 	Shards                  []ShardStatus `json:"shards"`
+	// PublishLag is commit → tasks created over this relay instance's last
+	// outboxlib.LagWindowSize publications of the source (replays excluded).
+	PublishLag outboxlib.LagSummary `json:"publish_lag_seconds"`
 }
 
 // ShardStatus is the lease of one pending shard.
@@ -59,7 +62,7 @@ WHERE PendingShard IS NOT NULL AND QuarantinedAt IS NOT NULL`
 )
 
 func (s *source) status(ctx context.Context) (SourceStatus, error) {
-	st := SourceStatus{Source: s.src.Name, Database: s.src.Database}
+	st := SourceStatus{Source: s.src.Name, Database: s.src.Database, PublishLag: s.publishLag.Summary()}
 	txn := s.src.Client.ReadOnlyTransaction()
 	defer txn.Close()
 	var oldest spanner.NullTime

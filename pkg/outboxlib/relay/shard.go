@@ -295,7 +295,9 @@ func (s *source) enqueue(ctx context.Context, rows []*pendingRow, preds predeces
 	for _, o := range outs {
 		// A replayed row's CreatedAt is its original commit: its lag would say nothing about the relay.
 		if o.err == nil && !o.row.replayed {
-			s.r.metrics.publishLag.WithLabelValues(s.src.Name).Observe(time.Since(o.row.createdAt).Seconds())
+			lag := time.Since(o.row.createdAt)
+			s.r.metrics.publishLag.WithLabelValues(s.src.Name).Observe(lag.Seconds())
+			s.publishLag.Observe(lag)
 		}
 		if o.down {
 			o.permanent = false

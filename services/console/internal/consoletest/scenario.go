@@ -126,7 +126,8 @@ func Install(st *adminclienttest.Stack, now time.Time) *Scenario {
 
 func source(name, db string, pending int64, age float64, quarantined int64, owner string, now time.Time) adminclient.SourceStatus {
 	s := adminclient.SourceStatus{Source: name, Database: "projects/spanmart-local/instances/dev/databases/" + db,
-		Pending: pending, OldestPendingAgeSeconds: age, Quarantined: quarantined}
+		Pending: pending, OldestPendingAgeSeconds: age, Quarantined: quarantined,
+		PublishLag: adminclient.LagSummary{Count: 500, P50: 0.018, P99: 0.09}}
 	exp := now.Add(8 * time.Second)
 	for shard := range int64(16) {
 		s.Shards = append(s.Shards, adminclient.ShardStatus{Shard: shard, Owner: owner, Epoch: 3, ExpiresAt: &exp, Live: true})
