@@ -47,7 +47,7 @@ func TestShapesMatchTheServers(t *testing.T) {
 			Body: json.RawMessage(`{"a":1}`), BodyBytes: []byte{1, 2}, Attempts: 3, LastError: "x", DeadAt: at, ReplayedAt: &at, ReplayReason: "r", ReplayedBy: "o"},
 			&adminclient.DeadLetter{}},
 		{"relay.SourceStatus", relay.SourceStatus{Source: "orders", Database: "d", Pending: 1, OldestPendingAgeSeconds: 2.5, Quarantined: 3,
-			Shards: []relay.ShardStatus{{Shard: 1, Owner: "o", Epoch: 2, ExpiresAt: &at, Live: true}},
+			Shards:     []relay.ShardStatus{{Shard: 1, Owner: "o", Epoch: 2, ExpiresAt: &at, Live: true}},
 			PublishLag: outboxlib.LagSummary{Count: 4, P50: 0.01, P99: 0.2}}, &adminclient.SourceStatus{}},
 		{"relay.MissingDelivery", relay.MissingDelivery{Source: "s", EventID: "e", Subscriber: "orders", EventType: "t", AggregateID: "a",
 			ReplayGeneration: 1, PublishedAt: at, DetectedAt: at, ReplayedAt: &at, ReplayReason: "r"}, &adminclient.MissingDelivery{}},

@@ -24,7 +24,7 @@ type EventInfo struct {
 	Quarantined      bool            `json:"quarantined"`
 	Attempts         int64           `json:"attempts"`
 	LastError        string          `json:"last_error,omitempty"`
-	Subscribers      []string        `json:"subscribers"`      // the routes' subscribers of its type
+	Subscribers      []string        `json:"subscribers"`       // the routes' subscribers of its type
 	Payload          json.RawMessage `json:"payload,omitempty"` // Quarantined only
 }
 
