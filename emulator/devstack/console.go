@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // console writes every process's output to the terminal, one line at a time with the process's name
@@ -76,8 +77,10 @@ func (c *console) register(name, logPath string) error {
 // line writes one line of name's output.
 func (c *console) line(name, text string) { c.write(name, text, text) }
 
-// write shows display on the terminal and appends raw to name's log file.
+// write shows display on the terminal (control characters escaped: see terminalSafe) and appends
+// raw to name's log file.
 func (c *console) write(name, display, raw string) {
+	display = terminalSafe(display)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	label := fmt.Sprintf("%-*s", c.width, name)
@@ -159,7 +162,9 @@ type tail struct {
 	lines []string
 }
 
+// add keeps line, control characters escaped: the tail ends up on the terminal in an error.
 func (t *tail) add(line string) {
+	line = terminalSafe(line)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lines = append(t.lines, line)
@@ -172,4 +177,44 @@ func (t *tail) get() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]string(nil), t.lines...)
+}
+
+// terminalSafe escapes what a terminal would act on instead of showing: C0 control characters
+// other than tab (\n and \r as such, the rest as \x1b), DEL (\x7f), C1 control characters
+// (U+0080–U+009F as \u009b; some terminals take them as ESC sequences) and bytes that are not
+// UTF-8 (\x9b: the same C1 codes, sent raw). Whatever a process or a client put in a log line (a
+// request path of "/%1b[2J", say) is then shown, not executed: no clearing the screen, moving the
+// cursor, rewriting earlier lines or setting the window title. Backslashes are not escaped, so
+// the function is idempotent and the output stays readable; the log files keep the bytes as
+// written.
+func terminalSafe(s string) string {
+	i := 0
+	for i < len(s) && (s[i] == '\t' || s[i] >= 0x20 && s[i] < 0x7f) {
+		i++
+	}
+	if i == len(s) {
+		return s // the common case: printable ASCII
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 && r != '\t', r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r >= 0x80 && r <= 0x9f:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }

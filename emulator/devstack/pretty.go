@@ -58,8 +58,10 @@ func prettyLog(line string) (out string, ok bool) {
 		b.WriteByte(' ')
 		b.WriteString(f)
 	}
-	// A multi-line message (a stack trace field, say) would break the one-line-per-entry layout.
-	return strings.ReplaceAll(b.String(), "\n", `\n`), true
+	// Every field, keys included, comes from whoever wrote the line, or from a client whose request
+	// it logs: escaped so that it cannot drive the terminal, and so that a multi-line message (a
+	// stack trace field, say) keeps the one-line-per-entry layout.
+	return terminalSafe(b.String()), true
 }
 
 // renderValue shows a JSON string bare when that is unambiguous and anything else compactly.

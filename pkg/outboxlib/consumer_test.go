@@ -1172,44 +1172,62 @@ func TestUnknownTypeIsDeadLetteredAndReplayedOnceHandled(t *testing.T) {
 
 // The consumer dead-letters by the failed answers it gave itself, not by
 // X-CloudTasks-TaskRetryCount: that header also counts attempts made while the consumer was
-// down, and a caller can set it.
+// down, and a caller can set it. Both kinds of failure that MaxAttempts counts are checked: a
+// handler's transient error and a malformed event (which used to be dead-lettered on the
+// header's "last attempt").
 func TestConsumerCountsItsOwnAnswers(t *testing.T) {
 	f := newFixture(t, 20)
 	probe := stockEvent(t, "sku-probe", 1, 1, "")
 	f.send(t, probe, nil)
 	token := f.waitResponses(t, probe.ID, count(1))[0].auth
 
-	ev := stockEvent(t, "sku-spoofed", 1, 2, modeAlwaysFail)
-	post := func(retryCount string) int {
-		req, err := http.NewRequest("POST", f.url+outboxlib.PathEvents, bytes.NewReader(ev.Payload))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range ev.Headers() {
-			req.Header.Set(k, v)
-		}
-		req.Header.Set("Authorization", token)
-		req.Header.Set("X-CloudTasks-TaskRetryCount", retryCount)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+	tests := []struct {
+		name       string
+		ev         outboxlib.Event
+		body       []byte // nil: the event's payload
+		wantStatus int
+		wantError  string // in DeliveryFailures.LastError
+	}{
+		{name: "transient", ev: stockEvent(t, "sku-spoofed", 1, 2, modeAlwaysFail),
+			wantStatus: http.StatusServiceUnavailable, wantError: "hiccup"},
+		{name: "malformed", ev: stockEvent(t, "sku-spoofed-garbled", 1, 2, ""), body: []byte("{not json"),
+			wantStatus: http.StatusBadRequest, wantError: "malformed"},
 	}
-	// The 20th attempt as Cloud Tasks counts, but the consumer's first answer.
-	if status := post("19"); status != http.StatusServiceUnavailable {
-		t.Fatalf("first answer with retry count 19 = %d, want 503 (not dead-lettered)", status)
-	}
-	row, err := outboxdb.ReadDeliveryFailure(context.Background(), f.client.Single(), ev.ID, consumerID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if row.Failures != 1 || row.Deferrals != 0 || !strings.Contains(row.LastError, "hiccup") {
-		t.Errorf("failures row %+v, want 1 failure with the handler's error", row)
-	}
-	if _, err := outboxdb.ReadDeadLetter(context.Background(), f.client.Single(), ev.ID, consumerID); !errors.Is(err, dao.ErrNotFound) {
-		t.Errorf("dead letter after one answer: %v, want none", err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body := tc.body
+			if body == nil {
+				body = tc.ev.Payload
+			}
+			req, err := http.NewRequest("POST", f.url+outboxlib.PathEvents, bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.ev.Headers() {
+				req.Header.Set(k, v)
+			}
+			req.Header.Set("Authorization", token)
+			// The 20th attempt as Cloud Tasks counts, but the consumer's first answer.
+			req.Header.Set("X-CloudTasks-TaskRetryCount", "19")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.wantStatus {
+				t.Fatalf("first answer with retry count 19 = %d, want %d (not dead-lettered)", resp.StatusCode, tc.wantStatus)
+			}
+			row, err := outboxdb.ReadDeliveryFailure(context.Background(), f.client.Single(), tc.ev.ID, consumerID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row.Failures != 1 || row.Deferrals != 0 || !strings.Contains(row.LastError, tc.wantError) {
+				t.Errorf("failures row %+v, want 1 failure with an error containing %q", row, tc.wantError)
+			}
+			if _, err := outboxdb.ReadDeadLetter(context.Background(), f.client.Single(), tc.ev.ID, consumerID); !errors.Is(err, dao.ErrNotFound) {
+				t.Errorf("dead letter after one answer: %v, want none", err)
+			}
+		})
 	}
 }
 

@@ -22,6 +22,10 @@ const GoogleIssuer = "https://accounts.google.com"
 const (
 	// tokenLeeway is the clock skew tolerated on exp, iat and nbf.
 	tokenLeeway = time.Minute
+	// maxTokenLifetime bounds exp - iat (plus tokenLeeway): Google's ID tokens, and the Tasks
+	// emulator's, live one hour. A longer-lived token is not one Google issued, and accepting it
+	// would let a leaked token be replayed far beyond the hour.
+	maxTokenLifetime = time.Hour
 	// jwksRefreshInterval rate-limits re-fetching the key set for an unknown kid, so a stream of
 	// forged tokens cannot turn the consumer into a load generator against the issuer.
 	jwksRefreshInterval = 30 * time.Second
@@ -51,9 +55,11 @@ type VerifierConfig struct {
 
 // Verifier checks the OIDC ID tokens Cloud Tasks attaches to its requests (Authorization: Bearer):
 // an RS256 signature by a key of the issuer's JWKS, the issuer, an accepted audience, exp and iat
-// (one minute of skew), and an allowed, verified service-account e-mail. Cloud Run IAM checks the
-// token too in production; verifying it here keeps the consumer safe wherever it runs (locally,
-// or with unauthenticated invocations allowed) and pins the caller to the relay's account.
+// (both required, one minute of skew, a lifetime exp - iat of at most an hour plus that skew), and
+// an allowed service-account e-mail with email_verified true (Google's service-account tokens
+// carry it; a token without it is refused). Cloud Run IAM checks the token too in production;
+// verifying it here keeps the consumer safe wherever it runs (locally, or with unauthenticated
+// invocations allowed) and pins the caller to the relay's account.
 //
 // The discovery document and the JWKS are fetched on first use and cached; a token naming an
 // unknown key id triggers a re-fetch at most every 30 s (key rotation). Safe for concurrent use.
@@ -94,7 +100,7 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 type idClaims struct {
 	jwt.Claims
 	Email         string `json:"email"`
-	EmailVerified *bool  `json:"email_verified"`
+	EmailVerified bool   `json:"email_verified"` // absent reads as false: refused
 }
 
 // Verify checks "Bearer <token>" and returns the caller's e-mail. Errors wrapping
@@ -124,6 +130,9 @@ func (v *Verifier) Verify(ctx context.Context, authorizationHeader string) (emai
 	if c.Expiry == nil || c.IssuedAt == nil {
 		return "", fmt.Errorf("%w: token lacks exp or iat", ErrUnauthenticated)
 	}
+	if lifetime := c.Expiry.Time().Sub(c.IssuedAt.Time()); lifetime > maxTokenLifetime+tokenLeeway {
+		return "", fmt.Errorf("%w: token lifetime %s exceeds %s", ErrUnauthenticated, lifetime, maxTokenLifetime)
+	}
 	exp := jwt.Expected{Issuer: v.cfg.Issuer, AnyAudience: jwt.Audience(v.cfg.Audiences), Time: v.now()}
 	// Google's tokens carry either form of its issuer.
 	if v.cfg.Issuer == GoogleIssuer && c.Issuer == "accounts.google.com" {
@@ -132,7 +141,7 @@ func (v *Verifier) Verify(ctx context.Context, authorizationHeader string) (emai
 	if err := c.ValidateWithLeeway(exp, tokenLeeway); err != nil {
 		return "", fmt.Errorf("%w: %v (iss %q, aud %q)", ErrUnauthenticated, err, c.Issuer, []string(c.Audience))
 	}
-	if c.EmailVerified != nil && !*c.EmailVerified {
+	if !c.EmailVerified {
 		return "", fmt.Errorf("%w: e-mail %q is not verified", ErrUnauthenticated, c.Email)
 	}
 	if !slices.Contains(v.cfg.AllowedEmails, c.Email) {

@@ -2,6 +2,8 @@ package outboxlib_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 )
@@ -133,4 +137,89 @@ func TestVerifier(t *testing.T) {
 	// A key from the last successful fetch still verifies while the issuer is down.
 	advance(2 * time.Second)
 	verify("known key, issuer down", mint(key2, aud, relaySA, later), true)
+}
+
+// TestVerifierClaims signs tokens with the test issuer's key but hand-picked claims, to check the
+// claims Verify requires beyond signature, issuer and audience: email_verified true, iat and exp
+// both present, and a lifetime (exp - iat) of at most an hour plus the minute of skew.
+func TestVerifierClaims(t *testing.T) {
+	ctx := context.Background()
+	const aud = "https://fulfillment.example.com/events"
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(nil)
+	iss, err := oidc.NewIssuer("http://"+srv.Listener.Addr().String(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = iss.Handler()
+	srv.Start()
+	t.Cleanup(srv.Close)
+	signer, err := jose.NewSigner(
+		jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: key, KeyID: iss.KeyID()}},
+		(&jose.SignerOptions{}).WithType("JWT"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := outboxlib.NewVerifier(outboxlib.VerifierConfig{Issuer: srv.URL, Audiences: []string{aud}, AllowedEmails: []string{relaySA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(time.Now().Unix(), 0)
+	outboxlib.SetVerifierClock(v, func() time.Time { return now })
+
+	// claims returns the claims the Tasks emulator (and Google) put in a token issued at iat
+	// and valid for lifetime, with edit applied.
+	claims := func(iat time.Time, lifetime time.Duration, edit func(map[string]any)) map[string]any {
+		c := map[string]any{
+			"iss": srv.URL, "aud": aud, "sub": "1234", "azp": relaySA,
+			"email": relaySA, "email_verified": true,
+			"iat": iat.Unix(), "exp": iat.Add(lifetime).Unix(),
+		}
+		if edit != nil {
+			edit(c)
+		}
+		return c
+	}
+	minted, err := iss.Mint(aud, relaySA, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		claims map[string]any // signed by the issuer's key; nil: use minted
+		ok     bool
+	}{
+		{name: "minted by the Tasks emulator", ok: true},
+		{name: "same claims, signed here", claims: claims(now, time.Hour, nil), ok: true},
+		{name: "email_verified absent", claims: claims(now, time.Hour, func(c map[string]any) { delete(c, "email_verified") })},
+		{name: "email_verified false", claims: claims(now, time.Hour, func(c map[string]any) { c["email_verified"] = false })},
+		{name: "email_verified a string", claims: claims(now, time.Hour, func(c map[string]any) { c["email_verified"] = "true" })},
+		{name: "iat absent", claims: claims(now, time.Hour, func(c map[string]any) { delete(c, "iat") })},
+		{name: "exp absent", claims: claims(now, time.Hour, func(c map[string]any) { delete(c, "exp") })},
+		{name: "lifetime an hour plus the skew", claims: claims(now, time.Hour+time.Minute, nil), ok: true},
+		{name: "lifetime a second beyond", claims: claims(now, time.Hour+time.Minute+time.Second, nil)},
+		{name: "lifetime two hours, issued half an hour ago", claims: claims(now.Add(-30*time.Minute), 2*time.Hour, nil)},
+		{name: "lifetime a year", claims: claims(now, 365*24*time.Hour, nil)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := minted
+			if tc.claims != nil {
+				if tok, err = jwt.Signed(signer).Claims(tc.claims).Serialize(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			email, err := v.Verify(ctx, "Bearer "+tok)
+			if tc.ok && (err != nil || email != relaySA) {
+				t.Errorf("Verify = %q, %v; want %s", email, err, relaySA)
+			}
+			if !tc.ok && !errors.Is(err, outboxlib.ErrUnauthenticated) {
+				t.Errorf("Verify = %q, %v; want ErrUnauthenticated", email, err)
+			}
+		})
+	}
 }
