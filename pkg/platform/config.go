@@ -24,6 +24,9 @@ type Config struct {
 	// Profiling serves Go's profiles under /debug/pprof/ (PPROF_ENABLED, default false): for
 	// measuring on a local stack (the benchmark turns it on), never on a public service.
 	Profiling bool
+	// CloudRun is whether the binary runs on Cloud Run (K_REVISION set), behind Google's front
+	// end: only then is X-Forwarded-For trusted for the client's address.
+	CloudRun bool
 
 	// Listener, when set, is used instead of listening on Port. Tests pass one; it never comes
 	// from the environment.
@@ -41,6 +44,7 @@ func LoadConfig(env *Env, service, defaultProject string) Config {
 		Project:      env.String("GOOGLE_CLOUD_PROJECT", defaultProject),
 		MaxBodyBytes: env.Int64("MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, 1<<40),
 		Profiling:    env.Bool("PPROF_ENABLED", false),
+		CloudRun:     env.Lookup("K_REVISION") != "",
 	}
 }
 
@@ -71,6 +75,8 @@ func (c Config) ServerOptions(log *zap.Logger) ServerOptions {
 		MaxBodyBytes: c.MaxBodyBytes,
 		Profiling:    c.Profiling,
 		Logger:       log,
+
+		TrustForwardedFor: c.CloudRun,
 	}
 }
 

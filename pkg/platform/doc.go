@@ -33,7 +33,15 @@
 // Cloud Logging's httpRequest shape; panic recovery; the body limit. One error handler turns every
 // error into RFC 9457 problem+json: *Problem as given, *echo.HTTPError with its code, an oversized
 // body as 413, domain errors through ServerOptions.ErrorMapper, anything else as a 500 whose
-// detail is hidden. Only 5xx are logged as errors. It serves / (service name and version),
+// detail is hidden. A body the client cut short or sent too slowly is a 400 or 408 however the
+// handler wrapped the read error, and a failure after the client went away is a 499: neither is
+// the server's fault. Only 5xx are logged as errors. Every GET route answers HEAD. The logged
+// client address is the connection's, or on Cloud Run the one Google's front end appended to
+// X-Forwarded-For. ReadTimeout bounds receiving a request and WriteTimeout sending its response
+// (from its first byte, so long handlers are not cut); both have defaults in ServerOptions.
+// RequireJSON and DecodeJSONStrict give handlers a request decoder that refuses what
+// encoding/json lets through (duplicate keys, field names in another case, invalid UTF-8) and
+// words its errors by JSON path, not Go type. It serves / (service name and version),
 // /healthz (liveness, no dependencies), /readyz (every Check, e.g. SpannerCheck; 503 naming the failed ones) and /metrics
 // (a per-server Prometheus registry). Serve shuts down gracefully when its context ends.
 //

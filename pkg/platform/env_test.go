@@ -50,6 +50,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if got.Version == "" {
 		t.Error("Version is empty")
 	}
+	if got.ServerOptions(nil).TrustForwardedFor {
+		t.Error("ServerOptions.TrustForwardedFor = true off Cloud Run, want false")
+	}
 }
 
 func TestLoadConfigFromEnv(t *testing.T) {
@@ -66,9 +69,13 @@ func TestLoadConfigFromEnv(t *testing.T) {
 	if err := env.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := platform.Config{Service: "orders-canary", Version: "orders-00042-abc", Port: 0, LogLevel: "warn", Project: "prod", MaxBodyBytes: 2048, Profiling: true}
+	want := platform.Config{Service: "orders-canary", Version: "orders-00042-abc", Port: 0, LogLevel: "warn", Project: "prod", MaxBodyBytes: 2048, Profiling: true, CloudRun: true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
+	}
+	// On Cloud Run (K_REVISION set) the front end's X-Forwarded-For entry is trusted.
+	if o := got.ServerOptions(nil); !o.TrustForwardedFor {
+		t.Error("ServerOptions.TrustForwardedFor = false on Cloud Run, want true")
 	}
 }
 

@@ -2,10 +2,14 @@ package platform
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,7 +18,39 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-const ctxKeyError = "platform.error"
+const (
+	ctxKeyError = "platform.error"
+	ctxKeyHead  = "platform.head"
+	ctxKeyBody  = "platform.body"
+)
+
+// headAsGet routes HEAD like GET, since echo has no automatic HEAD: every GET route answers HEAD
+// with its headers and status and no body. It runs before routing and changes the method in place
+// (echo routes by the request net/http passed in); observe restores it before any handler runs,
+// and net/http then discards the body of the HEAD response.
+func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if req := c.Request(); req.Method == http.MethodHead {
+			req.Method = http.MethodGet
+			c.Set(ctxKeyHead, true)
+		}
+		return next(c)
+	}
+}
+
+// lastForwardedFor is the IPExtractor behind Google's front end, which appends the address it
+// received the request from to X-Forwarded-For: the last entry is the one not written by the
+// client. Without a parseable entry it is the connection's peer.
+func lastForwardedFor(req *http.Request) string {
+	xff := strings.Join(req.Header.Values(echo.HeaderXForwardedFor), ",")
+	if xff != "" {
+		last := strings.TrimSpace(xff[strings.LastIndexByte(xff, ',')+1:])
+		if ip := net.ParseIP(strings.Trim(last, "[]")); ip != nil {
+			return ip.String()
+		}
+	}
+	return echo.ExtractIPDirect()(req)
+}
 
 // observe is the outermost middleware: request id, trace, the request logger in the context,
 // then (after the handler) the error response, metrics and one access log line.
@@ -22,6 +58,10 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		req := c.Request()
+		if c.Get(ctxKeyHead) == true {
+			req.Method = http.MethodHead
+		}
+		s.setWriteDeadline(c)
 		id := requestIDFrom(req.Header.Get(echo.HeaderXRequestID))
 		c.Response().Header().Set(echo.HeaderXRequestID, id)
 
@@ -36,6 +76,9 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 
 		if err := next(c); err != nil {
 			c.Error(err) // writes the problem now, so the status below is the one sent
+		}
+		if !c.Response().Committed {
+			s.startWriteDeadline(c) // net/http writes the response the handler left empty
 		}
 
 		res := c.Response()
@@ -108,8 +151,23 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// setWriteDeadline arms the write timeout for when the response starts (see
+// ServerOptions.WriteTimeout): every write goes through echo's Response, whose Before hooks run
+// before the status line, so the deadline a previous request on a keep-alive connection left
+// is replaced before anything of this response is written.
+func (s *Server) setWriteDeadline(c echo.Context) {
+	c.Response().Before(func() { s.startWriteDeadline(c) })
+}
+
+// startWriteDeadline gives the response WriteTimeout from now to be written. Errors (a writer
+// without deadlines, such as httptest's recorder) leave the response without one.
+func (s *Server) startWriteDeadline(c echo.Context) {
+	_ = http.NewResponseController(c.Response().Writer).SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+}
+
 // limitBody rejects bodies over the limit: at once when Content-Length says so, else when the
-// handler reads past it (the read fails with *http.MaxBytesError, which maps to 413).
+// handler reads past it (the read fails with *http.MaxBytesError, which maps to 413). It also
+// records how reading the body failed (see bodyReader).
 func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	limit := s.opts.MaxBodyBytes
 	return func(c echo.Context) error {
@@ -118,9 +176,51 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 			return &http.MaxBytesError{Limit: limit}
 		}
 		if req.Body != nil && req.Body != http.NoBody {
-			req.Body = http.MaxBytesReader(c.Response().Writer, req.Body, limit)
+			b := &bodyReader{r: http.MaxBytesReader(c.Response().Writer, req.Body, limit)}
+			req.Body = b
+			c.Set(ctxKeyBody, b)
 		}
 		return next(c)
+	}
+}
+
+// bodyReader is the request body as handlers see it. It keeps the first read error, so that the
+// error handler knows a failure came from the client's body (cut short, too slow, too large)
+// however the handler wrapped it.
+type bodyReader struct {
+	r   io.ReadCloser
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+func (b *bodyReader) Close() error { return b.r.Close() }
+
+// bodyProblem is the problem of a request whose body could not be read, nil if it could (or
+// was not read). None is a server error, so none is logged as one.
+func bodyProblem(c echo.Context) *Problem {
+	b, ok := c.Get(ctxKeyBody).(*bodyReader)
+	if !ok || b.err == nil {
+		return nil
+	}
+	var (
+		mbe *http.MaxBytesError
+		ne  net.Error
+	)
+	switch {
+	case errors.As(b.err, &mbe):
+		return NewProblem(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit)).Wrap(b.err)
+	case errors.As(b.err, &ne) && ne.Timeout():
+		return NewProblem(http.StatusRequestTimeout, "the request body was not received in time").Wrap(b.err)
+	default:
+		// io.ErrUnexpectedEOF: shorter than its Content-Length, or the client stopped sending.
+		return NewProblem(http.StatusBadRequest, "the request body could not be read (cut short or malformed)").Wrap(b.err)
 	}
 }
 

@@ -38,7 +38,36 @@ type ServerOptions struct {
 	ErrorMapper ErrorMapper
 	// Profiling serves net/http/pprof under PathPprof.
 	Profiling bool
+
+	// ReadTimeout bounds reading a request, headers and body, from its first byte; a body sent
+	// slower is cut off with a 408. 0 means DefaultReadTimeout. It does not bound the handler:
+	// net/http lifts the deadline once the body has been read, so a handler that outlives it (a
+	// sweep, an audit) keeps its context.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing a response, counted from its status line rather than from the
+	// request: a slow reader cannot hold the connection, and a long handler (the gateway's sweep
+	// makes up to 400 provider calls of up to 10 s each) is not cut while it works. 0 means
+	// DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// IdleTimeout bounds how long a keep-alive connection waits for its next request; 0 means
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// TrustForwardedFor logs the client address Google's front end appended to X-Forwarded-For
+	// (its last entry) instead of the connection's peer. Set it only behind that front end (Cloud
+	// Run: Config.ServerOptions sets it when K_REVISION is set); anywhere else the header is the
+	// client's to forge.
+	TrustForwardedFor bool
 }
+
+// Defaults of the server's timeouts (ServerOptions).
+const (
+	DefaultReadTimeout  = 30 * time.Second
+	DefaultWriteTimeout = 60 * time.Second
+	DefaultIdleTimeout  = 120 * time.Second
+	// readHeaderTimeout bounds the request line and headers: a client that sends them slowly
+	// holds a connection without reaching any handler.
+	readHeaderTimeout = 10 * time.Second
+)
 
 // Check is one readiness dependency.
 type Check struct {
@@ -83,6 +112,15 @@ func NewServer(o ServerOptions) *Server {
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = 2 * time.Second
 	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
 	s := &Server{
 		Echo:     echo.New(),
 		Registry: prometheus.NewRegistry(),
@@ -98,6 +136,11 @@ func NewServer(o ServerOptions) *Server {
 	e.Logger.SetOutput(lineWriter{s.log.Named("echo").WithOptions(zap.WithCaller(false))})
 	e.Logger.SetHeader("${short_file}:${line}")
 	e.Logger.SetLevel(gommonlog.WARN)
+	e.IPExtractor = echo.ExtractIPDirect()
+	if o.TrustForwardedFor {
+		e.IPExtractor = lastForwardedFor
+	}
+	e.Pre(headAsGet)
 	e.Use(s.observe, s.recoverPanics, s.limitBody)
 	e.GET("/", s.info)
 	e.GET(PathHealthz, s.healthz)
@@ -157,10 +200,13 @@ func (s *Server) Run(ctx context.Context, cfg Config, fields ...zap.Field) error
 // waits for in-flight requests for at most ShutdownTimeout before closing the rest. It returns nil
 // after a clean shutdown.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	// No http.Server.WriteTimeout: it would count from the request and cut long handlers;
+	// observe sets the write deadline when the response starts instead.
 	hs := &http.Server{
 		Handler:           s.Echo,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: min(readHeaderTimeout, s.opts.ReadTimeout),
+		ReadTimeout:       s.opts.ReadTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
 		ErrorLog:          httpErrorLog(s.log),
 	}
 	errc := make(chan error, 1)
@@ -248,7 +294,18 @@ func (s *Server) handleError(err error, c echo.Context) {
 		Logger(c.Request().Context()).Warn("error after response was committed", zap.Error(err))
 		return
 	}
-	p := problemFor(err, s.opts.ErrorMapper)
+	cause := err
+	if bp := bodyProblem(c); bp != nil {
+		// The handler failed because the client's body did: whatever it made of the read
+		// error (often a plain 500), the answer is the body's problem.
+		cause = bp
+	}
+	p := problemFor(cause, s.opts.ErrorMapper)
+	if p.Status >= 500 && errors.Is(c.Request().Context().Err(), context.Canceled) {
+		// The client went away and the handler's calls failed with it (a Spanner error does
+		// not always wrap context.Canceled): not the server's fault.
+		p = problemFor(context.Canceled, nil)
+	}
 	p.Instance = c.Request().URL.Path
 	if id := RequestID(c.Request().Context()); id != "" {
 		if p.Extensions == nil {

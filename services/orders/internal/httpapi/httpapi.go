@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -197,7 +198,7 @@ func (h *handler) placeOrder(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	req, err := decode(c.Request().Body)
+	req, err := decode(c.Request())
 	if err != nil {
 		return err
 	}
@@ -239,17 +240,18 @@ func (h *handler) cancelOrder(c echo.Context) error {
 	}
 	data, err := io.ReadAll(c.Request().Body)
 	if err != nil {
-		return err
+		return err // the platform's 400, 408 or 413
 	}
 	if len(bytes.TrimSpace(data)) > 0 {
+		if err := platform.RequireJSON(c.Request()); err != nil {
+			return err
+		}
 		var empty struct{}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&empty); err != nil || dec.More() {
-			return platform.NewProblem(http.StatusBadRequest, "a cancellation takes no body, or an empty JSON object")
+		if err := platform.DecodeJSONStrict(data, &empty); err != nil {
+			return platform.NewProblem(http.StatusBadRequest, "a cancellation takes no body, or an empty JSON object").Wrap(err)
 		}
 	}
-	resp, err := h.svc.CancelOrder(c.Request().Context(), key, c.Param("id"), func(o *order.Order) (int, []byte, error) {
+	resp, err := h.svc.CancelOrder(c.Request().Context(), key, orderID(c), func(o *order.Order) (int, []byte, error) {
 		status := http.StatusOK
 		if o.Changed() {
 			status = http.StatusAccepted
@@ -269,24 +271,29 @@ func (h *handler) cancelOrder(c echo.Context) error {
 	return reply(c, resp)
 }
 
-// decode reads the request body strictly: unknown fields and trailing data are 400, so a typo
-// ("quantitiy") is not silently an order for zero items.
-func decode(body io.Reader) (app.PlaceOrderRequest, error) {
+// decode reads the request body strictly (platform.DecodeJSONStrict): a JSON body (415 for any
+// other Content-Type), valid UTF-8, every key once and spelled exactly, no unknown fields, values
+// of the right kinds, nothing after the object; so a typo ("quantitiy") is not silently an order
+// for zero items and "customer_id" given twice is not whichever came last. Problems are worded by
+// JSON path ("lines[0].quantity must be an integer, got a string"), never by Go type.
+func decode(r *http.Request) (app.PlaceOrderRequest, error) {
 	var req app.PlaceOrderRequest
-	data, err := io.ReadAll(body)
+	if err := platform.RequireJSON(r); err != nil {
+		return req, err
+	}
+	data, err := io.ReadAll(r.Body)
 	if err != nil {
-		return req, err // an oversized body is the platform's 413
+		return req, err // the platform's 400, 408 or 413
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, platform.NewProblem(http.StatusBadRequest, "request body is not a valid order: "+err.Error())
-	}
-	if dec.More() {
-		return req, platform.NewProblem(http.StatusBadRequest, "request body has data after the JSON object")
+	if err := platform.DecodeJSONStrict(data, &req); err != nil {
+		return req, platform.NewProblem(http.StatusBadRequest, "request body is not a valid order: "+err.Error()).Wrap(err)
 	}
 	return req, nil
 }
+
+// orderID is the {id} of the path in lower case: order ids are lower-case UUIDs, and a UUID's
+// hex digits may be written in either case (RFC 9562 §4).
+func orderID(c echo.Context) string { return strings.ToLower(c.Param("id")) }
 
 // asProblem gives validation errors their list of problems as the "errors" member.
 func asProblem(err error) error {
@@ -300,7 +307,7 @@ func asProblem(err error) error {
 }
 
 func (h *handler) getOrder(c echo.Context) error {
-	o, timeline, err := h.svc.Order(c.Request().Context(), c.Param("id"))
+	o, timeline, err := h.svc.Order(c.Request().Context(), orderID(c))
 	if err != nil {
 		return asProblem(err)
 	}

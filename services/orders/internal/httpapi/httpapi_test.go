@@ -19,6 +19,7 @@ import (
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/pkg/platform/platformtest"
 	"github.com/spanmart/spanmart/pkg/spannertest"
 	"github.com/spanmart/spanmart/services/orders/internal/app"
 	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
@@ -34,6 +35,7 @@ type fixture struct {
 	url    string
 	client *spanner.Client
 	nudges *atomic.Int64
+	logs   *platformtest.Logs
 }
 
 // newFixture serves the public API on a real platform server against a fresh, seeded database,
@@ -50,11 +52,12 @@ func newFixture(t *testing.T) *fixture {
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	t.Cleanup(relay.Close)
-	srv := platform.NewServer(platform.ServerOptions{Service: "orders", ErrorMapper: httpapi.ErrorMapper})
+	log, logs := platformtest.NewLogger(t, "orders")
+	srv := platform.NewServer(platform.ServerOptions{Service: "orders", ErrorMapper: httpapi.ErrorMapper, Logger: log})
 	httpapi.Register(srv.Echo, app.New(store.New(client), outboxlib.NewNudger(relay.URL, "orders")))
 	ts := httptest.NewServer(srv.Echo)
 	t.Cleanup(ts.Close)
-	return &fixture{url: ts.URL, client: client, nudges: nudges}
+	return &fixture{url: ts.URL, client: client, nudges: nudges, logs: logs}
 }
 
 type response struct {
@@ -65,15 +68,25 @@ type response struct {
 
 func (f *fixture) do(t *testing.T, method, path, key, body string) response {
 	t.Helper()
+	headers := map[string]string{}
+	if body != "" {
+		headers["Content-Type"] = "application/json"
+	}
+	if key != "" {
+		headers[httpapi.HeaderIdempotencyKey] = key
+	}
+	return f.send(t, method, path, headers, body)
+}
+
+// send is do with the request's headers as given (no Content-Type unless headers has one).
+func (f *fixture) send(t *testing.T, method, path string, headers map[string]string, body string) response {
+	t.Helper()
 	req, err := http.NewRequest(method, f.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set(httpapi.HeaderIdempotencyKey, key)
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -183,7 +184,8 @@ func New(id, customerID, currency string, lines []Line, payment Payment, contact
 	return o, nil
 }
 
-// ValidateCustomer returns the problems of a customer id.
+// ValidateCustomer returns the problems of a customer id: required, at most MaxCustomerLen
+// characters, plain text (see textProblem).
 func ValidateCustomer(customerID string) []string {
 	switch {
 	case strings.TrimSpace(customerID) == "":
@@ -191,7 +193,26 @@ func ValidateCustomer(customerID string) []string {
 	case utf8.RuneCountInString(customerID) > MaxCustomerLen:
 		return []string{fmt.Sprintf("customer_id is longer than %d characters", MaxCustomerLen)}
 	}
+	if p := textProblem("customer_id", customerID); p != "" {
+		return []string{p}
+	}
 	return nil
+}
+
+// textProblem says why s, the value of field, is not plain text, "" if it is: invalid UTF-8, a
+// control character (Unicode Cc: NUL, ESC, DEL, ...) or a format character (Cf: bidirectional
+// overrides such as U+202E, zero-width characters). Those hide or disguise what operators and
+// customers read in logs, terminals, the console and e-mails, and a store may cut a string at a NUL.
+func textProblem(field, s string) string {
+	if !utf8.ValidString(s) {
+		return field + " is not valid UTF-8"
+	}
+	for i, r := range s {
+		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) {
+			return fmt.Sprintf("%s has the control or format character %U at byte %d", field, r, i)
+		}
+	}
+	return ""
 }
 
 // ValidateLines returns the problems of a list of lines, prices aside: 1..MaxLines lines,
@@ -209,6 +230,8 @@ func ValidateLines(lines []Line) []string {
 			problems = append(problems, fmt.Sprintf("lines[%d]: sku is required", i))
 		case utf8.RuneCountInString(l.SKU) > MaxSKULen:
 			problems = append(problems, fmt.Sprintf("lines[%d]: sku is longer than %d characters", i, MaxSKULen))
+		case textProblem("sku", l.SKU) != "":
+			problems = append(problems, fmt.Sprintf("lines[%d]: %s", i, textProblem("sku", l.SKU)))
 		case seen[l.SKU]:
 			problems = append(problems, fmt.Sprintf("lines[%d]: duplicate sku %q (one line per sku)", i, l.SKU))
 		}

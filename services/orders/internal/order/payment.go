@@ -103,6 +103,10 @@ func ParsePayment(method string, fields map[string]string) (Payment, []string) {
 			// Given as method, not a detail.
 		case m.Valid() && name == m.DetailField():
 			p.Detail = fields[name]
+			if tp := textProblem("payment."+name, p.Detail); tp != "" {
+				problems = append(problems, tp)
+				return p, problems // the detail's own checks would only repeat it
+			}
 		case name == FieldPaymentMethod || name == FieldStore:
 			if m.Valid() {
 				problems = append(problems, fmt.Sprintf("payment.%s does not belong to method %s%s", name, m, takes(m)))
@@ -191,6 +195,9 @@ func ValidateEmail(email string, m PaymentMethod) []string {
 	}
 	if utf8.RuneCountInString(email) > MaxEmailLen {
 		return []string{fmt.Sprintf("email is longer than %d characters", MaxEmailLen)}
+	}
+	if p := textProblem("email", email); p != "" {
+		return []string{p}
 	}
 	if a, err := mail.ParseAddress(email); err != nil || a.Name != "" || a.Address != email {
 		return []string{"email is not a valid e-mail address (one bare address such as ali@example.com)"}

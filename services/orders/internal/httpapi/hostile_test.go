@@ -1,0 +1,196 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
+	"github.com/spanmart/spanmart/services/orders/internal/orderstest"
+)
+
+// goTerms are words of Go, not of the API, that no problem detail may show.
+var goTerms = []string{"Go struct", "Go value", "int64", "string into", "PlaceOrderRequest", "LineRequest", "PaymentRequest", "map[", "json.", "json: "}
+
+// TestHostileOrderRequests: every request below is refused with a 4xx problem that says what is
+// wrong in the API's words, and nothing is stored.
+func TestHostileOrderRequests(t *testing.T) {
+	f := newFixture(t)
+	const wallet = `"payment": {"method": "wallet"}`
+	tests := []struct {
+		name        string
+		contentType string // "" sends none
+		body        string
+		status      int
+		detail      string // in the detail or the errors member
+	}{
+		{"no Content-Type", "", orderBody, 415, "Content-Type must be application/json"},
+		{"text/plain", "text/plain", orderBody, 415, `got "text/plain"`},
+		{"form", "application/x-www-form-urlencoded", orderBody, 415, "must be application/json"},
+		{"latin-1", "application/json; charset=iso-8859-1", orderBody, 415, "must be application/json"},
+		{"customer_id in another case", "application/json", `{"Customer_ID": "c", "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, `unknown field "Customer_ID"`},
+		{"sku in another case", "application/json", `{"customer_id": "c", "lines": [{"SKU": "A1", "quantity": 1}], ` + wallet + `}`, 400, `unknown field "lines[0].SKU"`},
+		{"duplicate customer_id", "application/json", `{"customer_id": "c", "customer_id": "d", "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, "customer_id is given twice"},
+		{"duplicate quantity", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1, "quantity": 100}], ` + wallet + `}`, 400, "lines[0].quantity is given twice"},
+		{"duplicate payment method", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": "card", "method": "wallet"}}`, 400, "payment.method is given twice"},
+		{"quantity as a string", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": "2"}], ` + wallet + `}`, 400, "lines[0].quantity must be an integer, got a string"},
+		{"quantity with a fraction", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1.5}], ` + wallet + `}`, 400, "lines[0].quantity must be an integer, got 1.5"},
+		{"quantity overflowing", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 9223372036854775808}], ` + wallet + `}`, 400, "out of range"},
+		{"customer_id a number", "application/json", `{"customer_id": 7, "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, "customer_id must be a string, got a number"},
+		{"lines an object", "application/json", `{"customer_id": "c", "lines": {"sku": "A1"}, ` + wallet + `}`, 400, "lines must be an array, got an object"},
+		{"payment an array", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}], "payment": []}`, 400, "payment must be an object, got an array"},
+		{"payment method a number", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": 1}}`, 400, "payment.method is not a string"},
+		{"body an array", "application/json", `[]`, 400, "the body must be an object, got an array"},
+		{"invalid UTF-8 in customer_id", "application/json", "{\"customer_id\": \"c\xff\", \"lines\": [{\"sku\": \"A1\", \"quantity\": 1}], " + wallet + "}", 400, "customer_id is not valid UTF-8"},
+		{"invalid UTF-8 in email", "application/json", "{\"customer_id\": \"c\", \"email\": \"\xe3\x81a@example.com\", \"lines\": [{\"sku\": \"A1\", \"quantity\": 1}], " + wallet + "}", 400, "email is not valid UTF-8"},
+		{"unpaired surrogate in customer_id", "application/json", `{"customer_id": "c\udc00", "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, "customer_id has a \\u escape of an unpaired UTF-16 surrogate"},
+		{"NUL in customer_id", "application/json", `{"customer_id": "c\u0000d", "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, "customer_id has the control or format character U+0000 at byte 1"},
+		{"escape in customer_id", "application/json", `{"customer_id": "\u001b[2J", "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, "customer_id has the control or format character U+001B"},
+		{"right-to-left override in sku", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1\u202e", "quantity": 1}], ` + wallet + `}`, 400, "lines[0]: sku has the control or format character U+202E"},
+		{"newline in email", "application/json", `{"customer_id": "c", "email": "a@example.com\nBcc: b@example.com", "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, "email has the control or format character U+000A"},
+		{"control in store", "application/json", `{"customer_id": "c", "email": "a@example.com", "lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": "konbini", "store": "lawson\u0007"}}`, 400, "payment.store has the control or format character U+0007"},
+		{"control in payment_method", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": "card", "payment_method": "pm_\u0000"}}`, 400, "payment.payment_method has the control or format character U+0000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			headers := map[string]string{httpapi.HeaderIdempotencyKey: uuid.NewString()}
+			if tt.contentType != "" {
+				headers["Content-Type"] = tt.contentType
+			}
+			r := f.send(t, http.MethodPost, "/v1/orders", headers, tt.body)
+			p := checkProblem(t, r, tt.status, tt.detail)
+			text := p.Detail + " " + strings.Join(p.Errors, "; ")
+			for _, term := range goTerms {
+				if strings.Contains(text, term) {
+					t.Errorf("problem %q speaks Go (%q)", text, term)
+				}
+			}
+		})
+	}
+	if s := orderstest.Read(t, f.client); len(s.Orders) != 0 || len(s.Outbox) != 0 || len(s.Keys) != 0 {
+		t.Errorf("rejected requests wrote %d orders, %d outbox rows, %d keys", len(s.Orders), len(s.Outbox), len(s.Keys))
+	}
+}
+
+// Content-Type parameters are allowed; a charset must be UTF-8.
+func TestContentTypeWithParameters(t *testing.T) {
+	f := newFixture(t)
+	for _, ct := range []string{"application/json; charset=utf-8", "application/json;charset=UTF-8"} {
+		r := f.send(t, http.MethodPost, "/v1/orders", map[string]string{httpapi.HeaderIdempotencyKey: uuid.NewString(), "Content-Type": ct}, orderBody)
+		if r.status != http.StatusCreated {
+			t.Errorf("Content-Type %q: %d %s, want 201", ct, r.status, r.body)
+		}
+	}
+}
+
+// A body shorter than its Content-Length is a 400 and not an error in the log.
+func TestShortOrderBody(t *testing.T) {
+	f := newFixture(t)
+	u, err := url.Parse(f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/orders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		len(orderBody)+10, orderBody)
+	conn.(*net.TCPConn).CloseWrite()
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	checkProblem(t, response{status: resp.StatusCode, header: resp.Header, body: b}, http.StatusBadRequest, "the request body could not be read")
+	if line := f.logs.Find(t, "POST /v1/orders 400"); line["severity"] != "WARNING" {
+		t.Errorf("access line severity = %v, want WARNING", line["severity"])
+	}
+	for _, e := range f.logs.Entries(t) {
+		if e["severity"] == "ERROR" {
+			t.Errorf("logged at ERROR: %v", e)
+		}
+	}
+	if s := orderstest.Read(t, f.client); len(s.Orders) != 0 || len(s.Keys) != 0 {
+		t.Errorf("a cut body wrote %d orders, %d keys", len(s.Orders), len(s.Keys))
+	}
+}
+
+// An order id in upper case is the same order: GET and cancel find it.
+func TestUpperCaseOrderID(t *testing.T) {
+	f := newFixture(t)
+	id := f.place(t)
+	upper := strings.ToUpper(id)
+	g := f.do(t, http.MethodGet, "/v1/orders/"+upper, "", "")
+	if g.status != http.StatusOK || decode[httpapi.Order](t, g.body).ID != id {
+		t.Fatalf("GET %s = %d %s, want 200 with order %s", upper, g.status, g.body, id)
+	}
+	c := f.do(t, http.MethodPost, "/v1/orders/"+upper+"/cancel", "cancel-upper", "")
+	if c.status != http.StatusAccepted || decode[httpapi.Order](t, c.body).ID != id {
+		t.Fatalf("cancel %s = %d %s, want 202 with order %s", upper, c.status, c.body, id)
+	}
+	// The same key with the id in lower case is the same cancellation, replayed.
+	again := f.do(t, http.MethodPost, "/v1/orders/"+id+"/cancel", "cancel-upper", "")
+	if again.status != http.StatusAccepted || again.header.Get(httpapi.HeaderIdempotentReplayed) != "true" {
+		t.Errorf("cancel again in lower case = %d %q %s, want the replay", again.status, again.header.Get(httpapi.HeaderIdempotentReplayed), again.body)
+	}
+}
+
+// HEAD answers on GET /v1/orders/{id} as GET does, without the body.
+func TestHeadOrder(t *testing.T) {
+	f := newFixture(t)
+	id := f.place(t)
+	for path, want := range map[string]int{
+		"/v1/orders/" + id: http.StatusOK,
+		"/v1/orders/7d444840-9dc0-11d1-b245-5ffdce74fad2": http.StatusNotFound,
+		"/v1/products": http.StatusOK,
+		"/healthz":     http.StatusOK,
+	} {
+		r := f.send(t, http.MethodHead, path, nil, "")
+		if r.status != want || len(r.body) != 0 {
+			t.Errorf("HEAD %s = %d with %d body bytes, want %d and none", path, r.status, len(r.body), want)
+		}
+	}
+}
+
+// A cancellation's body, when there is one, is JSON and strict like an order's.
+func TestCancelBody(t *testing.T) {
+	f := newFixture(t)
+	id := f.place(t)
+	path := "/v1/orders/" + id + "/cancel"
+	for _, tc := range []struct {
+		name, contentType, body string
+		want                    int
+	}{
+		{"text body", "text/plain", "{}", http.StatusUnsupportedMediaType},
+		{"no Content-Type", "", "{}", http.StatusUnsupportedMediaType},
+		{"a member", "application/json", `{"reason": "x"}`, http.StatusBadRequest},
+		{"trailing data", "application/json", `{} {}`, http.StatusBadRequest},
+		{"invalid UTF-8", "application/json", "{\"\xff\": 1}", http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			headers := map[string]string{httpapi.HeaderIdempotencyKey: uuid.NewString()}
+			if tc.contentType != "" {
+				headers["Content-Type"] = tc.contentType
+			}
+			r := f.send(t, http.MethodPost, path, headers, tc.body)
+			if r.status != tc.want || r.header.Get("Content-Type") != "application/problem+json" {
+				t.Errorf("= %d %s %s, want %d problem+json", r.status, r.header.Get("Content-Type"), r.body, tc.want)
+			}
+		})
+	}
+	if r := f.do(t, http.MethodPost, path, uuid.NewString(), "{}"); r.status != http.StatusAccepted {
+		t.Errorf("cancel with {} = %d %s, want 202", r.status, r.body)
+	}
+}
