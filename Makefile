@@ -1,5 +1,5 @@
 # Spanmart developer commands. Everything needs only Go (see README.md).
-.PHONY: dev test generate build clean demo bench-relay
+.PHONY: dev test generate build clean demo bench-relay fuzz
 
 # dev: run the whole system locally (emulators, schema, seed data, five services); Ctrl-C stops it.
 dev:
@@ -28,3 +28,10 @@ demo:
 # bench-relay: orders at fixed rates through the real stack; prints relay throughput and latency.
 bench-relay:
 	go run ./e2e/cmd/bench
+
+# fuzz: each fuzz target for FUZZTIME (default 30s); the README's test command runs their seeds only.
+FUZZTIME ?= 30s
+fuzz:
+	go test -run '^$$' -fuzz FuzzDecodeJSONStrict -fuzztime $(FUZZTIME) ./pkg/platform
+	go test -run '^$$' -fuzz FuzzParseWebhook -fuzztime $(FUZZTIME) ./services/gateway-abstraction/internal/provider/stripe
+	go test -run '^$$' -fuzz FuzzParseWebhook -fuzztime $(FUZZTIME) ./services/gateway-abstraction/internal/provider/komoju

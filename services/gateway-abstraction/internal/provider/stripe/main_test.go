@@ -56,7 +56,7 @@ func startSandbox(hooks *receiver) (*paysim.Server, error) {
 }
 
 // newProvider is the adapter pointed at baseURL (the sandbox, or a proxy in front of it).
-func newProvider(t *testing.T, baseURL string, client *http.Client) *stripe.Provider {
+func newProvider(t testing.TB, baseURL string, client *http.Client) *stripe.Provider {
 	t.Helper()
 	p, err := stripe.New(stripe.Config{APIKey: apiKey, BaseURL: baseURL, WebhookSecret: webhookSecret, HTTPClient: client})
 	if err != nil {
