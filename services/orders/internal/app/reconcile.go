@@ -49,6 +49,10 @@ type Observed struct {
 	ReservationError string
 	Payments         []PeerPayment
 	PaymentsError    string
+
+	// skipped: the peer was not asked (it had failed peerFailureLimit times in this run), so its
+	// error says nothing of why; the report's Unreachable names a failure that happened.
+	reservationSkipped, paymentsSkipped bool
 }
 
 // Checks, by the order status they apply to (the check label of orders_reconciliation_mismatches).
@@ -244,17 +248,24 @@ func (a *Audit) ReconcileOrder(ctx context.Context, id string) (Reconciliation, 
 func (a *Audit) check(ctx context.Context, rep *Reconciliation, settled []DatedOrder) {
 	observed := a.observe(ctx, settled)
 	rep.Unchecked, rep.Unreachable = map[string]int{}, map[string]string{}
+	// Unreachable names, per peer, an error a read returned; only if every read of the peer was
+	// skipped (which the failure limit makes impossible) would a skip stand for it. Which orders
+	// the concurrent reads skipped depends on timing, so this must not follow the orders' order.
+	skippedOnly := map[string]bool{}
 	for i, d := range settled {
 		obs, o := observed[i], d.Order
 		unchecked := false
-		for peer, msg := range map[string]string{PeerFulfillment: obs.ReservationError, PeerGateway: obs.PaymentsError} {
-			if msg == "" {
+		for _, r := range []struct {
+			peer, msg string
+			skipped   bool
+		}{{PeerFulfillment, obs.ReservationError, obs.reservationSkipped}, {PeerGateway, obs.PaymentsError, obs.paymentsSkipped}} {
+			if r.msg == "" {
 				continue
 			}
 			unchecked = true
-			rep.Unchecked[peer]++
-			if _, ok := rep.Unreachable[peer]; !ok {
-				rep.Unreachable[peer] = msg
+			rep.Unchecked[r.peer]++
+			if _, ok := rep.Unreachable[r.peer]; !ok || skippedOnly[r.peer] && !r.skipped {
+				rep.Unreachable[r.peer], skippedOnly[r.peer] = r.msg, r.skipped
 			}
 		}
 		if !unchecked {
@@ -283,8 +294,9 @@ const (
 func (a *Audit) observe(ctx context.Context, orders []DatedOrder) []Observed {
 	out := make([]Observed, len(orders))
 	var fulfillmentFailures, gatewayFailures atomic.Int64
-	ask := func(failures *atomic.Int64, peer string, read func() error) string {
+	ask := func(failures *atomic.Int64, peer string, skipped *bool, read func() error) string {
 		if n := failures.Load(); n >= peerFailureLimit {
+			*skipped = true
 			return fmt.Sprintf("%s not asked: it failed %d times in this run", peer, n)
 		}
 		if err := read(); err != nil {
@@ -299,11 +311,11 @@ func (a *Audit) observe(ctx context.Context, orders []DatedOrder) []Observed {
 		wg.Go(func() {
 			for i := range next {
 				id, obs := orders[i].Order.ID(), &out[i]
-				obs.ReservationError = ask(&fulfillmentFailures, PeerFulfillment, func() (err error) {
+				obs.ReservationError = ask(&fulfillmentFailures, PeerFulfillment, &obs.reservationSkipped, func() (err error) {
 					obs.Reservation, err = a.peers.Reservation(ctx, id)
 					return err
 				})
-				obs.PaymentsError = ask(&gatewayFailures, PeerGateway, func() (err error) {
+				obs.PaymentsError = ask(&gatewayFailures, PeerGateway, &obs.paymentsSkipped, func() (err error) {
 					obs.Payments, err = a.peers.Payments(ctx, id)
 					return err
 				})
