@@ -57,4 +57,3 @@ func TestUnreachableNamesARealFailure(t *testing.T) {
 		t.Errorf("unchecked %v, checked %d; want 5 for the gateway, 0", rep.Unchecked, rep.Checked)
 	}
 }
-
