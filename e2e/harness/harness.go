@@ -153,6 +153,8 @@ type Stack struct {
 	clients map[string]*spanner.Client
 	tc      *cloudtasks.Client
 	tokens  map[string]cachedToken // operator tokens by process name
+	// listeners bound for processes not started yet (or restarted), handed to the child and closed here
+	listeners map[string]*net.TCPListener
 
 	// HTTP is the client for the services' APIs (no keep-alive reuse across a killed process
 	// matters: each request gets a fresh connection when the old one broke).
@@ -185,7 +187,7 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 	opts.defaults()
 	s := &Stack{
 		opts: opts, procs: map[string]*Proc{}, ports: map[string]int{}, kinds: map[string]string{},
-		clients: map[string]*spanner.Client{}, Timings: map[string]time.Duration{}, tokens: map[string]cachedToken{},
+		clients: map[string]*spanner.Client{}, Timings: map[string]time.Duration{}, tokens: map[string]cachedToken{}, listeners: map[string]*net.TCPListener{},
 		HTTP: &http.Client{Timeout: 30 * time.Second},
 	}
 	defer func() {
@@ -222,8 +224,8 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 	// The official clients read this when they are created (here and in every child).
 	os.Setenv("SPANNER_EMULATOR_HOST", s.spanner.Addr())
 	// Every port at once: each listener stays open until all are chosen, so the kernel cannot hand
-	// the same port out twice (one per process, and the Tasks emulator's two).
-	ports, err := FreePorts(2 + len(processes))
+	// the same port out twice (the Tasks emulator's two).
+	ports, err := FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -241,8 +243,16 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 	s.opts.Logf("emulators, %d databases, queues and catalog ready in %s", len(topology.Databases()), s.Timings["setup"].Round(time.Millisecond))
 
 	t0 = time.Now()
-	for i, p := range processes {
-		s.ports[p.name], s.kinds[p.name] = ports[2+i], p.name
+	// The processes' listeners are bound here and handed to each child (SPANMART_LISTEN_FD):
+	// a port only picked could be taken by any other process on the machine (another test
+	// binary's outgoing connection) before the child listens on it.
+	for _, p := range processes {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		s.listeners[p.name] = ln.(*net.TCPListener)
+		s.ports[p.name], s.kinds[p.name] = ln.Addr().(*net.TCPAddr).Port, p.name
 	}
 	if err := s.startPaysim(ctx); err != nil {
 		return nil, err

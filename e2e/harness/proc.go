@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -45,7 +46,24 @@ func (s *Stack) launch(name string, extra ...string) error {
 	env := append(os.Environ(), s.env(name)...)
 	env = append(env, s.opts.Env[name]...)
 	env = append(env, extra...)
+	ln := s.listeners[name]
+	delete(s.listeners, name)
+	port := s.ports[name]
 	s.mu.Unlock()
+	if ln == nil { // a restart: bind the process's port again, here, before the child starts
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			return fmt.Errorf("harness: bind %s's port %d again: %w", name, port, err)
+		}
+		ln = l.(*net.TCPListener)
+	}
+	lf, err := ln.File() // a duplicate the child inherits as fd 3
+	ln.Close()
+	if err != nil {
+		return fmt.Errorf("harness: %s's listener: %w", name, err)
+	}
+	defer lf.Close()
+	env = append(env, "SPANMART_LISTEN_FD=3")
 
 	logf, err := os.OpenFile(s.LogPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -54,6 +72,7 @@ func (s *Stack) launch(name string, extra ...string) error {
 	fmt.Fprintf(logf, "=== harness: starting %s at %s, extra env %v\n", name, time.Now().UTC().Format(time.RFC3339Nano), extra)
 	cmd := exec.Command(s.bin + string(os.PathSeparator) + kind)
 	cmd.Env = env
+	cmd.ExtraFiles = []*os.File{lf}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// SIGKILL if the harness dies without stopping it (a test binary killed by its timeout).
 	cp, err := childproc.Run(cmd, syscall.SIGKILL, func(error) {

@@ -3,6 +3,7 @@ package platform
 import (
 	"fmt"
 	"net"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -31,6 +32,11 @@ type Config struct {
 	// Listener, when set, is used instead of listening on Port. Tests pass one; it never comes
 	// from the environment.
 	Listener net.Listener
+	// ListenFD (SPANMART_LISTEN_FD), when set, is an open file descriptor of a listening socket
+	// the parent bound and passed down (the e2e harness does: a port it picked and bound itself
+	// cannot be taken by another process before the child listens, as a port it only picked
+	// could). Unset on Cloud Run.
+	ListenFD int
 }
 
 // LoadConfig reads the shared variables. service is the binary's name and defaultProject the
@@ -45,6 +51,7 @@ func LoadConfig(env *Env, service, defaultProject string) Config {
 		MaxBodyBytes: env.Int64("MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, 1<<40),
 		Profiling:    env.Bool("PPROF_ENABLED", false),
 		CloudRun:     env.Lookup("K_REVISION") != "",
+		ListenFD:     env.Int("SPANMART_LISTEN_FD", 0, 0, 1<<16),
 	}
 }
 
@@ -84,6 +91,15 @@ func (c Config) ServerOptions(log *zap.Logger) ServerOptions {
 func (c Config) Listen() (net.Listener, error) {
 	if c.Listener != nil {
 		return c.Listener, nil
+	}
+	if c.ListenFD > 0 {
+		f := os.NewFile(uintptr(c.ListenFD), "inherited listener")
+		ln, err := net.FileListener(f)
+		f.Close() // FileListener holds a duplicate
+		if err != nil {
+			return nil, fmt.Errorf("listen on the inherited descriptor %d (SPANMART_LISTEN_FD): %w", c.ListenFD, err)
+		}
+		return ln, nil
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(c.Port)))
 	if err != nil {
