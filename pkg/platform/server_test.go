@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -507,5 +508,32 @@ func TestErrorAfterResponseCommitted(t *testing.T) {
 	})
 	if line := echoLine; line["severity"] != "WARNING" || line["logger"] != "echo" {
 		t.Errorf("echo's own line = %v, want WARNING from logger echo", line)
+	}
+}
+
+// A listener inherited as a file descriptor (SPANMART_LISTEN_FD, as the e2e harness passes one)
+// is the one the server listens on: same port, already bound.
+func TestListenInheritedDescriptor(t *testing.T) {
+	parent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parent.Close()
+	f, err := parent.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := platform.NewEnv(platformtest.Getenv(map[string]string{"SPANMART_LISTEN_FD": strconv.Itoa(int(f.Fd()))}))
+	cfg := platform.LoadConfig(env, "svc", "p")
+	if err := env.Err(); err != nil || cfg.ListenFD != int(f.Fd()) {
+		t.Fatalf("ListenFD = %d (%v), want %d", cfg.ListenFD, err, f.Fd())
+	}
+	ln, err := cfg.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if got, want := platform.Port(ln), platform.Port(parent); got != want {
+		t.Errorf("inherited listener on port %d, want %d", got, want)
 	}
 }
