@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -523,10 +524,17 @@ func TestListenInheritedDescriptor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := platform.NewEnv(platformtest.Getenv(map[string]string{"SPANMART_LISTEN_FD": strconv.Itoa(int(f.Fd()))}))
+	defer f.Close()
+	// The descriptor is the child's to own, as an inherited one is: Listen closes it once it has
+	// its listener, so it gets a duplicate here, not f's own.
+	fd, err := syscall.Dup(int(f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := platform.NewEnv(platformtest.Getenv(map[string]string{"SPANMART_LISTEN_FD": strconv.Itoa(fd)}))
 	cfg := platform.LoadConfig(env, "svc", "p")
-	if err := env.Err(); err != nil || cfg.ListenFD != int(f.Fd()) {
-		t.Fatalf("ListenFD = %d (%v), want %d", cfg.ListenFD, err, f.Fd())
+	if err := env.Err(); err != nil || cfg.ListenFD != fd {
+		t.Fatalf("ListenFD = %d (%v), want %d", cfg.ListenFD, err, fd)
 	}
 	ln, err := cfg.Listen()
 	if err != nil {
