@@ -74,12 +74,6 @@ func waitPayment(t *testing.T, s *harness.Stack, orderID, want string) paymentRo
 	return got
 }
 
-// heldStock is A1's reserved count.
-func heldStock(t *testing.T, s *harness.Stack) string {
-	t.Helper()
-	return query(t, s, "fulfillment", "SELECT CAST(Reserved AS STRING) FROM Inventory WHERE Sku = 'A1'", nil)[0][0]
-}
-
 // eventsOf counts an aggregate's outbox events by type in a database.
 func eventsOf(t *testing.T, s *harness.Stack, db, aggregateID string) map[string]int {
 	t.Helper()

@@ -41,9 +41,8 @@ type PaymentAuthorization struct {
 
 // Default reasons when an event does not give one.
 const (
-	ReasonOutOfStock     = "out_of_stock"
-	ReasonPaymentFailed  = "failed"
-	ReasonPaymentExpired = "expired"
+	ReasonOutOfStock    = "out_of_stock"
+	ReasonPaymentFailed = "failed"
 )
 
 // MarkStockReserved applies inventory.reserved: every line is reserved, so a PENDING order awaits
