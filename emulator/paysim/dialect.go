@@ -117,6 +117,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, c call) {
 		if c.idemKey != "" && rep.save {
 			s.idem[k] = &idemRecord{endpoint: c.endpoint, params: c.params, status: rep.status,
 				body: rep.body, requestID: c.requestID, created: s.nowLocked()}
+			s.watchIdemLocked(k, s.idem[k])
 		}
 	}
 	if err := s.saveLocked(); err != nil {

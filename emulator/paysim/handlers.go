@@ -89,6 +89,7 @@ func (s *Server) confirmLocked(pi *paymentIntent) *apiError {
 	if err != nil {
 		return err
 	}
+	s.watchIntentLocked(pi)
 	switch out {
 	case outcomeRequiresAction:
 		s.emitLocked("payment_intent.requires_action", pi.json())

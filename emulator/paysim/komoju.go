@@ -401,18 +401,6 @@ func (s *Server) komojuMessage(e *komojuEvent) message {
 	return message{eventID: e.id, eventType: e.typ, payload: mustJSON(e.json()), to: s.komojuHooks}
 }
 
-// tickKomojuLocked expires the slips past their deadline and the PayPay authorizations that
-// lapsed by now.
-func (s *Server) tickKomojuLocked(now time.Time) {
-	for _, id := range s.komoju.order {
-		p := s.komoju.payments[id]
-		if p.status == komojuAuthorized && !now.Before(p.expiresAt()) {
-			p.expire(s.komoju.walletOf(p))
-			s.emitKomojuLocked("payment.expired", p, "")
-		}
-	}
-}
-
 // komojuTarget delivers KOMOJU events as KOMOJU does: X-Komoju-ID names the delivery,
 // X-Komoju-Event the event type, X-Komoju-Signature signs the body.
 func komojuTarget(url, secret string) *webhookTarget {

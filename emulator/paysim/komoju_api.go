@@ -291,10 +291,12 @@ func (s *Server) createKomojuPayment(r *komojuRequest) (any, *komojuError) {
 	if pay.usesSlip() {
 		pay.instructionsURL = s.URL() + "/_sandbox/komoju/payments/" + pay.id
 		pay.issueSlip(now, now.Add(validity))
+		s.watchKomojuLocked(pay)
 		s.emitKomojuLocked("payment.authorized", pay, "")
 		return pay.json(), nil
 	}
 	pay.chargeWallet(now, s.komoju.wallets[pay.customer])
+	s.watchKomojuLocked(pay)
 	switch pay.status {
 	case komojuFailed:
 		s.emitKomojuLocked("payment.failed", pay, pay.failureReason)

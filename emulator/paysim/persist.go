@@ -583,6 +583,15 @@ func (s *Server) load(data []byte) ([]message, error) {
 		k.wallets[customer] = &wallet{available: w.Available, held: w.Held}
 	}
 	s.komoju = k
+	for _, id := range s.order {
+		s.watchIntentLocked(s.intents[id])
+	}
+	for _, id := range k.order {
+		s.watchKomojuLocked(k.payments[id])
+	}
+	for key, rec := range s.idem {
+		s.watchIdemLocked(key, rec)
+	}
 
 	for _, id := range snap.Undelivered {
 		if s.byEvent[id] == nil && s.komoju.byEvent[id] == nil {

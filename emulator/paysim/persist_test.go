@@ -202,6 +202,41 @@ func TestPersistenceSurvivesCrash(t *testing.T) {
 	}
 }
 
+// TestLapsesAfterRestart: what the clock will make due is rebuilt from the file, so an
+// authorization and a slip from before a restart still lapse and expire after it, and an
+// idempotency key is still forgotten after 24 hours.
+func TestLapsesAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	srv, c := startSandbox(t, Options{DataDir: dir})
+	kc := komojuClient{t: t, base: srv.URL(), key: komojuKey}
+	pi, err := authorize(t, c, "pm_card_visa", 900)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slip := kc.payment("POST", "/api/v1/payments", konbini("ministop", 800))
+	if len(srv.idem) == 0 {
+		t.Fatal("no idempotency record to forget: the client sent no Idempotency-Key")
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	srv2, c2 := startSandbox(t, Options{DataDir: dir})
+	kc2 := komojuClient{t: t, base: srv2.URL(), key: komojuKey}
+	if _, err := srv2.AdvanceClock(authorizationValidity + time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c2.V1PaymentIntents.Retrieve(context.Background(), pi.ID, nil); err != nil || got.Status != stripe.PaymentIntentStatusCanceled {
+		t.Errorf("PaymentIntent 7 days after the restart: %v, %v; want canceled", got, err)
+	}
+	if got := kc2.payment("GET", "/api/v1/payments/"+slip.ID, nil); got.Status != "expired" {
+		t.Errorf("slip 7 days after the restart: %s, want expired", got.Status)
+	}
+	if n := len(srv2.idem); n != 0 {
+		t.Errorf("%d idempotency records kept after 7 days, want 0", n)
+	}
+}
+
 // TestPersistenceRedeliversUndelivered: a webhook delivery that had not ended when the sandbox
 // stopped is made again by the next start; one that had ended is not.
 func TestPersistenceRedeliversUndelivered(t *testing.T) {

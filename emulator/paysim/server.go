@@ -118,6 +118,7 @@ type Server struct {
 	byEvent map[string]*event
 	idem    map[idemKey]*idemRecord
 	komoju  komojuState
+	due     dueQueue  // what the virtual clock will make due (due.go)
 	fresh   []message // events created by the current request, delivered after it unlocks
 	// undelivered are the events (of both dialects) with a webhook URL whose delivery has not
 	// ended (delivered, failed or dropped); a restart with a DataDir delivers them again.
@@ -260,25 +261,6 @@ func (s *Server) AdvanceClock(d time.Duration) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("advance clock by %v: %w", d, err)
 	}
 	return now, nil
-}
-
-// tickLocked applies everything the virtual clock has made due.
-func (s *Server) tickLocked() {
-	now := s.nowLocked()
-	for _, id := range s.order {
-		pi := s.intents[id]
-		if pi.status == statusRequiresCapture && !now.Before(pi.authorizedAt.Add(authorizationValidity)) {
-			pi.expire(pi.authorizedAt.Add(authorizationValidity))
-			s.emitLocked("payment_intent.canceled", pi.json())
-		}
-	}
-	s.tickKomojuLocked(now)
-	for k, rec := range s.idem {
-		if now.Sub(rec.created) >= idempotencyKeyLifetime {
-			delete(s.idem, k)
-			s.dirty = true
-		}
-	}
 }
 
 // takeFreshLocked hands over the events created since the last call, for delivery once the

@@ -99,7 +99,7 @@ func main() {
 	flag.BoolVar(&o.noLedger, "no-ledger", false, "the relay runs without the delivery ledger (RELAY_LEDGER=false), to measure what it costs")
 	flag.BoolVar(&o.keep, "keep", false, "keep the state directory (process logs)")
 	flag.BoolVar(&o.verbose, "v", false, "print the harness's progress lines")
-	flag.StringVar(&o.profile, "profile", "", "write CPU profiles to this directory: bench.pprof (load generator and both emulators, all windows) and one per service and relay over the first window")
+	flag.StringVar(&o.profile, "profile", "", "write CPU profiles of every window to this directory: bench-wN.pprof (load generator and both emulators) and one per service and relay (orders-wN.pprof, ...)")
 	flag.Parse()
 	o.qconc = int32(*qconc)
 	for _, f := range strings.Split(rates, ",") {
@@ -128,8 +128,8 @@ type bench struct {
 	http   *http.Client
 	relays []string
 	skus   []string
-	// profiled is set once the services' profiles were taken (-profile).
-	profiled bool
+	// windows counts the windows run so far (names the -profile files).
+	windows int
 }
 
 func logf(format string, args ...any) {
@@ -197,15 +197,6 @@ func run(ctx context.Context, o options) (err error) {
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {
 			return err
 		}
-		f, err := os.Create(filepath.Join(o.profile, "bench.pprof"))
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
 	}
 	if o.mode == "drain" {
 		return b.drain(ctx)
@@ -284,7 +275,11 @@ func (b *bench) window(ctx context.Context, rate float64) (*window, error) {
 	}
 	cpu0 := selfCPU()
 	sp0 := b.s.SpannerStats()
-	profiled := b.profileServices(ctx)
+	b.windows++
+	profiled, err := b.profile(ctx)
+	if err != nil {
+		return nil, err
+	}
 
 	var (
 		mu   sync.Mutex
@@ -392,13 +387,23 @@ func (b *bench) window(ctx context.Context, rate float64) (*window, error) {
 	return w, nil
 }
 
-// profileServices starts fetching a CPU profile of every service and relay over the window
-// (once, for the first window) into the -profile directory; the returned function waits for them.
-func (b *bench) profileServices(ctx context.Context) func() {
-	if b.o.profile == "" || b.profiled {
-		return func() {}
+// profile starts CPU profiles over the window, into the -profile directory: the bench process's
+// own (load generator and both emulators) and one of every service and relay, all named after
+// the window's number (bench-w1.pprof, orders-w1.pprof, ...), so that a late window can be
+// compared with an early one (go tool pprof -diff_base). The returned function waits for them.
+func (b *bench) profile(ctx context.Context) (func(), error) {
+	if b.o.profile == "" {
+		return func() {}, nil
 	}
-	b.profiled = true
+	suffix := fmt.Sprintf("-w%d.pprof", b.windows)
+	own, err := os.Create(filepath.Join(b.o.profile, "bench"+suffix))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(own); err != nil {
+		own.Close()
+		return nil, err
+	}
 	secs := int(b.o.duration.Seconds())
 	var wg sync.WaitGroup
 	var names []string
@@ -418,8 +423,7 @@ func (b *bench) profileServices(ctx context.Context) func() {
 				return
 			}
 			defer resp.Body.Close()
-			path := filepath.Join(b.o.profile, name+".pprof")
-			f, err := os.Create(path)
+			f, err := os.Create(filepath.Join(b.o.profile, name+suffix))
 			if err == nil {
 				_, err = io.Copy(f, resp.Body)
 				f.Close()
@@ -429,7 +433,11 @@ func (b *bench) profileServices(ctx context.Context) func() {
 			}
 		})
 	}
-	return wg.Wait
+	return func() {
+		wg.Wait()
+		pprof.StopCPUProfile()
+		own.Close()
+	}, nil
 }
 
 func (b *bench) place(ctx context.Context) (string, error) {
