@@ -1,0 +1,372 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/spanner"
+	"github.com/google/uuid"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu"
+)
+
+// ---- rate mode: orders through the whole saga at fixed rates ----
+
+// window is one rate's measurements. Its orders are placed open loop for -duration; then the
+// bench waits (up to -settle) until every one of them ended (COMPLETED or CANCELLED) and every
+// outbox is empty, and reads what happened from the databases' commit timestamps.
+type window struct {
+	rate             float64
+	start, settledAt time.Time
+	placed, errs     int64
+	errSample        string
+	elapsed          time.Duration // first request → last answer
+	issued           time.Duration // first request → last request sent
+	postP50, postP99 time.Duration
+	pubAll           float64 // events published while placing (all relays)
+	ended, pending   int     // orders that ended / did not within -settle
+	statuses         map[string]int
+	methods          map[string]string // order id → payment method
+	milestones       map[string]map[string][]time.Duration
+	hops             []hop
+	cpu              map[string]float64 // CPU seconds while placing, per process
+	benchCPU         float64
+	cpuTotal         float64          // every process, window start → settled
+	spanner          spanneremu.Stats // while placing
+	spannerAll       spanneremu.Stats // window start → settled
+	slipsPaid        int64
+}
+
+func (b *bench) rates(ctx context.Context) error {
+	ceiling, err := b.ceiling(ctx)
+	if err != nil {
+		return err
+	}
+	var ws []*window
+	for _, r := range b.o.rates {
+		w, err := b.window(ctx, r)
+		if err != nil {
+			return err
+		}
+		ws = append(ws, w)
+	}
+	b.report(ws, ceiling)
+	return nil
+}
+
+func (b *bench) window(ctx context.Context, rate float64) (*window, error) {
+	w := &window{rate: rate, methods: map[string]string{}, statuses: map[string]int{}}
+	logf("rate %v orders/s for %s (%s)", rate, b.o.duration, strings.Join(b.o.methods, ", "))
+	before, err := b.scrapeAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cpu0 := selfCPU()
+	sp0 := b.s.SpannerStats()
+	b.windows++
+	profiled, err := b.profile(ctx)
+	if err != nil {
+		return nil, err
+	}
+	payer := b.startSlipPayer(ctx)
+
+	var (
+		mu   sync.Mutex
+		post []time.Duration
+		wg   sync.WaitGroup
+		errs atomic.Int64
+	)
+	interval := time.Duration(float64(time.Second) / rate)
+	w.start = time.Now()
+	tick := time.NewTicker(interval)
+	n := int(rate * b.o.duration.Seconds())
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				tick.Stop()
+				return nil, ctx.Err()
+			case <-tick.C:
+			}
+		}
+		method := b.o.methods[i%len(b.o.methods)]
+		wg.Go(func() {
+			t0 := time.Now()
+			id, err := b.place(ctx, method)
+			d := time.Since(t0)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs.Add(1)
+				if w.errSample == "" {
+					w.errSample = err.Error()
+				}
+				return
+			}
+			w.methods[id] = method
+			post = append(post, d)
+		})
+	}
+	tick.Stop()
+	w.issued = time.Since(w.start)
+	wg.Wait()
+	profiled()
+	w.elapsed = time.Since(w.start)
+	placedAt, err := b.scrapeAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w.benchCPU = selfCPU() - cpu0
+	w.spanner = statsSince(sp0, b.s.SpannerStats())
+	w.placed, w.errs = int64(len(w.methods)), errs.Load()
+	sortDur(post)
+	w.postP50, w.postP99 = pct(post, 50), pct(post, 99)
+	w.pubAll = delta(before, placedAt, "relay", "outbox_published_events_total", "")
+	w.cpu = map[string]float64{}
+	for _, p := range append(consumerNames(), b.relays...) {
+		w.cpu[p] = delta(before, placedAt, p, "process_cpu_seconds_total", "")
+	}
+
+	ids := make([]string, 0, len(w.methods))
+	for id := range w.methods {
+		ids = append(ids, id)
+	}
+	if err := b.waitEnded(ctx, w, ids, time.Now().Add(b.o.settle)); err != nil {
+		return nil, err
+	}
+	w.slipsPaid = payer.stop()
+	w.settledAt = time.Now()
+	settled, err := b.scrapeAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w.spannerAll = statsSince(sp0, b.s.SpannerStats())
+	w.cpuTotal = selfCPU() - cpu0
+	for _, p := range append(consumerNames(), b.relays...) {
+		w.cpuTotal += delta(before, settled, p, "process_cpu_seconds_total", "")
+	}
+	if w.milestones, err = b.milestones(ctx, w.methods); err != nil {
+		return nil, err
+	}
+	if w.hops, err = b.hops(ctx, w.start, w.settledAt); err != nil {
+		return nil, err
+	}
+	logf("  placed %d (%d errors) in %s; %d ended, %d not within %s", w.placed, w.errs, w.elapsed.Round(time.Millisecond), w.ended, w.pending, b.o.settle)
+	return w, nil
+}
+
+// paymentBody is the payment of a bench order by method: a card that authorizes, the bench
+// customer's PayPay wallet (funded for the whole run), or a konbini or bank transfer slip that
+// the slip payer pays as soon as the gateway recorded it.
+func paymentBody(method string) string {
+	switch method {
+	case "card":
+		return `{"method":"card","payment_method":"pm_card_visa"}`
+	case "konbini":
+		return `{"method":"konbini","store":"lawson"}`
+	default: // wallet, bank_transfer
+		return fmt.Sprintf(`{"method":%q}`, method)
+	}
+}
+
+func (b *bench) place(ctx context.Context, method string) (string, error) {
+	sku := b.skus[rand.IntN(len(b.skus))]
+	body := fmt.Sprintf(`{"customer_id":%q,"email":"bench@example.com","lines":[{"sku":%q,"quantity":1}],"payment":%s}`,
+		benchCustomer, sku, paymentBody(method))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.s.URL("orders")+"/v1/orders", strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", uuid.NewString())
+	resp, err := b.http.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		return "", fmt.Errorf("POST /v1/orders: %d %.200s", resp.StatusCode, data)
+	}
+	var o struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(data, &o); err != nil || o.ID == "" {
+		return "", fmt.Errorf("POST /v1/orders: no id in %.200s", data)
+	}
+	return o.ID, nil
+}
+
+// benchCustomer places every order; the sandbox funds its wallet for the whole run.
+const benchCustomer = "bench"
+
+// waitEnded waits until every order of the window is terminal (COMPLETED, CANCELLED or
+// NEEDS_ATTENTION: nothing more happens to it by itself) and every outbox is empty (the
+// last e-mail intents included), or deadline; it counts the orders by final status.
+func (b *bench) waitEnded(ctx context.Context, w *window, ids []string, deadline time.Time) error {
+	for {
+		open, err := b.countP(ctx, "orders", "SELECT COUNT(*) FROM Orders WHERE OrderId IN UNNEST(@ids) AND Status NOT IN ('COMPLETED', 'CANCELLED', 'NEEDS_ATTENTION')", ids)
+		if err != nil {
+			return err
+		}
+		pending := int64(0)
+		if open == 0 {
+			if pending, err = b.unpublished(ctx); err != nil {
+				return err
+			}
+		}
+		if (open == 0 && pending == 0) || time.Now().After(deadline) {
+			w.pending = int(open)
+			w.ended = len(ids) - w.pending
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return b.s.DB("orders").Single().Query(ctx, spanner.Statement{
+		SQL:    "SELECT Status, COUNT(*) FROM Orders WHERE OrderId IN UNNEST(@ids) GROUP BY Status",
+		Params: map[string]any{"ids": ids},
+	}).Do(func(r *spanner.Row) error {
+		var st string
+		var n int64
+		if err := r.Columns(&st, &n); err != nil {
+			return err
+		}
+		w.statuses[st] = int(n)
+		return nil
+	})
+}
+
+// unpublished counts the outbox rows not yet published, over every source database.
+func (b *bench) unpublished(ctx context.Context) (int64, error) {
+	total := int64(0)
+	for _, db := range sourceDatabases() {
+		n, err := b.count(ctx, db, "SELECT COUNT(*) FROM OutboxEvents WHERE PublishedAt IS NULL")
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// slipPayer plays the customers who pay their konbini and bank transfer slips: as soon as the
+// gateway recorded a slip (payment PENDING with the provider's id), it pays it in the sandbox.
+type slipPayer struct {
+	b      *bench
+	mu     sync.Mutex
+	paid   map[string]bool // provider payment ids paid
+	cancel context.CancelFunc
+	done   chan struct{}
+	n      atomic.Int64
+}
+
+func (b *bench) startSlipPayer(ctx context.Context) *slipPayer {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &slipPayer{b: b, paid: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			p.payDue(ctx)
+		}
+	}()
+	return p
+}
+
+func (p *slipPayer) payDue(ctx context.Context) {
+	var due []string
+	err := p.b.s.DB("payments").Single().Query(ctx, spanner.Statement{
+		SQL: "SELECT ProviderPaymentId FROM Payments WHERE Status = 'PENDING' AND ProviderPaymentId IS NOT NULL",
+	}).Do(func(r *spanner.Row) error {
+		var id string
+		if err := r.Columns(&id); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		if !p.paid[id] {
+			due = append(due, id)
+		}
+		p.mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return // the next pass retries
+	}
+	for _, id := range due {
+		if err := p.b.s.Paysim.PayKomojuSlip(id); err != nil {
+			logf("  pay slip %s: %v", id, err)
+			continue
+		}
+		p.mu.Lock()
+		p.paid[id] = true
+		p.mu.Unlock()
+		p.n.Add(1)
+	}
+}
+
+// stop ends the payer and returns how many slips it paid.
+func (p *slipPayer) stop() int64 {
+	p.cancel()
+	<-p.done
+	return p.n.Load()
+}
+
+// milestones reads each order's way through the saga from its timeline: the commit of the
+// order, then of each event it emitted (RecordedAt is the commit timestamp of the transaction
+// that emitted it), so every figure is commit to commit on one clock. By method, then event.
+func (b *bench) milestones(ctx context.Context, methods map[string]string) (map[string]map[string][]time.Duration, error) {
+	ids := make([]string, 0, len(methods))
+	for id := range methods {
+		ids = append(ids, id)
+	}
+	out := map[string]map[string][]time.Duration{}
+	err := b.s.DB("orders").Single().Query(ctx, spanner.Statement{
+		SQL: `SELECT o.OrderId, t.EventType, TIMESTAMP_DIFF(t.RecordedAt, o.CreatedAt, MICROSECOND)
+			FROM Orders o JOIN OrderTimeline t ON t.OrderId = o.OrderId
+			WHERE o.OrderId IN UNNEST(@ids) AND t.Direction = 'emitted' AND t.EventType IN UNNEST(@types)`,
+		Params: map[string]any{"ids": ids, "types": milestoneTypes},
+	}).Do(func(r *spanner.Row) error {
+		var id, typ string
+		var us int64
+		if err := r.Columns(&id, &typ, &us); err != nil {
+			return err
+		}
+		m := methods[id]
+		if out[m] == nil {
+			out[m] = map[string][]time.Duration{}
+		}
+		out[m][typ] = append(out[m][typ], time.Duration(us)*time.Microsecond)
+		return nil
+	})
+	for _, byType := range out {
+		for _, d := range byType {
+			sortDur(d)
+		}
+	}
+	return out, err
+}
+
+// milestoneTypes are the order's events the bench times from the order's commit.
+var milestoneTypes = []string{"order.awaiting_payment", "order.confirmed", "order.shipped", "order.completed", "order.cancelled"}
+
+// statsSince is the Spanner emulator's counters from a to b.
+func statsSince(a, b spanneremu.Stats) spanneremu.Stats {
+	return spanneremu.Stats{Commits: b.Commits - a.Commits, LockTimeouts: b.LockTimeouts - a.LockTimeouts,
+		Conflicts: b.Conflicts - a.Conflicts, IdleAborts: b.IdleAborts - a.IdleAborts}
+}
