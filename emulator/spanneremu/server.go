@@ -150,6 +150,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 // and aborts by cause (lock wait timed out, optimistic read invalidated, idle transaction).
 type Stats = engine.Stats
 
+// DatabaseStats are one database's counters in Stats.
+type DatabaseStats = engine.DatabaseStats
+
 // Stats returns the server's transaction counters.
 func (s *Server) Stats() Stats { return s.eng.Stats() }
 

@@ -21,7 +21,8 @@ import (
 // (relay lease renewals, sweeps), which every window's per-order figures leave out.
 type ceilingResult struct {
 	commitsPerSec float64 // the emulator alone, saturated
-	idlePerSec    float64 // the stack at rest
+	idlePerSec    float64            // the stack at rest
+	idleByDB      map[string]float64 // the stack at rest, commits/s by database
 	workers       int
 	took          time.Duration
 }
@@ -39,7 +40,11 @@ func (b *bench) ceiling(ctx context.Context) (ceilingResult, error) {
 		return ceilingResult{}, ctx.Err()
 	case <-time.After(idleFor):
 	}
-	res := ceilingResult{workers: probeWorkers, idlePerSec: float64(b.s.SpannerStats().Commits-sp0.Commits) / idleFor.Seconds()}
+	idle := statsSince(sp0, b.s.SpannerStats())
+	res := ceilingResult{workers: probeWorkers, idlePerSec: float64(idle.Commits) / idleFor.Seconds(), idleByDB: map[string]float64{}}
+	for db, st := range idle.ByDatabase {
+		res.idleByDB[db] = float64(st.Commits) / idleFor.Seconds()
+	}
 
 	da, err := database.NewDatabaseAdminClient(ctx)
 	if err != nil {

@@ -58,25 +58,26 @@ import (
 )
 
 type options struct {
-	mode     string
-	rates    []float64
-	duration time.Duration
-	relays   int
-	skus     int
-	events   int
-	batch    int
-	settle   time.Duration
-	keep     bool
-	persist  bool
-	noNudge  bool
-	noLedger bool
-	verbose  bool
-	profile  string
-	qrate    float64
-	qconc    int32
-	methods  []string
-	carrier  string
-	scale    []int
+	mode      string
+	rates     []float64
+	duration  time.Duration
+	relays    int
+	skus      int
+	events    int
+	batch     int
+	settle    time.Duration
+	keep      bool
+	persist   bool
+	noNudge   bool
+	noLedger  bool
+	verbose   bool
+	profile   string
+	qrate     float64
+	qconc     int32
+	methods   []string
+	perMethod bool
+	carrier   string
+	scale     []int
 }
 
 func main() {
@@ -86,6 +87,7 @@ func main() {
 	flag.StringVar(&rates, "rates", "25,50", "orders per second, one window per rate (mode rate)")
 	flag.DurationVar(&o.duration, "duration", 30*time.Second, "length of each rate's window")
 	methods := flag.String("methods", "card,wallet,konbini,bank_transfer", "payment methods, used in turn (mode rate)")
+	flag.BoolVar(&o.perMethod, "per-method", false, "one window per payment method at each rate, rather than the methods in turn (per-method figures for docs/capacity.md)")
 	flag.StringVar(&o.carrier, "carrier-after", "1s", "fulfillment's simulated carrier ships a shipment this long after it was created (CARRIER_SIMULATE_AFTER)")
 	scale := flag.String("scale", "1,2,4", "relay instance counts, one drain each (mode scale)")
 	flag.IntVar(&o.relays, "relays", 1, "relay instances")

@@ -25,6 +25,7 @@ import (
 // outbox is empty, and reads what happened from the databases' commit timestamps.
 type window struct {
 	rate             float64
+	mix              []string // the payment methods used in turn
 	start, settledAt time.Time
 	placed, errs     int64
 	errSample        string
@@ -43,6 +44,7 @@ type window struct {
 	spanner          spanneremu.Stats // while placing
 	spannerAll       spanneremu.Stats // window start → settled
 	slipsPaid        int64
+	dispatches       float64 // Cloud Tasks attempts, window start → settled
 }
 
 func (b *bench) rates(ctx context.Context) error {
@@ -52,19 +54,28 @@ func (b *bench) rates(ctx context.Context) error {
 	}
 	var ws []*window
 	for _, r := range b.o.rates {
-		w, err := b.window(ctx, r)
-		if err != nil {
-			return err
+		mixes := [][]string{b.o.methods}
+		if b.o.perMethod {
+			mixes = nil
+			for _, m := range b.o.methods {
+				mixes = append(mixes, []string{m})
+			}
 		}
-		ws = append(ws, w)
+		for _, methods := range mixes {
+			w, err := b.window(ctx, r, methods)
+			if err != nil {
+				return err
+			}
+			ws = append(ws, w)
+		}
 	}
 	b.report(ws, ceiling)
 	return nil
 }
 
-func (b *bench) window(ctx context.Context, rate float64) (*window, error) {
-	w := &window{rate: rate, methods: map[string]string{}, statuses: map[string]int{}}
-	logf("rate %v orders/s for %s (%s)", rate, b.o.duration, strings.Join(b.o.methods, ", "))
+func (b *bench) window(ctx context.Context, rate float64, methods []string) (*window, error) {
+	w := &window{rate: rate, mix: methods, methods: map[string]string{}, statuses: map[string]int{}}
+	logf("rate %v orders/s for %s (%s)", rate, b.o.duration, strings.Join(methods, ", "))
 	before, err := b.scrapeAll(ctx)
 	if err != nil {
 		return nil, err
@@ -97,7 +108,7 @@ func (b *bench) window(ctx context.Context, rate float64) (*window, error) {
 			case <-tick.C:
 			}
 		}
-		method := b.o.methods[i%len(b.o.methods)]
+		method := methods[i%len(methods)]
 		wg.Go(func() {
 			t0 := time.Now()
 			id, err := b.place(ctx, method)
@@ -149,6 +160,7 @@ func (b *bench) window(ctx context.Context, rate float64) (*window, error) {
 		return nil, err
 	}
 	w.spannerAll = statsSince(sp0, b.s.SpannerStats())
+	w.dispatches = delta(before, settled, "tasks", "tasksemu_attempts_total", "")
 	w.cpuTotal = selfCPU() - cpu0
 	for _, p := range append(consumerNames(), b.relays...) {
 		w.cpuTotal += delta(before, settled, p, "process_cpu_seconds_total", "")
@@ -367,6 +379,10 @@ var milestoneTypes = []string{"order.awaiting_payment", "order.confirmed", "orde
 
 // statsSince is the Spanner emulator's counters from a to b.
 func statsSince(a, b spanneremu.Stats) spanneremu.Stats {
-	return spanneremu.Stats{Commits: b.Commits - a.Commits, LockTimeouts: b.LockTimeouts - a.LockTimeouts,
-		Conflicts: b.Conflicts - a.Conflicts, IdleAborts: b.IdleAborts - a.IdleAborts}
+	out := spanneremu.Stats{Commits: b.Commits - a.Commits, LockTimeouts: b.LockTimeouts - a.LockTimeouts,
+		Conflicts: b.Conflicts - a.Conflicts, IdleAborts: b.IdleAborts - a.IdleAborts, ByDatabase: map[string]spanneremu.DatabaseStats{}}
+	for db, s := range b.ByDatabase {
+		out.ByDatabase[db] = spanneremu.DatabaseStats{Commits: s.Commits - a.ByDatabase[db].Commits, RowsWritten: s.RowsWritten - a.ByDatabase[db].RowsWritten}
+	}
+	return out
 }

@@ -46,13 +46,42 @@ func (b *bench) report(ws []*window, c ceilingResult) {
 		}
 	}
 
+	fmt.Println("\nWhat one order costs, window start → every order ended (the stack's own commits at rest left out): events appended to the outboxes, " +
+		"Cloud Tasks dispatches (delivery attempts), Spanner commits and rows written (index rows not counted), in all and by database.")
+	fmt.Println()
+	dbs := sourceDatabases()
+	fmt.Println("| orders/s | methods | events | dispatches | commits | rows written | commits by database (" + strings.Join(dbs, " / ") + ") |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, w := range ws {
+		if w.placed == 0 {
+			continue
+		}
+		n := float64(w.placed)
+		events := 0
+		rows := int64(0)
+		for _, h := range w.hops {
+			if h.subscriber == "" {
+				events += len(h.published)
+			}
+		}
+		var byDB []string
+		span := w.settledAt.Sub(w.start).Seconds()
+		for _, db := range dbs {
+			st := w.spannerAll.ByDatabase[db]
+			rows += st.RowsWritten
+			byDB = append(byDB, fmt.Sprintf("%.1f", (float64(st.Commits)-c.idleByDB[db]*span)/n))
+		}
+		fmt.Printf("| %v | %s | %.1f | %.1f | %.1f | %.1f | %s |\n", w.rate, strings.Join(w.mix, ", "), float64(events)/n,
+			w.dispatches/n, (float64(w.spannerAll.Commits)-c.idlePerSec*w.settledAt.Sub(w.start).Seconds())/n, float64(rows)/n, strings.Join(byDB, " / "))
+	}
+
 	fmt.Println("\nOrder → milestone, from the order's commit to the commit that emitted the milestone event (the order's timeline), p50 / p95 / p99 (n). " +
 		"CONFIRMED includes the provider call (and, for slips, the bench's 50 ms poll before it pays); SHIPPED includes the simulated carrier's wait.")
 	fmt.Println()
 	fmt.Println("| orders/s | method | → AWAITING_PAYMENT | → CONFIRMED | → SHIPPED | → COMPLETED | cancelled |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, w := range ws {
-		for _, m := range b.o.methods {
+		for _, m := range w.mix {
 			got := w.milestones[m]
 			fmt.Printf("| %v | %s | %s | %s | %s | %s | %d |\n", w.rate, m, p3(got["order.awaiting_payment"]), p3(got["order.confirmed"]),
 				p3(got["order.shipped"]), p3(got["order.completed"]), len(got["order.cancelled"]))
@@ -65,7 +94,7 @@ func (b *bench) report(ws []*window, c ceilingResult) {
 	header := "| hop |"
 	sep := "|---|"
 	for i, w := range ws {
-		header += fmt.Sprintf(" window %d (%v/s) |", i+1, w.rate)
+		header += fmt.Sprintf(" window %d (%v/s%s) |", i+1, w.rate, mixLabel(b, w))
 		sep += "---|"
 	}
 	fmt.Println(header)
@@ -188,4 +217,12 @@ func statusList(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// mixLabel names a window's methods when windows differ in them (-per-method).
+func mixLabel(b *bench, w *window) string {
+	if !b.o.perMethod {
+		return ""
+	}
+	return ", " + strings.Join(w.mix, ", ")
 }

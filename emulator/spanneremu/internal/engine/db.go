@@ -47,6 +47,9 @@ type DB struct {
 	// timestamp is exactly the last commit it can see.
 	snapMu sync.RWMutex
 
+	// commits and rowsWritten count this database's commits and the rows they wrote (Stats).
+	commits, rowsWritten atomic.Int64
+
 	mu      sync.Mutex
 	txns    map[string]*Txn
 	occ     occState

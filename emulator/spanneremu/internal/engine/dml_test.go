@@ -410,3 +410,27 @@ func TestPruneKeepsWritesOpenReadsNeed(t *testing.T) {
 		t.Errorf("log keeps %d commits with no open read, want 0", kept)
 	}
 }
+
+// Stats count each database's commits and the rows they wrote, DML and mutations alike.
+func TestStatsByDatabase(t *testing.T) {
+	e, db := newTestEngine(t, Options{}, inbox, singers)
+	if err := commit(t, db, insert("Singers", []string{"SingerId", "Name"}, row(str("1"), str("a")), row(str("2"), str("b")))); err != nil {
+		t.Fatal(err)
+	}
+	tx, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if n, err := exec(t, tx, insertInbox, map[string]*structpb.Value{"id": str("ev-1")}); err != nil || n != 1 {
+		t.Fatalf("inserted %d, %v", n, err)
+	}
+	if _, err := tx.Commit(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	s := e.Stats()
+	if len(s.ByDatabase) != 1 {
+		t.Fatalf("ByDatabase %+v: want one database", s.ByDatabase)
+	}
+	for name, got := range s.ByDatabase {
+		if want := (DatabaseStats{Commits: 2, RowsWritten: 3}); got != want || s.Commits != 2 {
+			t.Errorf("database %s: %+v (engine commits %d), want %+v", name, got, s.Commits, want)
+		}
+	}
+}

@@ -40,6 +40,9 @@ type Engine struct {
 // Stats are counters of the engine's transaction outcomes since it started.
 type Stats struct {
 	Commits int64
+	// ByDatabase are each database's commits and rows written (keys in the commits' write sets,
+	// index rows not counted), by database id.
+	ByDatabase map[string]DatabaseStats
 	// Aborts by cause: a lock wait that timed out, an optimistic read invalidated by a
 	// concurrent commit, a transaction abandoned past the idle timeout.
 	LockTimeouts, Conflicts, IdleAborts int64
@@ -47,8 +50,19 @@ type Stats struct {
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
-	return Stats{Commits: e.stats.commits.Load(), LockTimeouts: e.stats.lockTimeouts.Load(),
-		Conflicts: e.stats.conflicts.Load(), IdleAborts: e.stats.idleAborts.Load()}
+	st := Stats{Commits: e.stats.commits.Load(), LockTimeouts: e.stats.lockTimeouts.Load(),
+		Conflicts: e.stats.conflicts.Load(), IdleAborts: e.stats.idleAborts.Load(), ByDatabase: map[string]DatabaseStats{}}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for name, db := range e.dbs {
+		st.ByDatabase[name[strings.LastIndex(name, "/")+1:]] = DatabaseStats{Commits: db.commits.Load(), RowsWritten: db.rowsWritten.Load()}
+	}
+	return st
+}
+
+// DatabaseStats are one database's counters.
+type DatabaseStats struct {
+	Commits, RowsWritten int64
 }
 
 const dbFileSuffix = ".spandb"

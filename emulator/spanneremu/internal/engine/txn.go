@@ -504,6 +504,8 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 	if err == nil {
 		db.recordCommit(ts, ws)
 		db.e.stats.commits.Add(1)
+		db.commits.Add(1)
+		db.rowsWritten.Add(int64(len(ws.keys)))
 	}
 	db.snapMu.Unlock()
 	if err != nil {
