@@ -20,7 +20,7 @@ import (
 // commits per second when nothing else runs, and the commits the idle stack makes by itself
 // (relay lease renewals, sweeps), which every window's per-order figures leave out.
 type ceilingResult struct {
-	commitsPerSec float64 // the emulator alone, saturated
+	commitsPerSec float64            // the emulator alone, saturated
 	idlePerSec    float64            // the stack at rest
 	idleByDB      map[string]float64 // the stack at rest, commits/s by database
 	workers       int

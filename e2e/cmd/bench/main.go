@@ -51,6 +51,9 @@ import (
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
 	"cloud.google.com/go/spanner"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/spanmart/spanmart/e2e/harness"
 	"github.com/spanmart/spanmart/emulator/paysim"
 	"github.com/spanmart/spanmart/internal/topology"
@@ -306,7 +309,8 @@ func (b *bench) startProbe(ctx context.Context) (func() []time.Duration, error) 
 		return nil, err
 	}
 	q := relay.SubscriberQueue(harness.QueueName("bench-probe"))
-	if _, err := tc.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: harness.Location, Queue: q}); err != nil {
+	// One probe queue per stack: a later drain (mode scale) reuses it.
+	if _, err := tc.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: harness.Location, Queue: q}); err != nil && status.Code(err) != codes.AlreadyExists {
 		return nil, fmt.Errorf("create the probe queue: %w", err)
 	}
 	if _, err := tc.PauseQueue(ctx, &cloudtaskspb.PauseQueueRequest{Name: q.Name}); err != nil {
@@ -383,16 +387,14 @@ func (b *bench) scrapeAll(ctx context.Context) (scrape, error) {
 		return nil, fmt.Errorf("metrics of the Tasks emulator: %w", err)
 	}
 	out["tasks"] = m
-	// The relay instances are one "relay" for sums.
-	if len(b.relays) > 1 {
-		sum := map[string]float64{}
-		for _, r := range b.relays {
-			for k, v := range out[r] {
-				sum[k] += v
-			}
+	// "relays" is every relay instance's counters summed.
+	all := map[string]float64{}
+	for _, r := range b.relays {
+		for k, v := range out[r] {
+			all[k] += v
 		}
-		out["relay-all"] = sum
 	}
+	out["relays"] = all
 	return out, nil
 }
 
@@ -443,14 +445,7 @@ func sum(m map[string]float64, name string, filters ...string) float64 {
 	return total
 }
 
-func proc(sc scrape, p string) map[string]float64 {
-	if p == "relay" {
-		if all, ok := sc["relay-all"]; ok {
-			return all
-		}
-	}
-	return sc[p]
-}
+func proc(sc scrape, p string) map[string]float64 { return sc[p] }
 
 func delta(before, after scrape, p, name string, filters ...string) float64 {
 	return sum(proc(after, p), name, filters...) - sum(proc(before, p), name, filters...)

@@ -140,7 +140,7 @@ func (b *bench) window(ctx context.Context, rate float64, methods []string) (*wi
 	w.placed, w.errs = int64(len(w.methods)), errs.Load()
 	sortDur(post)
 	w.postP50, w.postP99 = pct(post, 50), pct(post, 99)
-	w.pubAll = delta(before, placedAt, "relay", "outbox_published_events_total", "")
+	w.pubAll = delta(before, placedAt, "relays", "outbox_published_events_total", "")
 	w.cpu = map[string]float64{}
 	for _, p := range append(consumerNames(), b.relays...) {
 		w.cpu[p] = delta(before, placedAt, p, "process_cpu_seconds_total", "")

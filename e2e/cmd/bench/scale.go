@@ -29,7 +29,7 @@ type drainResult struct {
 	wall       time.Duration // start → outbox empty
 	pending    int64         // still unpublished at the deadline
 	relayCPU   float64       // CPU seconds of the instances over the drain
-	perRelay   map[string]float64
+	perRelay   map[string]float64 // events each instance published (its share of the tasks created)
 	leases     []int // shards held per live owner, at the end, largest first
 	probe      []time.Duration
 	depth      int // fulfillment-inbox depth when the outbox was empty
@@ -153,6 +153,17 @@ func (b *bench) drainOnce(ctx context.Context, relays int) (*drainResult, error)
 	for _, r := range used {
 		res.relayCPU += delta(before, after, r, "process_cpu_seconds_total", "")
 		res.perRelay[r] = delta(before, after, r, "outbox_published_events_total", `source="orders"`)
+	}
+	// The relay counts a published event once per task it created (per subscriber): each
+	// instance's share of the tasks is its share of the events.
+	tasks := 0.0
+	for _, n := range res.perRelay {
+		tasks += n
+	}
+	for r, n := range res.perRelay {
+		if tasks > 0 {
+			res.perRelay[r] = n / tasks * float64(res.published)
+		}
 	}
 	res.depth, _ = b.tasksDepth(ctx, "fulfillment-inbox")
 	res.lagMeanSec, _ = histMean(before, after, "relay", "outbox_publish_lag_seconds", `source="orders"`)
