@@ -1,5 +1,5 @@
 # Spanmart developer commands. Everything needs only Go (see README.md).
-.PHONY: dev test generate build clean demo bench-relay fuzz
+.PHONY: dev test generate build clean demo bench bench-scale fuzz
 
 # dev: run the whole system locally (emulators, schema, seed data, five services); Ctrl-C stops it.
 dev:
@@ -25,13 +25,21 @@ clean:
 demo:
 	go run ./e2e/cmd/demo
 
-# bench-relay: orders at fixed rates through the real stack; prints relay throughput and latency.
-bench-relay:
+# bench: orders through the whole saga at fixed rates on a stack of its own; prints throughput, per-hop latency and what an order costs (flags: go run ./e2e/cmd/bench -h).
+bench:
 	go run ./e2e/cmd/bench
 
-# fuzz: each fuzz target for FUZZTIME (default 30s); the README's test command runs their seeds only.
+# bench-scale: the relay's throughput on a pre-loaded outbox with 1, 2 and 4 instances, and how their shard leases spread.
+bench-scale:
+	go run ./e2e/cmd/bench -mode scale
+
+# soak: mixed load through the whole saga for SOAK_DURATION (default 10m) under injected faults, then every invariant checked; prints a summary, draws docs/soak.png, exits 1 if one fails.
+SOAK_DURATION ?= 10m
+.PHONY: soak
+soak:
+	go run ./e2e/cmd/soak -duration $(SOAK_DURATION)
+
+# fuzz: every fuzz target of the repository (found in the test files by tools/fuzzall) for FUZZTIME each (default 30s); the README's test command runs each for 5s (TestFuzzTargets).
 FUZZTIME ?= 30s
 fuzz:
-	go test -run '^$$' -fuzz FuzzDecodeJSONStrict -fuzztime $(FUZZTIME) ./pkg/platform
-	go test -run '^$$' -fuzz FuzzParseWebhook -fuzztime $(FUZZTIME) ./services/gateway-abstraction/internal/provider/stripe
-	go test -run '^$$' -fuzz FuzzParseWebhook -fuzztime $(FUZZTIME) ./services/gateway-abstraction/internal/provider/komoju
+	go run ./tools/fuzzall -fuzztime $(FUZZTIME)

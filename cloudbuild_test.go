@@ -451,7 +451,7 @@ var secretName = regexp.MustCompile(`(?i)(PASSWORD|SECRET|_KEY$|TOKEN|CREDENTIAL
 func localStack() localenv.Stack {
 	return localenv.Stack{
 		Instance: "projects/" + localenv.Project + "/instances/dev", SpannerAddr: "127.0.0.1:9010",
-		TasksAddr: "127.0.0.1:8123", TasksHTTP: "http://127.0.0.1:8124", PaysimURL: "http://127.0.0.1:12111",
+		TasksAddr: "127.0.0.1:8123", TasksHTTP: "http://127.0.0.1:8124", PaysimURL: "http://127.0.0.1:12111", AuthURL: "http://127.0.0.1:8125",
 		SMTPAddr: "127.0.0.1:1025", LogLevel: "info", CarrierAfter: "5s",
 		URL: func(name string) string {
 			s, _ := topology.Lookup(name)
@@ -557,6 +557,11 @@ func TestCloudBuildEnvironmentFollowsTheRoster(t *testing.T) {
 	}
 	if o := bl.deploys[topology.Orders].env; o["FULFILLMENT_URL"] != bl.url(topology.Fulfillment) || o["GATEWAY_URL"] != bl.url(topology.Gateway) {
 		t.Errorf("orders: FULFILLMENT_URL=%q GATEWAY_URL=%q, want the peers' URLs", o["FULFILLMENT_URL"], o["GATEWAY_URL"])
+	}
+	// orders' customers are the project's Identity Platform users.
+	if o := bl.deploys[topology.Orders].env; o["CUSTOMER_ISSUER"] != "https://securetoken.google.com/"+testProject || o["CUSTOMER_AUDIENCE"] != testProject ||
+		o["CUSTOMER_JWKS_URL"] != "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com" {
+		t.Errorf("orders: CUSTOMER_ISSUER=%q CUSTOMER_AUDIENCE=%q CUSTOMER_JWKS_URL=%q, want the project's Identity Platform", o["CUSTOMER_ISSUER"], o["CUSTOMER_AUDIENCE"], o["CUSTOMER_JWKS_URL"])
 	}
 }
 
@@ -1105,6 +1110,10 @@ func TestComposeRunsTheRoster(t *testing.T) {
 		"-komoju-secret-key=" + localenv.KomojuSecretKey, "-komoju-webhook-url=" + komojuHook, "-komoju-webhook-secret=" + localenv.KomojuWebhookSecret}
 	if pay := f.Services["paysim"]; pay.Build.Args["SERVICE"] != "emulator/paysim/cmd/paysim" || !cmp.Equal(want, pay.Command) {
 		t.Errorf("compose paysim: build %+v, command %q; want the sandbox with %q", pay.Build, pay.Command, want)
+	}
+	want = []string{"-host=127.0.0.1", "-port=" + port(st.AuthURL), "-audience=" + localenv.CustomerAudience}
+	if auth := f.Services["auth"]; auth.Build.Args["SERVICE"] != "emulator/authemu/cmd/authemu" || !cmp.Equal(want, auth.Command) {
+		t.Errorf("compose auth: build %+v, command %q; want the customers' identity provider with %q", auth.Build, auth.Command, want)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,9 +66,57 @@ func orderRequest(customer, sku string, qty int64) map[string]any {
 	}
 }
 
-// postOrder sends POST /v1/orders with an Idempotency-Key.
-func postOrder(ctx context.Context, s *harness.Stack, key string, body any) (*harness.Response, error) {
-	return s.Do(ctx, http.MethodPost, "orders", "/v1/orders", body, "Idempotency-Key", key)
+// owners maps each order the tests placed to its customer, so that reads and cancellations go as
+// that customer, as the customer's app would (orders answers a customer for its own orders only).
+var owners sync.Map // order id → customer id
+
+// asCustomer returns the Authorization header of customer, signed in.
+func asCustomer(ctx context.Context, s *harness.Stack, customer string) (string, error) {
+	tok, err := s.CustomerToken(ctx, customer)
+	return "Bearer " + tok, err
+}
+
+// postOrder sends POST /v1/orders with an Idempotency-Key, signed in as the customer the body
+// names (its customer_id), and records whose order it placed.
+func postOrder(ctx context.Context, s *harness.Stack, key string, body map[string]any) (*harness.Response, error) {
+	customer, _ := body["customer_id"].(string)
+	auth, err := asCustomer(ctx, s, customer)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.Do(ctx, http.MethodPost, "orders", "/v1/orders", body, "Authorization", auth, "Idempotency-Key", key)
+	if err == nil && r.Status/100 == 2 {
+		var o order
+		if r.JSON(&o) == nil && o.ID != "" {
+			owners.Store(o.ID, customer)
+		}
+	}
+	return r, err
+}
+
+// ownerOf is the customer who placed order id through postOrder.
+func ownerOf(t *testing.T, id string) string {
+	t.Helper()
+	c, ok := owners.Load(id)
+	if !ok {
+		t.Fatalf("order %s was not placed through postOrder: whose is it?", id)
+	}
+	return c.(string)
+}
+
+// customerDo sends a request to orders as the customer who placed order id.
+func customerDo(t *testing.T, s *harness.Stack, id, method, path string, headers ...string) *harness.Response {
+	t.Helper()
+	ctx := context.Background()
+	auth, err := asCustomer(ctx, s, ownerOf(t, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Do(ctx, method, "orders", path, nil, append([]string{"Authorization", auth}, headers...)...)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
 }
 
 // placeOrder places an order of qty × sku and returns its id; it fails the test on anything but a
@@ -88,11 +137,15 @@ func placeOrder(t *testing.T, s *harness.Stack, sku string, qty int64) string {
 	return o.ID
 }
 
-// getOrder reads an order through the public API.
+// getOrder reads an order through the public API, as its customer.
 func getOrder(t *testing.T, s *harness.Stack, id string) order {
 	t.Helper()
+	r := customerDo(t, s, id, http.MethodGet, "/v1/orders/"+id)
 	var o order
-	if err := s.GetJSON(context.Background(), "orders", "/v1/orders/"+id, &o); err != nil {
+	if r.Status != http.StatusOK {
+		t.Fatalf("GET /v1/orders/%s: %s", id, r)
+	}
+	if err := r.JSON(&o); err != nil {
 		t.Fatalf("GET /v1/orders/%s: %v", id, err)
 	}
 	return o

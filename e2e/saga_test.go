@@ -74,11 +74,7 @@ func warehouse(t *testing.T, s *harness.Stack, orderID, action string) *harness.
 // cancelOrder is the customer's POST /v1/orders/{id}/cancel.
 func cancelOrder(t *testing.T, s *harness.Stack, orderID string) *harness.Response {
 	t.Helper()
-	r, err := s.Do(context.Background(), http.MethodPost, "orders", "/v1/orders/"+orderID+"/cancel", nil, "Idempotency-Key", uuid.NewString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return customerDo(t, s, orderID, http.MethodPost, "/v1/orders/"+orderID+"/cancel", "Idempotency-Key", uuid.NewString())
 }
 
 // mailsOf counts the e-mails sent about an order, by template (X-Spanmart-Template), and checks

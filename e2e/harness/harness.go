@@ -2,7 +2,8 @@
 // in-process (the Tasks emulator stoppable and restartable on the same ports and data dir), every
 // service and the relay as its own process on free ports, with the environment each reads on Cloud
 // Run (the same variables emulator/devstack sets), four migrated databases, the four subscriber
-// queues and a seeded catalog. Each Stack has its own emulators, ports and temporary state
+// queues and a seeded catalog; the payment sandbox, a mail server and the customers' identity
+// provider (emulator/authemu: CustomerToken) in-process. Each Stack has its own emulators, ports and temporary state
 // directory, so stacks never share data and a stack runs beside a dev stack.
 //
 // Tests use Start(t, opts), which stops everything when the test ends and prints the tail of every
@@ -35,6 +36,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/spanmart/spanmart/emulator/authemu"
 	"github.com/spanmart/spanmart/emulator/paysim"
 	"github.com/spanmart/spanmart/emulator/spanneremu"
 	"github.com/spanmart/spanmart/emulator/tasksemu"
@@ -109,9 +111,8 @@ type Options struct {
 	// Paysim adjusts the payment sandbox's options before it starts (its webhook URLs, secrets
 	// and the scaled-down redelivery back-off are set already).
 	Paysim func(*paysim.Options)
-	// TasksInMemory runs the Tasks emulator without a data dir: no snapshot write per mutating
-	// RPC (whose cost grows with the queues' depth), for load tests; StopTasks then loses the
-	// queues and tasks.
+	// TasksInMemory runs the Tasks emulator without a data dir: no log write and fsync per group
+	// of mutating RPCs, for load tests; StopTasks then loses the queues and tasks.
 	TasksInMemory bool
 }
 
@@ -140,6 +141,10 @@ type Stack struct {
 	// Mail is the SMTP server the notifications service sends the customers' e-mails to, a real
 	// one in-process (internal/mailtest): tests read the mailbox and make addresses bounce.
 	Mail *mailtest.Server
+	// Customers is the customers' identity provider, in-process (emulator/authemu, Identity
+	// Platform's stand-in): CustomerToken gets a customer's ID token from it; tests mint
+	// expired, forged or foreign tokens with it.
+	Customers *authemu.Server
 
 	tasksMu   sync.Mutex
 	tasks     *tasksemu.Server
@@ -153,6 +158,8 @@ type Stack struct {
 	clients map[string]*spanner.Client
 	tc      *cloudtasks.Client
 	tokens  map[string]cachedToken // operator tokens by process name
+	// customerTokens are the customers' ID tokens, by customer id
+	customerTokens map[string]cachedToken
 	// listeners bound for processes not started yet (or restarted), handed to the child and closed here
 	listeners map[string]*net.TCPListener
 
@@ -188,7 +195,8 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 	s := &Stack{
 		opts: opts, procs: map[string]*Proc{}, ports: map[string]int{}, kinds: map[string]string{},
 		clients: map[string]*spanner.Client{}, Timings: map[string]time.Duration{}, tokens: map[string]cachedToken{}, listeners: map[string]*net.TCPListener{},
-		HTTP: &http.Client{Timeout: 30 * time.Second},
+		customerTokens: map[string]cachedToken{},
+		HTTP:           &http.Client{Timeout: 30 * time.Second},
 	}
 	defer func() {
 		if err != nil {
@@ -259,6 +267,9 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	if s.Mail, err = mailtest.Start(); err != nil {
 		return nil, fmt.Errorf("start the mail server: %w", err)
+	}
+	if s.Customers, err = authemu.Start(ctx, authemu.Options{Audience: localenv.CustomerAudience}); err != nil {
+		return nil, fmt.Errorf("start the customers' identity provider: %w", err)
 	}
 	for _, p := range processes {
 		if err := s.launch(p.name); err != nil {
@@ -517,11 +528,18 @@ func (s *Stack) mailAddr() string {
 	return s.Mail.Addr()
 }
 
+func (s *Stack) authURL() string {
+	if s.Customers == nil {
+		return ""
+	}
+	return s.Customers.URL()
+}
+
 // local describes this stack to internal/localenv.
 func (s *Stack) local() localenv.Stack {
 	return localenv.Stack{
 		Instance: Instance, SpannerAddr: s.spanner.Addr(), TasksAddr: s.TasksAddr(), TasksHTTP: s.TasksHTTP(),
-		PaysimURL: s.paysimURL(), SMTPAddr: s.mailAddr(), LogLevel: s.opts.LogLevel,
+		PaysimURL: s.paysimURL(), SMTPAddr: s.mailAddr(), AuthURL: s.authURL(), LogLevel: s.opts.LogLevel,
 		URL:  func(name string) string { return "http://127.0.0.1:" + strconv.Itoa(s.ports[name]) },
 		Port: func(name string) int { return s.ports[name] },
 	}
@@ -559,6 +577,9 @@ func (s *Stack) Close() {
 	}
 	if s.Mail != nil {
 		s.Mail.Close()
+	}
+	if s.Customers != nil {
+		s.Customers.Close()
 	}
 	if s.spanner != nil {
 		s.spanner.Close()
@@ -653,6 +674,30 @@ func (s *Stack) OperatorToken(ctx context.Context, name string) (string, error) 
 type cachedToken struct {
 	token string
 	at    time.Time
+}
+
+// CustomerToken returns an ID token of customer customerID (its sub, which orders takes as the
+// customer of its requests), from the stack's identity provider, as a customer's app gets one from
+// Identity Platform after signing in. Tokens are kept for 50 minutes (they last an hour), as the
+// client SDKs keep theirs, so a load test mints one per customer, not one per request.
+func (s *Stack) CustomerToken(ctx context.Context, customerID string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	c, ok := s.customerTokens[customerID]
+	s.mu.Unlock()
+	if ok && time.Since(c.at) < 50*time.Minute {
+		return c.token, nil
+	}
+	token, err := s.Customers.Token(customerID, "")
+	if err != nil {
+		return "", fmt.Errorf("customer token of %q: %w", customerID, err)
+	}
+	s.mu.Lock()
+	s.customerTokens[customerID] = cachedToken{token: token, at: time.Now()}
+	s.mu.Unlock()
+	return token, nil
 }
 
 func (s *Stack) mintOperatorToken(ctx context.Context, name string) (string, error) {

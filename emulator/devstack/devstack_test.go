@@ -201,7 +201,7 @@ func trackSources(t *testing.T, goBin string) {
 
 // basePorts are every port the stack listens on before -port-offset.
 func basePorts() []int {
-	ports := []int{spannerPort, tasksPort, tasksHTTPPort, paysimPort, smtpPort, mailWebPort}
+	ports := []int{spannerPort, tasksPort, tasksHTTPPort, paysimPort, authPort, smtpPort, mailWebPort}
 	for _, s := range services {
 		ports = append(ports, s.port)
 	}
@@ -431,11 +431,13 @@ func checkPayments(t *testing.T, e *endpoints, offset int) {
 	t.Helper()
 	client := &http.Client{Timeout: 10 * time.Second}
 	ordersURL := fmt.Sprintf("http://%s:%d", host, serviceNamed("orders").port+offset)
+	token := customerToken(t, offset, "devstack-test")
 	place := func(payment string) string {
 		t.Helper()
 		body := `{"customer_id":"devstack-test","email":"devstack@example.com","lines":[{"sku":"A2","quantity":1}],"payment":` + payment + `}`
 		req, _ := http.NewRequest(http.MethodPost, ordersURL+"/v1/orders", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Idempotency-Key", fmt.Sprintf("devstack-test-%d", rand.Int64()))
 		resp, err := client.Do(req)
 		if err != nil {
@@ -556,6 +558,72 @@ func getJSON(t *testing.T, u string, v any) {
 // the dev stack's ports and its Tasks emulator minting the operator's tokens): the healthy stack's
 // status is clean (exit 0) and its dead letters are listed (none); an operator endpoint without a
 // token is refused.
+// tokenCommand is the README's one command that gets a customer's ID token from the dev stack's
+// identity provider.
+var tokenCommand = regexp.MustCompile(`curl -s -X POST 127\.0\.0\.1:(\d+)/token -d '(\{"sub":"[^"]+"\})'`)
+
+// customerToken gets customer's ID token with the command the dev stack's README documents (run
+// as it is written, with the stack's port offset and the customer's id), and checks that orders
+// takes it and refuses a request without one.
+func customerToken(t *testing.T, offset int, customer string) string {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := tokenCommand.FindStringSubmatch(string(readme))
+	if m == nil {
+		t.Fatalf("README.md documents no command matching %s", tokenCommand)
+	}
+	if m[1] != strconv.Itoa(authPort) {
+		t.Fatalf("README.md's token command names port %s, the identity provider listens on %d", m[1], authPort)
+	}
+	var doc struct {
+		Sub string `json:"sub"`
+	}
+	if err := json.Unmarshal([]byte(m[2]), &doc); err != nil {
+		t.Fatalf("README.md's token command sends %s: %v", m[2], err)
+	}
+	body := strings.Replace(m[2], `"`+doc.Sub+`"`, strconv.Quote(customer), 1)
+	addr := fmt.Sprintf("%s:%d/token", host, authPort+offset)
+	var token string
+	if curl, err := exec.LookPath("curl"); err == nil {
+		out, err := exec.Command(curl, "-s", "-X", "POST", addr, "-d", body).Output()
+		if err != nil {
+			t.Fatalf("curl -s -X POST %s -d %s: %v", addr, body, err)
+		}
+		token = string(out)
+	} else {
+		// What curl -d sends, without curl.
+		resp, err := http.Post("http://"+addr, "application/x-www-form-urlencoded", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		token = string(b)
+	}
+	if strings.Count(token, ".") != 2 {
+		t.Fatalf("the README's token command printed %q, want a JWT", token)
+	}
+	ordersURL := fmt.Sprintf("http://%s:%d", host, serviceNamed("orders").port+offset)
+	for auth, want := range map[string]int{"": http.StatusUnauthorized, "Bearer " + token: http.StatusNotFound} {
+		req, _ := http.NewRequest(http.MethodGet, ordersURL+"/v1/orders/00000000-0000-4000-8000-000000000000", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET an unknown order with Authorization %.20q = %s, want %d", auth, resp.Status, want)
+		}
+	}
+	return token
+}
+
 func checkOperatorTools(t *testing.T, offset int) {
 	t.Helper()
 	dir := t.TempDir()

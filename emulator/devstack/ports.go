@@ -20,6 +20,7 @@ const (
 	tasksPort     = 8123
 	tasksHTTPPort = 8124
 	paysimPort    = 12111 // the payment sandbox (emulator/paysim): Stripe's and KOMOJU's APIs
+	authPort      = 8125  // the customers' identity provider (emulator/authemu): Identity Platform's stand-in
 	smtpPort      = 1025  // Mailpit's SMTP server (the notifications service sends to it)
 	mailWebPort   = 8025  // Mailpit's web inbox and API
 )

@@ -66,7 +66,7 @@ func newStack(cfg config) (*stack, error) {
 
 // procNames are the names that can appear in the console's name column.
 func procNames() []string {
-	names := []string{"go build", "spanneremu", "tasksemu", "paysim", "mailpit"}
+	names := []string{"go build", "spanneremu", "tasksemu", "paysim", "authemu", "mailpit"}
 	for _, s := range services {
 		names = append(names, s.name)
 	}
@@ -86,6 +86,7 @@ func (st *stack) spannerAddr() string { return fmt.Sprintf("%s:%d", host, st.por
 func (st *stack) tasksAddr() string   { return fmt.Sprintf("%s:%d", host, st.port(tasksPort)) }
 func (st *stack) tasksHTTP() string   { return fmt.Sprintf("http://%s:%d", host, st.port(tasksHTTPPort)) }
 func (st *stack) paysimURL() string   { return fmt.Sprintf("http://%s:%d", host, st.port(paysimPort)) }
+func (st *stack) authURL() string     { return fmt.Sprintf("http://%s:%d", host, st.port(authPort)) }
 func (st *stack) smtpAddr() string    { return fmt.Sprintf("%s:%d", host, st.port(smtpPort)) }
 func (st *stack) mailURL() string     { return fmt.Sprintf("http://%s:%d", host, st.port(mailWebPort)) }
 func (st *stack) serviceURL(s service) string {
@@ -99,6 +100,7 @@ func (st *stack) listeners() []listener {
 		{"Cloud Tasks emulator gRPC", st.port(tasksPort)},
 		{"Cloud Tasks emulator HTTP", st.port(tasksHTTPPort)},
 		{"payment sandbox (paysim)", st.port(paysimPort)},
+		{"customer identity provider (authemu)", st.port(authPort)},
 		{"mail server (Mailpit) SMTP", st.port(smtpPort)},
 		{"mail server (Mailpit) web inbox", st.port(mailWebPort)},
 	}
@@ -155,7 +157,7 @@ func (st *stack) up(ctx context.Context) error {
 // everything else and relinks only binaries whose inputs changed (go build leaves an up-to-date
 // binary alone), so a restart with nothing changed builds in about a second.
 func (st *stack) build(ctx context.Context) error {
-	pkgs := []string{"./emulator/spanneremu/cmd/spanneremu", "./emulator/tasksemu/cmd/tasksemu", "./emulator/paysim/cmd/paysim", mailpitPackage}
+	pkgs := []string{"./emulator/spanneremu/cmd/spanneremu", "./emulator/tasksemu/cmd/tasksemu", "./emulator/paysim/cmd/paysim", "./emulator/authemu/cmd/authemu", mailpitPackage}
 	if !st.cfg.noServices {
 		pkgs = append(pkgs, localenv.Packages()...)
 	}
@@ -227,6 +229,19 @@ func (st *stack) startEmulators(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The customers' identity provider, Identity Platform's stand-in: orders verifies the tokens
+	// it signs (CUSTOMER_ISSUER); its key is kept in the state directory, so a customer's token
+	// outlives a restart as it would in production.
+	auth, err := st.start(procSpec{
+		name: "authemu",
+		bin:  st.bin("authemu"),
+		args: append([]string{"-host", host, "-port", strconv.Itoa(st.port(authPort)),
+			"-audience", localenv.CustomerAudience, "-data-dir", st.state.auth()}, verbose...),
+		readyText: "authemu: ready on",
+	})
+	if err != nil {
+		return err
+	}
 	// The mail server the notifications service sends to, with its web inbox; its messages are
 	// kept in the state directory like the emulators' data.
 	mail, err := st.start(procSpec{
@@ -239,7 +254,7 @@ func (st *stack) startEmulators(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range []*proc{spanner, tasks, pay, mail} {
+	for _, p := range []*proc{spanner, tasks, pay, auth, mail} {
 		if err := st.waitReady(ctx, p); err != nil {
 			return err
 		}
@@ -274,7 +289,7 @@ func (st *stack) serviceEnv(s service) []string {
 func (st *stack) local() localenv.Stack {
 	return localenv.Stack{
 		Instance: instance, SpannerAddr: st.spannerAddr(), TasksAddr: st.tasksAddr(), TasksHTTP: st.tasksHTTP(),
-		PaysimURL: st.paysimURL(), SMTPAddr: st.smtpAddr(), LogLevel: st.cfg.logLevel,
+		PaysimURL: st.paysimURL(), SMTPAddr: st.smtpAddr(), AuthURL: st.authURL(), LogLevel: st.cfg.logLevel,
 		// Orders ship on their own, so that they complete: the carrier "collects" a shipment
 		// this long after the order is confirmed.
 		CarrierAfter: carrierAfter,
@@ -425,6 +440,7 @@ func (st *stack) summary() string {
 	row("Cloud Tasks emulator", st.tasksAddr(), "gRPC; queues "+location+"/queues/*-inbox")
 	row("Cloud Tasks status", st.tasksHTTP()+"/", "queues and depths; /status (JSON), /metrics, /jwks")
 	row("payment sandbox", st.paysimURL(), "Stripe /v1/*, KOMOJU /api/v1/*; /_sandbox/ pays slips, moves the clock")
+	row("customer sign-in", st.authURL(), "a customer's ID token: curl -s -X POST "+strings.TrimPrefix(st.authURL(), "http://")+`/token -d '{"sub":"ali"}'`)
 	row("mail inbox (Mailpit)", st.mailURL()+"/", "every e-mail sent to customers; SMTP on "+st.smtpAddr()+"; API /api/v1/messages")
 	row("logs", st.state.logs(), "one NAME.log per process")
 	b.WriteString("\n  Point tools and your own processes at the emulators with:\n")

@@ -28,6 +28,7 @@ func (s stateLayout) spanner() string        { return filepath.Join(s.root, "spa
 func (s stateLayout) tasks() string          { return filepath.Join(s.root, "tasks") }
 func (s stateLayout) paysim() string         { return filepath.Join(s.root, "paysim") }
 func (s stateLayout) mail() string           { return filepath.Join(s.root, "mail") }
+func (s stateLayout) auth() string           { return filepath.Join(s.root, "auth") }
 func (s stateLayout) lock() string           { return filepath.Join(s.root, "devstack.lock") }
 func (s stateLayout) log(name string) string { return filepath.Join(s.logs(), name+".log") }
 
@@ -38,7 +39,7 @@ func (s stateLayout) prepare() error {
 			return fmt.Errorf("state directory %s exists, is not empty and was not created by the devstack (no %s file): choose another -state-dir", s.root, markerFile)
 		}
 	}
-	for _, d := range []string{s.root, s.bin(), s.logs(), s.spanner(), s.tasks(), s.paysim(), s.mail()} {
+	for _, d := range []string{s.root, s.bin(), s.logs(), s.spanner(), s.tasks(), s.paysim(), s.mail(), s.auth()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create state directory: %w", err)
 		}

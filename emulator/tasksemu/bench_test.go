@@ -281,3 +281,44 @@ func createTasks(b *testing.B, queues []string, url string, n int) {
 		b.Fatal(err)
 	}
 }
+
+// deepQueueTasks is how many tasks wait in another queue of the emulator during
+// BenchmarkCreateTaskDataDir/depth=10000.
+const deepQueueTasks = 10_000
+
+// BenchmarkCreateTaskDataDir is BenchmarkCreateTask against an emulator with a data dir, first
+// with nothing else stored, then with deepQueueTasks tasks waiting in another (paused) queue:
+// every CreateTask returns only once its change is on disk (fsynced), so this measures what
+// the data dir costs and whether that cost grows with the state. Each round creates b.N tasks
+// on a fresh paused queue and deletes it afterwards (not timed), so every round starts at the
+// same depth.
+func BenchmarkCreateTaskDataDir(b *testing.B) {
+	shared, sharedClient := emu, ct
+	defer func() { emu, ct = shared, sharedClient }()
+	srv, err := Start(context.Background(), Options{DataDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	client, err := newClient(context.Background(), srv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	emu, ct = srv, client // as in BenchmarkDispatchOneQueue: benchmarks run one at a time
+
+	round := func(b *testing.B) {
+		q := benchQueue(b, "create-datadir")
+		pauseQueue(b, q)
+		b.ResetTimer()
+		createTasks(b, []string{q}, "http://127.0.0.1:1/never-dispatched", b.N)
+		b.StopTimer()
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+		deleteQueue(b, q)
+	}
+	b.Run("depth=0", round)
+	deep := benchQueue(b, "deep")
+	pauseQueue(b, deep)
+	createTasks(b, []string{deep}, "http://127.0.0.1:1/never-dispatched", deepQueueTasks)
+	b.Run(fmt.Sprintf("depth=%d", deepQueueTasks), round)
+}

@@ -189,10 +189,10 @@ func (q *queue) run(s *Server, a attempt) {
 		ResponseTime:   timestamppb.New(now),
 		ResponseStatus: responseStatus(out),
 	}
-	s.dirtyLocked()
 	if out.code >= 200 && out.code < 300 {
 		delete(q.tasks, t.id())
 		s.tombstoneTaskLocked(pb.Name, now)
+		s.logLocked(mutation{kind: taskDeleted, name: pb.Name, at: now})
 		s.opts.Logf("tasksemu: %s %s -> %d (done after %d attempts)", a.method, pb.Name, out.code, pb.DispatchCount)
 		return
 	}
@@ -203,6 +203,7 @@ func (q *queue) run(s *Server, a attempt) {
 	if p.Exhausted(int(pb.DispatchCount), pb.FirstAttempt.DispatchTime.AsTime(), now) {
 		delete(q.tasks, t.id())
 		s.tombstoneTaskLocked(pb.Name, now)
+		s.logLocked(mutation{kind: taskDeleted, name: pb.Name, at: now})
 		s.opts.Logf("tasksemu: %s %s -> %s (giving up after %d attempts)", a.method, pb.Name, describe(out), pb.DispatchCount)
 		return
 	}
@@ -221,6 +222,11 @@ func (q *queue) run(s *Server, a attempt) {
 		t.prevCode, t.prevReason = http.StatusBadGateway, "CONNECTION_ERROR"
 	default:
 		t.prevCode, t.prevReason = out.code, "HTTP_"+strconv.Itoa(out.code)
+	}
+	if s.queues[q.name()] == q {
+		// Not for a queue DeleteQueue removed just before cancelling it: the log has already
+		// dropped its tasks, and replay refuses a mutation of a task it does not know.
+		s.logLocked(attemptedTask(t))
 	}
 	s.opts.Logf("tasksemu: %s %s -> %s (retry %d in %v)", a.method, pb.Name, describe(out), pb.DispatchCount, delay)
 }

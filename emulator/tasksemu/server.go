@@ -83,6 +83,9 @@ type Options struct {
 	SigningKey *rsa.PrivateKey
 	// Logf, if set, receives one line per dispatch and per notable event.
 	Logf func(format string, args ...any)
+
+	// tuning adjusts the data dir's compaction and lets this package's tests hold its writes.
+	tuning storeTuning
 }
 
 // Server is a running emulator.
@@ -158,7 +161,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("tasksemu: oidc issuer: %w", err)
 	}
 	if opts.DataDir != "" {
-		s.store, err = openStore(opts.DataDir)
+		s.store, err = openStore(opts.DataDir, opts.Logf, opts.tuning)
 		if err == nil {
 			err = s.store.load(s)
 		}
@@ -225,7 +228,7 @@ func (s *Server) IDToken(account, audience string) (string, error) {
 }
 
 // Close stops the servers and every dispatcher (in-flight requests are cancelled and their
-// tasks stay pending) and, with a DataDir, writes the final state.
+// tasks stay pending) and, with a DataDir, writes the last changes to its log.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		if s.grpcSrv != nil {
@@ -299,8 +302,9 @@ func (s *Server) createConfigured(qc QueueConfig) error {
 	if _, ok := s.queues[qc.Name]; ok {
 		return nil
 	}
-	s.queues[qc.Name] = newQueue(pb, time.Now())
-	s.dirtyLocked()
+	q := newQueue(pb, time.Now())
+	s.queues[qc.Name] = q
+	s.logLocked(putQueue(q))
 	return nil
 }
 
@@ -343,10 +347,12 @@ func isReadOnlyRPC(method string) bool {
 	return strings.HasPrefix(name, "Get") || strings.HasPrefix(name, "List") || name == "TestIamPermissions"
 }
 
-// dirtyLocked tells the store that state changed. s.mu is held.
-func (s *Server) dirtyLocked() {
+// logLocked records a change of the state in the data dir's log (mutation.go); the RPC that
+// made it waits for it in durableInterceptor. s.mu is held, so the log's order is the order of
+// the changes.
+func (s *Server) logLocked(m mutation) {
 	if s.store != nil {
-		s.store.markDirty()
+		s.store.append(m)
 	}
 }
 

@@ -84,7 +84,7 @@ func (s *Server) createQueue(in *cloudtaskspb.Queue) (*cloudtaskspb.Queue, error
 	q := newQueue(pb, now)
 	s.queues[pb.Name] = q
 	q.start(s)
-	s.dirtyLocked()
+	s.logLocked(putQueue(q))
 	s.opts.Logf("tasksemu: created queue %s", pb.Name)
 	return q.view(), nil
 }
@@ -197,7 +197,7 @@ func (sv *service) UpdateQueue(ctx context.Context, req *cloudtaskspb.UpdateQueu
 	q.pb = pb
 	q.bucket.SetRate(pb.RateLimits.MaxDispatchesPerSecond, int(pb.RateLimits.MaxBurstSize), time.Now())
 	q.poke()
-	s.dirtyLocked()
+	s.logLocked(putQueue(q))
 	return q.view(), nil
 }
 
@@ -209,9 +209,10 @@ func (sv *service) DeleteQueue(ctx context.Context, req *cloudtaskspb.DeleteQueu
 		s.mu.Unlock()
 		return nil, err
 	}
+	now := time.Now()
 	delete(s.queues, q.name())
-	s.queueTomb[q.name()] = time.Now()
-	s.dirtyLocked()
+	s.queueTomb[q.name()] = now
+	s.logLocked(mutation{kind: queueDeleted, name: q.name(), at: now})
 	s.mu.Unlock()
 	// Outside the lock: finishing dispatches take s.mu.
 	q.stopAndWait()
@@ -234,7 +235,7 @@ func (sv *service) PurgeQueue(ctx context.Context, req *cloudtaskspb.PurgeQueueR
 		}
 	}
 	q.pb.PurgeTime = timestamppb.New(now)
-	s.dirtyLocked()
+	s.logLocked(mutation{kind: queuePurged, name: q.name(), at: now})
 	return q.view(), nil
 }
 
@@ -248,7 +249,7 @@ func (sv *service) setState(name string, st cloudtaskspb.Queue_State) (*cloudtas
 	}
 	q.pb.State = st
 	q.poke()
-	s.dirtyLocked()
+	s.logLocked(putQueue(q))
 	return q.view(), nil
 }
 
@@ -288,7 +289,7 @@ func (sv *service) CreateTask(ctx context.Context, req *cloudtaskspb.CreateTaskR
 	}
 	q.addLocked(t)
 	q.poke()
-	s.dirtyLocked()
+	s.logLocked(createdTask(t))
 	return t.view(req.GetResponseView()), nil
 }
 
@@ -351,9 +352,10 @@ func (sv *service) DeleteTask(ctx context.Context, req *cloudtaskspb.DeleteTaskR
 	if err != nil {
 		return nil, err
 	}
+	now := time.Now()
 	delete(q.tasks, t.id())
-	s.tombstoneTaskLocked(t.pb.Name, time.Now())
-	s.dirtyLocked()
+	s.tombstoneTaskLocked(t.pb.Name, now)
+	s.logLocked(mutation{kind: taskDeleted, name: t.pb.Name, at: now})
 	return &emptypb.Empty{}, nil
 }
 

@@ -143,11 +143,11 @@ func TestStateIsWrittenWithoutClose(t *testing.T) {
 	task := createTask(t, c, q, httpTask("http://example.com/"))
 	// CreateTask returns only once the data dir holds the task: a crash (no Close) right
 	// after the acknowledgement loses nothing.
-	data, err := os.ReadFile(filepath.Join(dir, snapshotFile))
+	data, err := os.ReadFile(filepath.Join(dir, logFile))
 	if err != nil {
-		t.Fatalf("read snapshot: %v", err)
+		t.Fatalf("read log: %v", err)
 	}
 	if !strings.Contains(string(data), task.Name) {
-		t.Errorf("the snapshot written before CreateTask returned does not contain %s", task.Name)
+		t.Errorf("the log written before CreateTask returned does not contain %s", task.Name)
 	}
 }

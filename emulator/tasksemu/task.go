@@ -31,7 +31,10 @@ var headerNameRE = regexp.MustCompile("^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$")
 
 // task is a pending task. Guarded by Server.mu.
 type task struct {
-	pb *cloudtaskspb.Task // full view; ScheduleTime is when the next attempt is due
+	// pb is the full view; ScheduleTime is when the next attempt is due. Once the task is
+	// pending only pb's own fields change: its sub-messages (the request, schedule_time, the
+	// attempts) are replaced, never changed, so that a snapshot can share them (frozenTask).
+	pb *cloudtaskspb.Task
 
 	execs      int32     // attempts answered with a non-5xx response (X-CloudTasks-TaskExecutionCount)
 	prevCode   int       // previous attempt's status code (X-CloudTasks-TaskPreviousResponse), 0 = none

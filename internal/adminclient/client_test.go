@@ -164,7 +164,7 @@ func TestErrors(t *testing.T) {
 	}{
 		{"401", func() error { _, err := c.StuckOrders(ctx); return err }, 401, adminclient.ErrUnauthenticated, "a valid ID token of an operator is required", ""},
 		{"403", func() error { _, err := c.Reconciliation(ctx); return err }, 403, adminclient.ErrForbidden, "the caller is not an operator of this service", ""},
-		{"404", func() error { _, err := c.Order(ctx, "no-such-order"); return err }, 404, adminclient.ErrNotFound, "no route GET /v1/orders/no-such-order in the fake orders", ""},
+		{"404", func() error { _, err := c.Order(ctx, "no-such-order"); return err }, 404, adminclient.ErrNotFound, "no route GET /admin/orders/no-such-order in the fake orders", ""},
 		{"409", func() error {
 			_, err := c.ReplayDeadLetter(ctx, topology.Fulfillment, adminclienttest.DeadLetterReplayed, "again")
 			return err

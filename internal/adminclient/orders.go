@@ -9,7 +9,8 @@ import (
 	"github.com/spanmart/spanmart/internal/topology"
 )
 
-// Order is orders' GET /v1/orders/{id} (services/orders/internal/httpapi.Order).
+// Order is an order as orders represents it (services/orders/internal/httpapi.Order): its
+// operators' GET /admin/orders/{id}, the same body as the customer's GET /v1/orders/{id}.
 type Order struct {
 	ID              string          `json:"id"`
 	CustomerID      string          `json:"customer_id"`
@@ -186,11 +187,12 @@ type AuditReport struct {
 	Reconciliation Reconciliation `json:"reconciliation"`
 }
 
-// Order reads orders' public GET /v1/orders/{id}, with its timeline. An unknown order is
-// ErrNotFound.
+// Order reads any customer's order with its timeline: orders' GET /admin/orders/{id}, behind its
+// operator guard (the public GET /v1/orders/{id} answers a signed-in customer for its own orders
+// only). An unknown order is ErrNotFound.
 func (c *Client) Order(ctx context.Context, orderID string) (Order, error) {
 	var out Order
-	err := c.do(ctx, request{service: topology.Orders, method: http.MethodGet, path: "/v1/orders/" + url.PathEscape(orderID)}, &out)
+	err := c.do(ctx, request{service: topology.Orders, method: http.MethodGet, path: "/admin/orders/" + url.PathEscape(orderID)}, &out)
 	return out, err
 }
 

@@ -51,8 +51,11 @@ type Stack struct {
 	TasksAddr   string // host:port of the Tasks emulator's gRPC API
 	TasksHTTP   string // http://host:port of the Tasks emulator's OIDC issuer and metadata server
 	PaysimURL   string // http://host:port of the payment sandbox
-	SMTPAddr    string // host:port of the mail server the notifications service sends to
-	LogLevel    string
+	// AuthURL is http://host:port of the customers' identity provider (emulator/authemu): the
+	// issuer of the customers' ID tokens, as Identity Platform is in production.
+	AuthURL  string
+	SMTPAddr string // host:port of the mail server the notifications service sends to
+	LogLevel string
 	// CarrierAfter, when set (a Go duration), makes fulfillment's simulated carrier ship a
 	// shipment that long after it was created (CARRIER_SIMULATE_AFTER); the dev stack sets it so
 	// that orders complete on their own, the e2e tests ship through the warehouse API instead.
@@ -148,10 +151,18 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 // Account is the local service account of the deployable called name: name@spanmart-local....
 func Account(name string) string { return name + "@" + Project + ".iam.gserviceaccount.com" }
 
+// CustomerAudience is the aud of the customers' ID tokens on a local stack: the project id, as
+// Identity Platform's tokens carry theirs.
+const CustomerAudience = Project
+
 // ordersEnv lets orders' audit read fulfillment and the gateway (the reconciliation), with ID
-// tokens for its own account.
+// tokens for its own account, and names who signs its customers' ID tokens: the local stand-in of
+// Identity Platform, whose iss is its URL and whose aud is the project id.
 func (st Stack) ordersEnv() []string {
-	return []string{"FULFILLMENT_URL=" + st.URL(topology.Fulfillment), "GATEWAY_URL=" + st.URL(topology.Gateway)}
+	return []string{
+		"FULFILLMENT_URL=" + st.URL(topology.Fulfillment), "GATEWAY_URL=" + st.URL(topology.Gateway),
+		"CUSTOMER_ISSUER=" + st.AuthURL, "CUSTOMER_AUDIENCE=" + CustomerAudience,
+	}
 }
 
 // gatewayEnv points both provider adapters at the sandbox.

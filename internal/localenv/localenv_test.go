@@ -19,8 +19,9 @@ func stack() localenv.Stack {
 	return localenv.Stack{
 		Instance: "projects/spanmart-local/instances/t", SpannerAddr: "127.0.0.1:1", TasksAddr: "127.0.0.1:2",
 		TasksHTTP: "http://127.0.0.1:3", PaysimURL: "http://127.0.0.1:4", SMTPAddr: "127.0.0.1:5", LogLevel: "debug",
-		URL:  func(n string) string { return "http://svc-" + n },
-		Port: func(n string) int { return ports[n] },
+		AuthURL: "http://127.0.0.1:6",
+		URL:     func(n string) string { return "http://svc-" + n },
+		Port:    func(n string) int { return ports[n] },
 	}
 }
 
@@ -83,9 +84,10 @@ func TestEnvOfEveryDeployable(t *testing.T) {
 			want["ADMIN_ALLOWED_EMAILS"] = operators
 		}
 		switch s.Name {
-		case topology.Orders: // its audit reads its peers, as its own account
+		case topology.Orders: // its audit reads its peers, as its own account; its customers sign in
 			want["FULFILLMENT_URL"], want["GATEWAY_URL"] = "http://svc-fulfillment", "http://svc-gateway-abstraction"
 			want["SERVICE_ACCOUNT"] = localenv.OrdersAccount
+			want["CUSTOMER_ISSUER"], want["CUSTOMER_AUDIENCE"] = "http://127.0.0.1:6", localenv.Project
 		case topology.Notifications:
 			want["SMTP_ADDR"], want["SMTP_FROM"] = st.SMTPAddr, localenv.MailFrom
 		}

@@ -69,4 +69,11 @@
 //
 // Locally, GCE_METADATA_HOST set to the Cloud Tasks emulator's HTTP address makes the same code
 // get tokens the emulator signs (emulator/tasksemu/README.md).
+//
+// # Verifying ID tokens
+//
+// IDTokenVerifier is the one verifier of OpenID Connect ID tokens in the repository: signature by
+// the issuer's JWKS (discovered, cached, rotated), issuer, audience, expiry, lifetime and subject.
+// pkg/outboxlib builds the event consumers' and operators' checks of Google tokens on it (adding
+// the accounts it allows); orders verifies its customers' Identity Platform tokens with it.
 package platform

@@ -82,9 +82,11 @@ func TestAuditAsWired(t *testing.T) {
 
 	client, name := env.NewDatabase(t, dbschema.Orders)
 	orderstest.Seed(t, client)
+	customers := startCustomers(t)
 	cfg, err := loadConfig(platformtest.Getenv(map[string]string{
 		"SPANNER_DATABASE": name, "PORT": "0",
 		"OIDC_ISSUER": emu.Issuer(), "OIDC_AUDIENCE": audience, "OIDC_ALLOWED_EMAILS": relayEmail,
+		"CUSTOMER_ISSUER": customers.URL(), "CUSTOMER_AUDIENCE": customers.Audience(),
 		"ADMIN_ALLOWED_EMAILS": operatorEmail,
 		"FULFILLMENT_URL":      fulfillment.URL, "GATEWAY_URL": gateway.URL + "/", "SERVICE_ACCOUNT": ordersAccount,
 	}))
@@ -96,7 +98,7 @@ func TestAuditAsWired(t *testing.T) {
 	url := platformtest.StartedURL(t, logs)
 
 	// One order that settled as CANCELLED ten minutes ago.
-	s := &system{url: url, client: client}
+	s := &system{url: url, client: client, customers: customers}
 	id := s.placeOrder(t)
 	row := ordersdb.Order{OrderId: id, Status: "CANCELLED", UpdatedAt: time.Now().Add(-10 * time.Minute)}
 	m, err := row.UpdateColumns(ordersdb.OrderColStatus, ordersdb.OrderColUpdatedAt)
@@ -135,6 +137,7 @@ func TestAuditAsWired(t *testing.T) {
 
 	for _, route := range []struct{ method, path string }{
 		{http.MethodGet, "/admin/stuck-orders"}, {http.MethodGet, "/admin/reconciliation"}, {http.MethodPost, "/admin/audit"},
+		{http.MethodGet, "/admin/orders/" + id},
 	} {
 		if status, body := call(route.method, route.path, ""); status != http.StatusUnauthorized {
 			t.Errorf("%s %s without a token = %d %s, want 401", route.method, route.path, status, body)
@@ -142,6 +145,22 @@ func TestAuditAsWired(t *testing.T) {
 		if status, body := call(route.method, route.path, token(ordersAccount)); status != http.StatusForbidden {
 			t.Errorf("%s %s with a token of another account = %d %s, want 403", route.method, route.path, status, body)
 		}
+		if status, body := call(route.method, route.path, s.customerAuth(t)); status != http.StatusUnauthorized {
+			t.Errorf("%s %s with a customer's token = %d %s, want 401", route.method, route.path, status, body)
+		}
+	}
+
+	// An operator reads any customer's order on /admin/orders/{id}, as the customer does on
+	// /v1/orders/{id}; an operator's token is no customer's there.
+	status, adminBody := call(http.MethodGet, "/admin/orders/"+id, token(operatorEmail))
+	resp := s.get(t, "/v1/orders/"+id)
+	customerBody, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if status != http.StatusOK || resp.StatusCode != http.StatusOK || string(adminBody) != string(customerBody) {
+		t.Errorf("GET /admin/orders/%s = %d %s; the customer's GET = %d %s; want the same 200", id, status, adminBody, resp.StatusCode, customerBody)
+	}
+	if status, body := call(http.MethodGet, "/v1/orders/"+id, token(operatorEmail)); status != http.StatusUnauthorized {
+		t.Errorf("GET /v1/orders/%s with an operator's token = %d %s, want 401", id, status, body)
 	}
 	if n := len(fulfillmentCalls.headers()) + len(gatewayCalls.headers()); n != 0 {
 		t.Fatalf("refused requests called the peers %d times", n)
@@ -211,6 +230,8 @@ func TestLoadConfigAudit(t *testing.T) {
 		"SPANNER_DATABASE":    "projects/test-project/instances/test-instance/databases/orders",
 		"OIDC_AUDIENCE":       "https://orders.example",
 		"OIDC_ALLOWED_EMAILS": "relay@p.iam.gserviceaccount.com",
+		"CUSTOMER_ISSUER":     "https://securetoken.google.com/p",
+		"CUSTOMER_AUDIENCE":   "p",
 	}
 	with := func(vars map[string]string) func(string) string {
 		m := map[string]string{}

@@ -17,11 +17,28 @@ const serviceName = "orders"
 // (platform.ServiceConfig), how event deliveries are verified and dead-lettered
 // (outboxlib.ConsumerEnv: OIDC_ISSUER, OIDC_AUDIENCE, OIDC_ALLOWED_EMAILS, EVENTS_MAX_ATTEMPTS,
 // EVENTS_EARLY_PATIENCE, ADMIN_ALLOWED_EMAILS, and RELAY_URL: the relay, nudged after an order is
-// placed and after its event handlers appended events), and the audit's settings (auditConfig).
+// placed and after its event handlers appended events), who its customers are (customerConfig)
+// and the audit's settings (auditConfig).
 type config struct {
 	platform.ServiceConfig
-	Events outboxlib.ConsumerEnv
-	Audit  auditConfig
+	Events    outboxlib.ConsumerEnv
+	Customers customerConfig
+	Audit     auditConfig
+}
+
+// customerConfig is how the order API authenticates its customers (README, "Customer
+// authentication"): the ID tokens of Identity Platform (Firebase Auth) in production, of the local
+// issuer (emulator/authemu) on the local stacks.
+//
+//	CUSTOMER_ISSUER    required; the iss of the customers' ID tokens: for Identity Platform
+//	                   https://securetoken.google.com/PROJECT_ID
+//	CUSTOMER_AUDIENCE  required; their aud: for Identity Platform the project id
+//	CUSTOMER_JWKS_URL  optional; where the issuer's keys are (a JWK set); default the jwks_uri of
+//	                   the issuer's discovery document (CUSTOMER_ISSUER/.well-known/openid-configuration)
+type customerConfig struct {
+	Issuer   string
+	Audience string
+	JWKSURL  string
 }
 
 // auditConfig configures the stuck-order detector and the reconciliation (README, "Stuck orders
@@ -52,9 +69,24 @@ func loadConfig(getenv func(string) string) (config, error) {
 	cfg := config{
 		ServiceConfig: platform.LoadServiceConfig(env, serviceName),
 		Events:        outboxlib.LoadConsumerEnv(env),
-		Audit:         loadAuditConfig(env),
+		Customers: customerConfig{
+			Issuer:   env.URL("CUSTOMER_ISSUER", ""),
+			Audience: env.Required("CUSTOMER_AUDIENCE"),
+			JWKSURL:  env.URL("CUSTOMER_JWKS_URL", ""),
+		},
+		Audit: loadAuditConfig(env),
+	}
+	if env.Lookup("CUSTOMER_ISSUER") == "" {
+		env.Missing("CUSTOMER_ISSUER")
 	}
 	return cfg, env.Err()
+}
+
+// verifier returns the verifier of the customers' ID tokens.
+func (c customerConfig) verifier() (*platform.IDTokenVerifier, error) {
+	return platform.NewIDTokenVerifier(platform.IDTokenVerifierConfig{
+		Issuer: c.Issuer, Audiences: []string{c.Audience}, JWKSURL: c.JWKSURL,
+	})
 }
 
 func loadAuditConfig(env *platform.Env) auditConfig {

@@ -22,6 +22,8 @@ func TestBinary(t *testing.T) {
 				"SPANNER_DATABASE":    dbs[0],
 				"OIDC_AUDIENCE":       "http://orders.test",
 				"OIDC_ALLOWED_EMAILS": "relay@spanmart.test",
+				"CUSTOMER_ISSUER":     "https://securetoken.google.com/spanmart-test",
+				"CUSTOMER_AUDIENCE":   "spanmart-test",
 			}
 		},
 		Load: loadConfig,

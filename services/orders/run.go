@@ -34,7 +34,11 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	// cases and repository.
 	repo := store.New(client)
 	svc := app.New(repo, nudger)
-	httpapi.Register(srv.Echo, svc)
+	customers, err := cfg.Customers.verifier()
+	if err != nil {
+		return err
+	}
+	httpapi.Register(srv.Echo, svc, httpapi.NewCustomers(customers))
 
 	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry)
 	if err != nil {
@@ -43,12 +47,12 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	events.Register(consumer, svc)
 	consumer.Register(srv.Echo)
 
-	// The operators' audit, guarded like the consumer's own /admin routes.
+	// The operators' audit and reads, guarded like the consumer's own /admin routes.
 	audit := app.NewAudit(app.AuditConfig{
 		Repo: repo, StuckAfter: cfg.Audit.StuckAfter, Peers: newPeers(cfg.Audit),
 		Settle: cfg.Audit.Settle, Window: cfg.Audit.Window, Metrics: app.NewAuditMetrics(srv.Registry),
 	})
-	httpapi.RegisterAdmin(srv.Echo, audit, consumer.OperatorsOnly)
+	httpapi.RegisterAdmin(srv.Echo, svc, audit, consumer.OperatorsOnly)
 
 	return srv.Run(ctx, cfg.Config, zap.String("database", cfg.Database.String()))
 }

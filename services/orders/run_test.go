@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
+	"github.com/spanmart/spanmart/emulator/authemu"
 	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
 	"github.com/spanmart/spanmart/gen/dao/outboxdb"
 	"github.com/spanmart/spanmart/pkg/dbschema"
@@ -33,6 +34,48 @@ type system struct {
 	client *spanner.Client
 	issuer *oidc.Issuer
 	nudges *atomic.Int64
+	// customers is the customers' identity provider (the local stand-in of Identity Platform).
+	customers *authemu.Server
+}
+
+// customer is the customer the tests' orders are placed by.
+const customer = "cust-1"
+
+// startCustomers starts the customers' identity provider; its URL and audience are orders'
+// CUSTOMER_ISSUER and CUSTOMER_AUDIENCE.
+func startCustomers(t *testing.T) *authemu.Server {
+	t.Helper()
+	a, err := authemu.Start(context.Background(), authemu.Options{Audience: "spanmart-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+// customerAuth is the Authorization header of customer, signed in.
+func (s *system) customerAuth(t *testing.T) string {
+	t.Helper()
+	tok, err := s.customers.Token(customer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "Bearer " + tok
+}
+
+// get GETs path as the customer.
+func (s *system) get(t *testing.T, path string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", s.customerAuth(t))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
 
 // startSystem runs the service (run, PORT=0) against a fresh seeded database, with the Tasks
@@ -59,17 +102,19 @@ func startSystem(t *testing.T) *system {
 		}
 	}))
 	t.Cleanup(relay.Close)
+	customers := startCustomers(t)
 
 	cfg, err := loadConfig(platformtest.Getenv(map[string]string{
 		"SPANNER_DATABASE": name, "PORT": "0", "RELAY_URL": relay.URL,
 		"OIDC_ISSUER": iss.URL, "OIDC_AUDIENCE": audience, "OIDC_ALLOWED_EMAILS": relayEmail,
+		"CUSTOMER_ISSUER": customers.URL(), "CUSTOMER_AUDIENCE": customers.Audience(),
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	log, logs := platformtest.NewLogger(t, serviceName)
 	platformtest.Start(t, func(ctx context.Context) error { return run(ctx, cfg, log) })
-	return &system{url: platformtest.StartedURL(t, logs), client: client, issuer: issuer, nudges: nudges}
+	return &system{url: platformtest.StartedURL(t, logs), client: client, issuer: issuer, nudges: nudges, customers: customers}
 }
 
 func (s *system) post(t *testing.T, path string, header map[string]string, body string) (int, []byte) {
@@ -98,8 +143,8 @@ func (s *system) placeOrder(t *testing.T) string {
 // placeOrderWith places an order of 2 × A1 (300 JPY) with the given members (payment, email).
 func (s *system) placeOrderWith(t *testing.T, members string) string {
 	t.Helper()
-	status, body := s.post(t, "/v1/orders", map[string]string{"Idempotency-Key": uuid.NewString(), "Content-Type": "application/json"},
-		`{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 2}], `+members+`}`)
+	status, body := s.post(t, "/v1/orders", map[string]string{"Idempotency-Key": uuid.NewString(), "Content-Type": "application/json", "Authorization": s.customerAuth(t)},
+		`{"customer_id": "`+customer+`", "lines": [{"sku": "A1", "quantity": 2}], `+members+`}`)
 	if status != http.StatusCreated {
 		t.Fatalf("POST /v1/orders = %d %s", status, body)
 	}
@@ -188,10 +233,7 @@ func TestEventsThroughConsumer(t *testing.T) {
 	}
 
 	// GET shows the new state and the timeline, consumed events included.
-	resp, err := http.Get(s.url + "/v1/orders/" + reserved)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := s.get(t, "/v1/orders/"+reserved)
 	defer resp.Body.Close()
 	var o struct {
 		Status   string
@@ -235,10 +277,7 @@ func TestPaymentEventsThroughConsumer(t *testing.T) {
 		}
 	}) {
 		t.Helper()
-		resp, err := http.Get(s.url + "/v1/orders/" + id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := s.get(t, "/v1/orders/"+id)
 		defer resp.Body.Close()
 		if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
 			t.Fatal(err)

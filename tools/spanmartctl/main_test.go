@@ -416,7 +416,7 @@ problem: orders: event p1 (order.shipped) is quarantined in the outbox
 	})
 	t.Run("unknown order", func(t *testing.T) {
 		r := f.run("order", "trace", "no-such-order")
-		r.check(t, exitNotFound, "order no-such-order (status unknown)\n\nno events\nincomplete: orders: order: orders: GET /v1/orders/no-such-order: 404 Not Found: no route GET /v1/orders/no-such-order in the fake orders\n")
+		r.check(t, exitNotFound, "order no-such-order (status unknown)\n\nno events\nincomplete: orders: order: orders: GET /admin/orders/no-such-order: 404 Not Found: no route GET /admin/orders/no-such-order in the fake orders\n")
 		if !strings.Contains(r.err, "orders does not know it and the relay has no event of it") {
 			t.Errorf("stderr %q", r.err)
 		}

@@ -100,7 +100,7 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 60*time.Second, "how long to wait after a window for its orders to end")
 	flag.Float64Var(&o.qrate, "queue-rate", 1000, "max_dispatches_per_second of every queue (the emulator's 500/s cap is lifted)")
 	qconc := flag.Int("queue-concurrency", 500, "max_concurrent_dispatches of every queue")
-	flag.BoolVar(&o.persist, "tasks-persist", false, "run the Tasks emulator with its data dir (a snapshot write per CreateTask, slower as queues deepen); default in memory")
+	flag.BoolVar(&o.persist, "tasks-persist", false, "run the Tasks emulator with its data dir (an fsync of its log per group of mutations); default in memory")
 	flag.BoolVar(&o.noNudge, "no-nudge", false, "orders does not nudge the relay after a commit (RELAY_URL unset): delivery waits for the relay's poll")
 	flag.BoolVar(&o.noLedger, "no-ledger", false, "the relay runs without the delivery ledger (RELAY_LEDGER=false), to measure what it costs")
 	flag.BoolVar(&o.keep, "keep", false, "keep the state directory (process logs)")

@@ -197,7 +197,12 @@ func (b *bench) place(ctx context.Context, method string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	token, err := b.s.CustomerToken(ctx, benchCustomer)
+	if err != nil {
+		return "", err
+	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Idempotency-Key", uuid.NewString())
 	resp, err := b.http.Do(req)
 	if err != nil {

@@ -71,7 +71,15 @@ type demo struct {
 	s      *harness.Stack
 	orders []string          // ids, in the order they were placed
 	want   map[string]string // order id → the status it must end in
+	owner  map[string]string // order id → its customer, who reads and cancels it
 	naive  string            // the order written without an outbox row
+}
+
+// as returns the Authorization header of customer, signed in (the stack's stand-in of Identity
+// Platform mints the token, as the customer's app would get it after signing in).
+func (d *demo) as(ctx context.Context, customer string) (string, error) {
+	tok, err := d.s.CustomerToken(ctx, customer)
+	return "Bearer " + tok, err
 }
 
 func step(format string, args ...any) { fmt.Printf("\n==> "+format+"\n", args...) }
@@ -89,7 +97,7 @@ func run(ctx context.Context, keep, verbose bool) (err error) {
 	if verbose {
 		opts.Logf = func(f string, a ...any) { fmt.Printf("    [harness] "+f+"\n", a...) }
 	}
-	step("starting the stack: both emulators in-process, 4 databases, 4 queues, 5 processes, the payment sandbox and a mail server (first run builds them)")
+	step("starting the stack: both emulators in-process, 4 databases, 4 queues, 5 processes, the payment sandbox, a mail server and the customers' sign-in (first run builds them)")
 	s, err := harness.New(ctx, opts)
 	if err != nil {
 		return err
@@ -107,7 +115,7 @@ func run(ctx context.Context, keep, verbose bool) (err error) {
 	say("up in %s (build %s, emulators and schema %s, services %s); state in %s",
 		s.Timings["total"].Round(100*time.Millisecond), s.Timings["build"].Round(100*time.Millisecond),
 		s.Timings["setup"].Round(100*time.Millisecond), s.Timings["services"].Round(100*time.Millisecond), s.StateDir())
-	d := &demo{s: s, want: map[string]string{}}
+	d := &demo{s: s, want: map[string]string{}, owner: map[string]string{}}
 
 	step("catalog: product A1; the wallets")
 	if err := d.printStock(ctx); err != nil {
@@ -258,7 +266,11 @@ func (d *demo) customerCancel(ctx context.Context) error {
 	if err := d.waitStatus(ctx, id, "CONFIRMED"); err != nil {
 		return err
 	}
-	r, err := d.s.Do(ctx, http.MethodPost, "orders", "/v1/orders/"+id+"/cancel", nil, "Idempotency-Key", uuid.NewString())
+	auth, err := d.as(ctx, "mia")
+	if err != nil {
+		return err
+	}
+	r, err := d.s.Do(ctx, http.MethodPost, "orders", "/v1/orders/"+id+"/cancel", nil, "Authorization", auth, "Idempotency-Key", uuid.NewString())
 	if err != nil || r.Status != http.StatusAccepted {
 		return fmt.Errorf("cancel %s: %v %v", id, r, err)
 	}
@@ -304,7 +316,7 @@ func (d *demo) naiveOrder(ctx context.Context) error {
 	if _, err := d.s.DB("orders").Apply(ctx, []*spanner.Mutation{row.Insert(), item.Insert()}); err != nil {
 		return err
 	}
-	d.orders, d.naive = append(d.orders, id), id
+	d.orders, d.naive, d.owner[id] = append(d.orders, id), id, "naive"
 	say("order %s inserted PENDING with its line, and no order.created: fulfillment, the gateway and the mail never hear of it", id)
 	var found bool
 	if err := harness.Poll(ctx, 30*time.Second, "the stuck-order detector flags order "+id, func() bool {
@@ -341,7 +353,11 @@ func (d *demo) place(ctx context.Context, customer string, qty int64, payment ma
 		"customer_id": customer, "email": customer + "@example.com",
 		"lines": []map[string]any{{"sku": "A1", "quantity": qty}}, "payment": payment,
 	}
-	r, err := d.s.Do(ctx, http.MethodPost, "orders", "/v1/orders", body, "Idempotency-Key", uuid.NewString())
+	auth, err := d.as(ctx, customer)
+	if err != nil {
+		return "", err
+	}
+	r, err := d.s.Do(ctx, http.MethodPost, "orders", "/v1/orders", body, "Authorization", auth, "Idempotency-Key", uuid.NewString())
 	if err != nil {
 		return "", fmt.Errorf("POST /v1/orders: %w", err)
 	}
@@ -357,6 +373,7 @@ func (d *demo) place(ctx context.Context, customer string, qty int64, payment ma
 	}
 	say("POST /v1/orders → %d, order %s %s", r.Status, o.ID, o.Status)
 	d.orders = append(d.orders, o.ID)
+	d.owner[o.ID] = customer
 	d.want[o.ID] = "CANCELLED" // until a step says otherwise
 	return o.ID, nil
 }
@@ -393,10 +410,21 @@ type orderView struct {
 	} `json:"timeline"`
 }
 
+// order reads order id as its customer.
 func (d *demo) order(ctx context.Context, id string) (orderView, error) {
 	var o orderView
-	err := d.s.GetJSON(ctx, "orders", "/v1/orders/"+id, &o)
-	return o, err
+	auth, err := d.as(ctx, d.owner[id])
+	if err != nil {
+		return o, err
+	}
+	r, err := d.s.Do(ctx, http.MethodGet, "orders", "/v1/orders/"+id, nil, "Authorization", auth)
+	if err != nil {
+		return o, err
+	}
+	if r.Status != http.StatusOK {
+		return o, fmt.Errorf("GET /v1/orders/%s: %s", id, r)
+	}
+	return o, r.JSON(&o)
 }
 
 func (d *demo) waitStatus(ctx context.Context, id, want string) error {
@@ -588,7 +616,7 @@ func table(header string) *tabwriter.Writer {
 }
 
 func (d *demo) printOrders(ctx context.Context) error {
-	fmt.Println("\n  ORDERS (GET /v1/orders/{id} on orders)")
+	fmt.Println("\n  ORDERS (GET /v1/orders/{id} on orders, as each order's customer)")
 	w := table("  ORDER\tSTATUS\tREASON\tLINES\tTOTAL\tTIMELINE")
 	for _, id := range d.orders {
 		o, err := d.order(ctx, id)

@@ -216,7 +216,7 @@ func (s *Stack) ordersScenario() {
 		`{"seq":3,"direction":"emitted","event_type":"order.awaiting_payment","event_id":"` + EventAwaitingPayment + `","aggregate_type":"order","aggregate_version":2,"at":"2026-03-01T10:00:00.17Z"},` +
 		`{"seq":4,"direction":"consumed","event_type":"payment.authorized","event_id":"` + EventPaymentAuthorized + `","aggregate_type":"payment","aggregate_version":1,"at":"2026-03-01T10:00:01.35Z"},` +
 		`{"seq":5,"direction":"emitted","event_type":"order.confirmed","event_id":"` + EventOrderConfirmed + `","aggregate_type":"order","aggregate_version":3,"at":"2026-03-01T10:00:01.35Z"}]}`
-	s.Handle(topology.Orders, "GET /v1/orders/"+OrderID, func(w http.ResponseWriter, r *http.Request) { write(w, 200, order) })
+	s.Handle(topology.Orders, "GET /admin/orders/"+OrderID, func(w http.ResponseWriter, r *http.Request) { write(w, 200, order) })
 	stuck := `{"checked_at":"2026-03-03T11:00:00Z","stuck_after":{"AWAITING_PAYMENT":"1h0m0s","CANCELLING":"30m0s","CONFIRMED":"48h0m0s","PENDING":"5m0s","SHIPPED":"1h0m0s"},` +
 		`"counts":{"AWAITING_PAYMENT":0,"CANCELLING":0,"CONFIRMED":1,"PENDING":0,"SHIPPED":0},"truncated":[],"orders":[` +
 		`{"order_id":"` + OrderID + `","customer_id":"ali","status":"CONFIRMED","since":"2026-03-01T10:00:01.35Z","for":"48h59m58s","for_seconds":176398,"waiting_for":"shipment"}]}`

@@ -106,7 +106,22 @@ func mapError(err error, wc *writeContext) error {
 	if strings.Contains(msg, "interrupted") {
 		return errorf(codes.DeadlineExceeded, "Operation was cancelled or timed out: %s", msg)
 	}
+	for _, limit := range sqliteLimits {
+		if strings.Contains(msg, limit) {
+			return errorf(codes.InvalidArgument, "The statement is too deeply nested or too large: %s", msg)
+		}
+	}
 	return errorf(codes.Internal, "emulator storage error: %s", msg)
+}
+
+// sqliteLimits are the messages of SQLite's limits on a statement's shape (its parser's stack,
+// expression depth, compound SELECTs, function arguments, variables, value size). A statement
+// memefish parses can still exceed them once translated (SELECT ((((...1)))) three thousand deep):
+// that is the caller's statement, which real Spanner also refuses as too complex, not a failure
+// of the emulator's storage.
+var sqliteLimits = []string{
+	"Recursion limit", "parser stack overflow", "Expression tree is too large", "too many terms in compound SELECT",
+	"too many arguments on function", "too many SQL variables", "too many columns", "string or blob too big",
 }
 
 func hasChildren(s *catalog.Schema, t *catalog.Table) bool {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -122,7 +123,7 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 			}
 			rows, err := queryRows(ctx, conn, c.SQL, args, c.Columns)
 			if err != nil {
-				return mapError(err, nil)
+				return blameUntypedParams(c, mapError(err, nil))
 			}
 			res = &Result{Fields: fields(c.Columns), Rows: rows}
 			return nil
@@ -153,7 +154,8 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 					return nil, err
 				}
 			}
-			return t.runDMLOptimistic(ctx, c, args, probe, schema)
+			res, err := t.runDMLOptimistic(ctx, c, args, probe, schema)
+			return res, blameUntypedParams(c, err)
 		}
 		if err := t.acquireLock(ctx); err != nil {
 			return nil, err
@@ -164,7 +166,7 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 		}
 		out, err := t.runDML(ctx, c, args, schema)
 		if err != nil {
-			return nil, err
+			return nil, blameUntypedParams(c, err)
 		}
 		t.recordDMLWrites(schema, c, out.keys)
 		t.pending = append(t.pending, out.pending...)
@@ -173,6 +175,27 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 		return nil, errorf(codes.InvalidArgument, "DDL statements cannot be executed with ExecuteSql; use UpdateDatabaseDdl.")
 	}
 	return nil, errorf(codes.InvalidArgument, "Unsupported statement: %s", firstLine(st.SQL))
+}
+
+// blameUntypedParams turns an INTERNAL error of a statement with parameters of no known type into
+// INVALID_ARGUMENT. A parameter sent without param_types whose type the statement does not fix
+// (SELECT -@n, UNNEST(@list)) reaches SQLite and the SQL functions as the JSON string it was sent
+// as; what they then fail on (a string where an INT64 or an array was expected) is the caller's
+// ambiguity, not a fault of the emulator, and a client must not see it as a server error.
+func blameUntypedParams(c *sqlgen.Compiled, err error) error {
+	if status.Code(err) != codes.Internal {
+		return err
+	}
+	var untyped []string
+	for _, name := range c.Params {
+		if c.ParamTypes[name].Code == spantype.Unknown && !slices.Contains(untyped, "@"+name) {
+			untyped = append(untyped, "@"+name)
+		}
+	}
+	if len(untyped) == 0 {
+		return err
+	}
+	return errorf(codes.InvalidArgument, "%s (parameter %s has no type here: send its param_types)", status.Convert(err).Message(), strings.Join(untyped, ", "))
 }
 
 // compile translates a statement, reusing an earlier translation of the same text with the

@@ -203,7 +203,7 @@ func (sc *Scenario) installOrder(st *adminclienttest.Stack, at func(time.Duratio
 		}
 	}
 	byAggregate["order/"+StuckOrderID] = stuck
-	st.Handle(topology.Orders, "GET /v1/orders/"+StuckOrderID, func(w http.ResponseWriter, r *http.Request) {
+	st.Handle(topology.Orders, "GET /admin/orders/"+StuckOrderID, func(w http.ResponseWriter, r *http.Request) {
 		reply(w, adminclient.Order{ID: StuckOrderID, CustomerID: StuckCustomerID, Status: "AWAITING_PAYMENT", Currency: "JPY", TotalMinor: 3200,
 			Version: 2, Language: "ja", Payment: &adminclient.OrderPayment{Method: "konbini", Store: "lawson"},
 			Lines: []adminclient.OrderLine{{SKU: "TEA-GREEN", Quantity: 1, UnitPriceMinor: 3200, LineTotalMinor: 3200}}})
@@ -228,7 +228,7 @@ func (sc *Scenario) installOrder(st *adminclienttest.Stack, at func(time.Duratio
 		})
 	}
 	carrier, tracking := "yamato", "4455-6677-8899"
-	st.Handle(topology.Orders, "GET /v1/orders/"+OrderID, func(w http.ResponseWriter, r *http.Request) {
+	st.Handle(topology.Orders, "GET /admin/orders/"+OrderID, func(w http.ResponseWriter, r *http.Request) {
 		reply(w, adminclient.Order{
 			ID: OrderID, CustomerID: CustomerID, Status: "COMPLETED", Currency: "JPY", TotalMinor: 12800, Version: 5, Language: "en",
 			Payment:  &adminclient.OrderPayment{Method: "card"},

@@ -24,7 +24,7 @@ type searchView struct {
 }
 
 // orders is GET /orders?q=: an order id goes to its trace. No API lists a customer's orders
-// (orders answers GET /v1/orders/{id} only), so a customer id finds only that customer's stuck
+// (orders answers GET /admin/orders/{id} only), so a customer id finds only that customer's stuck
 // orders, which the stuck-order report names with their customer; the page says so.
 func (s *Server) orders(c echo.Context) error {
 	q := strings.TrimSpace(c.QueryParam("q"))

@@ -6,9 +6,7 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -244,20 +242,17 @@ func (h *handler) act(c echo.Context, req any, run func(ctx context.Context, id 
 	return c.JSON(http.StatusOK, shipmentJSON(s))
 }
 
-// decode reads a request body strictly: unknown fields and trailing data are 400, so a typo
-// ("tracking_no") is not silently a request without a tracking number.
+// decode reads a request body strictly (platform.DecodeJSONStrict): unknown fields, a key given
+// twice or in another case ("Carrier"), values of the wrong kind, invalid UTF-8 and trailing data
+// are 400 in the API's words, so a typo ("tracking_no") is not silently a request without a
+// tracking number and no problem shows a Go type name.
 func decode(body io.Reader, v any) error {
 	data, err := io.ReadAll(body)
 	if err != nil {
-		return err // an oversized body is the platform's 413
+		return err // an oversized body is the platform's 413, a short one its 400
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return platform.NewProblem(http.StatusBadRequest, "request body is not valid: "+err.Error())
-	}
-	if dec.More() {
-		return platform.NewProblem(http.StatusBadRequest, "request body has data after the JSON object")
+	if err := platform.DecodeJSONStrict(data, v); err != nil {
+		return platform.NewProblem(http.StatusBadRequest, "request body is not valid: "+err.Error()).Wrap(err)
 	}
 	return nil
 }

@@ -99,6 +99,9 @@ const (
 	MaxBackoff = time.Hour
 )
 
+// markTimeout bounds recording a message the server accepted, which outlives its caller.
+const markTimeout = 30 * time.Second
+
 // Service runs the use cases.
 type Service struct {
 	cfg    Config
@@ -257,8 +260,17 @@ func (s *Service) send(ctx context.Context, n *notification.Notification) (resul
 		// Drills: the server has the message, the notification is not marked yet.
 		faults.Hit(faults.NotificationsAfterSend)
 	}
+	// Once the server has the message, its acceptance is recorded even if the caller gives up now
+	// (Cloud Tasks cancelling a dispatch, a client disconnecting): left PENDING, the e-mail would be
+	// sent again. Only a crash is left between the two, the documented resend.
+	markCtx := ctx
+	if sendErr == nil {
+		var cancel context.CancelFunc
+		markCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+		defer cancel()
+	}
 	var attempts int64
-	err = s.cfg.Repo.Update(ctx, n.EventID(), n.Template(), func(n *notification.Notification) error {
+	err = s.cfg.Repo.Update(markCtx, n.EventID(), n.Template(), func(n *notification.Notification) error {
 		result = ""
 		if n.Status().Final() {
 			return nil

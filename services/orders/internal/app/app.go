@@ -39,6 +39,9 @@ var (
 	ErrPaymentCurrency = errors.New("payment method does not take the order's currency")
 	// ErrIdempotencyConflict: an Idempotency-Key reused with a different request.
 	ErrIdempotencyConflict = errors.New("idempotency key reused with a different request")
+	// ErrOtherCustomer: the request's customer_id is not the signed-in customer's. It says nothing
+	// about the other customer (whether it exists, what it ordered).
+	ErrOtherCustomer = errors.New("customer_id must be the signed-in customer's id, or be left out")
 )
 
 // IdempotencyScope is the scope of the Idempotency-Key of POST /v1/orders.
@@ -76,7 +79,7 @@ const (
 
 // Idempotency identifies one idempotent request.
 type Idempotency struct {
-	KeyHash     string // hex SHA-256 of scope + "\x00" + client key
+	KeyHash     string // KeyHash(scope, customer, client key)
 	Scope       string
 	ClientKey   string
 	RequestHash string // hex SHA-256 of the canonical request
@@ -229,9 +232,13 @@ func (p PaymentRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// KeyHash returns hex SHA-256 of scope + "\x00" + key.
-func KeyHash(scope, key string) string {
-	sum := sha256.Sum256([]byte(scope + "\x00" + key))
+// KeyHash returns hex SHA-256 of scope + "\x00" + customer + "\x00" + key: an Idempotency-Key is
+// the customer's own, so another customer who sends the same key (guessed, leaked, or a client
+// library's counter) makes a request of its own and never gets the first customer's response
+// back. A customer id holds no NUL (order.ValidateCustomer), so no two (customer, key) pairs
+// hash the same input.
+func KeyHash(scope, customer, key string) string {
+	sum := sha256.Sum256([]byte(scope + "\x00" + customer + "\x00" + key))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -245,11 +252,18 @@ func RequestHash(r PlaceOrderRequest) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// PlaceOrder places an order once per idempotency key. It validates the request (order.ErrInvalid),
-// prices the lines from the catalog (ErrUnknownProduct, ErrMixedCurrency) and saves everything in
-// one transaction; render is the response stored for replays. After a commit that created an
-// order it nudges the relay (best effort, on the request path).
-func (s *Service) PlaceOrder(ctx context.Context, idempotencyKey string, req PlaceOrderRequest, render func(*order.Order) (int, []byte, error)) (Response, error) {
+// PlaceOrder places an order of customer (the signed-in customer: the ID token's subject) once per
+// customer and idempotency key. The order is the customer's: a request without customer_id is
+// the customer's, one naming another customer is ErrOtherCustomer. It validates the request
+// (order.ErrInvalid), prices the lines from the catalog (ErrUnknownProduct, ErrMixedCurrency) and
+// saves everything in one transaction; render is the response stored for replays. After a commit
+// that created an order it nudges the relay (best effort, on the request path).
+func (s *Service) PlaceOrder(ctx context.Context, customer, idempotencyKey string, req PlaceOrderRequest, render func(*order.Order) (int, []byte, error)) (Response, error) {
+	// Filled in before the request hash: the same order with and without customer_id is the same
+	// request.
+	if req.CustomerID == "" {
+		req.CustomerID = customer
+	}
 	lines := make([]order.Line, len(req.Lines))
 	skus := make([]string, len(req.Lines))
 	for i, l := range req.Lines {
@@ -271,12 +285,15 @@ func (s *Service) PlaceOrder(ctx context.Context, idempotencyKey string, req Pla
 	if len(problems) > 0 {
 		return Response{}, &order.ValidationError{Problems: problems}
 	}
+	if req.CustomerID != customer {
+		return Response{}, ErrOtherCustomer
+	}
 	reqHash, err := RequestHash(req)
 	if err != nil {
 		return Response{}, err
 	}
 	key := Idempotency{
-		KeyHash: KeyHash(IdempotencyScope, idempotencyKey), Scope: IdempotencyScope,
+		KeyHash: KeyHash(IdempotencyScope, customer, idempotencyKey), Scope: IdempotencyScope,
 		ClientKey: idempotencyKey, RequestHash: reqHash,
 	}
 	resp, err := s.repo.PlaceOrder(ctx, Placement{
@@ -319,12 +336,13 @@ func build(id, customerID string, lines []order.Line, payment order.Payment, con
 // CancelScope is the scope of the Idempotency-Key of POST /v1/orders/{id}/cancel.
 const CancelScope = "POST /v1/orders/{id}/cancel"
 
-// CancelOrder is the customer's cancellation, once per idempotency key: an order that has not
-// shipped becomes CANCELLING (order.cancelled) and waits for its compensations; one that is
-// already cancelling or cancelled is answered as it is; a shipped or finished one is
-// order.ErrIllegalTransition (nothing is stored under the key, so the answer stays the same).
-// render is the response stored for replays.
-func (s *Service) CancelOrder(ctx context.Context, idempotencyKey, id string, render func(*order.Order) (int, []byte, error)) (Response, error) {
+// CancelOrder is customer's cancellation of its order id, once per customer and idempotency key:
+// an order that has not shipped becomes CANCELLING (order.cancelled) and waits for its
+// compensations; one that is already cancelling or cancelled is answered as it is; a shipped or
+// finished one is order.ErrIllegalTransition (nothing is stored under the key, so the answer stays
+// the same). Another customer's order is order.ErrNotFound, worded as for an order that does not
+// exist, before its state is looked at. render is the response stored for replays.
+func (s *Service) CancelOrder(ctx context.Context, customer, idempotencyKey, id string, render func(*order.Order) (int, []byte, error)) (Response, error) {
 	if err := checkID(id); err != nil {
 		return Response{}, err
 	}
@@ -332,12 +350,18 @@ func (s *Service) CancelOrder(ctx context.Context, idempotencyKey, id string, re
 	// is a conflict.
 	sum := sha256.Sum256([]byte(id))
 	key := Idempotency{
-		KeyHash: KeyHash(CancelScope, idempotencyKey), Scope: CancelScope, ClientKey: idempotencyKey,
+		KeyHash: KeyHash(CancelScope, customer, idempotencyKey), Scope: CancelScope, ClientKey: idempotencyKey,
 		RequestHash: hex.EncodeToString(sum[:]),
 	}
 	resp, err := s.repo.ChangeOrder(ctx, Change{
 		Key: key, OrderID: id, Render: render,
-		Change: func(o *order.Order) error { _, err := o.Cancel(); return err },
+		Change: func(o *order.Order) error {
+			if o.CustomerID() != customer {
+				return notFound(id)
+			}
+			_, err := o.Cancel()
+			return err
+		},
 	})
 	if err != nil {
 		return Response{}, err
@@ -355,12 +379,30 @@ func checkID(id string) error {
 	return nil
 }
 
-// Order returns an order and its timeline.
+// notFound is the error of an order that is not there for the caller: the Repository's words for
+// an unknown order (store.readOrder), so that another customer's order reads exactly like one.
+func notFound(id string) error { return fmt.Errorf("order %s: %w", id, order.ErrNotFound) }
+
+// Order returns an order and its timeline, whoever's it is: the operators' read.
 func (s *Service) Order(ctx context.Context, id string) (*order.Order, []TimelineEntry, error) {
 	if err := checkID(id); err != nil {
 		return nil, nil, err
 	}
 	return s.repo.Order(ctx, id)
+}
+
+// CustomerOrder returns customer's order id and its timeline. Another customer's order is
+// order.ErrNotFound with the words of an unknown order: a customer learns nothing of the orders of
+// others, not even that they exist.
+func (s *Service) CustomerOrder(ctx context.Context, customer, id string) (*order.Order, []TimelineEntry, error) {
+	o, timeline, err := s.Order(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.CustomerID() != customer {
+		return nil, nil, notFound(id)
+	}
+	return o, timeline, nil
 }
 
 // Products returns the active catalog.

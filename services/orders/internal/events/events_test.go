@@ -60,7 +60,7 @@ func newFixture(t *testing.T) *fixture {
 // POST /v1/orders does.
 func (f *fixture) placeOrder(t *testing.T, payment *app.PaymentRequest, email string) string {
 	t.Helper()
-	resp, err := f.svc.PlaceOrder(context.Background(), uuid.NewString(), app.PlaceOrderRequest{
+	resp, err := f.svc.PlaceOrder(context.Background(), "cust-1", uuid.NewString(), app.PlaceOrderRequest{
 		CustomerID: "cust-1", Email: email, Lines: []app.LineRequest{{SKU: "A1", Quantity: 2}, {SKU: "B2", Quantity: 1}}, Payment: payment,
 	}, func(o *order.Order) (int, []byte, error) { return http.StatusCreated, []byte(`{}`), nil })
 	if err != nil {

@@ -111,7 +111,7 @@ func TestCaptureFailed(t *testing.T) {
 func TestCustomerCancelOfAConfirmedOrder(t *testing.T) {
 	f := newFixture(t)
 	id := f.confirmed(t)
-	resp, err := f.svc.CancelOrder(context.Background(), "k1", id, func(o *order.Order) (int, []byte, error) {
+	resp, err := f.svc.CancelOrder(context.Background(), "cust-1", "k1", id, func(o *order.Order) (int, []byte, error) {
 		return http.StatusAccepted, []byte(`{}`), nil
 	})
 	if err != nil || resp.Replayed {
@@ -170,7 +170,7 @@ func TestCompensationFailed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			id := f.confirmed(t)
-			if _, err := f.svc.CancelOrder(context.Background(), "k", id, func(o *order.Order) (int, []byte, error) { return 202, []byte(`{}`), nil }); err != nil {
+			if _, err := f.svc.CancelOrder(context.Background(), "cust-1", "k", id, func(o *order.Order) (int, []byte, error) { return 202, []byte(`{}`), nil }); err != nil {
 				t.Fatal(err)
 			}
 			f.mustHandle(t, tt.fact(t, id))

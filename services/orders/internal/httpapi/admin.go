@@ -14,24 +14,39 @@ import (
 	"github.com/spanmart/spanmart/services/orders/internal/order"
 )
 
-// Operator routes of the audit (README, "Stuck orders and reconciliation").
+// Operator routes (README, "Stuck orders and reconciliation").
 const (
 	PathStuckOrders    = "/admin/stuck-orders"   // GET: the detector, live
 	PathReconciliation = "/admin/reconciliation" // GET: the reconciliation, live
 	PathAudit          = "/admin/audit"          // POST: both, logged and published as gauges (Cloud Scheduler)
+	PathOrder          = "/admin/orders/:id"     // GET: any customer's order, with its timeline
 )
 
-// RegisterAdmin adds the audit's routes to e, each guarded by operators (the event consumer's
-// OperatorsOnly: a Google ID token of an account in ADMIN_ALLOWED_EMAILS).
-func RegisterAdmin(e *echo.Echo, audit *app.Audit, operators echo.MiddlewareFunc) {
-	h := &adminHandler{audit: audit}
+// RegisterAdmin adds the operators' routes to e, each guarded by operators (the event consumer's
+// OperatorsOnly: a Google ID token of an account in ADMIN_ALLOWED_EMAILS): the audit's, and the
+// read of any order (the console's and spanmartctl's trace), which the public GET /v1/orders/{id}
+// answers for its own customer only.
+func RegisterAdmin(e *echo.Echo, svc *app.Service, audit *app.Audit, operators echo.MiddlewareFunc) {
+	h := &adminHandler{svc: svc, audit: audit}
 	e.GET(PathStuckOrders, h.stuckOrders, operators)
 	e.GET(PathReconciliation, h.reconciliation, operators)
 	e.POST(PathAudit, h.run, operators)
+	e.GET(PathOrder, h.order, operators)
 }
 
 type adminHandler struct {
+	svc   *app.Service
 	audit *app.Audit
+}
+
+// order is GET /admin/orders/{id}: the representation of GET /v1/orders/{id}, timeline included,
+// whoever the customer.
+func (h *adminHandler) order(c echo.Context) error {
+	o, timeline, err := h.svc.Order(c.Request().Context(), orderID(c))
+	if err != nil {
+		return asProblem(err)
+	}
+	return c.JSON(http.StatusOK, toOrder(o, timeline))
 }
 
 // StuckOrder is a stuck order in the detector's report.

@@ -158,7 +158,7 @@ func newAuditFixture(t *testing.T, opts auditOptions) *auditFixture {
 		cfg.Peers = peers.New(peers.Config{FulfillmentURL: f.peers.fulfillment.URL, GatewayURL: f.peers.gateway.URL + "/"})
 	}
 	open := func(next echo.HandlerFunc) echo.HandlerFunc { return next }
-	httpapi.RegisterAdmin(srv.Echo, app.NewAudit(cfg), open)
+	httpapi.RegisterAdmin(srv.Echo, f.svc, app.NewAudit(cfg), open)
 	ts := httptest.NewServer(srv.Echo)
 	t.Cleanup(ts.Close)
 	f.url = ts.URL
@@ -173,7 +173,7 @@ var (
 // place creates a PENDING order of 2 × A1 (300 JPY) through the use case.
 func (f *auditFixture) place(t *testing.T, payment *app.PaymentRequest) string {
 	t.Helper()
-	resp, err := f.svc.PlaceOrder(context.Background(), uuid.NewString(), app.PlaceOrderRequest{
+	resp, err := f.svc.PlaceOrder(context.Background(), "cust-1", uuid.NewString(), app.PlaceOrderRequest{
 		CustomerID: "cust-1", Email: "ali@example.com", Lines: []app.LineRequest{{SKU: "A1", Quantity: 2}}, Payment: payment,
 	}, func(*order.Order) (int, []byte, error) { return http.StatusCreated, []byte(`{}`), nil })
 	if err != nil {
@@ -239,7 +239,7 @@ func (f *auditFixture) apply(t *testing.T, id string, steps ...step) {
 // cancel is the customer's cancellation.
 func (f *auditFixture) cancel(t *testing.T, id string) {
 	t.Helper()
-	if _, err := f.svc.CancelOrder(context.Background(), uuid.NewString(), id, func(*order.Order) (int, []byte, error) {
+	if _, err := f.svc.CancelOrder(context.Background(), "cust-1", uuid.NewString(), id, func(*order.Order) (int, []byte, error) {
 		return http.StatusAccepted, []byte(`{}`), nil
 	}); err != nil {
 		t.Fatal(err)

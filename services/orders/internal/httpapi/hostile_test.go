@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
 	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
@@ -37,27 +38,27 @@ func TestHostileOrderRequests(t *testing.T) {
 		{"form", "application/x-www-form-urlencoded", orderBody, 415, "must be application/json"},
 		{"latin-1", "application/json; charset=iso-8859-1", orderBody, 415, "must be application/json"},
 		{"customer_id in another case", "application/json", `{"Customer_ID": "c", "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, `unknown field "Customer_ID"`},
-		{"sku in another case", "application/json", `{"customer_id": "c", "lines": [{"SKU": "A1", "quantity": 1}], ` + wallet + `}`, 400, `unknown field "lines[0].SKU"`},
-		{"duplicate customer_id", "application/json", `{"customer_id": "c", "customer_id": "d", "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, "customer_id is given twice"},
-		{"duplicate quantity", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1, "quantity": 100}], ` + wallet + `}`, 400, "lines[0].quantity is given twice"},
-		{"duplicate payment method", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": "card", "method": "wallet"}}`, 400, "payment.method is given twice"},
-		{"quantity as a string", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": "2"}], ` + wallet + `}`, 400, "lines[0].quantity must be an integer, got a string"},
-		{"quantity with a fraction", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1.5}], ` + wallet + `}`, 400, "lines[0].quantity must be an integer, got 1.5"},
-		{"quantity overflowing", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 9223372036854775808}], ` + wallet + `}`, 400, "out of range"},
+		{"sku in another case", "application/json", `{"customer_id": "cust-1", "lines": [{"SKU": "A1", "quantity": 1}], ` + wallet + `}`, 400, `unknown field "lines[0].SKU"`},
+		{"duplicate customer_id", "application/json", `{"customer_id": "cust-1", "customer_id": "d", "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, "customer_id is given twice"},
+		{"duplicate quantity", "application/json", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 1, "quantity": 100}], ` + wallet + `}`, 400, "lines[0].quantity is given twice"},
+		{"duplicate payment method", "application/json", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": "card", "method": "wallet"}}`, 400, "payment.method is given twice"},
+		{"quantity as a string", "application/json", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": "2"}], ` + wallet + `}`, 400, "lines[0].quantity must be an integer, got a string"},
+		{"quantity with a fraction", "application/json", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 1.5}], ` + wallet + `}`, 400, "lines[0].quantity must be an integer, got 1.5"},
+		{"quantity overflowing", "application/json", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 9223372036854775808}], ` + wallet + `}`, 400, "out of range"},
 		{"customer_id a number", "application/json", `{"customer_id": 7, "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, "customer_id must be a string, got a number"},
-		{"lines an object", "application/json", `{"customer_id": "c", "lines": {"sku": "A1"}, ` + wallet + `}`, 400, "lines must be an array, got an object"},
-		{"payment an array", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}], "payment": []}`, 400, "payment must be an object, got an array"},
-		{"payment method a number", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": 1}}`, 400, "payment.method is not a string"},
+		{"lines an object", "application/json", `{"customer_id": "cust-1", "lines": {"sku": "A1"}, ` + wallet + `}`, 400, "lines must be an array, got an object"},
+		{"payment an array", "application/json", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 1}], "payment": []}`, 400, "payment must be an object, got an array"},
+		{"payment method a number", "application/json", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": 1}}`, 400, "payment.method is not a string"},
 		{"body an array", "application/json", `[]`, 400, "the body must be an object, got an array"},
 		{"invalid UTF-8 in customer_id", "application/json", "{\"customer_id\": \"c\xff\", \"lines\": [{\"sku\": \"A1\", \"quantity\": 1}], " + wallet + "}", 400, "customer_id is not valid UTF-8"},
-		{"invalid UTF-8 in email", "application/json", "{\"customer_id\": \"c\", \"email\": \"\xe3\x81a@example.com\", \"lines\": [{\"sku\": \"A1\", \"quantity\": 1}], " + wallet + "}", 400, "email is not valid UTF-8"},
+		{"invalid UTF-8 in email", "application/json", "{\"customer_id\": \"cust-1\", \"email\": \"\xe3\x81a@example.com\", \"lines\": [{\"sku\": \"A1\", \"quantity\": 1}], " + wallet + "}", 400, "email is not valid UTF-8"},
 		{"unpaired surrogate in customer_id", "application/json", `{"customer_id": "c\udc00", "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, "customer_id has a \\u escape of an unpaired UTF-16 surrogate"},
 		{"NUL in customer_id", "application/json", `{"customer_id": "c\u0000d", "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, "customer_id has the control or format character U+0000 at byte 1"},
 		{"escape in customer_id", "application/json", `{"customer_id": "\u001b[2J", "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, "customer_id has the control or format character U+001B"},
-		{"right-to-left override in sku", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1\u202e", "quantity": 1}], ` + wallet + `}`, 400, "lines[0]: sku has the control or format character U+202E"},
-		{"newline in email", "application/json", `{"customer_id": "c", "email": "a@example.com\nBcc: b@example.com", "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, "email has the control or format character U+000A"},
-		{"control in store", "application/json", `{"customer_id": "c", "email": "a@example.com", "lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": "konbini", "store": "lawson\u0007"}}`, 400, "payment.store has the control or format character U+0007"},
-		{"control in payment_method", "application/json", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": "card", "payment_method": "pm_\u0000"}}`, 400, "payment.payment_method has the control or format character U+0000"},
+		{"right-to-left override in sku", "application/json", `{"customer_id": "cust-1", "lines": [{"sku": "A1\u202e", "quantity": 1}], ` + wallet + `}`, 400, "lines[0]: sku has the control or format character U+202E"},
+		{"newline in email", "application/json", `{"customer_id": "cust-1", "email": "a@example.com\nBcc: b@example.com", "lines": [{"sku": "A1", "quantity": 1}], ` + wallet + `}`, 400, "email has the control or format character U+000A"},
+		{"control in store", "application/json", `{"customer_id": "cust-1", "email": "a@example.com", "lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": "konbini", "store": "lawson\u0007"}}`, 400, "payment.store has the control or format character U+0007"},
+		{"control in payment_method", "application/json", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": "card", "payment_method": "pm_\u0000"}}`, 400, "payment.payment_method has the control or format character U+0000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,8 +104,8 @@ func TestShortOrderBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/orders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-		len(orderBody)+10, orderBody)
+	fmt.Fprintf(conn, "POST /v1/orders HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nIdempotency-Key: k\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		bearer(t, defaultCustomer), len(orderBody)+10, orderBody)
 	conn.(*net.TCPConn).CloseWrite()
 	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -192,5 +193,123 @@ func TestCancelBody(t *testing.T) {
 	}
 	if r := f.do(t, http.MethodPost, path, uuid.NewString(), "{}"); r.status != http.StatusAccepted {
 		t.Errorf("cancel with {} = %d %s, want 202", r.status, r.body)
+	}
+}
+
+// TestHostileRequestsPerEndpoint: each order endpoint, given what an attacker or a broken client
+// sends (malformed or truncated JSON, wrong types, unknown fields, a price of its own, huge bodies,
+// too many lines, negative or overflowing quantities, unknown SKUs, bad ids, a missing or reused
+// Idempotency-Key, another customer's id or order, and tokens that are forged, expired, for
+// another audience or from another issuer), answers a 4xx problem that says what is wrong, and
+// stores nothing: every table orders writes has the rows it had before, and the orders are as
+// they were.
+func TestHostileRequestsPerEndpoint(t *testing.T) {
+	f := newFixture(t)
+	mine := f.place(t)
+	theirs := decode[httpapi.Order](t, f.doAs(t, "cust-2", http.MethodPost, "/v1/orders", uuid.NewString(), strings.Replace(orderBody, `"customer_id": "cust-1", `, "", 1)).body).ID
+	if r := f.do(t, http.MethodPost, "/v1/orders", "used-key", orderBody); r.status != http.StatusCreated {
+		t.Fatalf("POST = %d %s", r.status, r.body)
+	}
+	cancelled := f.place(t)
+	if r := f.do(t, http.MethodPost, "/v1/orders/"+cancelled+"/cancel", "used-cancel-key", ""); r.status != http.StatusAccepted {
+		t.Fatalf("cancel = %d %s", r.status, r.body)
+	}
+	before := orderstest.Read(t, f.client)
+
+	lines := func(n int) string {
+		var ls []string
+		for i := range n {
+			ls = append(ls, fmt.Sprintf(`{"sku": "S%d", "quantity": 1}`, i))
+		}
+		return `{"lines": [` + strings.Join(ls, ", ") + `], "payment": {"method": "wallet"}}`
+	}
+	line := func(l string) string { return `{"lines": [` + l + `], "payment": {"method": "wallet"}}` }
+	huge := `{"lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": "wallet"}, "email": "` + strings.Repeat("a", 2<<20) + `@example.com"}`
+	bad := badTokens(t)
+	const orders, unknown = "/v1/orders", "/v1/orders/7d444840-9dc0-11d1-b245-5ffdce74fad2"
+	type request struct {
+		name, method, path string
+		auth               string // "" is the default customer's token; "none" sends none
+		key                string // "" is a fresh key; "none" sends none
+		body               string
+		status             int
+		detail             string
+	}
+	tests := []request{
+		// POST /v1/orders
+		{name: "malformed JSON", method: "POST", path: orders, body: `{"lines": [{"sku": "A1",, }]}`, status: 400, detail: "not a valid order"},
+		{name: "truncated JSON", method: "POST", path: orders, body: orderBody[:len(orderBody)/2], status: 400, detail: "not a valid order"},
+		{name: "empty body", method: "POST", path: orders, body: " ", status: 400, detail: "not a valid order"},
+		{name: "quantity a string", method: "POST", path: orders, body: line(`{"sku": "A1", "quantity": "1"}`), status: 400, detail: "lines[0].quantity must be an integer, got a string"},
+		{name: "lines a string", method: "POST", path: orders, body: `{"lines": "A1", "payment": {"method": "wallet"}}`, status: 400, detail: "lines must be an array, got a string"},
+		{name: "unknown field", method: "POST", path: orders, body: `{"lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": "wallet"}, "coupon": "FREE"}`, status: 400, detail: `unknown field "coupon"`},
+		{name: "a price of the client's", method: "POST", path: orders, body: line(`{"sku": "A1", "quantity": 1, "unit_price_minor": -1000}`), status: 400, detail: `unknown field "lines[0].unit_price_minor"`},
+		{name: "a total of the client's", method: "POST", path: orders, body: `{"lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": "wallet"}, "total_minor": 1}`, status: 400, detail: `unknown field "total_minor"`},
+		{name: "huge body", method: "POST", path: orders, body: huge, status: 413, detail: "request body exceeds"},
+		{name: "51 lines", method: "POST", path: orders, body: lines(51), status: 400, detail: "1 to 50 lines, got 51"},
+		{name: "negative quantity", method: "POST", path: orders, body: line(`{"sku": "A1", "quantity": -1}`), status: 400, detail: "quantity -1 is not in 1..100"},
+		{name: "zero quantity", method: "POST", path: orders, body: line(`{"sku": "A1", "quantity": 0}`), status: 400, detail: "quantity 0 is not in 1..100"},
+		{name: "overflowing quantity", method: "POST", path: orders, body: line(`{"sku": "A1", "quantity": 18446744073709551617}`), status: 400, detail: "out of range"},
+		{name: "quantity in exponent", method: "POST", path: orders, body: line(`{"sku": "A1", "quantity": 1e3}`), status: 400, detail: "lines[0].quantity"},
+		{name: "unknown SKU", method: "POST", path: orders, body: line(`{"sku": "NOPE", "quantity": 1}`), status: 422, detail: `sku "NOPE"`},
+		{name: "no Idempotency-Key", method: "POST", path: orders, key: "none", body: orderBody, status: 400, detail: "Idempotency-Key is required"},
+		{name: "Idempotency-Key too long", method: "POST", path: orders, key: strings.Repeat("k", 256), body: orderBody, status: 400, detail: "Idempotency-Key is required (1 to 255 characters)"},
+		{name: "Idempotency-Key reused for another order", method: "POST", path: orders, key: "used-key", body: line(`{"sku": "A1", "quantity": 3}`), status: 422, detail: "idempotency key reused with a different request"},
+		{name: "another customer's id", method: "POST", path: orders, body: strings.Replace(orderBody, "cust-1", "cust-2", 1), status: 403, detail: "customer_id must be the signed-in customer's id"},
+		// GET /v1/orders/{id}
+		{name: "not a UUID", method: "GET", path: "/v1/orders/not-a-uuid", status: 400, detail: "is not a UUID"},
+		{name: "a UUID and more", method: "GET", path: "/v1/orders/" + mine + "0", status: 400, detail: "is not a UUID"},
+		{name: "a UUID without hyphens", method: "GET", path: "/v1/orders/" + strings.ReplaceAll(mine, "-", ""), status: 400, detail: "is not a UUID"},
+		{name: "an encoded NUL", method: "GET", path: "/v1/orders/%00", status: 400, detail: "is not a UUID"},
+		{name: "unknown order", method: "GET", path: unknown, status: 404, detail: "order not found"},
+		{name: "another customer's order", method: "GET", path: "/v1/orders/" + theirs, status: 404, detail: "order not found"},
+		// POST /v1/orders/{id}/cancel
+		{name: "cancel: not a UUID", method: "POST", path: "/v1/orders/x/cancel", status: 400, detail: "is not a UUID"},
+		{name: "cancel: unknown order", method: "POST", path: unknown + "/cancel", status: 404, detail: "order not found"},
+		{name: "cancel: another customer's order", method: "POST", path: "/v1/orders/" + theirs + "/cancel", status: 404, detail: "order not found"},
+		{name: "cancel: no Idempotency-Key", method: "POST", path: "/v1/orders/" + mine + "/cancel", key: "none", status: 400, detail: "Idempotency-Key is required"},
+		{name: "cancel: key reused for another order", method: "POST", path: "/v1/orders/" + mine + "/cancel", key: "used-cancel-key", status: 422, detail: "idempotency key reused with a different request"},
+		{name: "cancel: a body", method: "POST", path: "/v1/orders/" + mine + "/cancel", body: `{"refund_to": "elsewhere"}`, status: 400, detail: "takes no body, or an empty JSON object"},
+		{name: "cancel: truncated JSON", method: "POST", path: "/v1/orders/" + mine + "/cancel", body: `{`, status: 400, detail: "takes no body, or an empty JSON object"},
+		{name: "cancel: huge body", method: "POST", path: "/v1/orders/" + mine + "/cancel", body: huge, status: 413, detail: "request body exceeds"},
+	}
+	for name, auth := range bad {
+		if auth == "" {
+			auth = "none"
+		}
+		tests = append(tests,
+			request{name: name + " token: place", method: "POST", path: orders, auth: auth, body: orderBody, status: 401, detail: "ID token"},
+			request{name: name + " token: read", method: "GET", path: "/v1/orders/" + mine, auth: auth, status: 401, detail: "ID token"},
+			request{name: name + " token: cancel", method: "POST", path: "/v1/orders/" + mine + "/cancel", auth: auth, status: 401, detail: "ID token"})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			headers := map[string]string{httpapi.HeaderIdempotencyKey: uuid.NewString()}
+			switch tt.key {
+			case "":
+			case "none":
+				headers[httpapi.HeaderIdempotencyKey] = ""
+			default:
+				headers[httpapi.HeaderIdempotencyKey] = tt.key
+			}
+			switch tt.auth {
+			case "":
+			case "none":
+				headers["Authorization"] = ""
+			default:
+				headers["Authorization"] = tt.auth
+			}
+			if tt.body != "" {
+				headers["Content-Type"] = "application/json"
+			}
+			checkProblem(t, f.send(t, tt.method, tt.path, headers, tt.body), tt.status, tt.detail)
+		})
+	}
+	after := orderstest.Read(t, f.client)
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("hostile requests changed rows (-before +after):\n%s", diff)
+	}
+	if len(after.Orders) != 4 || len(after.Keys) != 5 {
+		t.Errorf("%d orders and %d keys, want the 4 and 5 made before", len(after.Orders), len(after.Keys))
 	}
 }

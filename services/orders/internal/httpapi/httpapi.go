@@ -36,14 +36,16 @@ var ErrorMapper = platform.MapErrors(map[error]int{
 	app.ErrMixedCurrency:       http.StatusUnprocessableEntity,
 	app.ErrPaymentCurrency:     http.StatusUnprocessableEntity,
 	app.ErrIdempotencyConflict: http.StatusUnprocessableEntity,
+	app.ErrOtherCustomer:       http.StatusForbidden,
 })
 
-// Register adds the public routes to e.
-func Register(e *echo.Echo, svc *app.Service) {
+// Register adds the public routes to e. The order routes take a signed-in customer (customers);
+// the catalog is public.
+func Register(e *echo.Echo, svc *app.Service, customers *Customers) {
 	h := &handler{svc: svc}
-	e.POST("/v1/orders", h.placeOrder)
-	e.GET("/v1/orders/:id", h.getOrder)
-	e.POST("/v1/orders/:id/cancel", h.cancelOrder)
+	e.POST("/v1/orders", h.placeOrder, customers.Middleware)
+	e.GET("/v1/orders/:id", h.getOrder, customers.Middleware)
+	e.POST("/v1/orders/:id/cancel", h.cancelOrder, customers.Middleware)
 	e.GET("/v1/products", h.listProducts)
 }
 
@@ -202,7 +204,8 @@ func (h *handler) placeOrder(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	resp, err := h.svc.PlaceOrder(c.Request().Context(), key, req, func(o *order.Order) (int, []byte, error) {
+	ctx := c.Request().Context()
+	resp, err := h.svc.PlaceOrder(ctx, CustomerOf(ctx), key, req, func(o *order.Order) (int, []byte, error) {
 		body, err := json.Marshal(toOrder(o, nil))
 		return http.StatusCreated, body, err
 	})
@@ -251,7 +254,8 @@ func (h *handler) cancelOrder(c echo.Context) error {
 			return platform.NewProblem(http.StatusBadRequest, "a cancellation takes no body, or an empty JSON object").Wrap(err)
 		}
 	}
-	resp, err := h.svc.CancelOrder(c.Request().Context(), key, orderID(c), func(o *order.Order) (int, []byte, error) {
+	ctx := c.Request().Context()
+	resp, err := h.svc.CancelOrder(ctx, CustomerOf(ctx), key, orderID(c), func(o *order.Order) (int, []byte, error) {
 		status := http.StatusOK
 		if o.Changed() {
 			status = http.StatusAccepted
@@ -306,8 +310,11 @@ func asProblem(err error) error {
 	return err
 }
 
+// getOrder is the customer's read of its order; another customer's order is a 404 with the body
+// of an unknown order's.
 func (h *handler) getOrder(c echo.Context) error {
-	o, timeline, err := h.svc.Order(c.Request().Context(), orderID(c))
+	ctx := c.Request().Context()
+	o, timeline, err := h.svc.CustomerOrder(ctx, CustomerOf(ctx), orderID(c))
 	if err != nil {
 		return asProblem(err)
 	}

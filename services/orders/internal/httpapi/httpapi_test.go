@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"cloud.google.com/go/spanner"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/spanmart/spanmart/emulator/authemu"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
@@ -27,15 +29,59 @@ import (
 	"github.com/spanmart/spanmart/services/orders/internal/store"
 )
 
-var env *spannertest.Env
+var (
+	env *spannertest.Env
+	// issuer is the customers' identity provider of every test: the local stand-in of Identity
+	// Platform, whose tokens the API verifies as it verifies Identity Platform's.
+	issuer *authemu.Server
+)
 
-func TestMain(m *testing.M) { os.Exit(spannertest.Main(m, &env)) }
+func TestMain(m *testing.M) {
+	var err error
+	if issuer, err = authemu.Start(context.Background(), authemu.Options{Audience: "spanmart-test"}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := spannertest.Main(m, &env)
+	issuer.Close()
+	os.Exit(code)
+}
+
+// defaultCustomer is whom the fixture's requests are signed in as.
+const defaultCustomer = "cust-1"
 
 type fixture struct {
 	url    string
 	client *spanner.Client
 	nudges *atomic.Int64
 	logs   *platformtest.Logs
+}
+
+// tokens caches one token per customer: minting costs an RSA signature.
+var tokens sync.Map
+
+// bearer is the Authorization header of customer, signed in.
+func bearer(t *testing.T, customer string) string {
+	t.Helper()
+	if tok, ok := tokens.Load(customer); ok {
+		return tok.(string)
+	}
+	tok, err := issuer.Token(customer, customer+"@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens.Store(customer, "Bearer "+tok)
+	return "Bearer " + tok
+}
+
+// customersOf returns the guard of the order routes, trusting the test issuer.
+func customersOf(t *testing.T) *httpapi.Customers {
+	t.Helper()
+	v, err := platform.NewIDTokenVerifier(platform.IDTokenVerifierConfig{Issuer: issuer.URL(), Audiences: []string{issuer.Audience()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return httpapi.NewCustomers(v)
 }
 
 // newFixture serves the public API on a real platform server against a fresh, seeded database,
@@ -54,7 +100,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(relay.Close)
 	log, logs := platformtest.NewLogger(t, "orders")
 	srv := platform.NewServer(platform.ServerOptions{Service: "orders", ErrorMapper: httpapi.ErrorMapper, Logger: log})
-	httpapi.Register(srv.Echo, app.New(store.New(client), outboxlib.NewNudger(relay.URL, "orders")))
+	httpapi.Register(srv.Echo, app.New(store.New(client), outboxlib.NewNudger(relay.URL, "orders")), customersOf(t))
 	ts := httptest.NewServer(srv.Echo)
 	t.Cleanup(ts.Close)
 	return &fixture{url: ts.URL, client: client, nudges: nudges, logs: logs}
@@ -66,9 +112,19 @@ type response struct {
 	body   []byte
 }
 
+// do sends a request as the default customer.
 func (f *fixture) do(t *testing.T, method, path, key, body string) response {
 	t.Helper()
-	headers := map[string]string{}
+	return f.doAs(t, defaultCustomer, method, path, key, body)
+}
+
+// doAs sends a request signed in as customer ("": with no Authorization header).
+func (f *fixture) doAs(t *testing.T, customer, method, path, key, body string) response {
+	t.Helper()
+	headers := map[string]string{"Authorization": ""}
+	if customer != "" {
+		headers["Authorization"] = bearer(t, customer)
+	}
 	if body != "" {
 		headers["Content-Type"] = "application/json"
 	}
@@ -78,15 +134,21 @@ func (f *fixture) do(t *testing.T, method, path, key, body string) response {
 	return f.send(t, method, path, headers, body)
 }
 
-// send is do with the request's headers as given (no Content-Type unless headers has one).
+// send is do with the request's headers as given (no Content-Type unless headers has one): the
+// default customer's Authorization unless headers has one ("" sends none).
 func (f *fixture) send(t *testing.T, method, path string, headers map[string]string, body string) response {
 	t.Helper()
 	req, err := http.NewRequest(method, f.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, ok := headers["Authorization"]; !ok {
+		req.Header.Set("Authorization", bearer(t, defaultCustomer))
+	}
 	for k, v := range headers {
-		req.Header.Set(k, v)
+		if v != "" {
+			req.Header.Set(k, v)
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -169,7 +231,7 @@ func TestPlaceOrder(t *testing.T) {
 	if tl := s.Timeline[0]; tl.OrderId != got.ID || tl.Seq != 1 || tl.Direction != "emitted" || tl.EventType != "order.created" || tl.EventId != e.EventId || tl.AggregateVersion != 1 {
 		t.Errorf("timeline row = %+v", tl)
 	}
-	if k := s.Keys[0]; k.KeyHash != app.KeyHash("POST /v1/orders", "key-1") || k.ClientKey != "key-1" || k.OrderId.StringVal != got.ID || k.ResponseStatus.Int64 != 201 {
+	if k := s.Keys[0]; k.KeyHash != app.KeyHash("POST /v1/orders", "cust-1", "key-1") || k.ClientKey != "key-1" || k.OrderId.StringVal != got.ID || k.ResponseStatus.Int64 != 201 {
 		t.Errorf("idempotency row = %+v", k)
 	}
 
@@ -298,7 +360,7 @@ func TestValidation(t *testing.T) {
 		for i := range n {
 			parts = append(parts, fmt.Sprintf(`{"sku": "S%d", "quantity": 1}`, i))
 		}
-		return `{"customer_id": "c", "lines": [` + strings.Join(parts, ",") + `], "payment": {"method": "wallet"}}`
+		return `{"customer_id": "cust-1", "lines": [` + strings.Join(parts, ",") + `], "payment": {"method": "wallet"}}`
 	}
 	tests := []struct {
 		name   string
@@ -310,20 +372,19 @@ func TestValidation(t *testing.T) {
 		{"no idempotency key", "", orderBody, 400, "Idempotency-Key"},
 		{"long idempotency key", strings.Repeat("k", 256), orderBody, 400, "Idempotency-Key"},
 		{"not json", "k", `{"customer_id":`, 400, "not a valid order"},
-		{"unknown field", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1, "qty": 2}], "payment": {"method": "wallet"}}`, 400, "unknown field"},
-		{"wrong type", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": "2"}], "payment": {"method": "wallet"}}`, 400, "not a valid order"},
+		{"unknown field", "k", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 1, "qty": 2}], "payment": {"method": "wallet"}}`, 400, "unknown field"},
+		{"wrong type", "k", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": "2"}], "payment": {"method": "wallet"}}`, 400, "not a valid order"},
 		{"trailing data", "k", orderBody + `{}`, 400, "after the JSON object"},
-		{"no customer", "k", `{"lines": [{"sku": "A1", "quantity": 1}], "payment": {"method": "wallet"}}`, 400, "customer_id is required"},
-		{"no lines", "k", `{"customer_id": "c", "lines": [], "payment": {"method": "wallet"}}`, 400, "1 to 50 lines, got 0"},
+		{"no lines", "k", `{"customer_id": "cust-1", "lines": [], "payment": {"method": "wallet"}}`, 400, "1 to 50 lines, got 0"},
 		{"51 lines", "k", lines(51), 400, "1 to 50 lines, got 51"},
-		{"quantity 0", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 0}], "payment": {"method": "wallet"}}`, 400, "quantity 0 is not in 1..100"},
-		{"quantity 101", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 101}], "payment": {"method": "wallet"}}`, 400, "quantity 101 is not in 1..100"},
-		{"duplicate sku", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}, {"sku": "A1", "quantity": 1}], "payment": {"method": "wallet"}}`, 400, `duplicate sku "A1"`},
-		{"unknown sku", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}, {"sku": "NOPE", "quantity": 1}], "payment": {"method": "wallet"}}`, 422, `sku "NOPE"`},
-		{"inactive sku", "k", `{"customer_id": "c", "lines": [{"sku": "OLD", "quantity": 1}], "payment": {"method": "wallet"}}`, 422, `sku "OLD"`},
-		{"mixed currencies", "k", `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}, {"sku": "C3", "quantity": 1}], "payment": {"method": "wallet"}}`, 422, "USD"},
-		{"PayPay in dollars", "k", `{"customer_id": "c", "lines": [{"sku": "C3", "quantity": 1}], "payment": {"method": "wallet"}}`, 422, "JPY only"},
-		{"konbini in dollars", "k", `{"customer_id": "c", "email": "c@example.com", "lines": [{"sku": "C3", "quantity": 1}], "payment": {"method": "konbini", "store": "lawson"}}`, 422, "JPY only"},
+		{"quantity 0", "k", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 0}], "payment": {"method": "wallet"}}`, 400, "quantity 0 is not in 1..100"},
+		{"quantity 101", "k", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 101}], "payment": {"method": "wallet"}}`, 400, "quantity 101 is not in 1..100"},
+		{"duplicate sku", "k", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 1}, {"sku": "A1", "quantity": 1}], "payment": {"method": "wallet"}}`, 400, `duplicate sku "A1"`},
+		{"unknown sku", "k", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 1}, {"sku": "NOPE", "quantity": 1}], "payment": {"method": "wallet"}}`, 422, `sku "NOPE"`},
+		{"inactive sku", "k", `{"customer_id": "cust-1", "lines": [{"sku": "OLD", "quantity": 1}], "payment": {"method": "wallet"}}`, 422, `sku "OLD"`},
+		{"mixed currencies", "k", `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 1}, {"sku": "C3", "quantity": 1}], "payment": {"method": "wallet"}}`, 422, "USD"},
+		{"PayPay in dollars", "k", `{"customer_id": "cust-1", "lines": [{"sku": "C3", "quantity": 1}], "payment": {"method": "wallet"}}`, 422, "JPY only"},
+		{"konbini in dollars", "k", `{"customer_id": "cust-1", "email": "c@example.com", "lines": [{"sku": "C3", "quantity": 1}], "payment": {"method": "konbini", "store": "lawson"}}`, 422, "JPY only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -368,7 +429,7 @@ func TestRelayDown(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
 	srv := platform.NewServer(platform.ServerOptions{ErrorMapper: httpapi.ErrorMapper})
-	httpapi.Register(srv.Echo, app.New(store.New(client), outboxlib.NewNudger(dead.URL, "orders")))
+	httpapi.Register(srv.Echo, app.New(store.New(client), outboxlib.NewNudger(dead.URL, "orders")), customersOf(t))
 	ts := httptest.NewServer(srv.Echo)
 	defer ts.Close()
 	f := &fixture{url: ts.URL, client: client}

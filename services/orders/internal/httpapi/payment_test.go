@@ -15,7 +15,7 @@ import (
 // body is a one-line order with the given members after customer_id and lines, e.g.
 // `"payment": {"method": "wallet"}`.
 func body(members string) string {
-	b := `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 1}]`
+	b := `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 1}]`
 	if members != "" {
 		b += ", " + members
 	}
@@ -135,7 +135,7 @@ func TestPaymentValidation(t *testing.T) {
 		},
 		{
 			name:   "lines and payment wrong",
-			raw:    `{"customer_id": "c", "lines": [{"sku": "A1", "quantity": 0}], "payment": {"method": "wallet", "store": "lawson"}}`,
+			raw:    `{"customer_id": "cust-1", "lines": [{"sku": "A1", "quantity": 0}], "payment": {"method": "wallet", "store": "lawson"}}`,
 			status: 400,
 			errors: []string{"quantity 0 is not in 1..100", "payment.store does not belong to method wallet"},
 		},

@@ -1,0 +1,125 @@
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spanmart/spanmart/e2e/harness"
+)
+
+// customerOrder is the public API's view of an order (GET /v1/orders/{id}, and the answers of
+// POST /v1/orders and its cancel), the part the journeys read.
+type customerOrder struct {
+	ID           string  `json:"id"`
+	Status       string  `json:"status"`
+	CancelReason *string `json:"cancel_reason"`
+	Payment      struct {
+		Method       string    `json:"method"`
+		Instructions *struct{} `json:"instructions"`
+	} `json:"payment"`
+	AttentionReason string `json:"attention_reason"`
+}
+
+// state is the order's status with its reason, as the checker compares them: "COMPLETED",
+// "CANCELLED payment_declined", "NEEDS_ATTENTION stock_release_failed_already_shipped".
+func (o customerOrder) state() string {
+	switch {
+	case o.CancelReason != nil && *o.CancelReason != "" && o.Status != "NEEDS_ATTENTION":
+		return o.Status + " " + *o.CancelReason
+	case o.AttentionReason != "":
+		return o.Status + " " + o.AttentionReason
+	}
+	return o.Status
+}
+
+// customerDo is the one way the soak talks to the public orders API, as the customer customerID
+// signed in: placing, reading and cancelling orders all go through it, with the customer's ID token
+// (from the stack's identity provider, kept per customer as a client SDK keeps it).
+func customerDo(ctx context.Context, s *harness.Stack, customerID, method, path string, body any, headers ...string) (*harness.Response, error) {
+	token, err := s.CustomerToken(ctx, customerID)
+	if err != nil {
+		return nil, err
+	}
+	return s.Do(ctx, method, "orders", path, body, append(headers, "Authorization", "Bearer "+token)...)
+}
+
+// errGaveUp is a customer call that got no usable answer before its deadline.
+var errGaveUp = errors.New("no answer")
+
+// customerCall sends a customer request until it gets an answer that is not a transport error or a
+// 5xx (orders being killed and restarted is part of the soak: a client retries with the same
+// Idempotency-Key, which is what the key is for), for at most wait. It returns the last answer.
+func customerCall(ctx context.Context, s *harness.Stack, wait time.Duration, customerID, method, path string, body any, headers ...string) (*harness.Response, error) {
+	deadline := time.Now().Add(wait)
+	var last string
+	for {
+		r, err := customerDo(ctx, s, customerID, method, path, body, headers...)
+		switch {
+		case err == nil && r.Status < 500:
+			return r, nil
+		case err == nil:
+			last = r.String()
+		default:
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s %s: %w within %s (last: %s)", method, path, errGaveUp, wait, last)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// placeOrder places an order (POST /v1/orders with the order's Idempotency-Key) and returns its id.
+func placeOrder(ctx context.Context, s *harness.Stack, o *Order, body map[string]any) (string, error) {
+	r, err := customerCall(ctx, s, 2*time.Minute, o.Customer, http.MethodPost, "/v1/orders", body, "Idempotency-Key", o.Key)
+	if err != nil {
+		return "", err
+	}
+	if r.Status != http.StatusCreated && r.Status != http.StatusOK {
+		return "", fmt.Errorf("POST /v1/orders: %s", r)
+	}
+	var got customerOrder
+	if err := r.JSON(&got); err != nil {
+		return "", err
+	}
+	if got.ID == "" {
+		return "", fmt.Errorf("POST /v1/orders: no id in %s", r)
+	}
+	return strings.ToLower(got.ID), nil
+}
+
+// readOrder reads an order as its customer (GET /v1/orders/{id}).
+func readOrder(ctx context.Context, s *harness.Stack, o *Order) (customerOrder, error) {
+	var got customerOrder
+	r, err := customerCall(ctx, s, time.Minute, o.Customer, http.MethodGet, "/v1/orders/"+o.ID, nil)
+	if err != nil {
+		return got, err
+	}
+	if r.Status != http.StatusOK {
+		return got, fmt.Errorf("GET /v1/orders/%s: %s", o.ID, r)
+	}
+	return got, r.JSON(&got)
+}
+
+// cancelOrder is the customer's POST /v1/orders/{id}/cancel (one Idempotency-Key per journey,
+// reused by the retries). It returns the HTTP status and, for a 2xx, the order as the answer
+// shows it.
+func cancelOrder(ctx context.Context, s *harness.Stack, o *Order) (int, customerOrder, error) {
+	var got customerOrder
+	r, err := customerCall(ctx, s, 2*time.Minute, o.Customer, http.MethodPost, "/v1/orders/"+o.ID+"/cancel", nil, "Idempotency-Key", o.Key+"-cancel")
+	if err != nil {
+		return 0, got, err
+	}
+	if r.Status/100 == 2 {
+		err = r.JSON(&got)
+	}
+	return r.Status, got, err
+}
