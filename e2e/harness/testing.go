@@ -241,20 +241,24 @@ type AuditReport struct {
 			WaitingFor string `json:"waiting_for"`
 		} `json:"orders"`
 	} `json:"stuck"`
-	Reconciliation struct {
-		Configured bool  `json:"configured"`
-		Checked    *int  `json:"checked"`
-		Partial    *bool `json:"partial"`
-		Mismatches []struct {
-			OrderID  string   `json:"order_id"`
-			Check    string   `json:"check"`
-			Problems []string `json:"problems"`
-		} `json:"mismatches"`
-		Flagged []struct {
-			OrderID         string `json:"order_id"`
-			AttentionReason string `json:"attention_reason"`
-		} `json:"flagged"`
-	} `json:"reconciliation"`
+	Reconciliation Reconciliation `json:"reconciliation"`
+}
+
+// Reconciliation is orders' reconciliation report: the audit's, or GET
+// /admin/reconciliation[?order_id=].
+type Reconciliation struct {
+	Configured bool  `json:"configured"`
+	Checked    *int  `json:"checked"`
+	Partial    *bool `json:"partial"`
+	Mismatches []struct {
+		OrderID  string   `json:"order_id"`
+		Check    string   `json:"check"`
+		Problems []string `json:"problems"`
+	} `json:"mismatches"`
+	Flagged []struct {
+		OrderID         string `json:"order_id"`
+		AttentionReason string `json:"attention_reason"`
+	} `json:"flagged"`
 }
 
 // Audit runs orders' audit (POST /admin/audit, what Cloud Scheduler calls) as the operator.

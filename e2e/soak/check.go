@@ -722,21 +722,8 @@ func checkAudit(ctx context.Context, s *harness.Stack, w *world, orders []*Order
 	return c
 }
 
-// orderReconciliation is the part of GET /admin/reconciliation?order_id= the check reads.
-type orderReconciliation struct {
-	Configured bool  `json:"configured"`
-	Checked    *int  `json:"checked"`
-	Partial    *bool `json:"partial"`
-	Mismatches []struct {
-		OrderID  string   `json:"order_id"`
-		Check    string   `json:"check"`
-		Problems []string `json:"problems"`
-	} `json:"mismatches"`
-	Flagged []struct {
-		OrderID         string `json:"order_id"`
-		AttentionReason string `json:"attention_reason"`
-	} `json:"flagged"`
-}
+// orderReconciliation is GET /admin/reconciliation?order_id=, the harness's type.
+type orderReconciliation = harness.Reconciliation
 
 // checkDeadLetters: every dead letter is explained by a fault (and was replayed).
 func checkDeadLetters(dead []DeadLetter) *Check {

@@ -23,14 +23,14 @@ type drainResult struct {
 	relays     int
 	n          int64 // events appended
 	published  int64
-	ready      time.Duration // start → every instance ready
-	firstPub   time.Duration // start → first PublishedAt
-	span       time.Duration // first → last PublishedAt
-	wall       time.Duration // start → outbox empty
-	pending    int64         // still unpublished at the deadline
-	relayCPU   float64       // CPU seconds of the instances over the drain
+	ready      time.Duration      // start → every instance ready
+	firstPub   time.Duration      // start → first PublishedAt
+	span       time.Duration      // first → last PublishedAt
+	wall       time.Duration      // start → outbox empty
+	pending    int64              // still unpublished at the deadline
+	relayCPU   float64            // CPU seconds of the instances over the drain
 	perRelay   map[string]float64 // events each instance published (its share of the tasks created)
-	leases     []int // shards held per live owner, at the end, largest first
+	leases     []int              // shards held per live owner, at the end, largest first
 	probe      []time.Duration
 	depth      int // fulfillment-inbox depth when the outbox was empty
 	lagMeanSec float64
