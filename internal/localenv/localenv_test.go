@@ -90,6 +90,7 @@ func TestEnvOfEveryDeployable(t *testing.T) {
 			want["CUSTOMER_ISSUER"], want["CUSTOMER_AUDIENCE"] = "http://127.0.0.1:6", localenv.Project
 		case topology.Notifications:
 			want["SMTP_ADDR"], want["SMTP_FROM"] = st.SMTPAddr, localenv.MailFrom
+			want["SMTP_TIMEOUT"], want["NOTIFICATIONS_RESUME_AFTER"] = "2s", "4s"
 		}
 		if s.Name == topology.Gateway {
 			want["ADMIN_ALLOWED_EMAILS"] = operators + "," + localenv.OrdersAccount

@@ -36,6 +36,11 @@ type Delivery struct {
 	// Without the attribute it is AggregateVersion-1: every version is expected.
 	Predecessor int64
 	LastVersion int64 // highest AggregateVersion of this aggregate this consumer has applied, 0 if none
+	// Duplicate is set for an After effect only: true when the event had been applied before this
+	// delivery or replay (a redelivery, or a concurrent duplicate that lost the race), false when
+	// this one's own transaction applied it, so that the intent rows the handler recorded committed
+	// just now and no other delivery has seen them yet.
+	Duplicate bool
 }
 
 // committed is when the event was committed: ce-committime, or ce-time for a delivery without it.
@@ -237,8 +242,9 @@ var (
 
 // After runs effect on the request path once the handler's transaction has committed (a delivery
 // or an operator's replay of the dead letter), and again on every later delivery of an event
-// already applied (a redelivery answered as a duplicate). It
-// is how a consumer carries out a side effect outside Spanner that its handler recorded as an
+// already applied (a redelivery answered as a duplicate; d.Duplicate tells the two apart, so that an
+// effect that must not run twice at once can leave the first run to the delivery that committed
+// the intent). It is how a consumer carries out a side effect outside Spanner that its handler recorded as an
 // intent row (docs/architecture.md, "Side effects outside Spanner"): effect reads the intent and
 // does nothing once it is finished, so it may run any number of times. An error answers 503, so
 // the queue delivers the event again and effect runs again; the event itself stays applied (no
@@ -400,6 +406,7 @@ func (c *Consumer) serveEvent(ec echo.Context) error {
 		// The handler's events wait for the relay's poll otherwise: at every hop of a flow.
 		c.cfg.Nudger.Nudge(ctx, rec.shards...)
 		if h.after != nil && (outcome == OutcomeApplied || outcome == OutcomeDuplicate) {
+			d.Duplicate = outcome == OutcomeDuplicate
 			if err := h.after(ctx, d); err != nil {
 				c.metrics.effects.WithLabelValues(c.cfg.Name, d.Type, "failed").Inc()
 				log.Warn("event applied; its side effect failed: retry later", zap.Error(err))

@@ -37,7 +37,7 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 
 	svc, err := app.New(app.Config{
 		Repo: store.New(client), Sender: sender, Templates: renderer, Metrics: app.NewMetrics(srv.Registry),
-		MaxAttempts: cfg.MaxAttempts, ResumeAfter: cfg.ResumeAfter,
+		MaxAttempts: cfg.MaxAttempts, ResumeAfter: cfg.ResumeAfter, SendTimeout: cfg.SMTP.Timeout,
 	})
 	if err != nil {
 		return err

@@ -547,11 +547,11 @@ func TestRetriesExhausted(t *testing.T) {
 // TestResendAfterCrashKeepsTheMessageID is the drill of faults.NotificationsAfterSend: the service,
 // run as its own process, dies after the mail server accepted the e-mail and before it is marked
 // SENT; the redelivery, to a new process, sends it again with the same Message-ID (and the same
-// bytes), then marks it.
+// bytes) once the dead attempt's lease has run out (2 × SMTP_TIMEOUT here), then marks it.
 func TestResendAfterCrashKeepsTheMessageID(t *testing.T) {
 	s := newSystem(t)
 	var vars []string
-	for k, v := range s.vars() {
+	for k, v := range s.vars("SMTP_TIMEOUT", "1s") {
 		vars = append(vars, k+"="+v)
 	}
 	crashing := platformtest.StartMain(t, append(vars, faults.EnvVar+"="+faults.NotificationsAfterSend)...)
@@ -574,6 +574,7 @@ func TestResendAfterCrashKeepsTheMessageID(t *testing.T) {
 
 	restarted := platformtest.StartMain(t, vars...)
 	s.url = platformtest.StartedURL(t, restarted.Logs)
+	s.redeliverUntilDone(t, conf)
 	if outcome := s.mustDeliver(t, conf); outcome != outboxlib.OutcomeDuplicate {
 		t.Errorf("redelivery: %s, want duplicate (the event was applied before the crash)", outcome)
 	}

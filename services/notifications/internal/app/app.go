@@ -9,10 +9,14 @@
 // consumer's inbox row; the SMTP call is made after the commit (Deliver, run by outboxlib.After);
 // its outcome is recorded in a second transaction. A redelivery of the event (a duplicate, for
 // which After runs again) or the sweep sends whatever is still PENDING, so nothing is lost when the
-// process dies between two steps. What this gives, exactly: at most one e-mail per (event,
-// template), except when the process dies (or a second sender races it) after the mail server
-// accepted the message and before SENT is recorded; the resend then carries the same Message-ID
-// (notification.MessageID), which lets the relay and the customer's mail client recognise it.
+// process dies between two steps. Every attempt holds a lease on its notification (package
+// notification: Claim): the delivery that committed the row holds the first one from the commit,
+// any later attempt claims it in a transaction of its own before it sends, so a redelivery and the
+// sweep never both send one e-mail. What this gives, exactly: at most one e-mail per (event,
+// template), except when the process dies after the mail server accepted the message and before
+// SENT is recorded; the resend, once the dead attempt's lease has run out, carries the same
+// Message-ID (notification.MessageID), which lets the relay and the customer's mail client
+// recognise it.
 //
 // Two kinds of use case, two kinds of transaction, as in services/orders: the event use cases
 // (RecordContact, Notify) run inside the consumer's transaction, which they take as an opaque Txn
@@ -89,18 +93,20 @@ type Config struct {
 	// ResumeAfter is how long a notification waits for the request path before the sweep takes it
 	// over, and the back-off after the first failed attempt (doubling, at most an hour); default 1m.
 	ResumeAfter time.Duration
+	// SendTimeout bounds one SMTP session, and so does recording what the server answered; default
+	// 30s. An attempt's lease is the longer of ResumeAfter and both bounds together, so no attempt
+	// can outlive its lease and meet another one sending the same e-mail.
+	SendTimeout time.Duration
 }
 
 // Defaults of Config.
 const (
 	DefaultMaxAttempts = 8
 	DefaultResumeAfter = time.Minute
+	DefaultSendTimeout = 30 * time.Second
 	// MaxBackoff caps the wait between two attempts.
 	MaxBackoff = time.Hour
 )
-
-// markTimeout bounds recording a message the server accepted, which outlives its caller.
-const markTimeout = 30 * time.Second
 
 // Service runs the use cases.
 type Service struct {
@@ -125,10 +131,17 @@ func New(cfg Config) (*Service, error) {
 	if cfg.ResumeAfter <= 0 {
 		cfg.ResumeAfter = DefaultResumeAfter
 	}
+	if cfg.SendTimeout <= 0 {
+		cfg.SendTimeout = DefaultSendTimeout
+	}
 	return &Service{cfg: cfg, policy: notification.RetryPolicy{
 		MaxAttempts: int64(cfg.MaxAttempts), Backoff: cfg.ResumeAfter, MaxBackoff: max(MaxBackoff, cfg.ResumeAfter),
 	}}, nil
 }
+
+// lease is how long an attempt holds its notification: the longer of ResumeAfter and the most an
+// attempt can take (the SMTP session, then recording its outcome).
+func (s *Service) lease() time.Duration { return max(s.cfg.ResumeAfter, 2*s.cfg.SendTimeout) }
 
 // Event is the event being applied.
 type Event struct {
@@ -184,7 +197,7 @@ func (s *Service) Notify(ctx context.Context, txn Txn, ev Event, orderID string,
 	if err != nil {
 		return Outcome{}, fmt.Errorf("%w: %v", ErrTemplate, err)
 	}
-	n, err := notification.New(ev.ID, ev.Type, template, orderID, to, lang, content, s.cfg.Now().Add(s.cfg.ResumeAfter))
+	n, err := notification.New(ev.ID, ev.Type, template, orderID, to, lang, content, s.cfg.Now().Add(s.lease()))
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -198,12 +211,13 @@ func (s *Service) Notify(ctx context.Context, txn Txn, ev Event, orderID string,
 	return Outcome{Note: fmt.Sprintf("%s e-mail recorded (%s), to be sent after the commit", template, lang)}, nil
 }
 
-// Deliver sends the PENDING notifications of event eventID whose attempt is due (one never tried,
-// or whose back-off has passed): the effect after the commit of the event's transaction, and
-// again on every redelivery of the event. It returns nil once none of them is PENDING any more
-// (sent, bounced or failed: final), and an error while one is, so that the queue delivers the
-// event again.
-func (s *Service) Deliver(ctx context.Context, eventID string) error {
+// Deliver sends the PENDING notifications of event eventID that are due: the effect after the
+// commit of the event's transaction (redelivery false: this delivery's transaction recorded them,
+// so it holds their first attempt), and again on every redelivery of the event (redelivery true:
+// an attempt is made only once the previous one's lease or back-off has passed, and claims the
+// notification first). It returns nil once none of them is PENDING any more (sent, bounced or
+// failed: final), and an error while one is, so that the queue delivers the event again.
+func (s *Service) Deliver(ctx context.Context, eventID string, redelivery bool) error {
 	ns, err := s.cfg.Repo.NotificationsOfEvent(ctx, eventID)
 	if err != nil {
 		return err
@@ -213,10 +227,11 @@ func (s *Service) Deliver(ctx context.Context, eventID string) error {
 		if n.Status().Final() {
 			continue
 		}
-		if !n.Due(s.cfg.Now()) {
-			unfinished = append(unfinished, fmt.Errorf("%s e-mail waits for its attempt %d until %s",
-				n.Template(), n.Attempts()+1, n.NextAttemptAt().UTC().Format(time.RFC3339)))
-			continue
+		if redelivery {
+			if n, err = s.claim(ctx, n); err != nil {
+				unfinished = append(unfinished, err)
+				continue
+			}
 		}
 		if _, err := s.send(ctx, n); err != nil {
 			unfinished = append(unfinished, fmt.Errorf("%s e-mail not sent: %w", n.Template(), brief(err)))
@@ -228,6 +243,28 @@ func (s *Service) Deliver(ctx context.Context, eventID string) error {
 	return nil
 }
 
+// claim starts an attempt at n: in a transaction of its own, n's lease moves to now+lease unless
+// n is no longer due (another attempt holds it, it waits out a back-off, or it is final), which is
+// an error saying so. It returns n as claimed.
+func (s *Service) claim(ctx context.Context, n *notification.Notification) (*notification.Notification, error) {
+	now := s.cfg.Now()
+	var claimed *notification.Notification
+	err := s.cfg.Repo.Update(ctx, n.EventID(), n.Template(), func(n *notification.Notification) error {
+		if err := n.Claim(now, now.Add(s.lease())); err != nil {
+			return err
+		}
+		claimed = n
+		return nil
+	})
+	switch {
+	case errors.Is(err, notification.ErrNotDue):
+		return nil, fmt.Errorf("%s e-mail: %w", n.Template(), err)
+	case err != nil:
+		return nil, fmt.Errorf("claim %s e-mail: %w", n.Template(), err)
+	}
+	return claimed, nil
+}
+
 // Results of one attempt, the result label of notifications_sent_total.
 const (
 	ResultSent    = "sent"    // the server accepted the message
@@ -236,11 +273,13 @@ const (
 	ResultRetry   = "retry"   // a temporary failure: tried again later
 )
 
-// send makes one attempt at n and records its outcome. result is what the attempt did (one of the
-// Result constants), "" when nothing was recorded: n was finished meanwhile by a concurrent attempt
-// (err nil), or the outcome could not be recorded (err says why; n stays PENDING and is sent again
-// later, with the same Message-ID). err is also the send's error after a temporary failure: it is
-// non-nil exactly when n is still PENDING.
+// send makes one attempt at n, whose lease this attempt holds (n.NextAttemptAt: taken with n's
+// creation, or by claim), and records its outcome. result is what the attempt did (one of the
+// Result constants), "" when nothing was recorded: n was finished meanwhile, or, after a temporary
+// failure, another attempt holds n now (err nil); or the outcome could not be recorded (err says
+// why; n stays PENDING and is sent again once the lease has run out, with the same Message-ID).
+// err is also the send's error after a temporary failure: it is non-nil exactly when n is still
+// PENDING.
 func (s *Service) send(ctx context.Context, n *notification.Notification) (result string, err error) {
 	c := n.Content()
 	msg := mailer.Message{
@@ -253,8 +292,11 @@ func (s *Service) send(ctx context.Context, n *notification.Notification) (resul
 			{Name: "X-Spanmart-Order", Value: n.OrderID()},
 		},
 	}
+	lease := n.NextAttemptAt()
 	start := time.Now()
-	receipt, sendErr := s.cfg.Sender.Send(ctx, msg)
+	sendCtx, cancelSend := context.WithTimeout(ctx, s.cfg.SendTimeout)
+	receipt, sendErr := s.cfg.Sender.Send(sendCtx, msg)
+	cancelSend()
 	s.cfg.Metrics.observeSend(time.Since(start), sendErr)
 	if sendErr == nil {
 		// Drills: the server has the message, the notification is not marked yet.
@@ -266,13 +308,18 @@ func (s *Service) send(ctx context.Context, n *notification.Notification) (resul
 	markCtx := ctx
 	if sendErr == nil {
 		var cancel context.CancelFunc
-		markCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+		markCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), s.cfg.SendTimeout)
 		defer cancel()
 	}
 	var attempts int64
 	err = s.cfg.Repo.Update(markCtx, n.EventID(), n.Template(), func(n *notification.Notification) error {
 		result = ""
 		if n.Status().Final() {
+			return nil
+		}
+		if sendErr != nil && !mailer.IsBounce(sendErr) && !n.NextAttemptAt().Equal(lease) {
+			// This attempt's lease ran out and another attempt claimed n: its outcome decides the
+			// next attempt (an acceptance or a bounce is a fact, and is recorded whoever holds n).
 			return nil
 		}
 		now := s.cfg.Now()
@@ -367,8 +414,15 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		if ctx.Err() != nil {
 			break
 		}
+		n, err := s.claim(ctx, n)
+		if errors.Is(err, notification.ErrNotDue) {
+			continue // a redelivery took it since it was read
+		}
 		rep.Resumed++
-		result, err := s.send(ctx, n)
+		result := ""
+		if err == nil {
+			result, err = s.send(ctx, n)
+		}
 		switch result {
 		case ResultSent:
 			rep.Sent++

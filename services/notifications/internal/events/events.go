@@ -180,7 +180,7 @@ func Register(c Handler, svc *app.Service) {
 		outboxlib.Note(ctx, out.Note)
 		return nil
 	})
-	deliver := outboxlib.After(func(ctx context.Context, d outboxlib.Delivery) error { return svc.Deliver(ctx, d.ID) })
+	deliver := outboxlib.After(func(ctx context.Context, d outboxlib.Delivery) error { return svc.Deliver(ctx, d.ID, d.Duplicate) })
 	for typ, dataOf := range emails {
 		c.Handle(typ, func(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
 			orderID, data, err := dataOf(d)

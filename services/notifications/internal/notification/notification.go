@@ -7,6 +7,12 @@
 //	PENDING → PENDING    a temporary failure (4xx, connection): tried again at NextAttemptAt
 //	PENDING → FAILED     the MaxAttempts-th temporary failure: final
 //
+// Who may send a PENDING notification is decided by a lease in NextAttemptAt: an attempt may start
+// only once it has passed (Due), and starts by moving it forward (Claim), in a transaction, so two
+// senders (a redelivery of the event and the sweep) never both send it. The first attempt's lease
+// is taken when the notification is created: until it ends, only the delivery whose transaction
+// committed it sends it.
+//
 // A notification's Message-ID is derived from its key, so every attempt to send it, a resend after
 // a crash between the server's acceptance and the SENT mark included, is the same message. No I/O
 // here.
@@ -29,6 +35,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrIllegalTransition: the notification is final (SENT, BOUNCED, FAILED).
 	ErrIllegalTransition = errors.New("illegal notification transition")
+	// ErrNotDue: the notification is final, or another attempt holds it (or it waits out a
+	// back-off) until its NextAttemptAt.
+	ErrNotDue = errors.New("notification not due")
 )
 
 // Status is a notification's delivery state; the values are those of CK_Notifications_Status.
@@ -116,8 +125,8 @@ type Notification struct {
 	changed                      bool
 }
 
-// New returns a PENDING notification, due at once (nextAttemptAt: when the sweep may take it over
-// if the request path never sends it).
+// New returns a PENDING notification whose first attempt is leased until nextAttemptAt to the
+// delivery that creates it (after that the sweep or a redelivery may take it over).
 func New(eventID, eventType, template, orderID, recipient string, lang Language, c Content, nextAttemptAt time.Time) (*Notification, error) {
 	var missing []string
 	for name, v := range map[string]string{"event id": eventID, "event type": eventType, "template": template, "order id": orderID,
@@ -191,10 +200,21 @@ func (n *Notification) MessageID() string        { return MessageID(n.eventID, n
 // Changed reports whether a transition happened since New or Restore.
 func (n *Notification) Changed() bool { return n.changed }
 
-// Due reports whether an attempt may be made at now: a PENDING notification never tried (the
-// first attempt, or the resend after a crash, is made at once), or one whose back-off has passed.
+// Due reports whether a new attempt may start at now: n is PENDING and neither an attempt's lease
+// nor a back-off holds it any more.
 func (n *Notification) Due(now time.Time) bool {
-	return n.status == Pending && (n.attempts == 0 || !now.Before(n.nextAttemptAt))
+	return n.status == Pending && !now.Before(n.nextAttemptAt)
+}
+
+// Claim starts an attempt at now: the attempt holds n until until (its lease; stored to the
+// microsecond, as Spanner keeps it). ErrNotDue unless n is Due at now.
+func (n *Notification) Claim(now, until time.Time) error {
+	if !n.Due(now) {
+		return fmt.Errorf("%w: notification %s/%s is %s until %s", ErrNotDue, n.eventID, n.template, n.status,
+			n.nextAttemptAt.UTC().Format(time.RFC3339Nano))
+	}
+	n.nextAttemptAt, n.changed = until.Truncate(time.Microsecond), true
+	return nil
 }
 
 // RetryPolicy says how temporary failures are retried.

@@ -115,9 +115,9 @@ func TestBackoffDoublesToItsCap(t *testing.T) {
 }
 
 func TestDue(t *testing.T) {
-	n := pending(t) // never tried: due at once, whatever NextAttemptAt says
-	if !n.Due(t0) {
-		t.Error("a notification never tried is not due")
+	n := pending(t) // created at t0 with its first attempt leased until t0+1m
+	if n.Due(t0) || n.Due(t0.Add(59*time.Second)) || !n.Due(t0.Add(time.Minute)) {
+		t.Errorf("a new notification leased until %v: want due from then on only", n.NextAttemptAt())
 	}
 	n.MarkDeferred("451", t0, policy)
 	if n.Due(t0.Add(59*time.Second)) || !n.Due(t0.Add(time.Minute)) {
@@ -126,6 +126,33 @@ func TestDue(t *testing.T) {
 	n.MarkSent(t0.Add(time.Minute), "")
 	if n.Due(t0.Add(time.Hour)) {
 		t.Error("a sent notification is due")
+	}
+}
+
+// Of two senders that find a notification due, the one whose claim commits first holds it: the
+// second one's claim, made on the stored state the first one left, is refused.
+func TestClaimHoldsTheNotification(t *testing.T) {
+	n := pending(t)
+	at := t0.Add(time.Minute)
+	if err := n.Claim(t0, at.Add(time.Minute)); !errors.Is(err, ErrNotDue) {
+		t.Fatalf("claim inside the first attempt's lease: %v, want ErrNotDue", err)
+	}
+	until := at.Add(time.Minute + 1500*time.Nanosecond)
+	if err := n.Claim(at, until); err != nil {
+		t.Fatalf("claim of a due notification: %v", err)
+	}
+	if want := until.Truncate(time.Microsecond); !n.NextAttemptAt().Equal(want) || !n.Changed() {
+		t.Errorf("after the claim: next attempt %v (changed %v), want %v, changed", n.NextAttemptAt(), n.Changed(), want)
+	}
+	if err := n.Claim(at.Add(time.Second), at.Add(2*time.Minute)); !errors.Is(err, ErrNotDue) {
+		t.Errorf("a second claim during the lease: %v, want ErrNotDue", err)
+	}
+	if err := n.Claim(until, until.Add(time.Minute)); err != nil {
+		t.Errorf("a claim once the lease has run out: %v", err)
+	}
+	n.MarkSent(until, "250 ok")
+	if err := n.Claim(until.Add(time.Hour), until.Add(2*time.Hour)); !errors.Is(err, ErrNotDue) {
+		t.Errorf("a claim of a sent notification: %v, want ErrNotDue", err)
 	}
 }
 
