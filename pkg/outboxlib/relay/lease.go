@@ -188,8 +188,18 @@ func (s *source) renew(ctx context.Context) error {
 			s.log.Debug("gave up shard", zap.Int64("shard", shard))
 		}
 	}
+	var taken []int64
+	for shard := range next {
+		if _, ok := s.held[shard]; !ok {
+			taken = append(taken, shard)
+		}
+	}
 	s.held = next
 	s.mu.Unlock()
+	// A shard's loop that found it not held waits MaxIdle: start its work now.
+	for _, shard := range taken {
+		s.wakeShard(shard)
+	}
 	return nil
 }
 

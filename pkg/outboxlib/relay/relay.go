@@ -284,14 +284,19 @@ func (r *Relay) NudgeShard(source string, shard int64) bool {
 	}
 	for _, s := range r.sources {
 		if s.src.Name == source {
-			select {
-			case s.wake[shard] <- struct{}{}:
-			default: // already woken; the loop will scan
-			}
+			s.wakeShard(shard)
 			return true
 		}
 	}
 	return false
+}
+
+// wakeShard wakes the loop of one shard of s.
+func (s *source) wakeShard(shard int64) {
+	select {
+	case s.wake[shard] <- struct{}{}:
+	default: // already woken; the loop will scan
+	}
 }
 
 func (r *Relay) nudged() <-chan struct{} {

@@ -421,6 +421,23 @@ func TestTwoInstancesShareShards(t *testing.T) {
 	exactlyOnce(t, fulfillment, append(evs, more...))
 }
 
+// A shard's loop that looked before its instance held the shard sleeps for MaxIdle; taking the
+// lease wakes it. With an idle cap of an hour, events waiting when the relay starts are published
+// only because of that wake-up.
+func TestTakingALeaseWakesTheShard(t *testing.T) {
+	client, db := env.NewDatabase(t, dbschema.Orders)
+	fulfillment := newConsumer(t, "fulfillment")
+	_, tc := startTasks(t, tasksemu.Options{}, fulfillment)
+	routes := relay.Routes{"order.created": {fulfillment.subscriber()}}
+	evs := appendEvents(t, client, "order.created", 40)
+	cfg := testConfig(client, db, tc, routes)
+	cfg.MaxIdle = time.Hour
+	r, _ := start(t, cfg)
+	eventually(t, "every event to be published", func() bool { return status1(t, r).Pending == 0 })
+	eventually(t, "every delivery", func() bool { return len(fulfillment.deliveries()) >= len(evs) })
+	exactlyOnce(t, fulfillment, evs)
+}
+
 func TestReleasesLeasesOnShutdown(t *testing.T) {
 	client, db := env.NewDatabase(t, dbschema.Orders)
 	_, tc := startTasks(t, tasksemu.Options{})
