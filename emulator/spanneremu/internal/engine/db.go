@@ -414,11 +414,18 @@ func (db *DB) sweepTTL() {
 	}
 }
 
-// runInternalWrite runs one statement as its own transaction under the write lock, waiting for
-// the lock as long as needed (background work is never aborted).
+// runInternalWrite runs one statement as its own transaction under the write lock. It waits for
+// the lock at most LockWait, like a client's transaction, and gives up otherwise (the next sweep
+// tries again): the janitor that runs it is also what aborts an idle transaction, and a read-write
+// transaction whose client died holding the lock (after a query, say) is released only by that
+// abort, so waiting for good would stop the database's writes for good.
 func (db *DB) runInternalWrite(t *catalog.Table, q string, args ...any) (int64, error) {
+	timer := time.NewTimer(db.e.opts.LockWait)
+	defer timer.Stop()
 	select {
 	case db.lock <- struct{}{}:
+	case <-timer.C:
+		return 0, fmt.Errorf("the write lock is held by a transaction (for %s and more); the next sweep tries again", db.e.opts.LockWait)
 	case <-db.e.stop:
 		return 0, fmt.Errorf("shutting down")
 	}

@@ -309,3 +309,37 @@ func TestMutationCount(t *testing.T) {
 		}
 	}
 }
+
+// A read-write transaction whose client dies while it holds the write lock (a query in a
+// read-write transaction takes it for the rest of the transaction) is aborted once idle, and the
+// database takes writes again, even when a row deletion policy sweep wanted the lock meanwhile:
+// the janitor runs both, and a sweep that waited for the lock for good kept the database from
+// taking writes for good (found by the soak after a kill -9 of the gateway).
+func TestAbandonedLockHolderIsAbortedDespiteTheTTLSweep(t *testing.T) {
+	_, db := newTestEngine(t, Options{IdleTimeout: 500 * time.Millisecond, LockWait: 100 * time.Millisecond, TTLSweepInterval: 20 * time.Millisecond},
+		`CREATE TABLE Events (Id STRING(36) NOT NULL, PublishedAt TIMESTAMP) PRIMARY KEY (Id), ROW DELETION POLICY (OLDER_THAN(PublishedAt, INTERVAL 7 DAY))`)
+	ctx := context.Background()
+	dead, err := db.Begin(TxnOptions{Mode: ReadWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dead.ExecuteSQL(ctx, Statement{SQL: "SELECT Id FROM Events"}); err != nil {
+		t.Fatal(err)
+	}
+	// The client is gone: nothing ends dead. Writes wait for the lock (ABORTED after LockWait,
+	// retried as a client would) until the janitor aborts dead.
+	start := time.Now()
+	deadline := start.Add(20 * time.Second)
+	for {
+		err := commit(t, db, insert("Events", []string{"Id"}, row(str("e-1"))))
+		if err == nil {
+			break
+		}
+		if status.Code(err) != codes.Aborted || time.Now().After(deadline) {
+			t.Fatalf("a write %s after the lock holder's last use: %v", time.Since(start).Round(time.Millisecond), err)
+		}
+	}
+	if _, err := dead.ExecuteSQL(ctx, Statement{SQL: "SELECT Id FROM Events"}); status.Code(err) != codes.Aborted {
+		t.Errorf("the abandoned transaction after the janitor: %v, want ABORTED", err)
+	}
+}
