@@ -442,6 +442,7 @@ var localOnly = map[string]bool{
 	"STRIPE_API_URL":  true, "KOMOJU_API_URL": true, // production: the providers', the default
 	"CARRIER_SIMULATE_AFTER": true, "CARRIER_SIMULATE_FAIL_SKUS": true,
 	"PPROF_ENABLED": true, "SPANMART_FAULTS": true,
+	"SMTP_TIMEOUT": true, "NOTIFICATIONS_RESUME_AFTER": true, // production: the defaults (30 s, 1 min); locally the mail server is local
 }
 
 // secretName matches variables that hold a secret: they come from Secret Manager.
