@@ -114,8 +114,8 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 			}
 		case topology.Notifications:
 			// The mail server is local: a session that takes 2 s is stuck. An attempt's lease is
-			// twice that (services/notifications/README.md), so a resend after a crash comes
-			// within seconds rather than production's minute.
+			// 4 s plus twice that (services/notifications/README.md), so a resend after a crash
+			// comes within seconds rather than production's minutes.
 			env = append(env, "SMTP_ADDR="+st.SMTPAddr, "SMTP_FROM="+MailFrom, "SMTP_TIMEOUT=2s", "NOTIFICATIONS_RESUME_AFTER=4s")
 		}
 		return env

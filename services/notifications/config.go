@@ -27,7 +27,7 @@ const serviceName = "notifications"
 //	SMTP_STARTTLS              auto (upgrade when the server offers it), always (refuse a server
 //	                           that does not) or never; default auto
 //	SMTP_TIMEOUT               one whole SMTP session (and recording its answer); an attempt holds
-//	                           its e-mail for twice this at least; default 30s
+//	                           its e-mail for NOTIFICATIONS_RESUME_AFTER plus twice this; default 30s
 //	NOTIFICATIONS_MAX_ATTEMPTS attempts at one e-mail before it is FAILED; default 8
 //	NOTIFICATIONS_RESUME_AFTER how long an unsent e-mail waits before the sweep takes it over, and
 //	                           the back-off after the first failed attempt (doubling, at most 1h); default 1m

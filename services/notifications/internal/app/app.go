@@ -94,8 +94,9 @@ type Config struct {
 	// over, and the back-off after the first failed attempt (doubling, at most an hour); default 1m.
 	ResumeAfter time.Duration
 	// SendTimeout bounds one SMTP session, and so does recording what the server answered; default
-	// 30s. An attempt's lease is the longer of ResumeAfter and both bounds together, so no attempt
-	// can outlive its lease and meet another one sending the same e-mail.
+	// 30s. An attempt's lease is ResumeAfter plus both bounds together, and its SMTP session ends
+	// a SendTimeout before the lease does, so no attempt outlives its lease to meet another one
+	// sending the same e-mail (unless recording the outcome takes longer than it may).
 	SendTimeout time.Duration
 }
 
@@ -139,9 +140,15 @@ func New(cfg Config) (*Service, error) {
 	}}, nil
 }
 
-// lease is how long an attempt holds its notification: the longer of ResumeAfter and the most an
+// lease is how long an attempt holds its notification: ResumeAfter plus the most an
 // attempt can take (the SMTP session, then recording its outcome).
-func (s *Service) lease() time.Duration { return max(s.cfg.ResumeAfter, 2*s.cfg.SendTimeout) }
+func (s *Service) lease() time.Duration { return s.cfg.ResumeAfter + 2*s.cfg.SendTimeout }
+
+// budget is how long an attempt at n may spend on the SMTP session now: what is left of n's lease
+// once a SendTimeout is kept for recording the outcome, and at most a SendTimeout.
+func (s *Service) budget(n *notification.Notification) time.Duration {
+	return min(s.cfg.SendTimeout, n.NextAttemptAt().Sub(s.cfg.Now())-s.cfg.SendTimeout)
+}
 
 // Event is the event being applied.
 type Event struct {
@@ -227,7 +234,9 @@ func (s *Service) Deliver(ctx context.Context, eventID string, redelivery bool) 
 		if n.Status().Final() {
 			continue
 		}
-		if redelivery {
+		// The first attempt is this delivery's, unless its transaction took so long that nothing
+		// is left of the lease for a send: then it claims n like any other.
+		if redelivery || s.budget(n) <= 0 {
 			if n, err = s.claim(ctx, n); err != nil {
 				unfinished = append(unfinished, err)
 				continue
@@ -293,8 +302,12 @@ func (s *Service) send(ctx context.Context, n *notification.Notification) (resul
 		},
 	}
 	lease := n.NextAttemptAt()
+	budget := s.budget(n)
+	if budget <= 0 {
+		return "", fmt.Errorf("%s e-mail: the attempt's lease ends at %s, too soon to send", n.Template(), lease.UTC().Format(time.RFC3339))
+	}
 	start := time.Now()
-	sendCtx, cancelSend := context.WithTimeout(ctx, s.cfg.SendTimeout)
+	sendCtx, cancelSend := context.WithTimeout(ctx, budget)
 	receipt, sendErr := s.cfg.Sender.Send(sendCtx, msg)
 	cancelSend()
 	s.cfg.Metrics.observeSend(time.Since(start), sendErr)

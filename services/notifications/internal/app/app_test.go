@@ -110,6 +110,62 @@ type clock struct {
 func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *clock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
 
+// leaseStack is a service with a gated mailer, a clock the test moves and a 21 s lease
+// (ResumeAfter 1 s + 2 × SendTimeout 10 s), and an order whose order.confirmed e-mail is
+// recorded at the clock's start.
+type leaseStack struct {
+	svc   *app.Service
+	mail  *mailtest.Server
+	gate  gated
+	now   *clock
+	event app.Event
+	order string
+}
+
+const (
+	sendTimeout = 10 * time.Second
+	lease       = time.Second + 2*sendTimeout
+)
+
+func newLeaseStack(t *testing.T) *leaseStack {
+	t.Helper()
+	client, _ := env.NewDatabase(t, dbschema.Notifications)
+	srv, err := mailtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	real, err := mailer.New(mailer.Config{Addr: srv.Addr(), From: &mail.Address{Address: "no-reply@spanmart.example"}, Timeout: sendTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renderer, err := templates.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &leaseStack{mail: srv, gate: gated{real, make(chan struct{}), make(chan struct{})}, now: &clock{now: time.Now()},
+		event: app.Event{ID: uuid.NewString(), Type: "order.confirmed"}, order: uuid.NewString()}
+	st.svc, err = app.New(app.Config{Repo: store.New(client), Sender: st.gate, Templates: renderer, Now: st.now.Now,
+		ResumeAfter: time.Second, SendTimeout: sendTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record(t, context.Background(), client, st.svc, st.order, st.event)
+	return st
+}
+
+// sentOnce checks that the server got one message and the notification is SENT after 1 attempt.
+func (st *leaseStack) sentOnce(t *testing.T) {
+	t.Helper()
+	if n := len(st.mail.Messages()); n != 1 {
+		t.Errorf("the mail server got %d messages, want 1", n)
+	}
+	ns, err := st.svc.NotificationsOfOrder(context.Background(), st.order)
+	if err != nil || len(ns) != 1 || ns[0].Status() != notification.Sent || ns[0].Attempts() != 1 {
+		t.Errorf("notifications %v (%v), want one SENT after 1 attempt", ns, err)
+	}
+}
+
 // While one attempt is sending an e-mail, neither a redelivery of its event nor the sweep sends it
 // too: the delivery that committed the notification holds its first attempt, and an attempt made
 // after that lease has run out claims it before it sends. Each way, the server gets one message.
@@ -119,58 +175,50 @@ func TestOneSenderAtATime(t *testing.T) {
 		first bool // the attempt in flight is the first one (redelivery false), not a claimed one
 	}{{"first attempt in flight", true}, {"claimed attempt in flight", false}} {
 		t.Run(c.name, func(t *testing.T) {
-			client, _ := env.NewDatabase(t, dbschema.Notifications)
-			srv, err := mailtest.Start()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { srv.Close() })
-			real, err := mailer.New(mailer.Config{Addr: srv.Addr(), From: &mail.Address{Address: "no-reply@spanmart.example"}, Timeout: 10 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			renderer, err := templates.New()
-			if err != nil {
-				t.Fatal(err)
-			}
-			g := gated{real, make(chan struct{}), make(chan struct{})}
-			now := &clock{now: time.Now()}
-			const sendTimeout = 10 * time.Second // the lease: 2 × 10 s
-			svc, err := app.New(app.Config{Repo: store.New(client), Sender: g, Templates: renderer, Now: now.Now,
-				ResumeAfter: time.Second, SendTimeout: sendTimeout})
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := newLeaseStack(t)
 			ctx := context.Background()
-			orderID, confirmed := uuid.NewString(), app.Event{ID: uuid.NewString(), Type: "order.confirmed"}
-			record(t, ctx, client, svc, orderID, confirmed)
 			if !c.first {
-				now.Advance(2*sendTimeout + time.Second) // the first attempt's lease has run out
+				st.now.Advance(lease) // the first attempt's lease has run out
 			}
-
 			inFlight := make(chan error, 1)
-			go func() { inFlight <- svc.Deliver(ctx, confirmed.ID, !c.first) }()
-			<-g.entered // the attempt holds the notification and is about to send
-			if err := svc.Deliver(ctx, confirmed.ID, true); !errors.Is(err, notification.ErrNotDue) {
+			go func() { inFlight <- st.svc.Deliver(ctx, st.event.ID, !c.first) }()
+			<-st.gate.entered // the attempt holds the notification and is about to send
+			if err := st.svc.Deliver(ctx, st.event.ID, true); !errors.Is(err, notification.ErrNotDue) {
 				t.Errorf("a redelivery during the attempt: %v, want it to wait (notification.ErrNotDue)", err)
 			}
-			now.Advance(2*sendTimeout - time.Second) // still inside the lease, past any back-off
-			if rep, err := svc.Sweep(ctx); err != nil || rep.Resumed != 0 {
+			st.now.Advance(lease - time.Second) // still inside the lease, past any back-off
+			if rep, err := st.svc.Sweep(ctx); err != nil || rep.Resumed != 0 {
 				t.Errorf("a sweep during the attempt: %+v %v, want nothing resumed", rep, err)
 			}
-			close(g.release)
+			close(st.gate.release)
 			if err := <-inFlight; err != nil {
 				t.Fatalf("the attempt: %v", err)
 			}
-			if n := len(srv.Messages()); n != 1 {
-				t.Errorf("the mail server got %d messages, want 1", n)
-			}
-			ns, err := svc.NotificationsOfOrder(ctx, orderID)
-			if err != nil || len(ns) != 1 || ns[0].Status() != notification.Sent || ns[0].Attempts() != 1 {
-				t.Errorf("notifications %v (%v), want one SENT after 1 attempt", ns, err)
-			}
+			st.sentOnce(t)
 		})
 	}
+}
+
+// A first attempt whose delivery comes so late that the rest of the lease could not cover an
+// attempt does not send (a sweep may take the e-mail over when the lease ends); once the lease
+// has run out, the next delivery claims the e-mail and sends it.
+func TestLateFirstAttemptWaitsForTheLease(t *testing.T) {
+	st := newLeaseStack(t)
+	ctx := context.Background()
+	close(st.gate.release)
+	st.now.Advance(lease - sendTimeout + time.Second) // 9 s left: less than recording an outcome may take
+	if err := st.svc.Deliver(ctx, st.event.ID, false); !errors.Is(err, notification.ErrNotDue) {
+		t.Errorf("the late first attempt: %v, want it to wait (notification.ErrNotDue)", err)
+	}
+	if n := len(st.mail.Messages()); n != 0 {
+		t.Fatalf("the late first attempt sent %d messages", n)
+	}
+	st.now.Advance(lease)
+	go func() { <-st.gate.entered }()
+	if err := st.svc.Deliver(ctx, st.event.ID, false); err != nil {
+		t.Fatalf("after the lease: %v", err)
+	}
+	st.sentOnce(t)
 }
 
 // record applies order.created and then the event in their own consumer transactions, as the
