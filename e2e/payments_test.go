@@ -376,3 +376,34 @@ func sandboxIntents(t *testing.T, s *harness.Stack, paymentID string) []string {
 	}
 	return ids
 }
+
+// A customer whose Identity Platform uid is the longest there is (128 characters) is a customer
+// like any other: the order is paid and confirmed, the customer told, and the gateway and
+// notifications keep the id.
+func TestLongestCustomerID(t *testing.T) {
+	s := harness.Start(t, harness.Options{Seed: paymentSeed})
+	customer := strings.Repeat("u", 128)
+	body := map[string]any{
+		"customer_id": customer, "email": "long@example.com",
+		"lines": []map[string]any{{"sku": "A1", "quantity": 1}}, "payment": pay{"method": "card", "payment_method": "pm_card_visa"},
+	}
+	r, err := postOrder(context.Background(), s, uuid.NewString(), body)
+	if err != nil || r.Status != http.StatusCreated {
+		t.Fatalf("POST /v1/orders for a 128-character customer id: %v %v", r, err)
+	}
+	var o order
+	if err := r.JSON(&o); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, o.ID, "CONFIRMED")
+	waitMail(t, s, o.ID, "order_confirmed") // sent to the contact notifications recorded
+	for db, sql := range map[string]string{
+		"orders":        "SELECT CustomerId FROM Orders WHERE OrderId = @id",
+		"payments":      "SELECT CustomerId FROM Payments WHERE OrderId = @id",
+		"notifications": "SELECT CustomerId FROM OrderContacts WHERE OrderId = @id",
+	} {
+		if got := query(t, s, db, sql, map[string]any{"id": o.ID}); len(got) != 1 || got[0][0] != customer {
+			t.Errorf("%s: customer %v, want the 128-character id", db, got)
+		}
+	}
+}

@@ -34,9 +34,9 @@ const (
 	MaxLines       = 50
 	MinQuantity    = 1
 	MaxQuantity    = 100
-	MaxCustomerLen = 64 // Orders.CustomerId is STRING(64)
-	MaxSKULen      = 64 // Products.Sku is STRING(64)
-	MaxReasonLen   = 64 // Orders.CancelReason is STRING(64)
+	MaxCustomerLen = 128 // Orders.CustomerId is STRING(128): an Identity Platform uid is 1 to 128 characters
+	MaxSKULen      = 64  // Products.Sku is STRING(64)
+	MaxReasonLen   = 64  // Orders.CancelReason is STRING(64)
 )
 
 // AggregateType is the aggregate type of the order events.

@@ -150,7 +150,7 @@ func TestNewInvalid(t *testing.T) {
 		language Language
 	}{
 		{"no customer", " ", "JPY", []Line{{"A", 1, 1}}, card, "", "customer_id is required", ""},
-		{"long customer", strings.Repeat("c", 65), "JPY", []Line{{"A", 1, 1}}, card, "", "customer_id is longer", ""},
+		{"long customer", strings.Repeat("c", 129), "JPY", []Line{{"A", 1, 1}}, card, "", "customer_id is longer", ""},
 		{"bad currency", "c", "YEN!", []Line{{"A", 1, 1}}, card, "", "currency", ""},
 		{"no lines", "c", "JPY", nil, card, "", "1 to 50 lines, got 0", ""},
 		{"too many lines", "c", "JPY", many, card, "", "1 to 50 lines, got 51", ""},
