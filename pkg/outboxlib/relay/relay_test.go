@@ -360,12 +360,29 @@ func jwtClaims(t *testing.T, authorization string) map[string]any {
 	return claims
 }
 
-func TestCrashAfterEnqueueIsAlreadyExists(t *testing.T) {
+// oneRoute is an orders database holding n order.created events, routed to one consumer
+// (fulfillment) through a Tasks emulator: what most of these tests start from.
+type oneRoute struct {
+	client   *spanner.Client
+	db       string
+	consumer *consumer
+	tasks    *cloudtasks.Client
+	routes   relay.Routes
+	evs      []outboxlib.Event
+}
+
+func toFulfillment(t *testing.T, n int) oneRoute {
+	t.Helper()
 	client, db := env.NewDatabase(t, dbschema.Orders)
 	fulfillment := newConsumer(t, "fulfillment")
 	_, tc := startTasks(t, tasksemu.Options{}, fulfillment)
-	routes := relay.Routes{"order.created": {fulfillment.subscriber()}}
-	evs := appendEvents(t, client, "order.created", 10)
+	return oneRoute{client: client, db: db, consumer: fulfillment, tasks: tc,
+		routes: relay.Routes{"order.created": {fulfillment.subscriber()}}, evs: appendEvents(t, client, "order.created", n)}
+}
+
+func TestCrashAfterEnqueueIsAlreadyExists(t *testing.T) {
+	f := toFulfillment(t, 10)
+	client, db, fulfillment, tc, routes, evs := f.client, f.db, f.consumer, f.tasks, f.routes, f.evs
 
 	// The first relay "crashes" after creating the tasks, before marking the rows.
 	crashing := testConfig(client, db, tc, routes)
@@ -390,11 +407,8 @@ func TestCrashAfterEnqueueIsAlreadyExists(t *testing.T) {
 }
 
 func TestTwoInstancesShareShards(t *testing.T) {
-	client, db := env.NewDatabase(t, dbschema.Orders)
-	fulfillment := newConsumer(t, "fulfillment")
-	_, tc := startTasks(t, tasksemu.Options{}, fulfillment)
-	routes := relay.Routes{"order.created": {fulfillment.subscriber()}}
-	evs := appendEvents(t, client, "order.created", 100)
+	f := toFulfillment(t, 100)
+	client, db, fulfillment, tc, routes, evs := f.client, f.db, f.consumer, f.tasks, f.routes, f.evs
 
 	a := testConfig(client, db, tc, routes)
 	a.Owner = "relay-a"
@@ -425,12 +439,9 @@ func TestTwoInstancesShareShards(t *testing.T) {
 // lease wakes it. With an idle cap of an hour, events waiting when the relay starts are published
 // only because of that wake-up.
 func TestTakingALeaseWakesTheShard(t *testing.T) {
-	client, db := env.NewDatabase(t, dbschema.Orders)
-	fulfillment := newConsumer(t, "fulfillment")
-	_, tc := startTasks(t, tasksemu.Options{}, fulfillment)
-	routes := relay.Routes{"order.created": {fulfillment.subscriber()}}
-	evs := appendEvents(t, client, "order.created", 40)
-	cfg := testConfig(client, db, tc, routes)
+	f := toFulfillment(t, 40)
+	fulfillment, evs := f.consumer, f.evs
+	cfg := testConfig(f.client, f.db, f.tasks, f.routes)
 	cfg.MaxIdle = time.Hour
 	r, _ := start(t, cfg)
 	eventually(t, "every event to be published", func() bool { return status1(t, r).Pending == 0 })
