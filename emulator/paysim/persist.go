@@ -12,6 +12,8 @@ import (
 	"reflect"
 	"slices"
 	"time"
+
+	"github.com/spanmart/spanmart/internal/atomicfile"
 )
 
 // Persistence (Options.DataDir). The whole state is one JSON snapshot, DataDir/snapshotFile,
@@ -286,48 +288,13 @@ func (s *Server) saveLocked() error {
 		return fmt.Errorf("%w in %s: the sandbox is closed", errNotSaved, s.dataPath)
 	}
 	s.saveBuf = s.encodeSnapshotLocked(s.saveBuf[:0])
-	if err := writeFileAtomic(s.dataPath, s.saveBuf); err != nil {
+	if err := atomicfile.Write(s.dataPath, s.saveBuf); err != nil {
 		return fmt.Errorf("%w in %s: %v", errNotSaved, s.dataPath, err)
 	}
 	s.dirty = false
 	return nil
 }
 
-// writeFileAtomic replaces path with data so that, whenever the machine stops, path holds
-// either the old content or the new: the data is written to a temporary file in the same
-// directory and synced, then renamed over path, and the directory is synced so the rename
-// itself is durable.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
 
 // encodeSnapshotLocked appends the JSON of the snapshot to buf: its head, then each list from
 // its objects' memos. Objects kept in maps (payment methods, charges, idempotency records) are

@@ -11,6 +11,8 @@ import (
 
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/spanmart/spanmart/internal/atomicfile"
 )
 
 // Persistence (Options.DataDir) is a write-ahead log of mutations (mutation.go) after a
@@ -91,7 +93,7 @@ func openStore(dir string, logf func(string, ...any), tuning storeTuning) (*stor
 	}
 	// Leftovers of an atomic write cut short; the files they were to replace are intact.
 	for _, name := range []string{snapshotFile, logFile} {
-		if err := os.Remove(filepath.Join(dir, name+tmpSuffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(filepath.Join(dir, name+atomicfile.TempSuffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
 	}
@@ -282,10 +284,10 @@ func (st *store) compact(s *Server, waiters []chan error) error {
 // install puts a snapshot of generation gen in place, then an empty log of that generation.
 // A crash between the two leaves the new snapshot with the old log, which recovery ignores.
 func (st *store) install(gen uint64, snapshot []byte) error {
-	if err := writeFileAtomic(st.path(snapshotFile), snapshot); err != nil {
+	if err := atomicfile.Write(st.path(snapshotFile), snapshot); err != nil {
 		return fmt.Errorf("write %s: %w", st.path(snapshotFile), err)
 	}
-	if err := writeFileAtomic(st.path(logFile), appendFileHeader(nil, logMagic, gen)); err != nil {
+	if err := atomicfile.Write(st.path(logFile), appendFileHeader(nil, logMagic, gen)); err != nil {
 		return fmt.Errorf("start %s: %w", st.path(logFile), err)
 	}
 	log, err := os.OpenFile(st.path(logFile), os.O_RDWR, 0)
@@ -454,7 +456,7 @@ func (st *store) load(s *Server) (err error) {
 		}
 	}
 	if logData == nil {
-		if err := writeFileAtomic(logPath, appendFileHeader(nil, logMagic, gen)); err != nil {
+		if err := atomicfile.Write(logPath, appendFileHeader(nil, logMagic, gen)); err != nil {
 			return err
 		}
 		logData = appendFileHeader(nil, logMagic, gen)
@@ -560,5 +562,5 @@ func removeDurably(path string) error {
 	if err := os.Remove(path); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return atomicfile.SyncDir(filepath.Dir(path))
 }

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"os"
-	"path/filepath"
 )
 
 // The data dir's two files share one layout (README.md, "Data dir format"): a file header,
@@ -24,7 +22,6 @@ const (
 	logFile      = "tasks.log"      // mutations since the snapshot
 	snapshotFile = "tasks.snapshot" // the state at the start of the log
 	legacyFile   = "tasks.json"     // the format before the log: one JSON snapshot (legacy.go)
-	tmpSuffix    = ".tmp"
 )
 
 const (
@@ -144,41 +141,3 @@ func readFrames(path string, data []byte, torn bool) (frames []frame, end int64,
 	return frames, int64(off), nil
 }
 
-// writeFileAtomic makes path hold data or leave it as it was, whatever the moment of a crash:
-// temporary file, fsync, rename, fsync of the directory (without which the rename itself may
-// not survive a power loss).
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir makes the directory's entries (created, renamed and removed files) durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
