@@ -295,7 +295,6 @@ func (s *Server) saveLocked() error {
 	return nil
 }
 
-
 // encodeSnapshotLocked appends the JSON of the snapshot to buf: its head, then each list from
 // its objects' memos. Objects kept in maps (payment methods, charges, idempotency records) are
 // written in map order: sorting them would cost a write more than copying them does.

@@ -140,4 +140,3 @@ func readFrames(path string, data []byte, torn bool) (frames []frame, end int64,
 	}
 	return frames, int64(off), nil
 }
-
