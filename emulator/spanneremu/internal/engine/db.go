@@ -77,12 +77,14 @@ func openDB(e *Engine, name, path string, create bool) (*DB, error) {
 	// (the benchmark's latency rose window by window). Reading the database file through a
 	// mapping instead costs the same at any size (CPU per read flat from 25,000 to 200,000 rows,
 	// where it doubled without). It maps address space, not memory: pages stay the kernel's.
-	// cache_size: with the file mapped, the page cache holds mostly the pages a connection wrote;
-	// SQLite walks it at the end of every transaction (sqlite3PcacheTruncate), so a large one
-	// costs more per commit as it fills: 4 MiB halved the growth of the commit path's CPU over a
-	// 5-minute benchmark against 32 MiB.
+	// cache_size: with the file mapped, pages read come from the mapping and the page cache holds
+	// mostly the pages a connection wrote; SQLite walks the whole cache at the end of every
+	// transaction (sqlite3PcacheTruncate), so a large one costs more per commit as it fills and
+	// the emulator's CPU grew minute by minute. Over five minutes at 15 orders/s the bench
+	// process grew 0.77 → 0.86 cores with 32 MiB, 0.75 → 0.83 with 4 MiB, and stayed at
+	// 0.81–0.83 after the first minute with 1 MiB.
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=busy_timeout(20000)" +
-		"&_pragma=synchronous(" + sync + ")&_pragma=recursive_triggers(1)&_pragma=cache_size(-4096)" +
+		"&_pragma=synchronous(" + sync + ")&_pragma=recursive_triggers(1)&_pragma=cache_size(-1024)" +
 		"&_pragma=mmap_size(1073741824)"
 	sqldb, err := sql.Open("sqlite", dsn)
 	if err != nil {
