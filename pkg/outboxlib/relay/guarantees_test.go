@@ -606,40 +606,58 @@ func TestRefusesHorizonsBeyondTheGuarantees(t *testing.T) {
 	}
 }
 
-// One audit settles more than a batch: a busy source publishes more rows per interval than one
-// pass reads.
+// One audit settles more than a batch, in several transactions: a busy source publishes more
+// rows per interval than one pass reads, and a pass settles its rows 50 at a time. The audit asked
+// for now settles them all in one call; the scheduled one, its passes paced, gets there too.
 func TestLedgerAuditsMoreThanABatch(t *testing.T) {
-	ctx := context.Background()
-	client, db := env.NewDatabase(t, dbschema.Orders)
-	srv, tc := startTasks(t, tasksemu.Options{ServiceAccount: serviceAccount})
-	t.Setenv("GCE_METADATA_HOST", srv.HTTPAddr())
-	c := newAppCounter(t, "fulfillment", srv, 10)
-	createQueue(t, tc, c.subscriber().Queue, nil)
-	cfg := testConfig(client, db, tc, relay.Routes{"order.created": {c.subscriber()}})
-	cfg.Tokens = platform.NewIDTokenSource(nil)
-	cfg.LedgerInterval, cfg.LedgerMinAge, cfg.LedgerBatch = time.Hour, time.Millisecond, 3
-	r, _ := start(t, cfg)
-	evs := appendEvents(t, client, "order.created", 10)
-	eventually(t, "every event applied", func() bool {
-		for _, ev := range evs {
-			if c.applied(t, ev.AggregateID) != 1 {
-				return false
+	for _, scheduled := range []bool{false, true} {
+		t.Run(map[bool]string{false: "now", true: "scheduled"}[scheduled], func(t *testing.T) {
+			ctx := context.Background()
+			client, db := env.NewDatabase(t, dbschema.Orders)
+			srv, tc := startTasks(t, tasksemu.Options{ServiceAccount: serviceAccount})
+			t.Setenv("GCE_METADATA_HOST", srv.HTTPAddr())
+			c := newAppCounter(t, "fulfillment", srv, 10)
+			createQueue(t, tc, c.subscriber().Queue, nil)
+			cfg := testConfig(client, db, tc, relay.Routes{"order.created": {c.subscriber()}})
+			cfg.Tokens = platform.NewIDTokenSource(nil)
+			cfg.LedgerInterval, cfg.LedgerMinAge, cfg.LedgerBatch = time.Hour, time.Millisecond, 100
+			if scheduled {
+				cfg.LedgerInterval = time.Second // passes 20 ms apart
 			}
-		}
-		return true
-	})
-	eventually(t, "every event published", func() bool { return status1(t, r).Pending == 0 })
-	res, err := r.Audit(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res[0].Rows != 10 || res[0].Confirmed != 10 || res[0].Missing != 0 {
-		t.Errorf("audit = %+v, want 10 rows examined and confirmed in one call (batches of 3)", res[0])
-	}
-	var left int64
-	if err := client.Single().Query(ctx, spanner.Statement{SQL: "SELECT COUNT(*) FROM OutboxEvents WHERE AuditShard IS NOT NULL"}).Do(func(r *spanner.Row) error {
-		return r.Columns(&left)
-	}); err != nil || left != 0 {
-		t.Errorf("%d rows left unaudited (%v), want 0", left, err)
+			r, _ := start(t, cfg)
+			evs := appendEvents(t, client, "order.created", 230)
+			eventually(t, "every event applied", func() bool {
+				for _, ev := range evs {
+					if c.applied(t, ev.AggregateID) != 1 {
+						return false
+					}
+				}
+				return true
+			})
+			eventually(t, "every event published", func() bool { return status1(t, r).Pending == 0 })
+			unaudited := func() int64 {
+				var left int64
+				if err := client.Single().Query(ctx, spanner.Statement{SQL: "SELECT COUNT(*) FROM OutboxEvents WHERE AuditShard IS NOT NULL"}).Do(func(r *spanner.Row) error {
+					return r.Columns(&left)
+				}); err != nil {
+					t.Fatal(err)
+				}
+				return left
+			}
+			if scheduled {
+				eventually(t, "every row audited by the scheduled audit", func() bool { return unaudited() == 0 })
+				return
+			}
+			res, err := r.Audit(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res[0].Rows != 230 || res[0].Confirmed != 230 || res[0].Missing != 0 {
+				t.Errorf("audit = %+v, want 230 rows examined and confirmed in one call (batches of 100)", res[0])
+			}
+			if left := unaudited(); left != 0 {
+				t.Errorf("%d rows left unaudited, want 0", left)
+			}
+		})
 	}
 }

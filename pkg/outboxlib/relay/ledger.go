@@ -115,7 +115,7 @@ type MissingDelivery struct {
 func (r *Relay) Audit(ctx context.Context) ([]AuditResult, error) {
 	var out []AuditResult
 	for _, s := range r.sources {
-		res, err := s.audit(ctx)
+		res, err := s.audit(ctx, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -125,7 +125,7 @@ func (r *Relay) Audit(ctx context.Context) ([]AuditResult, error) {
 }
 
 // ledgerLoop audits the source every LedgerInterval while this instance holds its shard 0 (one
-// instance audits a source at a time).
+// instance audits a source at a time), its passes paced over the interval.
 func (s *source) ledgerLoop(ctx context.Context) {
 	t := time.NewTicker(s.r.cfg.LedgerInterval)
 	defer t.Stop()
@@ -138,7 +138,7 @@ func (s *source) ledgerLoop(ctx context.Context) {
 		if _, ok := s.holds(0); !ok {
 			continue
 		}
-		if _, err := s.audit(ctx); err != nil && ctx.Err() == nil {
+		if _, err := s.audit(ctx, s.r.cfg.LedgerInterval/maxAuditPasses); err != nil && ctx.Err() == nil {
 			s.log.Warn("delivery ledger audit failed", zap.Error(err))
 		}
 	}
@@ -159,19 +159,37 @@ type auditRow struct {
 }
 
 // maxAuditPasses bounds one audit: LedgerBatch rows a pass, so 25,000 rows of a source per
-// LedgerInterval with the defaults.
+// LedgerInterval with the defaults. The scheduled audit paces its passes LedgerInterval /
+// maxAuditPasses apart (1.2 s), so that even the most an audit can do spreads over the interval
+// rather than coming as one burst of reads, consumer lookups and commits each minute.
 const maxAuditPasses = 50
+
+// settleRows is the most rows one settle transaction takes out of OutboxUnaudited. Each settle
+// reads its rows and updates them; in the emulator a read-write transaction holds its database's
+// only write lock from its first read to its commit (about 25 ms for 500 rows, 4 ms for 50), so
+// smaller transactions let the services' commits in between (Cloud Spanner locks only the rows,
+// which nobody else writes a minute after publication, and 10 commits instead of one per pass
+// are nothing beside the services' own).
+const settleRows = 50
 
 // audit settles the source's unaudited rows, oldest first, one batch a pass, until the rest fit
 // one batch or a pass settles nothing (the oldest rows wait for their subscribers): a busy source
-// publishes more than a batch per interval. Rows, Confirmed and Missing add up over the passes;
-// Unconfirmed and Errors are the last pass's, which saw what is still waiting at the head.
-func (s *source) audit(ctx context.Context) (AuditResult, error) {
+// publishes more than a batch per interval. Passes after the first wait pace (none for an audit
+// asked for now). Rows, Confirmed and Missing add up over the passes; Unconfirmed and Errors are
+// the last pass's, which saw what is still waiting at the head.
+func (s *source) audit(ctx context.Context, pace time.Duration) (AuditResult, error) {
 	total := AuditResult{Source: s.src.Name, Unconfirmed: map[string]Unconfirmed{}, Errors: map[string]string{}}
 	if !s.r.ledgerEnabled() {
 		return total, nil
 	}
-	for range maxAuditPasses {
+	for pass := range maxAuditPasses {
+		if pass > 0 && pace > 0 {
+			select {
+			case <-ctx.Done():
+				return total, ctx.Err()
+			case <-time.After(pace):
+			}
+		}
 		res, settled, err := s.auditPass(ctx)
 		if err != nil {
 			return total, err
@@ -259,8 +277,11 @@ func (s *source) auditPass(ctx context.Context) (res AuditResult, settled int, e
 			missing = append(missing, rowMissing...)
 		}
 	}
-	if err := s.settle(ctx, done, missing); err != nil {
-		return res, 0, err
+	for start := 0; start < len(done); start += settleRows {
+		chunk := done[start:min(start+settleRows, len(done))]
+		if err := s.settle(ctx, chunk, missingOf(chunk, missing)); err != nil {
+			return res, 0, err
+		}
 	}
 	res.Missing = len(missing)
 	for _, m := range missing {
@@ -295,6 +316,21 @@ func (s *source) unaudited(ctx context.Context, cutoff time.Time) ([]auditRow, e
 		return nil, fmt.Errorf("delivery ledger: read unaudited rows of %s: %w", s.src.Name, err)
 	}
 	return rows, nil
+}
+
+// missingOf returns the deliveries of missing that belong to rows.
+func missingOf(rows []auditRow, missing []outboxdb.MissingDelivery) []outboxdb.MissingDelivery {
+	in := map[string]bool{}
+	for _, row := range rows {
+		in[row.id] = true
+	}
+	var out []outboxdb.MissingDelivery
+	for _, m := range missing {
+		if in[m.EventId] {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // settle takes settled rows out of OutboxUnaudited and records their missing deliveries, in one
