@@ -175,8 +175,9 @@ const settleRows = 50
 // audit settles the source's unaudited rows, oldest first, one batch a pass, until the rest fit
 // one batch or a pass settles nothing (the oldest rows wait for their subscribers): a busy source
 // publishes more than a batch per interval. Passes after the first wait pace (none for an audit
-// asked for now). Rows, Confirmed and Missing add up over the passes; Unconfirmed and Errors are
-// the last pass's, which saw what is still waiting at the head.
+// asked for now), and a paced audit stops when this instance no longer holds shard 0 (the new
+// holder audits from there). Rows, Confirmed and Missing add up over the passes; Unconfirmed and
+// Errors are the last pass's, which saw what is still waiting at the head.
 func (s *source) audit(ctx context.Context, pace time.Duration) (AuditResult, error) {
 	total := AuditResult{Source: s.src.Name, Unconfirmed: map[string]Unconfirmed{}, Errors: map[string]string{}}
 	if !s.r.ledgerEnabled() {
@@ -188,6 +189,9 @@ func (s *source) audit(ctx context.Context, pace time.Duration) (AuditResult, er
 			case <-ctx.Done():
 				return total, ctx.Err()
 			case <-time.After(pace):
+			}
+			if _, ok := s.holds(0); !ok {
+				break
 			}
 		}
 		res, settled, err := s.auditPass(ctx)
