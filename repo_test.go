@@ -62,19 +62,23 @@ func TestRoutesFollowTheRoster(t *testing.T) {
 		t.Fatal(err)
 	}
 	var f struct {
-		Sources     map[string]string            `yaml:"sources"`
-		Subscribers map[string]map[string]string `yaml:"subscribers"`
-		Routes      map[string][]string          `yaml:"routes"`
+		Sources     map[string]string         `yaml:"sources"`
+		Subscribers map[string]map[string]any `yaml:"subscribers"`
+		Routes      map[string][]string       `yaml:"routes"`
 	}
 	if err := yaml.Unmarshal(b, &f); err != nil {
 		t.Fatal(err)
 	}
 	wantSources := map[string]string{}
-	wantSubs := map[string]map[string]string{}
+	wantSubs := map[string]map[string]any{}
 	for _, svc := range topology.Consumers() {
 		wantSources[svc.Database] = svc.Name
-		wantSubs[svc.Name] = map[string]string{
-			"queue":    "${TASKS_LOCATION}/queues/" + svc.Queue,
+		var queues []any
+		for _, q := range svc.Queues {
+			queues = append(queues, "${TASKS_LOCATION}/queues/"+q)
+		}
+		wantSubs[svc.Name] = map[string]any{
+			"queues":   queues,
 			"url":      "${" + svc.URLVar + "}/events",
 			"audience": "${" + svc.URLVar + "}",
 			"ledger":   "${" + svc.URLVar + "}/admin/ledger",

@@ -123,7 +123,7 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	sub := func(name, queue, url string) relay.Subscriber {
-		return relay.Subscriber{Name: name, Queue: location + "/queues/" + queue, URL: "https://svc/" + url + "/events", Audience: "https://svc/" + url,
+		return relay.Subscriber{Name: name, Queues: []string{location + "/queues/" + queue}, URL: "https://svc/" + url + "/events", Audience: "https://svc/" + url,
 			LedgerURL: "https://svc/" + url + "/admin/ledger"}
 	}
 	orders, fulfillment := sub("orders", "orders-inbox", "orders"), sub("fulfillment", "fulfillment-inbox", "fulfillment")
@@ -202,15 +202,40 @@ func TestLoadConfigRoutesFile(t *testing.T) {
 		{"custom file", `
 sources: {orders: orders, other: other}
 subscribers:
-  hook: {queue: "projects/p/locations/l/queues/hook", url: "${HOOK_URL}/events"}
+  hook: {queues: ["projects/p/locations/l/queues/hook"], url: "${HOOK_URL}/events"}
 routes:
   order.created: [hook]
 `, ""},
+		{"a subscriber over two queues", `
+sources: {orders: orders, other: other}
+subscribers:
+  hook: {queues: ["projects/p/locations/l/queues/hook", "projects/p/locations/l/queues/hook-2"], url: "${HOOK_URL}/events"}
+routes:
+  order.created: [hook]
+`, ""},
+		{"a queue listed twice", `
+sources: {orders: orders, other: other}
+subscribers:
+  hook: {queues: ["projects/p/locations/l/queues/hook", "projects/p/locations/l/queues/hook"], url: "${HOOK_URL}/events"}
+routes: {}
+`, "subscriber hook lists queue projects/p/locations/l/queues/hook twice"},
+		{"no queue", `
+sources: {orders: orders, other: other}
+subscribers:
+  hook: {queues: [], url: "${HOOK_URL}/events"}
+routes: {}
+`, "subscriber hook needs a queue and a url"},
+		{"the single queue key of before 2026-12-02", `
+sources: {orders: orders, other: other}
+subscribers:
+  hook: {queue: "projects/p/locations/l/queues/hook", url: "${HOOK_URL}/events"}
+routes: {}
+`, "field queue not found"},
 		{"missing variables, all at once", `
 sources: {orders: orders, other: other}
 subscribers:
-  a: {queue: "${QUEUE_A}", url: "${URL_A}"}
-  b: {queue: "${QUEUE_A}", url: "${URL_B}", audience: "${HOOK_URL}"}
+  a: {queues: ["${QUEUE_A}"], url: "${URL_A}"}
+  b: {queues: ["${QUEUE_A}"], url: "${URL_B}", audience: "${HOOK_URL}"}
 routes: {}
 `, "missing QUEUE_A, URL_A, URL_B"},
 		{"unknown subscriber and source", `
@@ -222,7 +247,7 @@ routes:
 		{"unknown field", `
 sources: {orders: orders, other: other}
 subscribers:
-  a: {queue: q, url: u, retries: 3}
+  a: {queues: [q], url: u, retries: 3}
 routes: {}
 `, "field retries not found"},
 	}

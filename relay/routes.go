@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,10 +31,10 @@ type routesFile struct {
 }
 
 type subscriberFile struct {
-	Queue    string `yaml:"queue"`
-	URL      string `yaml:"url"`
-	Audience string `yaml:"audience"`
-	Ledger   string `yaml:"ledger"`
+	Queues   []string `yaml:"queues"`
+	URL      string   `yaml:"url"`
+	Audience string   `yaml:"audience"`
+	Ledger   string   `yaml:"ledger"`
 }
 
 // routing is a routes file with the environment applied.
@@ -82,9 +83,15 @@ func loadRouting(env *platform.Env) routing {
 	subs := map[string]relay.Subscriber{}
 	for _, subName := range sortedKeys(f.Subscribers) {
 		sf := f.Subscribers[subName]
-		sub := relay.Subscriber{Name: subName, Queue: expand(sf.Queue), URL: expand(sf.URL), Audience: expand(sf.Audience), LedgerURL: expand(sf.Ledger)}
-		if sf.Queue == "" || sf.URL == "" {
+		sub := relay.Subscriber{Name: subName, URL: expand(sf.URL), Audience: expand(sf.Audience), LedgerURL: expand(sf.Ledger)}
+		for _, q := range sf.Queues {
+			sub.Queues = append(sub.Queues, expand(q))
+		}
+		if len(sf.Queues) == 0 || slices.Contains(sf.Queues, "") || sf.URL == "" {
 			problems = append(problems, fmt.Sprintf("subscriber %s needs a queue and a url", subName))
+		}
+		if q, ok := duplicate(sf.Queues); ok {
+			problems = append(problems, fmt.Sprintf("subscriber %s lists queue %s twice", subName, q))
 		}
 		subs[subName] = sub
 	}
@@ -111,6 +118,18 @@ func loadRouting(env *platform.Env) routing {
 		env.Invalid("RELAY_ROUTES", name, errors.New(strings.Join(problems, "; ")))
 	}
 	return r
+}
+
+// duplicate returns a value that list holds twice.
+func duplicate(list []string) (string, bool) {
+	seen := map[string]bool{}
+	for _, v := range list {
+		if seen[v] {
+			return v, true
+		}
+		seen[v] = true
+	}
+	return "", false
 }
 
 func sortedKeys[V any](m map[string]V) []string {

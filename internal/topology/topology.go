@@ -1,6 +1,6 @@
 // Package topology is the roster of Spanmart's deployables, written once: each service's name
 // (binary, Cloud Run service, K_SERVICE, subscriber name in relay/routes.yaml), Go package, Spanner
-// database, dev-stack port, inbox queue and the variable that carries its URL to the relay.
+// database, dev-stack port, inbox queues and the variable that carries its URL to the relay.
 // Everything that lists services (the dev stack, the e2e harness, the bench and the demo,
 // pkg/dbschema) derives its list from here; a root test checks relay/routes.yaml and
 // cloudbuild.yaml against it.
@@ -18,12 +18,15 @@ type Service struct {
 	Package  string // Go main package, relative to the repository root
 	Database string // the service's own Spanner database; "" for the relay (which reads them all) and the console (which reads none)
 	DevPort  int    // HTTP port in the dev stack (before -port-offset)
-	Queue    string // its inbox queue id (one per consumer); "" for the relay and the console
-	URLVar   string // the relay's environment variable with the service's URL; "" for the relay and the console
+	// Queues are its inbox queue ids: one per consumer, or several when one queue's 500
+	// dispatches/s are not enough (the relay spreads the consumer's tasks over them by aggregate
+	// id: docs/capacity.md); none for the relay and the console.
+	Queues []string
+	URLVar string // the relay's environment variable with the service's URL; "" for the relay and the console
 }
 
 // Consumer reports whether the service consumes events (has an inbox queue).
-func (s Service) Consumer() bool { return s.Queue != "" }
+func (s Service) Consumer() bool { return len(s.Queues) > 0 }
 
 // Names the stacks refer to by role.
 const (
@@ -38,10 +41,10 @@ const (
 // services in start order: consumers first, the relay (which delivers to them), then the console
 // (which reads them all).
 var services = []Service{
-	{Name: Orders, Package: "./services/orders", Database: "orders", DevPort: 8081, Queue: "orders-inbox", URLVar: "ORDERS_URL"},
-	{Name: Fulfillment, Package: "./services/fulfillment", Database: "fulfillment", DevPort: 8082, Queue: "fulfillment-inbox", URLVar: "FULFILLMENT_URL"},
-	{Name: Gateway, Package: "./services/gateway-abstraction", Database: "payments", DevPort: 8083, Queue: "gateway-inbox", URLVar: "GATEWAY_URL"},
-	{Name: Notifications, Package: "./services/notifications", Database: "notifications", DevPort: 8084, Queue: "notifications-inbox", URLVar: "NOTIFICATIONS_URL"},
+	{Name: Orders, Package: "./services/orders", Database: "orders", DevPort: 8081, Queues: []string{"orders-inbox"}, URLVar: "ORDERS_URL"},
+	{Name: Fulfillment, Package: "./services/fulfillment", Database: "fulfillment", DevPort: 8082, Queues: []string{"fulfillment-inbox"}, URLVar: "FULFILLMENT_URL"},
+	{Name: Gateway, Package: "./services/gateway-abstraction", Database: "payments", DevPort: 8083, Queues: []string{"gateway-inbox"}, URLVar: "GATEWAY_URL"},
+	{Name: Notifications, Package: "./services/notifications", Database: "notifications", DevPort: 8084, Queues: []string{"notifications-inbox"}, URLVar: "NOTIFICATIONS_URL"},
 	{Name: Relay, Package: "./relay", DevPort: 8085},
 	{Name: Console, Package: "./services/console", DevPort: 8086},
 }
@@ -69,11 +72,11 @@ func Consumers() []Service {
 	return out
 }
 
-// Queues returns the inbox queue ids, one per consumer.
+// Queues returns the inbox queue ids of every consumer.
 func Queues() []string {
 	var out []string
 	for _, s := range Consumers() {
-		out = append(out, s.Queue)
+		out = append(out, s.Queues...)
 	}
 	return out
 }

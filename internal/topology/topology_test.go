@@ -26,7 +26,9 @@ func TestRosterIsConsistent(t *testing.T) {
 		unique("name", s.Name, s.Name)
 		unique("package", s.Package, s.Name)
 		unique("database", s.Database, s.Name)
-		unique("queue", s.Queue, s.Name)
+		for _, q := range s.Queues {
+			unique("queue", q, s.Name)
+		}
 		unique("url variable", s.URLVar, s.Name)
 		if s.DevPort <= 0 {
 			t.Errorf("%s has no dev port", s.Name)
@@ -43,11 +45,11 @@ func TestRosterIsConsistent(t *testing.T) {
 			if s.Name == topology.Relay {
 				relays++
 			}
-			if s.Database != "" || s.Queue != "" || s.URLVar != "" {
+			if s.Database != "" || len(s.Queues) != 0 || s.URLVar != "" {
 				t.Errorf("%s has a database, queue or URL variable: %+v", s.Name, s)
 			}
 		default:
-			if s.Database == "" || s.Queue == "" || s.URLVar == "" {
+			if s.Database == "" || len(s.Queues) == 0 || s.URLVar == "" {
 				t.Errorf("service %s needs a database, a queue and a URL variable: %+v", s.Name, s)
 			}
 		}

@@ -97,7 +97,7 @@ func (c *appCounter) count(ctx context.Context, txn *spanner.ReadWriteTransactio
 }
 
 func (c *appCounter) subscriber() relay.Subscriber {
-	return relay.Subscriber{Name: c.name, Queue: queue(c.name + "-inbox"), URL: c.srv.URL + outboxlib.PathEvents,
+	return relay.Subscriber{Name: c.name, Queues: []string{queue(c.name + "-inbox")}, URL: c.srv.URL + outboxlib.PathEvents,
 		Audience: c.srv.URL, LedgerURL: c.srv.URL + outboxlib.PathLedger}
 }
 
@@ -190,7 +190,7 @@ func TestPredecessorHeldBackInRelay(t *testing.T) {
 	srv, tc := startTasks(t, tasksemu.Options{ServiceAccount: serviceAccount}, other)
 	const maxAttempts = 3
 	c := newAppCounter(t, "fulfillment", srv, maxAttempts)
-	createQueue(t, tc, c.subscriber().Queue, nil)
+	createQueue(t, tc, c.subscriber().Queues[0], nil)
 	id := uuid.NewString()
 	evs := appendOf(t, client, id, "order.created", "order.awaiting_payment", "order.cancelled")
 	held := &holdBack{Tasks: tc, id: evs[0].ID}
@@ -298,7 +298,7 @@ func TestOneSubscriberFailsWhileAnotherSucceeds(t *testing.T) {
 	if got := counting.count(codes.AlreadyExists); got < 1 {
 		t.Errorf("%d ALREADY_EXISTS, want the succeeded subscriber's task found again on each retry", got)
 	}
-	createQueue(t, tc, gateway.subscriber().Queue, nil)
+	createQueue(t, tc, gateway.subscriber().Queues[0], nil)
 	eventually(t, "published", func() bool { return status1(t, r).Pending == 0 })
 	eventually(t, "both deliveries", func() bool { return gateway.perEvent()[ev.ID] == 1 })
 	exactlyOnce(t, fulfillment, []outboxlib.Event{ev})
@@ -333,8 +333,8 @@ func TestMarkRereadsReplayGeneration(t *testing.T) {
 	eventually(t, "published", func() bool { return status1(t, r).Pending == 0 })
 	eventually(t, "both generations delivered", func() bool { return fulfillment.perEvent()[ev.ID] == 2 })
 	want := map[string]bool{
-		taskID(relay.TaskName(fulfillment.subscriber().Queue, ev.ID, "fulfillment", 0)): true,
-		taskID(relay.TaskName(fulfillment.subscriber().Queue, ev.ID, "fulfillment", 1)): true,
+		taskID(relay.TaskName(fulfillment.subscriber().Queues[0], ev.ID, "fulfillment", 0)): true,
+		taskID(relay.TaskName(fulfillment.subscriber().Queues[0], ev.ID, "fulfillment", 1)): true,
 	}
 	for _, d := range fulfillment.deliveries() {
 		delete(want, d.header.Get("X-Cloudtasks-Taskname"))
@@ -430,9 +430,9 @@ func TestLedgerReportsDroppedDelivery(t *testing.T) {
 	healthy := newAppCounter(t, "orders", srv, 10)
 	broken := newAppCounter(t, "fulfillment", srv, 10)
 	broken.deploy(t, "https://wrong-audience.example", 10)
-	createQueue(t, tc, healthy.subscriber().Queue, nil)
+	createQueue(t, tc, healthy.subscriber().Queues[0], nil)
 	// The broken consumer's queue gives up after three attempts (a 150 ms retry horizon).
-	createQueue(t, tc, broken.subscriber().Queue, &cloudtaskspb.RetryConfig{
+	createQueue(t, tc, broken.subscriber().Queues[0], &cloudtaskspb.RetryConfig{
 		MaxAttempts: 3, MinBackoff: durationpb.New(10 * time.Millisecond), MaxBackoff: durationpb.New(50 * time.Millisecond),
 	})
 	reg := prometheus.NewRegistry()
@@ -455,7 +455,7 @@ func TestLedgerReportsDroppedDelivery(t *testing.T) {
 	ev := appendEvents(t, client, "order.created", 1)[0]
 	eventually(t, "the healthy subscriber applied it", func() bool { return healthy.applied(t, ev.AggregateID) == 1 })
 	eventually(t, "the broken subscriber's queue gave up", func() bool {
-		it := tc.ListTasks(ctx, &cloudtaskspb.ListTasksRequest{Parent: broken.subscriber().Queue})
+		it := tc.ListTasks(ctx, &cloudtaskspb.ListTasksRequest{Parent: broken.subscriber().Queues[0]})
 		_, err := it.Next()
 		return errors.Is(err, iterator.Done) && len(broken.outcomes(ev.ID)) >= 3
 	})
@@ -540,7 +540,7 @@ func TestReplayAfterNameReuseWindowIsAbsorbed(t *testing.T) {
 	const window = 200 * time.Millisecond
 	srv, tc := startTasks(t, tasksemu.Options{ServiceAccount: serviceAccount, NameReuseWindow: window}) // no gateway queue yet
 	fulfillment := newAppCounter(t, "fulfillment", srv, 10)
-	createQueue(t, tc, fulfillment.subscriber().Queue, nil)
+	createQueue(t, tc, fulfillment.subscriber().Queues[0], nil)
 	cfg := testConfig(client, db, tc, relay.Routes{"order.created": {fulfillment.subscriber(), gateway.subscriber()}})
 	cfg.MaxAttempts = 2
 	r, _ := start(t, cfg)
@@ -552,7 +552,7 @@ func TestReplayAfterNameReuseWindowIsAbsorbed(t *testing.T) {
 	// Waits for a deadline, not for an outcome: the window is the emulator's clock rule under test.
 	eventually(t, "the name-reuse window to pass", func() bool { return time.Since(appliedAt) > 2*window })
 
-	createQueue(t, tc, gateway.subscriber().Queue, nil)
+	createQueue(t, tc, gateway.subscriber().Queues[0], nil)
 	if err := r.Replay(ctx, "orders", ev.ID, "gateway queue created"); err != nil {
 		t.Fatal(err)
 	}
@@ -586,7 +586,7 @@ func TestRefusesHorizonsBeyondTheGuarantees(t *testing.T) {
 
 	q := queue("slow-inbox")
 	createQueue(t, tc, q, &cloudtaskspb.RetryConfig{MaxRetryDuration: durationpb.New(6 * 24 * time.Hour)})
-	sub := relay.Subscriber{Name: "slow", Queue: q, URL: "http://127.0.0.1:1/events", LedgerURL: "http://127.0.0.1:1/admin/ledger"}
+	sub := relay.Subscriber{Name: "slow", Queues: []string{q}, URL: "http://127.0.0.1:1/events", LedgerURL: "http://127.0.0.1:1/admin/ledger"}
 	cfg = testConfig(client, db, tc, relay.Routes{"order.created": {sub}})
 	cfg.ReplayWindow = time.Hour
 	cfg.Tokens = platform.NewIDTokenSource(nil)
@@ -617,7 +617,7 @@ func TestLedgerAuditsMoreThanABatch(t *testing.T) {
 			srv, tc := startTasks(t, tasksemu.Options{ServiceAccount: serviceAccount})
 			t.Setenv("GCE_METADATA_HOST", srv.HTTPAddr())
 			c := newAppCounter(t, "fulfillment", srv, 10)
-			createQueue(t, tc, c.subscriber().Queue, nil)
+			createQueue(t, tc, c.subscriber().Queues[0], nil)
 			cfg := testConfig(client, db, tc, relay.Routes{"order.created": {c.subscriber()}})
 			cfg.Tokens = platform.NewIDTokenSource(nil)
 			cfg.LedgerInterval, cfg.LedgerMinAge, cfg.LedgerBatch = time.Hour, time.Millisecond, 100

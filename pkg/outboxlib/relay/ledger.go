@@ -241,7 +241,7 @@ func (s *source) auditPass(ctx context.Context) (res AuditResult, settled int, e
 			continue
 		}
 		answers[sub] = states
-		if h, err := s.r.retryHorizon(ctx, s.r.subscribers[sub].Queue); err == nil {
+		if h, err := s.r.retryHorizon(ctx, s.r.subscribers[sub]); err == nil {
 			horizons[sub] = h
 		} else {
 			s.log.Warn("delivery ledger cannot read a subscriber queue's retry horizon; nothing is declared missing", zap.String("subscriber", sub), zap.Error(err))
@@ -468,18 +468,23 @@ func (r *Relay) askLedger(ctx context.Context, sub Subscriber, ids []string) (ma
 	return out, nil
 }
 
-// retryHorizon is how long the queue may go on retrying a task (LedgerHorizon when set).
-func (r *Relay) retryHorizon(ctx context.Context, queue string) (time.Duration, error) {
+// retryHorizon is how long the longest of sub's queues may go on retrying a task (LedgerHorizon when
+// set): a delivery is missing only once every queue it could be in would have given up.
+func (r *Relay) retryHorizon(ctx context.Context, sub Subscriber) (time.Duration, error) {
 	if r.cfg.LedgerHorizon > 0 {
 		return r.cfg.LedgerHorizon, nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
-	defer cancel()
-	q, err := r.cfg.Tasks.GetQueue(cctx, &cloudtaskspb.GetQueueRequest{Name: queue})
-	if err != nil {
-		return 0, err
+	var longest time.Duration
+	for _, queue := range sub.Queues {
+		cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+		q, err := r.cfg.Tasks.GetQueue(cctx, &cloudtaskspb.GetQueueRequest{Name: queue})
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		longest = max(longest, redeliveryWindow(q.GetRetryConfig()))
 	}
-	return redeliveryWindow(q.GetRetryConfig()), nil
+	return longest, nil
 }
 
 // checkLedgerHorizon refuses a queue whose deliveries the ledger would find missing too late for

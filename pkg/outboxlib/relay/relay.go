@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -31,15 +33,29 @@ type Source struct {
 	Database string // full database name, for logs and Status
 }
 
-// Subscriber is a consumer of events: one Cloud Tasks queue and one HTTP endpoint.
+// Subscriber is a consumer of events: its Cloud Tasks queues and one HTTP endpoint.
 type Subscriber struct {
-	Name     string // e.g. "fulfillment"; part of the task names
-	Queue    string // projects/P/locations/L/queues/Q
+	Name string // e.g. "fulfillment"; part of the task names
+	// Queues are the subscriber's own queues, projects/P/locations/L/queues/Q each: usually one.
+	// A queue dispatches at most 500 tasks/s, so a subscriber that needs more spreads over several:
+	// an event's task goes to the queue its aggregate id hashes to (QueueFor), so all of one
+	// aggregate's events share a queue and a task recreated after a crash is the same task.
+	Queues   []string
 	URL      string // the consumer's event endpoint, e.g. https://fulfillment-xyz.a.run.app/events
 	Audience string // the OIDC token's audience; default URL
 	// LedgerURL is the consumer's ledger endpoint (outboxlib.PathLedger), asked by the delivery
 	// ledger with an ID token for Audience; "" leaves the subscriber's deliveries unaudited.
 	LedgerURL string
+}
+
+// QueueFor returns the queue of sub that takes the tasks of aggregateID's events.
+func (sub Subscriber) QueueFor(aggregateID string) string {
+	if len(sub.Queues) == 1 {
+		return sub.Queues[0]
+	}
+	h := fnv.New32a()
+	h.Write([]byte(aggregateID))
+	return sub.Queues[h.Sum32()%uint32(len(sub.Queues))]
 }
 
 // Routes maps an event type to its subscribers. An event type without subscribers is published
@@ -150,7 +166,7 @@ func New(cfg Config) (*Relay, error) {
 	routes := Routes{}
 	for typ, subs := range cfg.Routes {
 		for _, sub := range subs {
-			if sub.Name == "" || sub.Queue == "" || sub.URL == "" {
+			if sub.Name == "" || len(sub.Queues) == 0 || slices.Contains(sub.Queues, "") || sub.URL == "" {
 				problems = append(problems, fmt.Errorf("route %s: subscriber %q needs a name, a queue and a URL", typ, sub.Name))
 			}
 			if sub.Audience == "" {
@@ -331,7 +347,9 @@ func (r *Relay) CheckQueues(ctx context.Context) error {
 	queues := map[string]bool{}
 	for _, subs := range r.cfg.Routes {
 		for _, s := range subs {
-			queues[s.Queue] = true
+			for _, q := range s.Queues {
+				queues[q] = true
+			}
 		}
 	}
 	names := make([]string, 0, len(queues))

@@ -85,7 +85,7 @@ func newConsumer(t *testing.T, name string) *consumer {
 }
 
 func (c *consumer) subscriber() relay.Subscriber {
-	return relay.Subscriber{Name: c.name, Queue: queue(c.name + "-inbox"), URL: c.srv.URL + "/events", Audience: c.srv.URL}
+	return relay.Subscriber{Name: c.name, Queues: []string{queue(c.name + "-inbox")}, URL: c.srv.URL + "/events", Audience: c.srv.URL}
 }
 
 func (c *consumer) deliveries() []delivery {
@@ -576,7 +576,7 @@ func TestBackoffQuarantineAndReplay(t *testing.T) {
 
 	// Fix the queue, then replay: delivered under its own id.
 	if _, err := tc.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: location, Queue: &cloudtaskspb.Queue{
-		Name: gateway.subscriber().Queue, RetryConfig: &cloudtaskspb.RetryConfig{MaxRetryDuration: durationpb.New(time.Hour)},
+		Name: gateway.subscriber().Queues[0], RetryConfig: &cloudtaskspb.RetryConfig{MaxRetryDuration: durationpb.New(time.Hour)},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -627,7 +627,7 @@ func TestRefusesLongRedeliveryWindow(t *testing.T) {
 	if _, err := tc.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: location, Queue: long}); err != nil {
 		t.Fatal(err)
 	}
-	sub := relay.Subscriber{Name: "long", Queue: long.Name, URL: fulfillment.srv.URL}
+	sub := relay.Subscriber{Name: "long", Queues: []string{long.Name}, URL: fulfillment.srv.URL}
 	r, err := relay.New(testConfig(client, db, tc, relay.Routes{"order.created": {sub}}))
 	if err != nil {
 		t.Fatal(err)
@@ -671,6 +671,50 @@ func TestNewRejectsIncompleteConfig(t *testing.T) {
 	for _, want := range []string{"no sources", "no Cloud Tasks client", "no service account", `subscriber "s" needs`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("New error %q does not mention %q", err, want)
+		}
+	}
+}
+
+// A subscriber with several queues gets each event once, through the queue its aggregate id
+// hashes to: every queue takes a share, and all of one aggregate's events go through one queue.
+func TestSubscriberOverSeveralQueues(t *testing.T) {
+	client, db := env.NewDatabase(t, dbschema.Orders)
+	orders := newConsumer(t, "orders")
+	_, tc := startTasks(t, tasksemu.Options{})
+	names := []string{"orders-inbox", "orders-inbox-2", "orders-inbox-3"}
+	sub := relay.Subscriber{Name: "orders", URL: orders.srv.URL + "/events", Audience: orders.srv.URL}
+	for _, name := range names {
+		createQueue(t, tc, queue(name), nil)
+		sub.Queues = append(sub.Queues, queue(name))
+	}
+	aggregateOf := map[string]string{}
+	var evs []outboxlib.Event
+	for range 30 {
+		for _, ev := range appendOf(t, client, uuid.NewString(), "order.created", "order.confirmed") {
+			aggregateOf[ev.ID] = ev.AggregateID
+			evs = append(evs, ev)
+		}
+	}
+	start(t, testConfig(client, db, tc, relay.Routes{"order.created": {sub}, "order.confirmed": {sub}}))
+	eventually(t, "every event delivered", func() bool { return len(orders.perEvent()) == len(evs) })
+	exactlyOnce(t, orders, evs)
+
+	perQueue := map[string]int{}
+	queueOf := map[string]string{} // aggregate id → queue its events came through
+	for _, d := range orders.deliveries() {
+		q, agg := d.header.Get("X-CloudTasks-QueueName"), aggregateOf[d.header.Get(outboxlib.HeaderID)]
+		perQueue[q]++
+		if want := sub.QueueFor(agg); queue(q) != want {
+			t.Errorf("event of %s came through %s, want %s", agg, q, want)
+		}
+		if prev, ok := queueOf[agg]; ok && prev != q {
+			t.Errorf("the events of %s came through %s and %s, want one queue", agg, prev, q)
+		}
+		queueOf[agg] = q
+	}
+	for _, name := range names {
+		if perQueue[name] == 0 {
+			t.Errorf("queue %s took no task (per queue: %v), want a share of the 60", name, perQueue)
 		}
 	}
 }

@@ -312,10 +312,11 @@ func (s *source) createTask(ctx context.Context, row *pendingRow, sub Subscriber
 	cfg := s.r.cfg
 	headers := row.event.Headers()
 	headers[outboxlib.HeaderPredecessorVersion] = strconv.FormatInt(pred, 10)
+	queue := sub.QueueFor(row.event.AggregateID)
 	req := &cloudtaskspb.CreateTaskRequest{
-		Parent: sub.Queue,
+		Parent: queue,
 		Task: &cloudtaskspb.Task{
-			Name: TaskName(sub.Queue, row.event.ID, sub.Name, row.generation),
+			Name: TaskName(queue, row.event.ID, sub.Name, row.generation),
 			MessageType: &cloudtaskspb.Task_HttpRequest{HttpRequest: &cloudtaskspb.HttpRequest{
 				Url:        sub.URL,
 				HttpMethod: cloudtaskspb.HttpMethod_POST,
