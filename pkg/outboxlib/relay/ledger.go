@@ -283,15 +283,16 @@ func (s *source) auditPass(ctx context.Context) (res AuditResult, settled int, e
 	}
 	for start := 0; start < len(done); start += settleRows {
 		chunk := done[start:min(start+settleRows, len(done))]
-		if err := s.settle(ctx, chunk, missingOf(chunk, missing)); err != nil {
-			return res, 0, err
+		chunkMissing := missingOf(chunk, missing)
+		if err := s.settle(ctx, chunk, chunkMissing); err != nil {
+			return res, start, err
 		}
-	}
-	res.Missing = len(missing)
-	for _, m := range missing {
-		s.log.Error("delivery missing: the subscriber never applied the event and its queue gave up",
-			zap.String("event_id", m.EventId), zap.String("event_type", m.EventType), zap.String("subscriber", m.Subscriber),
-			zap.Time("published_at", m.PublishedAt))
+		res.Missing += len(chunkMissing)
+		for _, m := range chunkMissing {
+			s.log.Error("delivery missing: the subscriber never applied the event and its queue gave up",
+				zap.String("event_id", m.EventId), zap.String("event_type", m.EventType), zap.String("subscriber", m.Subscriber),
+				zap.Time("published_at", m.PublishedAt))
+		}
 	}
 	return res, len(done), nil
 }
