@@ -165,11 +165,11 @@ type auditRow struct {
 const maxAuditPasses = 50
 
 // settleRows is the most rows one settle transaction takes out of OutboxUnaudited. Each settle
-// reads its rows and updates them; in the emulator a read-write transaction holds its database's
-// only write lock from its first read to its commit (about 25 ms for 500 rows, 4 ms for 50), so
-// smaller transactions let the services' commits in between (Cloud Spanner locks only the rows,
-// which nobody else writes a minute after publication, and 10 commits instead of one per pass
-// are nothing beside the services' own).
+// reads its rows and updates them (about 25 ms for 500 rows in the emulator, 4 ms for 50), and the
+// emulator commits one transaction of a database at a time, so smaller transactions let the
+// services' commits in between. Cloud Spanner locks only the rows, which nobody else writes a
+// minute after publication, and 10 commits instead of one per pass are nothing beside the
+// services' own.
 const settleRows = 50
 
 // audit settles the source's unaudited rows, oldest first, one batch a pass, until the rest fit
