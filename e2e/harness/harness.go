@@ -488,7 +488,7 @@ func (s *Stack) startPaysim(ctx context.Context) error {
 	stripeURL, komojuURL := s.local().WebhookURLs()
 	opts := paysim.Options{
 		APIKey: localenv.StripeAPIKey, WebhookURL: stripeURL, WebhookSecret: localenv.StripeWebhookSecret,
-		WebhookEvents:   []string{localenv.StripeWebhookEvents},
+		WebhookEvents:   strings.Split(localenv.StripeWebhookEvents, ","),
 		KomojuSecretKey: localenv.KomojuSecretKey, KomojuWebhookURL: komojuURL, KomojuWebhookSecret: localenv.KomojuWebhookSecret,
 		// Scaled down like the queues: a webhook the gateway refused is retried within a second.
 		WebhookRetry: paysim.RetryPolicy{MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second},

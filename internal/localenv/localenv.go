@@ -39,10 +39,10 @@ const (
 	KomojuWebhookSecret = "komoju_whsec_spanmart_local"
 )
 
-// StripeWebhookEvents are the event types the local Stripe webhook endpoint is subscribed to, as
-// the production endpoint is (services/gateway-abstraction/README.md): the gateway reads only
-// payment_intent.* events, so charge.* and refund.* are not sent to it.
-const StripeWebhookEvents = "payment_intent.*"
+// StripeWebhookEvents are the event types the local Stripe webhook endpoint is subscribed to,
+// comma-separated, as the production endpoint is (services/gateway-abstraction/README.md): the
+// gateway reads payments from payment_intent.* and refunds from refund.*; charge.* is not sent.
+const StripeWebhookEvents = "payment_intent.*,refund.*"
 
 // Stack is what the environment points at.
 type Stack struct {
