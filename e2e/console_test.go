@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/spanmart/spanmart/e2e/harness"
+	"github.com/spanmart/spanmart/internal/browsertest"
 	"github.com/spanmart/spanmart/internal/localenv"
 	"github.com/spanmart/spanmart/internal/topology"
 )
@@ -22,16 +22,7 @@ import (
 // signs in, finds the dead-lettered event on the failed-messages page, replays it with a reason
 // (an empty one is refused), and reads the order's trace hop by hop.
 func TestOperatorReplaysADeadLetterInTheConsole(t *testing.T) {
-	browserPath := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browserPath = p
-			break
-		}
-	}
-	if browserPath == "" {
-		t.Skip("no headless browser: install Debian's chromium package (apt-get install -y chromium; .ci/run does) to run the console's browser test")
-	}
+	bctx := browsertest.Start(t) // skips the test where no browser is installed
 	s := harness.Start(t, harness.Options{Env: map[string][]string{"fulfillment": {"EVENTS_EARLY_PATIENCE=2s"}}})
 	ctx := context.Background()
 	id, poison := cancelBeforeReserving(t, s)
@@ -54,14 +45,6 @@ func TestOperatorReplaysADeadLetterInTheConsole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browserPath), chromedp.WindowSize(1280, 900), chromedp.NoSandbox, chromedp.DisableGPU)
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	bctx, cancelTimeout := context.WithTimeout(bctx, 2*time.Minute)
-	defer cancelTimeout()
 	console := s.URL(topology.Console)
 	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/spanmart/spanmart/internal/adminclient"
 	"github.com/spanmart/spanmart/internal/adminclient/adminclienttest"
+	"github.com/spanmart/spanmart/internal/browsertest"
 	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/platform/platformtest"
 	"github.com/spanmart/spanmart/services/console/internal/consoletest"
@@ -25,18 +25,6 @@ var updateScreenshots = flag.Bool("update-screenshots", false, "write the browse
 
 // screenshotDir is docs/screenshots at the repository's root, from this package's directory.
 const screenshotDir = "../../docs/screenshots"
-
-// chromium finds a Chromium or Chrome to drive, or skips the test.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("no headless browser: install Debian's chromium package (apt-get install -y chromium) to run the console's browser tests")
-	return ""
-}
 
 // stack is the console (started by run, as main does, in this process) in front of the fake
 // services, and the issuer that signs both the operator's token and, as the metadata server, the
@@ -76,21 +64,6 @@ func startStack(t *testing.T) *stack {
 	platformtest.Start(t, func(ctx context.Context) error { return run(ctx, cfg, log) })
 	platformtest.WaitStatus(t, s.url+"/healthz", 200)
 	return s
-}
-
-// browser starts a headless browser with a 1280-wide window, closed when the test ends.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	path := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.WindowSize(1280, 900), chromedp.NoSandbox, chromedp.DisableGPU)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
-	t.Cleanup(cancelTimeout)
-	return ctx
 }
 
 func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
@@ -158,7 +131,7 @@ func (s *stack) checkReplay(t *testing.T, service, path, reason string) {
 // letter replayed, a group replayed), an order's trace and the stuck orders.
 func TestBrowser(t *testing.T) {
 	s := startStack(t)
-	ctx := browser(t)
+	ctx := browsertest.Start(t) // skips the test where no browser is installed
 
 	t.Run("sign in", func(t *testing.T) {
 		do(t, ctx, chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.ID("refusal")))
