@@ -57,8 +57,7 @@ func TestSubscriberOverTwoQueuesInTheStack(t *testing.T) {
 			t.Fatalf("40 orders and one queue took them all (%d held, %d flowing)", len(held), len(flowing))
 		}
 		id := placeOrder(t, s, "A1", 1)
-		agg := id
-		if sub.QueueFor(agg) == second.Name {
+		if sub.QueueFor(id) == second.Name {
 			held[id] = true
 		} else {
 			flowing[id] = true
