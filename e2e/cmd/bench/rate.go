@@ -407,7 +407,16 @@ func statsSince(a, b spanneremu.Stats) spanneremu.Stats {
 	out := spanneremu.Stats{Commits: b.Commits - a.Commits, LockTimeouts: b.LockTimeouts - a.LockTimeouts,
 		Conflicts: b.Conflicts - a.Conflicts, IdleAborts: b.IdleAborts - a.IdleAborts, ByDatabase: map[string]spanneremu.DatabaseStats{}}
 	for db, s := range b.ByDatabase {
-		out.ByDatabase[db] = spanneremu.DatabaseStats{Commits: s.Commits - a.ByDatabase[db].Commits, RowsWritten: s.RowsWritten - a.ByDatabase[db].RowsWritten}
+		d := spanneremu.DatabaseStats{Commits: s.Commits - a.ByDatabase[db].Commits, RowsWritten: s.RowsWritten - a.ByDatabase[db].RowsWritten}
+		for what, n := range s.ConflictsBy {
+			if n -= a.ByDatabase[db].ConflictsBy[what]; n > 0 {
+				if d.ConflictsBy == nil {
+					d.ConflictsBy = map[string]int64{}
+				}
+				d.ConflictsBy[what] = n
+			}
+		}
+		out.ByDatabase[db] = d
 	}
 	return out
 }

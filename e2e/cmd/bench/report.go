@@ -136,12 +136,36 @@ func (b *bench) report(ws []*window, c ceilingResult) {
 	}
 
 	fmt.Printf("\nSpanner emulator while placing (all databases): commits, and aborted transactions by cause (each retried by the client):\n\n")
-	fmt.Println("| orders/s | commits/s | aborts/s: lock wait timed out | optimistic read invalidated | idle |")
-	fmt.Println("|---|---|---|---|---|")
+	fmt.Println("| orders/s | commits/s | aborts/s: lock wait timed out | optimistic read invalidated | idle | aborts per commit |")
+	fmt.Println("|---|---|---|---|---|---|")
 	for _, w := range ws {
 		s := w.elapsed.Seconds()
-		fmt.Printf("| %v | %.0f | %.1f | %.1f | %.1f |\n", w.rate, float64(w.spanner.Commits)/s,
-			float64(w.spanner.LockTimeouts)/s, float64(w.spanner.Conflicts)/s, float64(w.spanner.IdleAborts)/s)
+		st := w.spanner
+		fmt.Printf("| %v | %.0f | %.1f | %.1f | %.1f | %.3f |\n", w.rate, float64(st.Commits)/s,
+			float64(st.LockTimeouts)/s, float64(st.Conflicts)/s, float64(st.IdleAborts)/s,
+			float64(st.LockTimeouts+st.Conflicts+st.IdleAborts)/math.Max(1, float64(st.Commits)))
+	}
+	fmt.Printf("\nOptimistic reads invalidated, by database and what the read covered (a key, a key range, a whole table), per second:\n\n")
+	fmt.Println("| orders/s | read | aborts/s |")
+	fmt.Println("|---|---|---|")
+	for _, w := range ws {
+		type source struct {
+			what string
+			n    int64
+		}
+		var sources []source
+		for db, ds := range w.spanner.ByDatabase {
+			for what, n := range ds.ConflictsBy {
+				sources = append(sources, source{db + " " + what, n})
+			}
+		}
+		sort.Slice(sources, func(i, j int) bool { return sources[i].n > sources[j].n })
+		if len(sources) == 0 {
+			fmt.Printf("| %v | (none) | 0 |\n", w.rate)
+		}
+		for _, src := range sources {
+			fmt.Printf("| %v | %s | %.1f |\n", w.rate, src.what, float64(src.n)/w.elapsed.Seconds())
+		}
 	}
 	b.targets(ws)
 }

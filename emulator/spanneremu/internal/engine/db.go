@@ -49,6 +49,9 @@ type DB struct {
 
 	// commits and rowsWritten count this database's commits and the rows they wrote (Stats).
 	commits, rowsWritten atomic.Int64
+	// conflictsBy counts the transactions aborted for an invalidated optimistic read, by what
+	// the read was ("TABLE key", "TABLE range", "TABLE table", see footprint.kind). Guarded by mu.
+	conflictsBy map[string]int64
 
 	mu      sync.Mutex
 	txns    map[string]*Txn
@@ -312,6 +315,15 @@ func (db *DB) setPinned(t *Txn, on bool) {
 	db.mu.Unlock()
 }
 
+// countConflict counts an abort for an invalidated read of what (see conflictsBy). The caller
+// holds db.mu.
+func (db *DB) countConflict(what string) {
+	if db.conflictsBy == nil {
+		db.conflictsBy = map[string]int64{}
+	}
+	db.conflictsBy[what]++
+}
+
 // nextCommitTimestamp returns a timestamp after every earlier commit of this database, in
 // microseconds like Spanner's commit timestamps. The caller holds the write lock.
 func (db *DB) nextCommitTimestamp() time.Time {
@@ -386,7 +398,13 @@ func (db *DB) abortIdle(now time.Time) {
 	}
 	for _, t := range idle {
 		if t.mu.TryLock() {
-			db.e.stats.idleAborts.Add(1)
+			// Only a read-write transaction's end is an abort of work. A read-only one idle this
+			// long is what the Go client leaves behind for every multi-use read-only transaction
+			// (it never tells the server one is over): ending it frees its memory, and a client
+			// that does come back is told why.
+			if t.mode == ReadWrite {
+				db.e.stats.idleAborts.Add(1)
+			}
 			t.abortLocked(fmt.Sprintf("Transaction was aborted because it was idle for more than %s.", db.e.opts.IdleTimeout))
 			t.mu.Unlock()
 		}

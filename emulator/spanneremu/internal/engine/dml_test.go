@@ -429,7 +429,7 @@ func TestStatsByDatabase(t *testing.T) {
 		t.Fatalf("ByDatabase %+v: want one database", s.ByDatabase)
 	}
 	for name, got := range s.ByDatabase {
-		if want := (DatabaseStats{Commits: 2, RowsWritten: 3}); got != want || s.Commits != 2 {
+		if want := (DatabaseStats{Commits: 2, RowsWritten: 3}); !cmp.Equal(got, want) || s.Commits != 2 {
 			t.Errorf("database %s: %+v (engine commits %d), want %+v", name, got, s.Commits, want)
 		}
 	}

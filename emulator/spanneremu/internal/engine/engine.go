@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -44,7 +45,8 @@ type Stats struct {
 	// index rows not counted), by database id.
 	ByDatabase map[string]DatabaseStats
 	// Aborts by cause: a lock wait that timed out, an optimistic read invalidated by a
-	// concurrent commit, a transaction abandoned past the idle timeout.
+	// concurrent commit, a read-write transaction abandoned past the idle timeout (read-only
+	// transactions left idle that long are ended too, uncounted: the Go client never ends them).
 	LockTimeouts, Conflicts, IdleAborts int64
 }
 
@@ -55,7 +57,13 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for name, db := range e.dbs {
-		st.ByDatabase[name[strings.LastIndex(name, "/")+1:]] = DatabaseStats{Commits: db.commits.Load(), RowsWritten: db.rowsWritten.Load()}
+		ds := DatabaseStats{Commits: db.commits.Load(), RowsWritten: db.rowsWritten.Load()}
+		db.mu.Lock()
+		if len(db.conflictsBy) > 0 {
+			ds.ConflictsBy = maps.Clone(db.conflictsBy)
+		}
+		db.mu.Unlock()
+		st.ByDatabase[name[strings.LastIndex(name, "/")+1:]] = ds
 	}
 	return st
 }
@@ -63,6 +71,10 @@ func (e *Engine) Stats() Stats {
 // DatabaseStats are one database's counters.
 type DatabaseStats struct {
 	Commits, RowsWritten int64
+	// ConflictsBy counts the transactions aborted for an invalidated optimistic read by what
+	// that read was: "TABLE key", "TABLE range" (a key range of the table), "TABLE table" (a
+	// read that covered the whole table), or "replayed DML failed".
+	ConflictsBy map[string]int64
 }
 
 const dbFileSuffix = ".spandb"

@@ -133,6 +133,44 @@ func TestOptimisticReadConflict(t *testing.T) {
 	}
 }
 
+// A read-write transaction never sees a state that did not exist: after it read row 1, a commit
+// that changed rows 1 and 2 aborts it at its read of row 2, rather than answering that read with
+// the new row 2 beside the old row 1 (read skew; fulfillment's ship saw a PENDING shipment with a
+// released reservation this way). Every read validates the earlier ones, so the reads a
+// transaction got always show the database as of one moment. A read of rows no commit touched
+// goes on.
+func TestReadsOfAReadWriteTransactionAreConsistent(t *testing.T) {
+	e, db := newTestEngine(t, Options{}, singers)
+	cols := []string{"SingerId", "Name"}
+	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")), row(str("2"), str("b")), row(str("3"), str("c")))); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	skewed, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	untouched, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	read(t, skewed, "Singers", str("1"))
+	read(t, untouched, "Singers", str("3"))
+	if err := commit(t, db, update("Singers", cols, row(str("1"), str("a2")), row(str("2"), str("b2")))); err != nil {
+		t.Fatal(err)
+	}
+	_, err := skewed.Read(ctx, ReadRequest{Table: "Singers", Columns: cols, KeySet: &sppb.KeySet{Keys: []*structpb.ListValue{row(str("2"))}}})
+	if status.Code(err) != codes.Aborted {
+		t.Errorf("read of row 2 after row 1 changed: got %v, want ABORTED", err)
+	}
+	if got := read(t, untouched, "Singers", str("2")); len(got) != 1 || got[0][1].GetStringValue() != "b2" {
+		t.Errorf("read of row 2 by a transaction whose row 3 is unchanged: %v, want b2", got)
+	}
+	if _, err := untouched.Commit(ctx, nil); err != nil {
+		t.Errorf("commit of the unaffected transaction: %v", err)
+	}
+	want := map[string]int64{"SINGERS key": 1}
+	for name, ds := range e.Stats().ByDatabase {
+		if diff := cmp.Diff(want, ds.ConflictsBy); diff != "" {
+			t.Errorf("database %s: conflicts by footprint (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
 // A transaction waiting for the write lock longer than LockWait is aborted, and the holder is
 // unaffected.
 func TestLockWaitAborts(t *testing.T) {
@@ -155,9 +193,15 @@ func TestLockWaitAborts(t *testing.T) {
 }
 
 // An abandoned transaction holding the lock is aborted by the janitor, so others proceed.
+// The abort counts as an idle abort; a read-only transaction left idle as long (the Go client
+// never ends one) is ended too, but that aborts no work and is not counted.
 func TestIdleTransactionReleasesLock(t *testing.T) {
-	_, db := newTestEngine(t, Options{IdleTimeout: 50 * time.Millisecond, LockWait: 5 * time.Second}, singers)
+	e, db := newTestEngine(t, Options{IdleTimeout: 50 * time.Millisecond, LockWait: 5 * time.Second}, singers)
 	ctx := context.Background()
+	forgotten, _ := db.Begin(TxnOptions{Mode: ReadOnly})
+	if _, err := forgotten.ExecuteSQL(ctx, Statement{SQL: "SELECT 1"}); err != nil {
+		t.Fatal(err)
+	}
 	abandoned, _ := db.Begin(TxnOptions{Mode: ReadWrite})
 	if _, err := abandoned.ExecuteSQL(ctx, Statement{SQL: "SELECT 1"}); err != nil {
 		t.Fatal(err)
@@ -167,6 +211,12 @@ func TestIdleTransactionReleasesLock(t *testing.T) {
 	}
 	if _, err := abandoned.Commit(ctx, nil); status.Code(err) != codes.Aborted {
 		t.Errorf("abandoned commit: got %v, want ABORTED", err)
+	}
+	if _, err := forgotten.ExecuteSQL(ctx, Statement{SQL: "SELECT 1"}); status.Code(err) != codes.Aborted {
+		t.Errorf("read of a read-only transaction idle past the timeout: got %v, want ABORTED", err)
+	}
+	if got := e.Stats().IdleAborts; got != 1 {
+		t.Errorf("idle aborts: %d, want 1 (the read-write transaction)", got)
 	}
 }
 

@@ -349,29 +349,41 @@ func (o *occState) record(w *writeSet) uint64 {
 	return o.seq
 }
 
-// conflicts reports whether a read footprint was overwritten since it was read. Caller holds
-// DB.mu.
-func (o *occState) conflicts(fps []footprint) bool {
-	for _, f := range fps {
-		if o.allSeq > f.seq {
-			return true
-		}
-		switch {
-		case f.key != "":
-			if o.wideSeq[f.table] > f.seq || o.keySeq[f.key] > f.seq {
-				return true
-			}
-		case f.rng != nil:
-			if o.wideSeq[f.table] > f.seq || (o.tableSeq[f.table] > f.seq && o.rangeWritten(f)) {
-				return true
-			}
-		default:
-			if o.tableSeq[f.table] > f.seq {
-				return true
-			}
+// conflict returns the first read footprint a commit overwrote since it was read, nil if none.
+// Caller holds DB.mu.
+func (o *occState) conflict(fps []footprint) *footprint {
+	for i := range fps {
+		if f := &fps[i]; o.stale(f) {
+			return f
 		}
 	}
-	return false
+	return nil
+}
+
+// stale reports whether a commit after f was read wrote what f covers. Caller holds DB.mu.
+func (o *occState) stale(f *footprint) bool {
+	if o.allSeq > f.seq {
+		return true
+	}
+	switch {
+	case f.key != "":
+		return o.wideSeq[f.table] > f.seq || o.keySeq[f.key] > f.seq
+	case f.rng != nil:
+		return o.wideSeq[f.table] > f.seq || (o.tableSeq[f.table] > f.seq && o.rangeWritten(*f))
+	default:
+		return o.tableSeq[f.table] > f.seq
+	}
+}
+
+// kind names the shape of a footprint in the conflict counters (Stats).
+func (f *footprint) kind() string {
+	switch {
+	case f.key != "":
+		return "key"
+	case f.rng != nil:
+		return "range"
+	}
+	return "table"
 }
 
 // rangeWritten reports whether a commit after the footprint's read wrote a key in its range.

@@ -59,6 +59,9 @@ func (t *Txn) optimisticRead(ctx context.Context, r ReadRequest) (*Result, error
 		f.seq = seq
 		t.footprints = append(t.footprints, f)
 	}
+	if err := t.validate(); err != nil {
+		return nil, err
+	}
 	return &Result{Fields: fields(cols), Rows: rows}, nil
 }
 

@@ -329,15 +329,33 @@ func (t *Txn) lockValidated(ctx context.Context) error {
 	case <-ctx.Done():
 		return contextError(ctx)
 	}
-	db.mu.Lock()
-	conflict := db.occ.conflicts(t.footprints)
-	db.mu.Unlock()
-	if conflict {
+	if err := t.validate(); err != nil {
 		<-db.lock
-		t.abortConflict()
-		return abortedError(t.abortReason)
+		return err
 	}
 	return nil
+}
+
+// validate aborts the transaction if a commit since one of its optimistic reads wrote what that
+// read covered. Run after every optimistic read as well as before the lock is taken, it keeps
+// every state a transaction sees consistent: all its reads so far show the database as of the
+// moment of the check, as they would on Spanner, whose read locks keep what a transaction read
+// from changing under it. (Validated only at commit, an attempt could read a row, see a commit
+// change it and another row, and read the other row new: a state that never existed, on which the
+// application then acts before the commit aborts.) The caller holds t.mu.
+func (t *Txn) validate() error {
+	db := t.db
+	db.mu.Lock()
+	f := db.occ.conflict(t.footprints)
+	if f != nil {
+		db.countConflict(f.table + " " + f.kind())
+	}
+	db.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	t.abortConflict()
+	return abortedError(t.abortReason)
 }
 
 func (t *Txn) abortConflict() {
@@ -364,6 +382,9 @@ func (t *Txn) beginReplayed(ctx context.Context) error {
 		}
 		if err != nil {
 			w.ExecContext(context.Background(), "ROLLBACK")
+			t.db.mu.Lock()
+			t.db.countConflict("replayed DML failed")
+			t.db.mu.Unlock()
 			t.abortConflict()
 			return abortedError(t.abortReason)
 		}
