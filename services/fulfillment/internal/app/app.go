@@ -207,34 +207,16 @@ func skus(lines []inventory.Line) []string {
 }
 
 // errInconsistent marks a state a transaction read that breaks an invariant of the service (a
-// pending shipment whose reservation is not held, a held line without its stock). On Cloud
-// Spanner, whose read-write transactions lock what they read, that is a bug or a hand-edited row.
-// The emulator reads the latest committed data and finds conflicts only at commit, so there it is
-// also a read that raced a concurrent commit, which running the transaction again resolves. So it
-// is never the caller's mistake (a 500, not a 4xx) and never permanent: a request use case runs
-// its transaction again (update), an event is delivered again.
+// pending shipment whose reservation is not held, a held line without its stock). Read-write
+// transactions see one consistent state (Spanner's locks, and the emulator's validation of every
+// read, see docs/architecture.md), so this is a bug or a hand-edited row: never the caller's
+// mistake (a 500, not a 4xx), never retried, and logged as an error with the state it found.
 var errInconsistent = errors.New("inconsistent state")
 
 // inconsistent returns an error wrapping errInconsistent, and no other sentinel of the message's
 // causes.
 func inconsistent(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errInconsistent, fmt.Sprintf(format, args...))
-}
-
-// updateAttempts bounds how often a request use case runs its transaction after it read an
-// inconsistent state.
-const updateAttempts = 3
-
-// update runs fn in a transaction of its own (Repository.Update), again if it read an
-// inconsistent state.
-func (s *Service) update(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
-	var err error
-	for range updateAttempts {
-		if err = s.repo.Update(ctx, fn); !errors.Is(err, errInconsistent) {
-			return err
-		}
-	}
-	return err
 }
 
 // stockBySKU reads the stock of lines' SKUs; a SKU without an Inventory row is inconsistent (a

@@ -2,8 +2,10 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/spanmart/spanmart/services/fulfillment/internal/inventory"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/shipment"
 )
 
@@ -28,7 +30,7 @@ func (s *Service) Ship(ctx context.Context, id, carrier, trackingNumber string) 
 		return nil, false, fmt.Errorf("shipment %q: %w", id, shipment.ErrNotFound)
 	}
 	var shipped bool
-	err := s.update(ctx, func(ctx context.Context, tx Tx) error {
+	err := s.repo.Update(ctx, func(ctx context.Context, tx Tx) error {
 		shipped = false
 		sh, err := tx.Shipment(ctx, id)
 		if err != nil {
@@ -40,8 +42,12 @@ func (s *Service) Ship(ctx context.Context, id, carrier, trackingNumber string) 
 		}
 		// A pending shipment's reservation is held: cancelling the order cancels both at once.
 		r, err := tx.Reservation(ctx, sh.OrderID())
-		if err != nil {
+		switch {
+		case errors.Is(err, inventory.ErrNotFound):
 			return inconsistent("shipment %s is %s: %v", id, shipment.Pending, err)
+		case err != nil:
+			// Unchanged: an ABORTED read must reach the client, which runs the transaction again.
+			return err
 		}
 		if err := r.Ship(); err != nil {
 			return inconsistent("shipment %s is %s: %v", id, shipment.Pending, err)
@@ -87,7 +93,7 @@ func (s *Service) Fail(ctx context.Context, id, reason string) (*shipment.Shipme
 		return nil, false, fmt.Errorf("shipment %q: %w", id, shipment.ErrNotFound)
 	}
 	var failed bool
-	err := s.update(ctx, func(ctx context.Context, tx Tx) error {
+	err := s.repo.Update(ctx, func(ctx context.Context, tx Tx) error {
 		failed = false
 		sh, err := tx.Shipment(ctx, id)
 		if err != nil {

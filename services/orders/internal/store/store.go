@@ -16,7 +16,6 @@ import (
 	"sort"
 
 	"cloud.google.com/go/spanner"
-	"google.golang.org/grpc/codes"
 
 	"github.com/spanmart/spanmart/gen/dao"
 	"github.com/spanmart/spanmart/gen/dao/ordersdb"
@@ -36,25 +35,12 @@ var _ app.Repository = (*Store)(nil)
 // New returns a store on client.
 func New(client *spanner.Client) *Store { return &Store{client: client} }
 
-// placeAttempts bounds how often PlaceOrder re-runs after a concurrent request with the same key
-// committed first (ALREADY_EXISTS at commit); the next attempt reads the stored response.
-const placeAttempts = 3
-
-// PlaceOrder implements app.Repository.
+// PlaceOrder implements app.Repository. Two requests with one key that both read "no key" cannot
+// both commit: the one that commits second read a key that the first one wrote, so its
+// transaction is ABORTED and run again by the client, and that attempt reads the first one's
+// response.
 func (s *Store) PlaceOrder(ctx context.Context, p app.Placement) (app.Response, error) {
-	var (
-		resp app.Response
-		err  error
-	)
-	for range placeAttempts {
-		resp, err = s.placeOnce(ctx, p)
-		// Two requests with one key that both read "no key" race to insert it; the loser fails
-		// at commit (the client retries ABORTED itself, but an insert conflict may surface as
-		// ALREADY_EXISTS). Running again reads the winner's response.
-		if spanner.ErrCode(err) != codes.AlreadyExists {
-			break
-		}
-	}
+	resp, err := s.placeOnce(ctx, p)
 	if err != nil {
 		return app.Response{}, fmt.Errorf("place order: %w", err)
 	}
@@ -112,18 +98,9 @@ func (s *Store) placeOnce(ctx context.Context, p app.Placement) (app.Response, e
 	return resp, err
 }
 
-// ChangeOrder implements app.Repository.
+// ChangeOrder implements app.Repository; concurrent requests with one key behave as PlaceOrder's.
 func (s *Store) ChangeOrder(ctx context.Context, c app.Change) (app.Response, error) {
-	var (
-		resp app.Response
-		err  error
-	)
-	for range placeAttempts { // as PlaceOrder: a concurrent request with the same key
-		resp, err = s.changeOnce(ctx, c)
-		if spanner.ErrCode(err) != codes.AlreadyExists {
-			break
-		}
-	}
+	resp, err := s.changeOnce(ctx, c)
 	if err != nil {
 		return app.Response{}, fmt.Errorf("change order %s: %w", c.OrderID, err)
 	}
