@@ -56,6 +56,7 @@ type DB struct {
 	mu      sync.Mutex
 	txns    map[string]*Txn
 	occ     occState
+	readers readerIndex
 	history history
 	lastTS  time.Time
 	// creating is true while CreateDatabase applies the initial DDL; createdSeq is the commit

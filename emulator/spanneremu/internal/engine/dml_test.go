@@ -225,12 +225,13 @@ func TestRangeReadFootprint(t *testing.T) {
 		}
 		return len(res.Rows)
 	}
+	writer, _ := db.Begin(TxnOptions{Mode: ReadWrite}) // older than the readers: it does not wait for them
 	untouched, _ := db.Begin(TxnOptions{Mode: ReadWrite})
 	touched, _ := db.Begin(TxnOptions{Mode: ReadWrite})
 	if readLines(untouched, "o1") != 1 || readLines(touched, "o2") != 1 {
 		t.Fatal("each order has one line")
 	}
-	if err := commit(t, db, insert("Lines", cols, row(str("o2"), str("2"), str("C")))); err != nil {
+	if _, err := writer.Commit(ctx, []*sppb.Mutation{insert("Lines", cols, row(str("o2"), str("2"), str("C")))}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := untouched.Commit(ctx, []*sppb.Mutation{insert("Lines", cols, row(str("o1"), str("2"), str("D")))}); err != nil {
@@ -380,15 +381,17 @@ func TestPruneKeepsWritesOpenReadsNeed(t *testing.T) {
 	db := newTestDB(t, singers)
 	ctx := context.Background()
 	cols := []string{"SingerId", "Name"}
+	writer, _ := db.Begin(TxnOptions{Mode: ReadWrite}) // older than the reader: it does not wait for it
 	reader, _ := db.Begin(TxnOptions{Mode: ReadWrite})
 	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")))); err != nil {
 		t.Fatal(err)
 	}
 	read(t, reader, "Singers", str("2"))
-	for _, id := range []string{"2", "3"} {
-		if err := commit(t, db, insert("Singers", cols, row(str(id), str("x")))); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := writer.Commit(ctx, []*sppb.Mutation{insert("Singers", cols, row(str("2"), str("x")))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(t, db, insert("Singers", cols, row(str("3"), str("x")))); err != nil {
+		t.Fatal(err)
 	}
 	reader.mu.Lock() // busy with a request: the janitor must not need its lock
 	db.abortIdle(time.Now())

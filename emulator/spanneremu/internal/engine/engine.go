@@ -34,7 +34,7 @@ type Engine struct {
 	wg   sync.WaitGroup
 
 	stats struct {
-		commits, lockTimeouts, conflicts, idleAborts atomic.Int64
+		commits, lockTimeouts, conflicts, idleAborts, readerWaits atomic.Int64
 	}
 }
 
@@ -48,12 +48,15 @@ type Stats struct {
 	// concurrent commit, a read-write transaction abandoned past the idle timeout (read-only
 	// transactions left idle that long are ended too, uncounted: the Go client never ends them).
 	LockTimeouts, Conflicts, IdleAborts int64
+	// ReaderWaits counts the commits that waited for an older transaction that had read what
+	// they write (see readers.go), as Spanner's read locks make them wait.
+	ReaderWaits int64
 }
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	st := Stats{Commits: e.stats.commits.Load(), LockTimeouts: e.stats.lockTimeouts.Load(),
-		Conflicts: e.stats.conflicts.Load(), IdleAborts: e.stats.idleAborts.Load(), ByDatabase: map[string]DatabaseStats{}}
+		Conflicts: e.stats.conflicts.Load(), IdleAborts: e.stats.idleAborts.Load(), ReaderWaits: e.stats.readerWaits.Load(), ByDatabase: map[string]DatabaseStats{}}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for name, db := range e.dbs {

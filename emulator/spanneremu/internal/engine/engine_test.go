@@ -113,11 +113,13 @@ func TestOptimisticReadConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	// The writer is the oldest: a younger one would wait for the readers (readers.go).
+	writer, _ := db.Begin(TxnOptions{Mode: ReadWrite})
 	stale, _ := db.Begin(TxnOptions{Mode: ReadWrite})
 	other, _ := db.Begin(TxnOptions{Mode: ReadWrite})
 	read(t, stale, "Singers", str("1"))
 	read(t, other, "Singers", str("2"))
-	if err := commit(t, db, update("Singers", cols, row(str("1"), str("new")))); err != nil {
+	if _, err := writer.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("new")))}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := stale.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("lost")))}); status.Code(err) != codes.Aborted {
@@ -146,11 +148,12 @@ func TestReadsOfAReadWriteTransactionAreConsistent(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	writer, _ := db.Begin(TxnOptions{Mode: ReadWrite}) // the oldest, so it does not wait for the readers
 	skewed, _ := db.Begin(TxnOptions{Mode: ReadWrite})
 	untouched, _ := db.Begin(TxnOptions{Mode: ReadWrite})
 	read(t, skewed, "Singers", str("1"))
 	read(t, untouched, "Singers", str("3"))
-	if err := commit(t, db, update("Singers", cols, row(str("1"), str("a2")), row(str("2"), str("b2")))); err != nil {
+	if _, err := writer.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("a2")), row(str("2"), str("b2")))}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := skewed.Read(ctx, ReadRequest{Table: "Singers", Columns: cols, KeySet: &sppb.KeySet{Keys: []*structpb.ListValue{row(str("2"))}}})
@@ -391,5 +394,57 @@ func TestAbandonedLockHolderIsAbortedDespiteTheTTLSweep(t *testing.T) {
 	}
 	if _, err := dead.ExecuteSQL(ctx, Statement{SQL: "SELECT Id FROM Events"}); status.Code(err) != codes.Aborted {
 		t.Errorf("the abandoned transaction after the janitor: %v, want ABORTED", err)
+	}
+}
+
+// A commit waits for an older transaction that read a row it writes, as Spanner's read locks
+// make it (wound-wait), so the reader commits rather than being aborted; a commit older than the
+// reader does not wait, and the younger reader is aborted.
+func TestCommitWaitsForOlderReaders(t *testing.T) {
+	e, db := newTestEngine(t, Options{LockWait: time.Minute}, singers)
+	cols := []string{"SingerId", "Name"}
+	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")), row(str("2"), str("b")))); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	reader, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	read(t, reader, "Singers", str("1"))
+	writer, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	done := make(chan error, 1)
+	go func() {
+		_, err := writer.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("w")))})
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Stats().ReaderWaits == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the younger writer did not wait for the older reader")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := reader.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("2"), str("r")))}); err != nil {
+		t.Errorf("the older reader's commit: %v, want it to commit before the writer", err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("the writer's commit after the reader ended: %v", err)
+	}
+
+	old, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	young, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	read(t, young, "Singers", str("1"))
+	if _, err := old.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("o")))}); err != nil {
+		t.Fatalf("the older writer's commit: %v", err)
+	}
+	if _, err := young.Commit(ctx, nil); status.Code(err) != codes.Aborted {
+		t.Errorf("the younger reader's commit after an older writer wrote its row: %v, want ABORTED", err)
+	}
+	if got := e.Stats().ReaderWaits; got != 1 {
+		t.Errorf("reader waits: %d, want 1", got)
+	}
+	got := query(t, db, "SELECT Name FROM Singers ORDER BY SingerId")
+	want := [][]*structpb.Value{{str("o")}, {str("r")}}
+	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
 	}
 }

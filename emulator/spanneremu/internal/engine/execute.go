@@ -342,7 +342,7 @@ func (t *Txn) runDMLOptimistic(ctx context.Context, c *sqlgen.Compiled, args, pr
 	}
 	db.writer.ExecContext(context.Background(), "ROLLBACK")
 	<-db.lock
-	t.footprints = append(t.footprints, fps...)
+	t.addFootprints(fps)
 	t.dml = append(t.dml, loggedDML{sql: c.SQL, args: args})
 	if t.dmlTables == nil {
 		t.dmlTables = map[string]bool{}

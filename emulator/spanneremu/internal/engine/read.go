@@ -55,10 +55,11 @@ func (t *Txn) optimisticRead(ctx context.Context, r ReadRequest) (*Result, error
 	if err != nil {
 		return nil, mapError(err, nil)
 	}
-	for _, f := range readFootprint(schema, r) {
-		f.seq = seq
-		t.footprints = append(t.footprints, f)
+	fps := readFootprint(schema, r)
+	for i := range fps {
+		fps[i].seq = seq
 	}
+	t.addFootprints(fps)
 	if err := t.validate(); err != nil {
 		return nil, err
 	}

@@ -30,6 +30,11 @@ type Txn struct {
 	id   []byte
 	mode Mode
 
+	// begun is when the transaction began: its age, for the commits that wait for older
+	// readers (readers.go). ended is closed when it ends.
+	begun time.Time
+	ended chan struct{}
+
 	mu          sync.Mutex
 	state       txnState
 	abortReason string
@@ -41,7 +46,8 @@ type Txn struct {
 	hasLock bool
 	// pending lists the rows written with PENDING_COMMIT_TIMESTAMP() by DML, fixed at commit.
 	pending []pendingTimestamp
-	// footprints are the optimistic reads made before the lock was taken (see occ.go);
+	// footprints are the optimistic reads made before the lock was taken (see occ.go), changed
+	// only under DB.mu (addFootprints, validated), where readers.go reads them;
 	// writes collects what DML wrote.
 	footprints []footprint
 	writes     *writeSet
@@ -82,7 +88,7 @@ type pendingTimestamp struct {
 func (db *DB) Begin(opts TxnOptions) (*Txn, error) {
 	id := make([]byte, 16)
 	rand.Read(id)
-	t := &Txn{db: db, id: id, mode: opts.Mode, singleUse: opts.SingleUse}
+	t := &Txn{db: db, id: id, mode: opts.Mode, singleUse: opts.SingleUse, begun: time.Now(), ended: make(chan struct{})}
 	if ro := opts.ReadOnly; opts.Mode == ReadOnly && ro != nil {
 		switch {
 		case ro.GetReadTimestamp() != nil:
@@ -412,10 +418,24 @@ func (t *Txn) noteRead() uint64 {
 	return seq
 }
 
+// addFootprints records optimistic reads, where commits that wait for older readers find them.
+// The caller holds t.mu.
+func (t *Txn) addFootprints(fps []footprint) {
+	db := t.db
+	db.mu.Lock()
+	t.footprints = append(t.footprints, fps...)
+	db.readers.add(t, fps)
+	db.mu.Unlock()
+}
+
 // validated forgets the optimistic reads once they were checked under the lock the transaction
 // now keeps (or at its end).
 func (t *Txn) validated() {
+	db := t.db
+	db.mu.Lock()
+	db.readers.remove(t, t.footprints)
 	t.footprints = nil
+	db.mu.Unlock()
 	t.oldestSeq.Store(0)
 }
 
@@ -463,7 +483,9 @@ func (t *Txn) finish() {
 	t.pending = nil
 	t.validated()
 	t.dml, t.dmlTables = nil, nil
-	t.done.Store(true)
+	if !t.done.Swap(true) {
+		close(t.ended)
+	}
 	if t.state != aborted {
 		// Committed and rolled-back transactions are forgotten at once (thousands end every
 		// second); aborted ones stay a while so that the client's next call on them learns
@@ -497,10 +519,22 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 	if t.mode == ReadOnly {
 		return time.Time{}, errorf(codes.FailedPrecondition, "Cannot commit a read-only transaction.")
 	}
+	db := t.db
+	ws := newWriteSet()
+	if t.writes != nil {
+		ws = t.writes
+	}
+	ws.addMutations(db.Schema(), muts)
+	if !t.hasLock {
+		// A transaction holding the lock already (it ran a query) would stop every other one
+		// while it waited.
+		if err := t.waitForOlderReaders(ctx, ws); err != nil {
+			return time.Time{}, err
+		}
+	}
 	if err := t.acquireLock(ctx); err != nil {
 		return time.Time{}, err
 	}
-	db := t.db
 	ts := db.nextCommitTimestamp()
 	schema := db.Schema()
 	fail := func(err error) (time.Time, error) {
@@ -515,11 +549,13 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 	if err := t.fixPendingTimestamps(ctx, ts); err != nil {
 		return fail(err)
 	}
-	ws := t.writes
-	if ws == nil {
+	if schema != db.Schema() {
 		ws = newWriteSet()
+		if t.writes != nil {
+			ws = t.writes
+		}
+		ws.addMutations(schema, muts)
 	}
-	ws.addMutations(schema, muts)
 	db.snapMu.Lock()
 	_, err := db.writer.ExecContext(ctx, "COMMIT")
 	if err == nil {
