@@ -144,7 +144,7 @@ func (sp *spannerService) runSQL(ctx context.Context, req *sppb.ExecuteSqlReques
 	if err != nil {
 		return nil, err
 	}
-	o := newOutcome(res, run.begun)
+	o := newOutcome(res, run.metadata())
 	if st.PlanOnly {
 		// Planned DML changed nothing, so it reports no row count.
 		o.stats = nil
@@ -191,7 +191,7 @@ func (sp *spannerService) runRead(ctx context.Context, req *sppb.ReadRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	o := newOutcome(res, run.begun)
+	o := newOutcome(res, run.metadata())
 	o.token = sp.token(ss, run)
 	return o, nil
 }

@@ -98,9 +98,10 @@ type txnRun struct {
 	// readWrite transactions on multiplexed sessions get precommit tokens. Transactions
 	// chosen by id are assumed read-write: the client ignores tokens in read-only ones.
 	readWrite bool
-	// begun describes the transaction for the response's metadata (inline begin, or a
-	// single-use read-only transaction whose read timestamp the client wants).
-	begun *sppb.Transaction
+	// begun describes an inline-begun transaction for the response's metadata; wantReadTS is
+	// true for a single-use read that asked for its read timestamp (see metadata).
+	begun      *sppb.Transaction
+	wantReadTS bool
 }
 
 // openTxn resolves a request's transaction selector. No selector means a single-use strong
@@ -155,11 +156,17 @@ func (sp *spannerService) beginSingleUse(db *engine.DB, o *sppb.TransactionOptio
 	if err != nil {
 		return nil, err
 	}
-	run := &txnRun{txn: txn, singleUse: true}
-	if ro.GetReturnReadTimestamp() {
-		run.begun = &sppb.Transaction{ReadTimestamp: timestamppb.New(txn.ReadTimestamp())}
+	// The read timestamp is known once the read has run (engine.Txn.ReadTimestamp).
+	return &txnRun{txn: txn, singleUse: true, wantReadTS: ro.GetReturnReadTimestamp()}, nil
+}
+
+// metadata is the transaction to describe in a response's metadata, nil for none: an inline-begun
+// transaction, or the read timestamp of a single-use read that asked for it.
+func (r *txnRun) metadata() *sppb.Transaction {
+	if r.wantReadTS {
+		return &sppb.Transaction{ReadTimestamp: timestamppb.New(r.txn.ReadTimestamp())}
 	}
-	return run, nil
+	return r.begun
 }
 
 // end finishes the request's part of the transaction: single-use transactions are released,

@@ -63,8 +63,10 @@ type DB struct {
 	// sequence number of the database as created.
 	creating   bool
 	createdSeq uint64
-	// lastRead is the newest read timestamp handed out (see nextCommitTimestamp).
-	lastRead time.Time
+	// lastRead is the newest read timestamp handed out (see nextCommitTimestamp); inflightTS is
+	// the timestamp of the commit that has one but is not visible yet (zero when none): a read
+	// that cannot see that commit gets a timestamp before it (readTimestampLocked).
+	lastRead, inflightTS time.Time
 	closed   bool
 	ddlLock  sync.Mutex
 }
@@ -227,19 +229,24 @@ func (db *DB) applyDDL(ctx context.Context, stmts []string) error {
 	if err := exec(q, args...); err != nil {
 		return rollback(internalf("ddl: %v", err))
 	}
+	// A schema change is a commit: it gets a timestamp, and every optimistic read before it
+	// is invalid. Readers see the new schema and tables together with its timestamp (snapMu),
+	// as they see a commit's data.
+	ts := db.nextCommitTimestamp()
+	db.snapMu.Lock()
 	if err := exec("COMMIT"); err != nil {
+		db.snapMu.Unlock()
+		db.commitFailed()
 		return rollback(internalf("ddl: %v", err))
 	}
 	db.schema.Store(ns)
-	// A schema change is a commit: it gets a timestamp, and every optimistic read before it
-	// is invalid.
-	ts := db.nextCommitTimestamp()
 	db.mu.Lock()
-	db.lastTS = ts
+	db.lastTS, db.inflightTS = ts, time.Time{}
 	db.occ.seq++
 	db.occ.allSeq = db.occ.seq
 	db.history.recordCommitMark(db.occ.seq, ts)
 	db.mu.Unlock()
+	db.snapMu.Unlock()
 	return nil
 }
 
@@ -272,6 +279,9 @@ func foreignKeyViolation(ctx context.Context, conn *cachedConn) (string, error) 
 	}
 	return "", rows.Err()
 }
+
+// maxFutureRead is how far in the future an exact read timestamp may be: the read waits for it.
+const maxFutureRead = 10 * time.Second
 
 // maxPinnedSnapshots bounds the reader connections held by read-only transactions; the least
 // recently used snapshot is released beyond it, leaving connections for everyone else.
@@ -340,26 +350,43 @@ func (db *DB) nextCommitTimestamp() time.Time {
 	if !ts.After(floor) {
 		ts = floor.Add(time.Microsecond)
 	}
+	db.inflightTS = ts
 	return ts
 }
 
-// recordCommit publishes a commit: its timestamp and what it wrote (for optimistic reads).
+// commitFailed forgets the timestamp of a commit that did not happen. The caller holds the write
+// lock.
+func (db *DB) commitFailed() {
+	db.mu.Lock()
+	db.inflightTS = time.Time{}
+	db.mu.Unlock()
+}
+
+// recordCommit publishes a commit: its timestamp and what it wrote (for optimistic reads). The
+// caller holds snapMu for writing, from before the SQLite commit, so that no reader sees the
+// commit's data without its timestamp or the other way round.
 func (db *DB) recordCommit(ts time.Time, ws *writeSet) {
 	db.mu.Lock()
-	db.lastTS = ts
+	db.lastTS, db.inflightTS = ts, time.Time{}
 	db.history.recordCommitMark(db.occ.record(ws), ts)
 	db.mu.Unlock()
 }
 
-// readTimestamp is the timestamp of a snapshot taken now: the newest commit, or now.
-func (db *DB) readTimestamp() time.Time {
-	db.mu.Lock()
-	defer db.mu.Unlock()
+// readTimestampLocked is the timestamp of a read that sees exactly the commits visible now: the
+// newest of them, or now, but before the commit that has its timestamp and is not visible yet.
+// Every later commit gets a later timestamp (nextCommitTimestamp). The caller holds db.mu and
+// snapMu (for reading), so that what is visible cannot change while it decides.
+func (db *DB) readTimestampLocked() time.Time {
 	now := time.Now().UTC()
 	if db.lastTS.After(now) {
 		now = db.lastTS
 	}
-	db.lastRead = now
+	if !db.inflightTS.IsZero() && !now.Before(db.inflightTS) {
+		now = db.inflightTS.Add(-time.Microsecond)
+	}
+	if now.After(db.lastRead) {
+		db.lastRead = now
+	}
 	return now
 }
 
@@ -463,19 +490,32 @@ func (db *DB) runInternalWrite(t *catalog.Table, q string, args ...any) (int64, 
 		return 0, fmt.Errorf("database closed")
 	}
 	ctx := context.Background()
-	db.snapMu.Lock()
-	defer db.snapMu.Unlock()
-	res, err := db.writer.ExecContext(ctx, q, args...)
-	if err != nil {
+	w := db.writer
+	if _, err := w.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return 0, err
 	}
-	n, err := res.RowsAffected()
-	if n > 0 {
-		ws := newWriteSet()
-		ws.addTable(db.Schema(), t)
-		db.recordCommit(db.nextCommitTimestamp(), ws)
+	res, err := w.ExecContext(ctx, q, args...)
+	var n int64
+	if err == nil {
+		n, err = res.RowsAffected()
 	}
-	return n, err
+	if err != nil || n == 0 {
+		w.ExecContext(ctx, "ROLLBACK")
+		return 0, err
+	}
+	// A commit like a transaction's: its timestamp is fixed before it becomes visible.
+	ts := db.nextCommitTimestamp()
+	db.snapMu.Lock()
+	defer db.snapMu.Unlock()
+	if _, err := w.ExecContext(ctx, "COMMIT"); err != nil {
+		w.ExecContext(ctx, "ROLLBACK")
+		db.commitFailed()
+		return 0, err
+	}
+	ws := newWriteSet()
+	ws.addTable(db.Schema(), t)
+	db.recordCommit(ts, ws)
+	return n, nil
 }
 
 func contextError(ctx context.Context) error {

@@ -71,10 +71,12 @@ type Txn struct {
 	readSeq   uint64
 	// exactTS is the timestamp of an exact-staleness or read-timestamp bound (zero for strong
 	// and bounded staleness, which read the newest data); version is the kept version that
-	// shows the database at exactTS when newer commits exist.
+	// shows the database at exactTS when newer commits exist. snapErr is why the snapshot could
+	// not be had (a timestamp older than the kept history), returned by every read.
 	exactTS  time.Time
 	version  *version
 	pinnedAt time.Time // the newest commit the pinned snapshot shows
+	snapErr  error
 }
 
 type pendingTimestamp struct {
@@ -140,9 +142,8 @@ func (t *Txn) ReadTimestamp() time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.mode == ReadOnly && !t.snapped && t.state == active {
-		if err := t.openSnapshot(); err != nil {
-			t.db.e.opts.Logf("spanneremu: snapshot: %v", err)
-		}
+		// A failure is kept in snapErr and returned by the transaction's reads.
+		t.openSnapshot()
 	}
 	return t.readTS
 }
@@ -151,38 +152,38 @@ func (t *Txn) ReadTimestamp() time.Time {
 // reader connection inside a SQLite read transaction: WAL mode keeps that connection's view
 // fixed while writers commit. The caller holds t.mu.
 func (t *Txn) openSnapshot() error {
-	db := t.db
 	t.snapped = true
-	t.schema = db.Schema()
-	if !t.exactTS.IsZero() {
-		return t.openExactSnapshot()
+	t.schema = t.db.Schema()
+	switch {
+	case !t.exactTS.IsZero():
+		t.snapErr = t.openExactSnapshot()
+	case t.singleUse:
+		// Its one read fixes its timestamp (snapshotRead).
+	default:
+		_, t.snapErr = t.pinCurrent(time.Time{})
 	}
-	if t.singleUse {
-		t.readTS, t.readSeq = db.readTimestamp(), db.currentSeq()
-		return nil
-	}
-	if err := t.pinCurrent(); err != nil {
-		return err
-	}
-	t.readTS = db.readTimestamp()
-	return nil
+	return t.snapErr
 }
 
 // pinCurrent pins a reader connection inside a SQLite read transaction over the current data,
-// recording the sequence number and newest commit timestamp that data reflects.
-func (t *Txn) pinCurrent() error {
+// recording the sequence number and newest commit timestamp that data reflects, and the read
+// timestamp that shows exactly that data. With a bound (an exact read timestamp, not in the
+// future) no commit after the pin gets a timestamp at or before the bound, and blocked reports
+// a commit that has such a timestamp but was not visible yet: the pinned data does not show
+// the bound, so the caller pins again once that commit is done.
+func (t *Txn) pinCurrent(bound time.Time) (blocked bool, err error) {
 	db := t.db
 	ctx := context.Background()
 	db.makeRoomForSnapshot()
 	conn, err := db.sqldb.Conn(ctx)
 	if err != nil {
-		return internalf("snapshot: %v", err)
+		return false, internalf("snapshot: %v", err)
 	}
 	db.snapMu.RLock()
 	defer db.snapMu.RUnlock()
 	if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
 		conn.Close()
-		return internalf("snapshot: %v", err)
+		return false, internalf("snapshot: %v", err)
 	}
 	// A read starts the SQLite read transaction: from here on the connection sees this
 	// snapshot only.
@@ -190,14 +191,21 @@ func (t *Txn) pinCurrent() error {
 	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM "+metaTable).Scan(&n); err != nil {
 		conn.ExecContext(ctx, "ROLLBACK")
 		conn.Close()
-		return internalf("snapshot: %v", err)
+		return false, internalf("snapshot: %v", err)
 	}
 	t.conn = conn
+	t.schema = db.Schema()
 	db.setPinned(t, true)
 	db.mu.Lock()
-	t.readSeq, t.pinnedAt = db.occ.seq, db.lastTS
+	t.readSeq, t.pinnedAt, t.readTS = db.occ.seq, db.lastTS, db.readTimestampLocked()
+	if !bound.IsZero() {
+		if bound.After(db.lastRead) {
+			db.lastRead = bound
+		}
+		blocked = !db.inflightTS.IsZero() && !db.inflightTS.After(bound)
+	}
 	db.mu.Unlock()
-	return nil
+	return blocked, nil
 }
 
 // openExactSnapshot gives the transaction the database as of exactTS: the current data when
@@ -206,13 +214,26 @@ func (t *Txn) openExactSnapshot() error {
 	db := t.db
 	if wait := time.Until(t.exactTS); wait > 0 {
 		// A read timestamp in the future: Spanner waits for it.
-		time.Sleep(min(wait, 10*time.Second))
+		if wait > maxFutureRead {
+			return errorf(codes.FailedPrecondition, "Read timestamp %s is more than %s in the future.", t.exactTS.UTC().Format(time.RFC3339Nano), maxFutureRead)
+		}
+		time.Sleep(wait)
 	}
+	for {
+		blocked, err := t.pinCurrent(t.exactTS)
+		if err != nil {
+			return err
+		}
+		if !blocked {
+			break
+		}
+		// A commit at or before exactTS is becoming visible: it takes a few statements.
+		t.releaseSnapshot()
+		time.Sleep(50 * time.Microsecond)
+	}
+	pinnedAt := t.pinnedAt
 	t.readTS = t.exactTS
-	if err := t.pinCurrent(); err != nil {
-		return err
-	}
-	if !t.pinnedAt.After(t.exactTS) {
+	if !pinnedAt.After(t.exactTS) {
 		return nil
 	}
 	t.releaseSnapshot()
@@ -249,6 +270,9 @@ func (t *Txn) snapshotRead(fn func(q querier, s *catalog.Schema) error) error {
 			return err
 		}
 	}
+	if t.snapErr != nil {
+		return t.snapErr
+	}
 	if t.conn != nil {
 		return fn(t.conn, t.schema)
 	}
@@ -259,11 +283,7 @@ func (t *Txn) snapshotRead(fn func(q querier, s *catalog.Schema) error) error {
 	}
 	db := t.db
 	if t.singleUse {
-		// One statement is consistent by itself; its read timestamp is taken after it, so
-		// it covers every commit the statement could have seen.
-		err := fn(db.pool, t.schema)
-		t.readTS = db.readTimestamp()
-		return err
+		return t.singleRead(fn)
 	}
 	db.snapMu.RLock()
 	defer db.snapMu.RUnlock()
@@ -271,6 +291,36 @@ func (t *Txn) snapshotRead(fn func(q querier, s *catalog.Schema) error) error {
 		return errorf(codes.FailedPrecondition, "The snapshot of this read-only transaction is no longer available: the emulator releases the snapshot of a read-only transaction idle for %s once newer data has been committed. Start a new read-only transaction.", db.e.opts.SnapshotIdle)
 	}
 	return fn(db.pool, t.schema)
+}
+
+// singleRead runs the one read of a single-use transaction and fixes its timestamp. One SQLite
+// statement reads one consistent state by itself, on a pooled connection; when no commit became
+// visible while it ran, that state is exactly the one of the read timestamp taken after it. When
+// one did, the statement may have seen it or not, so it runs again in a pinned snapshot, whose
+// timestamp is known (what a busy database costs: a second read, not a blocked commit).
+func (t *Txn) singleRead(fn func(q querier, s *catalog.Schema) error) error {
+	db := t.db
+	db.snapMu.RLock() // the schema and the sequence number of one moment
+	db.mu.Lock()
+	before := db.occ.seq
+	db.mu.Unlock()
+	t.schema = db.Schema()
+	db.snapMu.RUnlock()
+	err := fn(db.pool, t.schema)
+	db.snapMu.RLock()
+	db.mu.Lock()
+	after, ts := db.occ.seq, db.readTimestampLocked()
+	db.mu.Unlock()
+	db.snapMu.RUnlock()
+	if err != nil || after == before {
+		t.readTS, t.readSeq = ts, after
+		return err
+	}
+	if _, err := t.pinCurrent(time.Time{}); err != nil {
+		return err
+	}
+	defer t.releaseSnapshot()
+	return fn(t.conn, t.schema)
 }
 
 // begin checks the transaction can run another operation. The caller holds t.mu.
@@ -520,11 +570,12 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 		return time.Time{}, errorf(codes.FailedPrecondition, "Cannot commit a read-only transaction.")
 	}
 	db := t.db
+	wsSchema := db.Schema()
 	ws := newWriteSet()
 	if t.writes != nil {
 		ws = t.writes
 	}
-	ws.addMutations(db.Schema(), muts)
+	ws.addMutations(wsSchema, muts)
 	if !t.hasLock {
 		// A transaction holding the lock already (it ran a query) would stop every other one
 		// while it waited.
@@ -539,6 +590,7 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 	schema := db.Schema()
 	fail := func(err error) (time.Time, error) {
 		// A failed commit ends the transaction, as in Spanner.
+		db.commitFailed()
 		t.state = rolledBack
 		t.finish()
 		return time.Time{}, err
@@ -549,7 +601,7 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 	if err := t.fixPendingTimestamps(ctx, ts); err != nil {
 		return fail(err)
 	}
-	if schema != db.Schema() {
+	if schema != wsSchema { // a schema change while it waited for the lock
 		ws = newWriteSet()
 		if t.writes != nil {
 			ws = t.writes
