@@ -399,14 +399,20 @@ func (t *Txn) lockValidated(ctx context.Context) error {
 // from changing under it. (Validated only at commit, an attempt could read a row, see a commit
 // change it and another row, and read the other row new: a state that never existed, on which the
 // application then acts before the commit aborts.) The caller holds t.mu.
+//
+// A read on a pooled connection may see a commit that is visible and not yet recorded (recordCommit
+// runs just after SQLite's COMMIT): waiting for snapMu lets any such commit finish recording, so
+// that the check knows every commit the reads could have seen.
 func (t *Txn) validate() error {
 	db := t.db
+	db.snapMu.RLock()
 	db.mu.Lock()
 	f := db.occ.conflict(t.footprints)
 	if f != nil {
 		db.countConflict(f.table + " " + f.kind())
 	}
 	db.mu.Unlock()
+	db.snapMu.RUnlock()
 	if f == nil {
 		return nil
 	}
