@@ -9,6 +9,7 @@ require (
 	cloud.google.com/go/iam v1.14.0
 	cloud.google.com/go/longrunning v1.3.0
 	cloud.google.com/go/spanner v1.96.1
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/chromedp/chromedp v0.23.1
 	github.com/cloudspannerecosystem/memefish v0.8.1
 	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
