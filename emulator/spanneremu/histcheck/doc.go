@@ -4,16 +4,17 @@
 //
 // # Why
 //
-// spanneremu claims serializable read-write transactions, but runs them optimistically: a
-// read-write transaction's Read calls read the latest committed data, each at its own moment,
-// and are validated only at commit. A transaction that read stale data is then ABORTED and the
-// client retries it, so what commits is serializable; but the application code of the attempt
-// that was aborted has already seen whatever the reads returned, and two reads of one attempt
-// can show two different states (read skew: row A before a concurrent transfer, row B after
-// it). On Cloud Spanner read-write transactions lock what they read, so every attempt, committed
-// or not, sees one consistent state, and code may rely on that (an invariant check, a call to
-// another service, a panic on an impossible state). The checkers therefore hold every attempt to
-// that standard, not only the committed ones.
+// spanneremu runs read-write transactions optimistically: reads take no locks and are validated,
+// and a transaction that read stale data is ABORTED and retried by the client. What commits must
+// be serializable in commit-timestamp order, as on Cloud Spanner; but the application code of an
+// attempt that is later aborted has already seen whatever its reads returned. On Cloud Spanner
+// read-write transactions lock what they read, so every attempt, committed or not, sees one
+// consistent state, and code may rely on that (an invariant check, a call to another service, a
+// panic on an impossible state). The checkers therefore hold every attempt to that standard, not
+// only the committed ones. (When reads were validated only at commit, two reads of one attempt
+// could show two different states, read skew: row A before a concurrent transfer, row B after
+// it. This package found that, and read-only reads that did not show the state of their read
+// timestamp; see the emulator's README.)
 //
 // # What is recorded
 //

@@ -67,8 +67,8 @@ type DB struct {
 	// the timestamp of the commit that has one but is not visible yet (zero when none): a read
 	// that cannot see that commit gets a timestamp before it (readTimestampLocked).
 	lastRead, inflightTS time.Time
-	closed   bool
-	ddlLock  sync.Mutex
+	closed               bool
+	ddlLock              sync.Mutex
 }
 
 func openDB(e *Engine, name, path string, create bool) (*DB, error) {

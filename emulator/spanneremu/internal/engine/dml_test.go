@@ -437,3 +437,48 @@ func TestStatsByDatabase(t *testing.T) {
 		}
 	}
 }
+
+// An index read covers its index range and the rows it returned, not its whole table: a commit
+// that writes a row outside the range (or a row's other columns, outside the range) leaves it
+// valid; one that moves a row into the range, or changes a row it returned, makes it stale.
+func TestIndexReadFootprint(t *testing.T) {
+	ctx := context.Background()
+	cols := []string{"Id", "Status", "Note"}
+	for _, tc := range []struct {
+		name  string
+		write *sppb.Mutation
+		stale bool
+	}{
+		{"a new row outside the range", insert("Items", cols, row(str("3"), str("B"), str("x"))), false},
+		{"another column of a row outside the range", update("Items", []string{"Id", "Note"}, row(str("2"), str("y"))), false},
+		{"a row moved between two other values", update("Items", []string{"Id", "Status"}, row(str("2"), str("C"))), false},
+		{"a new row in the range", insert("Items", cols, row(str("3"), str("A"), str("x"))), true},
+		{"a row moved into the range", update("Items", []string{"Id", "Status"}, row(str("2"), str("A"))), true},
+		{"a row of the range changed", update("Items", []string{"Id", "Note"}, row(str("1"), str("z"))), true},
+		{"a row of the range moved out", update("Items", []string{"Id", "Status"}, row(str("1"), str("B"))), true},
+		{"a row of the range deleted", &sppb.Mutation{Operation: &sppb.Mutation_Delete_{Delete: &sppb.Mutation_Delete{Table: "Items", KeySet: &sppb.KeySet{Keys: []*structpb.ListValue{row(str("1"))}}}}}, true},
+		{"a new row whose index key the write does not give (a needless abort, but safe)", insert("Items", []string{"Id", "Note"}, row(str("3"), str("x"))), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := newTestDB(t, `CREATE TABLE Items (Id INT64 NOT NULL, Status STRING(10), Note STRING(10)) PRIMARY KEY (Id)`,
+				`CREATE INDEX ItemsByStatus ON Items(Status)`)
+			if err := commit(t, db, insert("Items", cols, row(str("1"), str("A"), str("n")), row(str("2"), str("B"), str("n")))); err != nil {
+				t.Fatal(err)
+			}
+			writer, _ := db.Begin(TxnOptions{Mode: ReadWrite}) // older than the reader: it does not wait
+			reader, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+			res, err := reader.Read(ctx, ReadRequest{Table: "Items", Index: "ItemsByStatus", Columns: []string{"Id"},
+				KeySet: &sppb.KeySet{Keys: []*structpb.ListValue{row(str("A"))}}})
+			if err != nil || len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+				t.Fatalf("index read: %v, %v; want row 1 alone, its one column", res, err)
+			}
+			if _, err := writer.Commit(ctx, []*sppb.Mutation{tc.write}); err != nil {
+				t.Fatal(err)
+			}
+			_, err = reader.Commit(ctx, []*sppb.Mutation{insert("Items", cols, row(str("9"), str("Z"), str("r")))})
+			if got := status.Code(err) == codes.Aborted; got != tc.stale {
+				t.Errorf("reader's commit: %v; want aborted %v", err, tc.stale)
+			}
+		})
+	}
+}

@@ -377,13 +377,15 @@ func (t *Txn) recordDMLWrites(schema *catalog.Schema, c *sqlgen.Compiled, keys [
 	if t.writes == nil {
 		t.writes = newWriteSet()
 	}
+	indexed := len(schema.TableIndexes(c.Table.Name)) > 0
 	for _, k := range keys {
 		vals, ok := storedKey(c, k)
 		if !ok {
 			t.writes.addTable(schema, c.Table)
 			return
 		}
-		t.writes.addKey(c.Table.Name, vals)
+		// Which columns DML set is not told here: any index of the table may have changed.
+		t.writes.addRow(writtenKey{table: strings.ToUpper(c.Table.Name), vals: vals, idxUnknown: indexed})
 	}
 	if c.Delete {
 		t.writes.addDependents(schema, c.Table)

@@ -18,6 +18,24 @@ type keyCol struct {
 	desc bool
 }
 
+// indexKey is the key an index orders its entries by: its key columns, then the table's primary
+// key columns not among them.
+func indexKey(t *catalog.Table, idx *catalog.Index) []keyCol {
+	var out []keyCol
+	inKey := map[string]bool{}
+	for _, k := range idx.Keys {
+		c, _ := t.Column(k.Column)
+		out = append(out, keyCol{col: c, desc: k.Desc})
+		inKey[strings.ToUpper(c.Name)] = true
+	}
+	for _, k := range tableKey(t) {
+		if !inKey[strings.ToUpper(k.col.Name)] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 func tableKey(t *catalog.Table) []keyCol {
 	out := make([]keyCol, len(t.PrimaryKey))
 	for i, k := range t.PrimaryKey {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -36,7 +37,8 @@ import (
 type footprint struct {
 	table string    // upper-cased table name
 	key   string    // encoded key; "" means a range, or the whole table
-	rng   *keyRange // a key range of the table; nil with key "" means the whole table
+	rng   *keyRange // a key range of the table (of index, when set); nil with key "" means the whole table
+	index string    // upper-cased index name: rng is a range of that index's key
 	seq   uint64    // the commit sequence number the read observed
 }
 
@@ -46,10 +48,16 @@ type writeSet struct {
 	tables map[string]bool       // whole tables
 }
 
-// writtenKey is a row key a commit wrote, kept decoded so that range reads can be checked.
+// writtenKey is a row key a commit wrote, kept decoded so that range reads can be checked, with
+// what the write did to the row's entries in the table's indexes, for index reads: idx holds the
+// new index key by upper-cased index name (nil when it cannot be told); an index absent from it
+// was not changed (an update of other columns, a delete: a row that leaves an index range was
+// returned by the read, which covers its key). idxUnknown means any index may have changed.
 type writtenKey struct {
-	table string // upper-cased
-	vals  []any
+	table      string // upper-cased
+	vals       []any
+	idx        map[string][]any
+	idxUnknown bool
 }
 
 func newWriteSet() *writeSet {
@@ -57,7 +65,17 @@ func newWriteSet() *writeSet {
 }
 
 func (w *writeSet) addKey(table string, vals []any) {
-	w.keys[keyString(table, vals)] = writtenKey{table: strings.ToUpper(table), vals: vals}
+	w.addRow(writtenKey{table: strings.ToUpper(table), vals: vals})
+}
+
+// addRow adds a written row; a row written twice (mutations and DML) counts as changing any
+// index unless neither write changed one.
+func (w *writeSet) addRow(wk writtenKey) {
+	k := keyString(wk.table, wk.vals)
+	if old, ok := w.keys[k]; ok && (old.idxUnknown || len(old.idx) > 0 || wk.idxUnknown || len(wk.idx) > 0) {
+		wk.idx, wk.idxUnknown = nil, true
+	}
+	w.keys[k] = wk
 }
 
 func keyString(table string, vals []any) string {
@@ -141,6 +159,8 @@ func (w *writeSet) addMutations(s *catalog.Schema, muts []*sppb.Mutation) {
 		if deletes {
 			w.addDependents(s, t)
 		}
+		_, isUpdate := m.Operation.(*sppb.Mutation_Update)
+		indexes := mutationIndexes(s, t, write.Columns, isUpdate)
 		kc := tableKey(t)
 		pos := make([]int, len(kc))
 		for i, k := range kc {
@@ -170,41 +190,142 @@ func (w *writeSet) addMutations(s *catalog.Schema, muts []*sppb.Mutation) {
 				w.addTable(s, t)
 				break
 			}
-			w.addKey(t.Name, vals)
+			wk := writtenKey{table: strings.ToUpper(t.Name), vals: vals}
+			for _, ix := range indexes {
+				if wk.idx == nil {
+					wk.idx = map[string][]any{}
+				}
+				wk.idx[ix.name] = ix.key(row)
+			}
+			w.addRow(wk)
 		}
 	}
 }
 
-// readFootprint returns what a Read touches: its keys and key ranges when it reads the base
-// table, else (an index read) the whole table.
+// mutatedIndex is an index a mutation's rows may change, with where its key's columns are
+// among the mutation's (pos; nil when some are missing, so the new key cannot be told).
+type mutatedIndex struct {
+	name string
+	kc   []keyCol
+	pos  []int
+}
+
+// mutationIndexes returns the indexes of t that a write of columns changes: all of them, but for
+// an update those whose key columns it does not write (their entries keep their keys).
+func mutationIndexes(s *catalog.Schema, t *catalog.Table, columns []string, isUpdate bool) []mutatedIndex {
+	var out []mutatedIndex
+	for _, idx := range s.TableIndexes(t.Name) {
+		kc := indexKey(t, idx)
+		pos := make([]int, len(kc))
+		written := 0
+		for i, k := range kc {
+			pos[i] = -1
+			for j, c := range columns {
+				if strings.EqualFold(c, k.col.Name) {
+					pos[i] = j
+				}
+			}
+			if i < len(idx.Keys) && pos[i] >= 0 {
+				written++
+			}
+		}
+		if isUpdate && written == 0 {
+			continue
+		}
+		if slices.Contains(pos, -1) {
+			pos = nil
+		}
+		out = append(out, mutatedIndex{name: strings.ToUpper(idx.Name), kc: kc, pos: pos})
+	}
+	return out
+}
+
+// key is the row's new key in the index, nil when it cannot be told. (A row that a NULL keeps out
+// of a NULL_FILTERED index is checked as if it were in it: a needless conflict at worst.)
+func (m mutatedIndex) key(row *structpb.ListValue) []any {
+	if m.pos == nil {
+		return nil
+	}
+	lv := &structpb.ListValue{Values: make([]*structpb.Value, len(m.pos))}
+	for i, p := range m.pos {
+		if p >= len(row.Values) {
+			return nil
+		}
+		lv.Values[i] = row.Values[p]
+	}
+	vals, err := decodeKey(m.kc, lv, false, "key")
+	if err != nil {
+		return nil
+	}
+	return vals
+}
+
+// readFootprint returns what a Read touches: its keys and key ranges, of the table or, for an
+// index read, of the index (the rows an index read returned are added by the read). A read of
+// all keys covers the whole table.
 func readFootprint(s *catalog.Schema, r ReadRequest) []footprint {
 	t, ok := s.Table(r.Table)
 	if !ok {
 		return nil
 	}
 	name := strings.ToUpper(t.Name)
-	whole := []footprint{{table: name}}
+	whole := wholeTable(s, r)
 	ks := r.KeySet
-	if r.Index != "" || ks == nil || ks.All {
+	if ks == nil || ks.All {
 		return whole
 	}
-	kc := tableKey(t)
+	kc, index, prefixKeys := tableKey(t), "", false
+	if r.Index != "" {
+		idx, ok := s.Index(r.Index)
+		if !ok {
+			return whole
+		}
+		kc, index, prefixKeys = indexKey(t, idx), strings.ToUpper(idx.Name), true
+	}
 	var out []footprint
 	for _, k := range ks.Keys {
-		vals, err := decodeKey(kc, k, false, "key")
+		vals, err := decodeKey(kc, k, prefixKeys, "key")
 		if err != nil {
 			return whole
 		}
-		out = append(out, footprint{table: name, key: keyString(t.Name, vals)})
+		if index == "" {
+			out = append(out, footprint{table: name, key: keyString(t.Name, vals)})
+			continue
+		}
+		// An index key (or a prefix of one) is the closed range of the entries it matches.
+		out = append(out, footprint{table: name, index: index,
+			rng: &keyRange{kc: kc, start: vals, end: vals, hasStart: true, hasEnd: true}})
 	}
 	for _, kr := range ks.Ranges {
 		rng, err := decodeRange(kc, kr)
 		if err != nil {
 			return whole
 		}
-		out = append(out, footprint{table: name, rng: rng})
+		out = append(out, footprint{table: name, rng: rng, index: index})
 	}
 	return out
+}
+
+// wholeTable is the footprint of a read covering all of its table.
+func wholeTable(s *catalog.Schema, r ReadRequest) []footprint {
+	t, ok := s.Table(r.Table)
+	if !ok {
+		return nil
+	}
+	return []footprint{{table: strings.ToUpper(t.Name)}}
+}
+
+// rowKey is the encoded key of a row of table from its stored primary key values.
+func rowKey(s *catalog.Schema, table string, stored []any) (string, bool) {
+	t, ok := s.Table(table)
+	if !ok {
+		return "", false
+	}
+	vals, ok := decodeStoredKey(t, stored)
+	if !ok {
+		return "", false
+	}
+	return keyString(t.Name, vals), true
 }
 
 // keyRange is a KeyRange of a table decoded to storage values; a nil bound is unbounded.
@@ -380,10 +501,30 @@ func (f *footprint) kind() string {
 	switch {
 	case f.key != "":
 		return "key"
+	case f.index != "":
+		return "index range"
 	case f.rng != nil:
 		return "range"
 	}
 	return "table"
+}
+
+// covers reports whether a range or table footprint covers a written row: the row's key is in
+// the range, or for an index range, its new index entry may be.
+func (f *footprint) covers(wk writtenKey) bool {
+	switch {
+	case wk.table != f.table:
+		return false
+	case f.index != "":
+		if wk.idxUnknown {
+			return true
+		}
+		key, changed := wk.idx[f.index]
+		return changed && (key == nil || f.rng.contains(key))
+	case f.rng != nil:
+		return f.rng.contains(wk.vals)
+	}
+	return true
 }
 
 // rangeWritten reports whether a commit after the footprint's read wrote a key in its range.
@@ -394,7 +535,7 @@ func (o *occState) rangeWritten(f footprint) bool {
 	}
 	for _, c := range o.log[i:] {
 		for _, k := range c.keys {
-			if k.table == f.table && f.rng.contains(k.vals) {
+			if f.covers(k) {
 				return true
 			}
 		}
@@ -416,18 +557,25 @@ func (o *occState) prune(oldest uint64) {
 // storedKey converts a row key as SQLite returned it (RETURNING) to the form of the keys of
 // Read and mutations, which come from the API.
 func storedKey(c *sqlgen.Compiled, stored []any) ([]any, bool) {
-	if len(stored) != len(c.HiddenKeyColumns) {
+	return decodeStoredKey(c.Table, stored)
+}
+
+// decodeStoredKey converts a row's primary key as SQLite returned it to the form of the keys of
+// Read and mutations.
+func decodeStoredKey(t *catalog.Table, stored []any) ([]any, bool) {
+	kc := tableKey(t)
+	if len(stored) != len(kc) {
 		return nil, false
 	}
 	lv := &structpb.ListValue{Values: make([]*structpb.Value, len(stored))}
 	for i, v := range stored {
-		pv, err := spantype.FromStorage(c.HiddenKeyColumns[i].Type, v)
+		pv, err := spantype.FromStorage(kc[i].col.Type, v)
 		if err != nil {
 			return nil, false
 		}
 		lv.Values[i] = pv
 	}
-	vals, err := decodeKey(tableKey(c.Table), lv, false, "key")
+	vals, err := decodeKey(kc, lv, false, "key")
 	return vals, err == nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/sqlgen"
@@ -27,7 +28,7 @@ func (t *Txn) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 	}
 	var res *Result
 	err := t.readWith(ctx, func(conn querier, schema *catalog.Schema) error {
-		q, args, cols, err := buildRead(schema, r)
+		q, args, cols, err := buildRead(schema, r, false)
 		if err != nil {
 			return err
 		}
@@ -46,16 +47,40 @@ func (t *Txn) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 func (t *Txn) optimisticRead(ctx context.Context, r ReadRequest) (*Result, error) {
 	db := t.db
 	schema := db.Schema()
-	q, args, cols, err := buildRead(schema, r)
+	byIndex := r.Index != ""
+	q, args, cols, err := buildRead(schema, r, byIndex)
 	if err != nil {
 		return nil, err
 	}
 	seq := t.noteRead()
-	rows, err := queryRows(ctx, db.pool, q, args, cols)
+	sqlRows, err := db.pool.QueryContext(ctx, q, args...)
+	var stored [][]any
+	if err == nil {
+		stored, err = scanAll(sqlRows, len(cols))
+	}
 	if err != nil {
 		return nil, mapError(err, nil)
 	}
 	fps := readFootprint(schema, r)
+	visible := cols[:len(r.Columns)]
+	rows := make([][]*structpb.Value, 0, len(stored))
+	for _, s := range stored {
+		if byIndex {
+			// An index read covers its index range (a row moving into it) and the rows it
+			// returned (one changing or leaving it).
+			key, ok := rowKey(schema, r.Table, s[len(visible):])
+			if !ok {
+				fps = wholeTable(schema, r)
+			} else {
+				fps = append(fps, footprint{table: strings.ToUpper(r.Table), key: key})
+			}
+		}
+		vals, err := encodeRow(s[:len(visible)], visible)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, vals)
+	}
 	for i := range fps {
 		fps[i].seq = seq
 	}
@@ -63,10 +88,12 @@ func (t *Txn) optimisticRead(ctx context.Context, r ReadRequest) (*Result, error
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
-	return &Result{Fields: fields(cols), Rows: rows}, nil
+	return &Result{Fields: fields(visible), Rows: rows}, nil
 }
 
-func buildRead(schema *catalog.Schema, r ReadRequest) (string, []any, []sqlgen.Column, error) {
+// buildRead translates a Read. With withKey the table's primary key columns follow the columns
+// asked for (hidden: the caller drops them), so that an index read knows the rows it returned.
+func buildRead(schema *catalog.Schema, r ReadRequest, withKey bool) (string, []any, []sqlgen.Column, error) {
 	t, ok := schema.Table(r.Table)
 	if !ok {
 		return "", nil, nil, errorf(codes.NotFound, "Table not found: %s", r.Table)
@@ -84,27 +111,18 @@ func buildRead(schema *catalog.Schema, r ReadRequest) (string, []any, []sqlgen.C
 		if !ok || !strings.EqualFold(idx.Table, t.Name) {
 			return "", nil, nil, errorf(codes.NotFound, "Index not found on table %s: %s", t.Name, r.Index)
 		}
-		var ikc []keyCol
-		inKey := map[string]bool{}
-		for _, k := range idx.Keys {
-			c, _ := t.Column(k.Column)
-			ikc = append(ikc, keyCol{col: c, desc: k.Desc})
-			inKey[strings.ToUpper(c.Name)] = true
-			covered[strings.ToUpper(c.Name)] = true
-			if idx.NullFiltered {
-				nullFiltered = append(nullFiltered, catalog.Quote(c.SQLiteName)+" IS NOT NULL")
-			}
-		}
+		kc = indexKey(t, idx)
 		for _, k := range kc {
 			covered[strings.ToUpper(k.col.Name)] = true
-			if !inKey[strings.ToUpper(k.col.Name)] {
-				ikc = append(ikc, k)
+		}
+		if idx.NullFiltered {
+			for _, k := range kc[:len(idx.Keys)] {
+				nullFiltered = append(nullFiltered, catalog.Quote(k.col.SQLiteName)+" IS NOT NULL")
 			}
 		}
 		for _, s := range idx.Storing {
 			covered[strings.ToUpper(s)] = true
 		}
-		kc = ikc
 	}
 	cols := make([]sqlgen.Column, len(r.Columns))
 	sel := make([]string, len(r.Columns))
@@ -118,6 +136,12 @@ func buildRead(schema *catalog.Schema, r ReadRequest) (string, []any, []sqlgen.C
 		}
 		cols[i] = sqlgen.Column{Name: c.Name, Type: c.Type}
 		sel[i] = catalog.Quote(c.SQLiteName)
+	}
+	if withKey {
+		for _, k := range tableKey(t) {
+			cols = append(cols, sqlgen.Column{Name: k.col.Name, Type: k.col.Type})
+			sel = append(sel, catalog.Quote(k.col.SQLiteName))
+		}
 	}
 	exprs := make([]string, len(kc))
 	order := make([]string, len(kc))

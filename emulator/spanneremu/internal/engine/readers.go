@@ -89,7 +89,7 @@ func (x *readerIndex) olderReader(t *Txn, ws *writeSet) *Txn {
 				continue
 			}
 			for _, f := range r.footprints {
-				if f.table == wk.table && f.key == "" && (f.rng == nil || f.rng.contains(wk.vals)) {
+				if f.key == "" && f.covers(wk) {
 					return r
 				}
 			}
