@@ -405,7 +405,8 @@ var milestoneTypes = []string{"order.awaiting_payment", "order.confirmed", "orde
 // statsSince is the Spanner emulator's counters from a to b.
 func statsSince(a, b spanneremu.Stats) spanneremu.Stats {
 	out := spanneremu.Stats{Commits: b.Commits - a.Commits, LockTimeouts: b.LockTimeouts - a.LockTimeouts,
-		Conflicts: b.Conflicts - a.Conflicts, IdleAborts: b.IdleAborts - a.IdleAborts, ByDatabase: map[string]spanneremu.DatabaseStats{}}
+		Conflicts: b.Conflicts - a.Conflicts, IdleAborts: b.IdleAborts - a.IdleAborts, ReaderWaits: b.ReaderWaits - a.ReaderWaits,
+		ByDatabase: map[string]spanneremu.DatabaseStats{}}
 	for db, s := range b.ByDatabase {
 		d := spanneremu.DatabaseStats{Commits: s.Commits - a.ByDatabase[db].Commits, RowsWritten: s.RowsWritten - a.ByDatabase[db].RowsWritten}
 		for what, n := range s.ConflictsBy {
