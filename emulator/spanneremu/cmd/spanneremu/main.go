@@ -24,7 +24,7 @@ func main() {
 	flag.IntVar(&opts.Port, "port", 9010, "TCP port to listen on (0 picks a free one)")
 	flag.StringVar(&opts.DataDir, "data-dir", "", "directory that keeps instances and databases across restarts (default: in memory)")
 	flag.DurationVar(&opts.TTLSweepInterval, "ttl-sweep-interval", 0, "period of the ROW DELETION POLICY sweeper (0 = engine default, negative disables)")
-	flag.DurationVar(&opts.LockWait, "lock-wait", 0, "how long a transaction waits for a lock before it is aborted (0 = engine default)")
+	flag.DurationVar(&opts.LockWait, "lock-wait", 0, "how long a transaction waits for a lock before it is aborted, and a commit for older readers of what it writes before it goes ahead (0 = engine default)")
 	flag.DurationVar(&opts.IdleTimeout, "idle-timeout", 0, "abort transactions idle for this long (0 = engine default)")
 	history := flag.Bool("history", true, "keep versions for exact-timestamp reads (ReadTimestamp, ExactStaleness); false saves CPU under sustained load, and such reads then fail unless nothing was committed since their timestamp")
 	flag.BoolVar(&verbose, "v", false, "log diagnostics to standard error")

@@ -20,7 +20,8 @@ type Options struct {
 	// removed by Close.
 	DataDir string
 	// LockWait is how long a read-write transaction waits for a lock held by another one before
-	// it is aborted (ABORTED, which the client retries). Default 2s.
+	// it is aborted (ABORTED, which the client retries), and how long a commit waits for older
+	// readers of what it writes before it goes ahead (readers.go). Default 2s.
 	LockWait time.Duration
 	// IdleTimeout aborts a transaction that has seen no request for this long, releasing its
 	// locks. Default 10s.
