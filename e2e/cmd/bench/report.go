@@ -145,7 +145,7 @@ func (b *bench) report(ws []*window, c ceilingResult) {
 			float64(st.LockTimeouts)/s, float64(st.Conflicts)/s, float64(st.IdleAborts)/s,
 			float64(st.LockTimeouts+st.Conflicts+st.IdleAborts)/math.Max(1, float64(st.Commits)), float64(st.ReaderWaits)/s)
 	}
-	fmt.Printf("\nOptimistic reads invalidated, by database and what the read covered (a key, a key range, a whole table), per second:\n\n")
+	fmt.Printf("\nOptimistic reads invalidated, by database and what the read covered (a key, a key range, an index range, a whole table), per second:\n\n")
 	fmt.Println("| orders/s | read | aborts/s |")
 	fmt.Println("|---|---|---|")
 	for _, w := range ws {

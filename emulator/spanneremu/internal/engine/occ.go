@@ -315,19 +315,6 @@ func wholeTable(s *catalog.Schema, r ReadRequest) []footprint {
 	return []footprint{{table: strings.ToUpper(t.Name)}}
 }
 
-// rowKey is the encoded key of a row of table from its stored primary key values.
-func rowKey(s *catalog.Schema, table string, stored []any) (string, bool) {
-	t, ok := s.Table(table)
-	if !ok {
-		return "", false
-	}
-	vals, ok := decodeStoredKey(t, stored)
-	if !ok {
-		return "", false
-	}
-	return keyString(t.Name, vals), true
-}
-
 // keyRange is a KeyRange of a table decoded to storage values; a nil bound is unbounded.
 type keyRange struct {
 	kc                 []keyCol

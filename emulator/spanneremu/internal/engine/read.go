@@ -62,17 +62,18 @@ func (t *Txn) optimisticRead(ctx context.Context, r ReadRequest) (*Result, error
 		return nil, mapError(err, nil)
 	}
 	fps := readFootprint(schema, r)
+	table, _ := schema.Table(r.Table) // buildRead found it
 	visible := cols[:len(r.Columns)]
 	rows := make([][]*structpb.Value, 0, len(stored))
 	for _, s := range stored {
-		if byIndex {
+		if byIndex && len(fps) > 0 && fps[0].index != "" {
 			// An index read covers its index range (a row moving into it) and the rows it
-			// returned (one changing or leaving it).
-			key, ok := rowKey(schema, r.Table, s[len(visible):])
-			if !ok {
-				fps = wholeTable(schema, r)
+			// returned (one changing or leaving it); a key it cannot tell makes it cover
+			// the whole table.
+			if key, ok := decodeStoredKey(table, s[len(visible):]); ok {
+				fps = append(fps, footprint{table: strings.ToUpper(table.Name), key: keyString(table.Name, key)})
 			} else {
-				fps = append(fps, footprint{table: strings.ToUpper(r.Table), key: key})
+				fps = wholeTable(schema, r)
 			}
 		}
 		vals, err := encodeRow(s[:len(visible)], visible)
