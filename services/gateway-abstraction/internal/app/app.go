@@ -288,17 +288,6 @@ func (s *Service) resume(ctx context.Context, key string) (string, error) {
 	if callErr == nil {
 		faults.Hit(faults.GatewayAfterProviderCall)
 	}
-	// The webhook for this answer may have moved the payment already; then recording the answer
-	// only finishes the intent (shownBy).
-	var shown *payment.Payment
-	if callErr == nil && !(in.Op == OpVoid && outcome.Status == payment.Authorized) { // that answer asks for a refund
-		if p, err = s.cfg.Repo.Payment(ctx, in.PaymentID); err != nil {
-			return "", err
-		}
-		if shownBy(p, outcome) {
-			shown = p
-		}
-	}
 	emitted, unfinished, next := false, false, ""
 	var rep *report
 	err = s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
@@ -307,17 +296,12 @@ func (s *Service) resume(ctx context.Context, key string) (string, error) {
 		if err != nil || in.Status != IntentStarted {
 			return err // finished meanwhile (a concurrent Resume)
 		}
-		if !errors.Is(callErr, breaker.ErrOpen) {
-			in.Attempts++ // calls made: the open circuit refused this one without calling
-		}
-		if shown != nil {
-			in.Status, in.LastError, in.RetryAfter = IntentSucceeded, "", time.Time{}
-			s.apply(rep, shown, prov.Name(), outcome, "answer") // late: noted and counted, nothing moves
-			return tx.SaveIntent(ctx, in, false)
-		}
 		p, err := tx.Payment(ctx, in.PaymentID)
 		if err != nil {
 			return err
+		}
+		if !errors.Is(callErr, breaker.ErrOpen) {
+			in.Attempts++ // calls made: the open circuit refused this one without calling
 		}
 		now := s.cfg.Now()
 		switch {
@@ -507,19 +491,6 @@ func (s *Service) apply(rep *report, p *payment.Payment, providerName string, o 
 	return true
 }
 
-// shownBy reports whether payment p already shows outcome o, so that applying o would be late
-// and change nothing. The provider reports most outcomes twice, in its answer to the call and in a
-// webhook it sends as it answers, and the two race: the second to arrive uses this, on a read made
-// before its transaction, to record itself (the intent finished, the event id kept) without
-// reading or writing the payment row, which the first one's transaction writes; two transactions
-// that read and write one row cannot both commit (a row-locking database aborts one as well).
-// Deciding it outside the transaction is sound because stages only grow: a payment that has
-// passed o's stage in any committed state stays past it. Not for a REQUESTED outcome, which may
-// still record the provider's id (apply).
-func shownBy(p *payment.Payment, o provider.Outcome) bool {
-	return o.Status != "" && o.Status != payment.Requested && p.Late(o.Status)
-}
-
 // holdsNoMoney: the payment ended without money being held (refused, lapsed, released). Not
 // REFUNDED: Stripe's PaymentIntent stays succeeded (CAPTURED) after its refund, which is no
 // conflict.
@@ -581,18 +552,6 @@ func (s *Service) HandleWebhook(ctx context.Context, providerName string, h map[
 		s.cfg.Metrics.webhooks.WithLabelValues(providerName, string(WebhookIgnored)).Inc()
 		return WebhookIgnored, nil
 	}
-	// The payment may show the webhook's outcome already (its answer came first): then the
-	// transaction only records the event (shownBy).
-	var shown *payment.Payment
-	if n.PaymentID != "" {
-		p, err := s.cfg.Repo.Payment(ctx, n.PaymentID)
-		switch {
-		case err == nil && shownBy(p, n.Outcome):
-			shown = p
-		case err != nil && !errors.Is(err, payment.ErrNotFound):
-			return "", fmt.Errorf("%s webhook %s: %w", providerName, n.EventID, err)
-		}
-	}
 	var (
 		result          WebhookResult
 		paymentID, next string
@@ -600,11 +559,9 @@ func (s *Service) HandleWebhook(ctx context.Context, providerName string, h map[
 	)
 	err = s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
 		result, paymentID, next, rep = WebhookIgnored, "", "", &report{}
-		p, err := shown, error(nil)
-		if p == nil {
-			if p, err = s.webhookPayment(ctx, tx, providerName, n); err != nil {
-				return err
-			}
+		p, err := s.webhookPayment(ctx, tx, providerName, n)
+		if err != nil {
+			return err
 		}
 		if p != nil {
 			paymentID = p.ID()

@@ -53,23 +53,8 @@ type fixture struct {
 	komoju  *komoju.Provider
 	reg     *prometheus.Registry // the service's metrics, unless the test gave its own
 	mu      sync.Mutex
-	now     time.Time     // the use cases' clock (Config.Now), moved by advance
-	hooks   []string      // results of the webhooks received
-	held    chan struct{} // while not nil, webhooks wait for it to close (holdWebhooks)
-}
-
-// holdWebhooks makes the webhooks that arrive wait until the returned function is called.
-func (f *fixture) holdWebhooks() (release func()) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	held := make(chan struct{})
-	f.held = held
-	return func() {
-		f.mu.Lock()
-		f.held = nil
-		f.mu.Unlock()
-		close(held)
-	}
+	now     time.Time // the use cases' clock (Config.Now), moved by advance
+	hooks   []string  // results of the webhooks received
 }
 
 func (f *fixture) clock() time.Time {
@@ -91,12 +76,6 @@ func newFixture(t *testing.T, edit func(*app.Config)) *fixture {
 	ready := make(chan struct{})
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-ready
-		f.mu.Lock()
-		held := f.held
-		f.mu.Unlock()
-		if held != nil {
-			<-held
-		}
 		body, _ := io.ReadAll(r.Body)
 		res, err := f.svc.HandleWebhook(r.Context(), strings.TrimPrefix(r.URL.Path, "/"), r.Header, body)
 		if err != nil {
