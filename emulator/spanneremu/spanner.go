@@ -181,11 +181,12 @@ func (sp *spannerService) runRead(ctx context.Context, req *sppb.ReadRequest) (*
 		return nil, err
 	}
 	res, err := run.txn.Read(ctx, engine.ReadRequest{
-		Table:   req.GetTable(),
-		Index:   req.GetIndex(),
-		Columns: req.GetColumns(),
-		KeySet:  req.GetKeySet(),
-		Limit:   req.GetLimit(),
+		Table:     req.GetTable(),
+		Index:     req.GetIndex(),
+		Columns:   req.GetColumns(),
+		KeySet:    req.GetKeySet(),
+		Limit:     req.GetLimit(),
+		Exclusive: req.GetLockHint() == sppb.ReadRequest_LOCK_HINT_EXCLUSIVE,
 	})
 	run.end(err != nil)
 	if err != nil {

@@ -96,6 +96,10 @@ func Main(m *testing.M, env **Env) int {
 	return m.Run()
 }
 
+// InProcess reports whether the tests run on the in-process spanneremu (not on an endpoint
+// SPANNER_EMULATOR_HOST named), for assertions about spanneremu's own behaviour.
+func (e *Env) InProcess() bool { return e.srv != nil }
+
 // Close releases the clients and stops the in-process emulator, if any.
 func (e *Env) Close() {
 	if e.Admin != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"cloud.google.com/go/spanner"
+	sppb "cloud.google.com/go/spanner/apiv1/spannerpb"
 	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 )
@@ -57,6 +58,7 @@ func (tb *table) value(v string) any {
 type reader interface {
 	ReadRow(ctx context.Context, table string, key spanner.Key, columns []string) (*spanner.Row, error)
 	Read(ctx context.Context, table string, keys spanner.KeySet, columns []string) *spanner.RowIterator
+	ReadWithOptions(ctx context.Context, table string, keys spanner.KeySet, columns []string, opts *spanner.ReadOptions) *spanner.RowIterator
 	ReadUsingIndex(ctx context.Context, table, index string, keys spanner.KeySet, columns []string) *spanner.RowIterator
 	Query(ctx context.Context, statement spanner.Statement) *spanner.RowIterator
 }
@@ -73,6 +75,7 @@ const (
 	mQueryRange                   // SELECT ... WHERE Id >= @lo AND Id < @hi
 	mQueryGroup                   // SELECT ... WHERE Grp = @g (non-key column)
 	mQueryValue                   // SELECT ... WHERE Val IS NOT NULL AND Id ... (non-key predicate)
+	mReadLocked                   // Read of keys with LOCK_HINT_EXCLUSIVE (in a read-only transaction the client drops the hint)
 	mReadAll                      // Read(AllKeys)
 	nReadMethods
 )
@@ -84,7 +87,7 @@ func (tb *table) readOne(ctx context.Context, r reader, rng *rand.Rand, id int64
 
 // readSome reads at least ids with a random method fit for several keys.
 func (tb *table) readSome(ctx context.Context, r reader, rng *rand.Rand, ids []int64) Op {
-	ms := []readMethod{mReadKeys, mReadRange, mReadIndex, mQueryKey, mQueryRange, mQueryGroup, mQueryValue, mReadAll}
+	ms := []readMethod{mReadKeys, mReadRange, mReadIndex, mQueryKey, mQueryRange, mQueryGroup, mQueryValue, mReadLocked, mReadAll}
 	return tb.read(ctx, r, ms[rng.IntN(len(ms))], rng, ids)
 }
 
@@ -147,6 +150,14 @@ func (tb *table) read(ctx context.Context, r reader, m readMethod, rng *rand.Ran
 			covered[id] = true
 		}
 		it = r.Read(ctx, tb.name, spanner.KeySets(keys...), cols)
+	case mReadLocked:
+		method = "Read(keys, LOCK_HINT_EXCLUSIVE)"
+		var keys []spanner.KeySet
+		for _, id := range ids {
+			keys = append(keys, spanner.Key{id})
+			covered[id] = true
+		}
+		it = r.ReadWithOptions(ctx, tb.name, spanner.KeySets(keys...), cols, &spanner.ReadOptions{LockHint: sppb.ReadRequest_LOCK_HINT_EXCLUSIVE})
 	case mReadRange:
 		// A random kind of range that still holds [lo, hi].
 		kinds := []spanner.KeyRangeKind{spanner.ClosedClosed, spanner.ClosedOpen, spanner.OpenClosed, spanner.OpenOpen}

@@ -85,6 +85,9 @@ type ReadRequest struct {
 	Columns []string
 	KeySet  *sppb.KeySet
 	Limit   int64
+	// Exclusive is LOCK_HINT_EXCLUSIVE: in a read-write transaction, lock the keys read
+	// exclusively until the transaction ends (locks.go).
+	Exclusive bool
 }
 
 // Result is the outcome of a query, read or DML statement.

@@ -57,8 +57,10 @@ type DB struct {
 	txns    map[string]*Txn
 	occ     occState
 	readers readerIndex
-	history history
-	lastTS  time.Time
+	// exclusive are the keys locked by LOCK_HINT_EXCLUSIVE reads (locks.go).
+	exclusive exclusiveLocks
+	history   history
+	lastTS    time.Time
 	// creating is true while CreateDatabase applies the initial DDL; createdSeq is the commit
 	// sequence number of the database as created.
 	creating   bool

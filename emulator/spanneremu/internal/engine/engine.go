@@ -34,7 +34,7 @@ type Engine struct {
 	wg   sync.WaitGroup
 
 	stats struct {
-		commits, lockTimeouts, conflicts, idleAborts, readerWaits atomic.Int64
+		commits, lockTimeouts, conflicts, idleAborts, readerWaits, exclusiveWaits atomic.Int64
 	}
 }
 
@@ -51,12 +51,16 @@ type Stats struct {
 	// ReaderWaits counts the commits that waited for an older transaction that had read what
 	// they write (see readers.go), as Spanner's read locks make them wait.
 	ReaderWaits int64
+	// ExclusiveWaits counts the reads with LOCK_HINT_EXCLUSIVE that waited for another
+	// transaction's exclusive lock on a key they read (see locks.go).
+	ExclusiveWaits int64
 }
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	st := Stats{Commits: e.stats.commits.Load(), LockTimeouts: e.stats.lockTimeouts.Load(),
-		Conflicts: e.stats.conflicts.Load(), IdleAborts: e.stats.idleAborts.Load(), ReaderWaits: e.stats.readerWaits.Load(), ByDatabase: map[string]DatabaseStats{}}
+		Conflicts: e.stats.conflicts.Load(), IdleAborts: e.stats.idleAborts.Load(), ReaderWaits: e.stats.readerWaits.Load(),
+		ExclusiveWaits: e.stats.exclusiveWaits.Load(), ByDatabase: map[string]DatabaseStats{}}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for name, db := range e.dbs {

@@ -21,6 +21,11 @@ func (t *Txn) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 		return nil, err
 	}
 	defer t.touch()
+	if t.mode == ReadWrite && !t.hasLock && r.Exclusive {
+		if err := t.lockKeysExclusive(ctx, r); err != nil {
+			return nil, err
+		}
+	}
 	if t.mode == ReadWrite && !t.hasLock && !t.dmlTables[strings.ToUpper(r.Table)] {
 		// A table the transaction's own DML changed is read under the lock, where that DML
 		// has been replayed; any other read is optimistic.

@@ -59,6 +59,8 @@ type Txn struct {
 	// transaction takes the lock; dmlTables are the tables they may have changed.
 	dml       []loggedDML
 	dmlTables map[string]bool
+	// exclusive are the keys the transaction holds exclusive locks on (locks.go).
+	exclusive []string
 
 	// Read-only: the snapshot. conn is the pinned reader connection, nil before the first
 	// read, for single-use transactions, and after the janitor released an idle snapshot; the
@@ -539,6 +541,7 @@ func (t *Txn) finish() {
 	t.pending = nil
 	t.validated()
 	t.dml, t.dmlTables = nil, nil
+	t.releaseExclusive()
 	if !t.done.Swap(true) {
 		close(t.ended)
 	}

@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sppb "cloud.google.com/go/spanner/apiv1/spannerpb"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// readExclusive reads Singers rows at keys with LOCK_HINT_EXCLUSIVE.
+func readExclusive(ctx context.Context, tx *Txn, keys ...*structpb.Value) ([][]*structpb.Value, error) {
+	ks := &sppb.KeySet{}
+	for _, k := range keys {
+		ks.Keys = append(ks.Keys, row(k))
+	}
+	res, err := tx.Read(ctx, ReadRequest{Table: "Singers", Columns: []string{"SingerId", "Name"}, KeySet: ks, Exclusive: true})
+	if err != nil {
+		return nil, err
+	}
+	return res.Rows, nil
+}
+
+// waitForExclusiveWaits polls the engine's counter until n reads have waited for a lock.
+func waitForExclusiveWaits(t *testing.T, e *Engine, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Stats().ExclusiveWaits < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("exclusive waits: %d, want %d", e.Stats().ExclusiveWaits, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Two read-modify-writes of one row: with shared reads both read the old value and one is
+// aborted; with LOCK_HINT_EXCLUSIVE the second waits for the first to commit, reads its value and
+// commits too.
+func TestExclusiveReadsSerializeReadModifyWrite(t *testing.T) {
+	e, db := newTestEngine(t, Options{LockWait: time.Minute}, singers)
+	cols := []string{"SingerId", "Name"}
+	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")), row(str("2"), str("b")))); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	// Shared: the deadlock Spanner breaks by aborting one of the two.
+	a, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	b, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	read(t, a, "Singers", str("1"))
+	read(t, b, "Singers", str("1"))
+	if _, err := a.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("a+1")))}); err != nil {
+		t.Fatalf("first shared writer: %v", err)
+	}
+	if _, err := b.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("a+1")))}); status.Code(err) != codes.Aborted {
+		t.Fatalf("second shared writer: %v, want ABORTED", err)
+	}
+
+	// Exclusive: serialized, no abort.
+	a, _ = db.Begin(TxnOptions{Mode: ReadWrite})
+	b, _ = db.Begin(TxnOptions{Mode: ReadWrite})
+	got, err := readExclusive(ctx, a, str("1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([][]*structpb.Value{{str("1"), str("a+1")}}, got, protocmp.Transform()); diff != "" {
+		t.Fatalf("first exclusive read (-want +got):\n%s", diff)
+	}
+	type result struct {
+		rows [][]*structpb.Value
+		err  error
+	}
+	second := make(chan result, 1)
+	go func() {
+		rows, err := readExclusive(ctx, b, str("1"))
+		second <- result{rows, err}
+	}()
+	waitForExclusiveWaits(t, e, 1)
+	if _, err := a.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("a+2")))}); err != nil {
+		t.Fatalf("the lock holder's commit: %v", err)
+	}
+	r := <-second
+	if r.err != nil {
+		t.Fatalf("the waiting read: %v", r.err)
+	}
+	if diff := cmp.Diff([][]*structpb.Value{{str("1"), str("a+2")}}, r.rows, protocmp.Transform()); diff != "" {
+		t.Fatalf("the waiting read sees the holder's commit (-want +got):\n%s", diff)
+	}
+	if _, err := b.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("a+3")))}); err != nil {
+		t.Fatalf("the waiter's commit: %v", err)
+	}
+	if got := query(t, db, "SELECT Name FROM Singers WHERE SingerId = 1"); !cmp.Equal(got, [][]*structpb.Value{{str("a+3")}}, protocmp.Transform()) {
+		t.Errorf("Name: %v, want a+3", got)
+	}
+	if got := e.Stats(); got.Conflicts != 1 || got.LockTimeouts != 0 {
+		t.Errorf("conflicts %d, lock timeouts %d; want 1 (the shared pair) and 0", got.Conflicts, got.LockTimeouts)
+	}
+}
+
+// An exclusive lock is freed by a rollback, an abort and a commit alike; other keys are not
+// locked; a read of a range takes no lock.
+func TestExclusiveLocksEndWithTheTransaction(t *testing.T) {
+	e, db := newTestEngine(t, Options{LockWait: time.Minute}, singers)
+	cols := []string{"SingerId", "Name"}
+	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")), row(str("2"), str("b")))); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	holder, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if _, err := readExclusive(ctx, holder, str("1")); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if _, err := readExclusive(ctx, other, str("2")); err != nil {
+		t.Fatalf("another key: %v", err)
+	}
+	if _, err := other.Read(ctx, ReadRequest{Table: "Singers", Columns: cols, Exclusive: true,
+		KeySet: &sppb.KeySet{Ranges: []*sppb.KeyRange{{StartKeyType: &sppb.KeyRange_StartClosed{StartClosed: row(str("1"))},
+			EndKeyType: &sppb.KeyRange_EndClosed{EndClosed: row(str("2"))}}}}}); err != nil {
+		t.Fatalf("a range: %v", err)
+	}
+	if got := e.Stats().ExclusiveWaits; got != 0 {
+		t.Fatalf("exclusive waits: %d, want 0", got)
+	}
+	other.Rollback()
+
+	for i, end := range []func(){
+		func() { holder.Rollback() },
+		func() { holder.abort("test") },
+		func() {
+			if _, err := holder.Commit(ctx, nil); err != nil {
+				t.Errorf("commit: %v", err)
+			}
+		},
+	} {
+		waiter, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+		done := make(chan error, 1)
+		go func() {
+			_, err := readExclusive(ctx, waiter, str("1"))
+			done <- err
+		}()
+		waitForExclusiveWaits(t, e, int64(i+1))
+		end()
+		if err := <-done; err != nil {
+			t.Fatalf("the read after the holder ended (%d): %v", i, err)
+		}
+		holder = waiter
+	}
+}
+
+// A read that cannot have its lock within LockWait is aborted, as a lock wait that timed out,
+// and the holder is unaffected.
+func TestExclusiveLockWaitTimesOut(t *testing.T) {
+	e, db := newTestEngine(t, Options{LockWait: 20 * time.Millisecond}, singers)
+	cols := []string{"SingerId", "Name"}
+	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")))); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	holder, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if _, err := readExclusive(ctx, holder, str("1")); err != nil {
+		t.Fatal(err)
+	}
+	waiter, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if _, err := readExclusive(ctx, waiter, str("1")); status.Code(err) != codes.Aborted {
+		t.Fatalf("the read past LockWait: %v, want ABORTED", err)
+	}
+	if got := e.Stats().LockTimeouts; got != 1 {
+		t.Errorf("lock timeouts: %d, want 1", got)
+	}
+	if _, err := holder.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("h")))}); err != nil {
+		t.Errorf("the holder's commit: %v", err)
+	}
+}
