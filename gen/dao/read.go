@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"cloud.google.com/go/spanner"
+	sppb "cloud.google.com/go/spanner/apiv1/spannerpb"
 	"google.golang.org/grpc/codes"
 )
 
@@ -103,4 +104,36 @@ func ReadUnique[T any, P Keyed[T]](ctx context.Context, r Reader, table, index s
 	default:
 		return nil, fmt.Errorf("read %s by %s %v: %d rows in a unique index", what, index, key, len(rows))
 	}
+}
+
+// Exclusive returns a Reader over txn whose reads take exclusive locks (LOCK_HINT_EXCLUSIVE)
+// on the rows they read, for a read-modify-write of a row that other transactions are likely
+// to read and write at the same moment. With the default shared locks two such transactions
+// both read the row, both want to upgrade their lock to write it, and Spanner aborts one of
+// them; with exclusive locks the second waits for the first to commit and then reads its row.
+// Use it only for rows with real write contention: an exclusive lock also keeps readers waiting.
+func Exclusive(txn *spanner.ReadWriteTransaction) Reader { return exclusive{txn} }
+
+type exclusive struct{ txn *spanner.ReadWriteTransaction }
+
+func (x exclusive) ReadRow(ctx context.Context, table string, key spanner.Key, columns []string) (*spanner.Row, error) {
+	return x.txn.ReadRowWithOptions(ctx, table, key, columns, x.options(nil))
+}
+
+func (x exclusive) Read(ctx context.Context, table string, keys spanner.KeySet, columns []string) *spanner.RowIterator {
+	return x.txn.ReadWithOptions(ctx, table, keys, columns, x.options(nil))
+}
+
+func (x exclusive) ReadWithOptions(ctx context.Context, table string, keys spanner.KeySet, columns []string, opts *spanner.ReadOptions) *spanner.RowIterator {
+	return x.txn.ReadWithOptions(ctx, table, keys, columns, x.options(opts))
+}
+
+// options returns opts (a copy) with the exclusive lock hint.
+func (exclusive) options(opts *spanner.ReadOptions) *spanner.ReadOptions {
+	o := spanner.ReadOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.LockHint = sppb.ReadRequest_LOCK_HINT_EXCLUSIVE
+	return &o
 }

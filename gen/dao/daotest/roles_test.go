@@ -3,6 +3,8 @@ package daotest
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"cloud.google.com/go/spanner"
@@ -187,5 +189,56 @@ func TestIndexOrderAndLimit(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"o-c", "o-a"}, got); diff != "" { // CreatedAt DESC, limit 2
 		t.Errorf("orders of c-limit by OrdersByCustomer (-want +got):\n%s", diff)
+	}
+}
+
+// TestExclusiveReads: concurrent read-modify-writes of one row through dao.Exclusive count
+// exactly, and on spanneremu none of them is aborted: each read waits for the exclusive lock of
+// the one before instead of reading a row the other is about to write.
+func TestExclusiveReads(t *testing.T) {
+	ctx := context.Background()
+	client, _ := env.NewDatabase(t, dbschema.Orders)
+	const shard, workers, increments = 999, 4, 5
+	lease := &outboxdb.OutboxLease{Shard: shard}
+	lease.SetCommitTimestamps()
+	if _, err := client.Apply(ctx, []*spanner.Mutation{lease.Insert()}); err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int64
+	errs := make(chan error, workers*increments)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range increments {
+				_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+					runs.Add(1)
+					l, err := outboxdb.ReadOutboxLease(ctx, dao.Exclusive(txn), shard)
+					if err != nil {
+						return err
+					}
+					l.Epoch++
+					l.SetCommitTimestamps()
+					return txn.BufferWrite([]*spanner.Mutation{l.Update()})
+				})
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("increment: %v", err)
+		}
+	}
+	got, err := outboxdb.ReadOutboxLease(ctx, client.Single(), shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Epoch != workers*increments {
+		t.Errorf("epoch %d after %d increments", got.Epoch, workers*increments)
+	}
+	if env.InProcess() && runs.Load() != workers*increments {
+		t.Errorf("transaction functions run %d times for %d increments: an exclusive read was aborted instead of waiting", runs.Load(), workers*increments)
 	}
 }
