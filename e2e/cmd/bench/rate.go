@@ -406,7 +406,8 @@ var milestoneTypes = []string{"order.awaiting_payment", "order.confirmed", "orde
 func statsSince(a, b spanneremu.Stats) spanneremu.Stats {
 	out := spanneremu.Stats{Commits: b.Commits - a.Commits, LockTimeouts: b.LockTimeouts - a.LockTimeouts,
 		Conflicts: b.Conflicts - a.Conflicts, IdleAborts: b.IdleAborts - a.IdleAborts, ReaderWaits: b.ReaderWaits - a.ReaderWaits,
-		ByDatabase: map[string]spanneremu.DatabaseStats{}}
+		ExclusiveWaits: b.ExclusiveWaits - a.ExclusiveWaits,
+		ByDatabase:     map[string]spanneremu.DatabaseStats{}}
 	for db, s := range b.ByDatabase {
 		d := spanneremu.DatabaseStats{Commits: s.Commits - a.ByDatabase[db].Commits, RowsWritten: s.RowsWritten - a.ByDatabase[db].RowsWritten}
 		for what, n := range s.ConflictsBy {
