@@ -34,7 +34,7 @@ type Engine struct {
 	wg   sync.WaitGroup
 
 	stats struct {
-		commits, lockTimeouts, conflicts, idleAborts, readerWaits, exclusiveWaits atomic.Int64
+		commits, lockTimeouts, conflicts, idleAborts, wounds, readerWaits, exclusiveWaits atomic.Int64
 	}
 }
 
@@ -48,6 +48,9 @@ type Stats struct {
 	// concurrent commit, a read-write transaction abandoned past the idle timeout (read-only
 	// transactions left idle that long are ended too, uncounted: the Go client never ends them).
 	LockTimeouts, Conflicts, IdleAborts int64
+	// Wounds are the transactions aborted because an older one wanted an exclusive lock they
+	// held (wound-wait, see locks.go).
+	Wounds int64
 	// ReaderWaits counts the commits that waited for an older transaction that had read what
 	// they write (see readers.go), as Spanner's read locks make them wait.
 	ReaderWaits int64
@@ -59,7 +62,7 @@ type Stats struct {
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	st := Stats{Commits: e.stats.commits.Load(), LockTimeouts: e.stats.lockTimeouts.Load(),
-		Conflicts: e.stats.conflicts.Load(), IdleAborts: e.stats.idleAborts.Load(), ReaderWaits: e.stats.readerWaits.Load(),
+		Conflicts: e.stats.conflicts.Load(), IdleAborts: e.stats.idleAborts.Load(), Wounds: e.stats.wounds.Load(), ReaderWaits: e.stats.readerWaits.Load(),
 		ExclusiveWaits: e.stats.exclusiveWaits.Load(), ByDatabase: map[string]DatabaseStats{}}
 	e.mu.Lock()
 	defer e.mu.Unlock()

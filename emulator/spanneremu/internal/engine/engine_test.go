@@ -174,17 +174,21 @@ func TestReadsOfAReadWriteTransactionAreConsistent(t *testing.T) {
 	}
 }
 
+// scanningDML is DML whose WHERE does not pin the key: it takes the write lock for the rest of
+// its transaction.
+const scanningDML = "UPDATE Singers SET Name = 'x' WHERE Name = 'nobody'"
+
 // A transaction waiting for the write lock longer than LockWait is aborted, and the holder is
 // unaffected.
 func TestLockWaitAborts(t *testing.T) {
 	e, db := newTestEngine(t, Options{LockWait: 20 * time.Millisecond}, singers)
 	ctx := context.Background()
 	holder, _ := db.Begin(TxnOptions{Mode: ReadWrite})
-	if _, err := holder.ExecuteSQL(ctx, Statement{SQL: "SELECT 1"}); err != nil {
+	if _, err := holder.ExecuteSQL(ctx, Statement{SQL: scanningDML}); err != nil {
 		t.Fatal(err)
 	}
 	waiter, _ := db.Begin(TxnOptions{Mode: ReadWrite})
-	if _, err := waiter.ExecuteSQL(ctx, Statement{SQL: "SELECT 1"}); status.Code(err) != codes.Aborted {
+	if _, err := waiter.ExecuteSQL(ctx, Statement{SQL: scanningDML}); status.Code(err) != codes.Aborted {
 		t.Fatalf("waiter: got %v, want ABORTED", err)
 	}
 	if _, err := holder.Commit(ctx, nil); err != nil {
@@ -206,7 +210,7 @@ func TestIdleTransactionReleasesLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	abandoned, _ := db.Begin(TxnOptions{Mode: ReadWrite})
-	if _, err := abandoned.ExecuteSQL(ctx, Statement{SQL: "SELECT 1"}); err != nil {
+	if _, err := abandoned.ExecuteSQL(ctx, Statement{SQL: scanningDML}); err != nil {
 		t.Fatal(err)
 	}
 	if err := commit(t, db, insert("Singers", []string{"SingerId"}, row(str("1")))); err != nil {

@@ -104,6 +104,11 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 	}
 	switch stmt.(type) {
 	case *ast.QueryStatement:
+		if t.mode == ReadWrite && !t.hasLock {
+			if res, ok, err := t.queryOptimistically(ctx, st, stmt, declared); ok {
+				return res, err
+			}
+		}
 		var res *Result
 		err := t.readWith(ctx, func(conn querier, schema *catalog.Schema) error {
 			c, err := t.db.compile(schema, st, stmt, declared)

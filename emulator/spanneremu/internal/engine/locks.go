@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"time"
 )
 
 // Exclusive locks: the LOCK_HINT_EXCLUSIVE of a read in a read-write transaction.
@@ -18,19 +17,47 @@ import (
 // Here a transaction's reads are optimistic (occ.go) and the shared locks are modelled by the
 // commit's wait for older readers (readers.go). An exclusive-hinted read of keys of a table
 // takes, before it reads, an exclusive lock on each key, held until the transaction ends
-// (commit, rollback or abort): a second exclusive-hinted read of a key waits for the holder to
-// end, at most LockWait in all, and is then aborted like a lock wait that timed out. Its read
-// starts after the holder's commit is recorded, so validation finds nothing stale. The hint only
-// orders exclusive-hinted readers: a read without it still reads optimistically, and a commit
-// that writes a locked key is not held up by the lock (it wounds the holder, whose read is
-// invalidated, as a writer older than the holder would on Spanner). A read of key ranges, of all
-// keys or through an index takes no lock (the hint is a hint: Spanner does not promise it
+// (commit, rollback or abort). Conflicts between exclusive locks are resolved by wound-wait, as
+// on Spanner: a transaction that wants a key held by a younger one wounds it (the holder is
+// aborted at once if it is between requests, else at its next read, wait or commit; one that is
+// already committing finishes), and one that wants a key held by an older one waits for it to
+// end. Waits go only from younger to older, so they never form a cycle, and need no time limit:
+// every holder ends, if only by the idle timeout. The waiting read then reads what the holder
+// wrote, so validation finds nothing stale.
+//
+// The hint only orders exclusive-hinted readers: a read without it still reads optimistically,
+// and a commit that writes a locked key is not held up by the lock (the holder's read goes stale
+// and it aborts, as when a writer older than it wounds it on Spanner). A read of key ranges, of
+// all keys or through an index takes no lock (the hint is a hint: Spanner does not promise it
 // either), and neither does a transaction that holds the database lock already (it ran a SQL
-// query: no other transaction can commit until it ends). Waits are not checked for cycles: two
-// transactions that lock two keys in opposite orders wait until LockWait aborts one of them.
+// query that calls a volatile function, or DML that scans: no other transaction can commit
+// until it ends).
 
-// exclusiveLocks are the keys held exclusively, by encoded key (keyString), guarded by DB.mu.
-type exclusiveLocks map[string]*Txn
+// exclusiveLocks are the keys locked exclusively, by encoded key (keyString), guarded by DB.mu.
+type exclusiveLocks map[string]*exclusiveLock
+
+// exclusiveLock is one key's lock: its holder (nil when free) and the transactions waiting for
+// it. changed is closed (and replaced) when the lock is freed.
+type exclusiveLock struct {
+	holder  *Txn
+	waiters map[*Txn]bool
+	changed chan struct{}
+}
+
+// grantable reports whether t may take the lock now: it is free (or t's) and no older
+// transaction waits for it, so that a freed lock goes to the oldest waiter rather than to
+// whichever wakes first (which the oldest would then wound).
+func (l *exclusiveLock) grantable(t *Txn) bool {
+	if l.holder != nil && l.holder != t && !l.holder.finished() {
+		return false
+	}
+	for w := range l.waiters {
+		if w != t && !w.finished() && w.begun.Before(t.begun) {
+			return false
+		}
+	}
+	return true
+}
 
 // lockKeysExclusive takes the exclusive locks a LOCK_HINT_EXCLUSIVE read of r asks for (see
 // above). The caller holds t.mu, not the database lock.
@@ -53,38 +80,66 @@ func (t *Txn) lockKeysExclusive(ctx context.Context, r ReadRequest) error {
 		}
 		keys = append(keys, keyString(table.Name, vals))
 	}
-	var timer *time.Timer
+	waited := false
 	for _, k := range keys {
-		for {
-			db.mu.Lock()
-			holder := db.exclusive[k]
-			if holder == nil || holder == t || holder.finished() {
-				if db.exclusive == nil {
-					db.exclusive = exclusiveLocks{}
-				}
-				db.exclusive[k] = t
-				t.exclusive = append(t.exclusive, k)
-				db.mu.Unlock()
-				break
-			}
-			db.mu.Unlock()
-			if timer == nil {
-				timer = time.NewTimer(db.e.opts.LockWait)
-				defer timer.Stop()
-				db.e.stats.exclusiveWaits.Add(1)
-			}
-			select {
-			case <-holder.ended:
-			case <-timer.C:
-				db.e.stats.lockTimeouts.Add(1)
-				t.abortLocked("Transaction was aborted because it could not acquire a lock held by a concurrent transaction in time; retry the transaction.")
-				return abortedError(t.abortReason)
-			case <-ctx.Done():
-				return contextError(ctx)
-			}
+		if err := t.lockExclusive(ctx, k, &waited); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// lockExclusive takes the exclusive lock of key k, waiting for an older holder and wounding a
+// younger one. waited is set (and counted once per read) when it had to wait.
+func (t *Txn) lockExclusive(ctx context.Context, k string, waited *bool) error {
+	db := t.db
+	db.mu.Lock()
+	if db.exclusive == nil {
+		db.exclusive = exclusiveLocks{}
+	}
+	l := db.exclusive[k]
+	if l == nil {
+		l = &exclusiveLock{waiters: map[*Txn]bool{}, changed: make(chan struct{})}
+		db.exclusive[k] = l
+	}
+	defer func() {
+		delete(l.waiters, t)
+		if l.holder == nil && len(l.waiters) == 0 && db.exclusive[k] == l {
+			delete(db.exclusive, k)
+		}
+		db.mu.Unlock()
+	}()
+	for {
+		if l.grantable(t) {
+			if l.holder != t {
+				l.holder = t
+				t.exclusive = append(t.exclusive, k)
+			}
+			return nil
+		}
+		l.waiters[t] = true
+		if !*waited {
+			*waited = true
+			db.e.stats.exclusiveWaits.Add(1)
+		}
+		holder, changed := l.holder, l.changed
+		db.mu.Unlock()
+		if holder != nil && t.begun.Before(holder.begun) {
+			holder.woundBy()
+		}
+		var err error
+		select {
+		case <-changed:
+		case <-t.wound:
+			err = t.abortWounded()
+		case <-ctx.Done():
+			err = contextError(ctx)
+		}
+		db.mu.Lock()
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // releaseExclusive frees the transaction's exclusive locks (at its end).
@@ -95,10 +150,48 @@ func (t *Txn) releaseExclusive() {
 	db := t.db
 	db.mu.Lock()
 	for _, k := range t.exclusive {
-		if db.exclusive[k] == t {
+		l := db.exclusive[k]
+		if l == nil || l.holder != t {
+			continue
+		}
+		l.holder = nil
+		close(l.changed)
+		l.changed = make(chan struct{})
+		if len(l.waiters) == 0 {
 			delete(db.exclusive, k)
 		}
 	}
 	db.mu.Unlock()
 	t.exclusive = nil
+}
+
+// woundBy aborts the transaction because an older one wants an exclusive lock it holds: at
+// once if no request of its own is running, else at its next check (checkReads) or wait.
+func (t *Txn) woundBy() {
+	t.woundOnce.Do(func() { close(t.wound) })
+	if t.mu.TryLock() {
+		if t.state == active {
+			t.abortWounded()
+		}
+		t.mu.Unlock()
+	}
+}
+
+// wounded reports whether an older transaction wounded t.
+func (t *Txn) wounded() bool {
+	select {
+	case <-t.wound:
+		return true
+	default:
+		return false
+	}
+}
+
+// abortWounded aborts the transaction as wounded (see woundBy). The caller holds t.mu.
+func (t *Txn) abortWounded() error {
+	if t.state == active {
+		t.db.e.stats.wounds.Add(1)
+		t.abortLocked("Transaction was aborted because an older transaction wanted a lock it held (wound-wait); retry the transaction.")
+	}
+	return abortedError(t.abortReason)
 }

@@ -153,27 +153,73 @@ func TestExclusiveLocksEndWithTheTransaction(t *testing.T) {
 	}
 }
 
-// A read that cannot have its lock within LockWait is aborted, as a lock wait that timed out,
-// and the holder is unaffected.
-func TestExclusiveLockWaitTimesOut(t *testing.T) {
-	e, db := newTestEngine(t, Options{LockWait: 20 * time.Millisecond}, singers)
+// Wound-wait: a transaction that wants a key a younger one holds aborts the holder (at once,
+// when it is between requests) and takes the lock; the younger one is ABORTED at its next request.
+func TestExclusiveLockWoundsAYoungerHolder(t *testing.T) {
+	e, db := newTestEngine(t, Options{LockWait: time.Minute}, singers)
 	cols := []string{"SingerId", "Name"}
 	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")))); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	holder, _ := db.Begin(TxnOptions{Mode: ReadWrite})
-	if _, err := readExclusive(ctx, holder, str("1")); err != nil {
+	old, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	young, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if !old.begun.Before(young.begun) {
+		t.Fatal("the two transactions began at the same instant")
+	}
+	if _, err := readExclusive(ctx, young, str("1")); err != nil {
 		t.Fatal(err)
 	}
-	waiter, _ := db.Begin(TxnOptions{Mode: ReadWrite})
-	if _, err := readExclusive(ctx, waiter, str("1")); status.Code(err) != codes.Aborted {
-		t.Fatalf("the read past LockWait: %v, want ABORTED", err)
+	if _, err := readExclusive(ctx, old, str("1")); err != nil {
+		t.Fatalf("the older transaction's read: %v", err)
 	}
-	if got := e.Stats().LockTimeouts; got != 1 {
-		t.Errorf("lock timeouts: %d, want 1", got)
+	if _, err := young.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("y")))}); status.Code(err) != codes.Aborted {
+		t.Errorf("the wounded holder's commit: %v, want ABORTED", err)
 	}
-	if _, err := holder.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("h")))}); err != nil {
-		t.Errorf("the holder's commit: %v", err)
+	if _, err := old.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("o")))}); err != nil {
+		t.Errorf("the older transaction's commit: %v", err)
+	}
+	if got := e.Stats(); got.Wounds != 1 || got.LockTimeouts != 0 || got.Conflicts != 0 {
+		t.Errorf("wounds %d, lock timeouts %d, conflicts %d; want 1, 0, 0", got.Wounds, got.LockTimeouts, got.Conflicts)
+	}
+}
+
+// A holder wounded while it waits (here for another key, held by an older transaction) is
+// aborted there, which frees what it holds.
+func TestExclusiveLockWoundsAWaitingHolder(t *testing.T) {
+	e, db := newTestEngine(t, Options{LockWait: time.Minute}, singers)
+	cols := []string{"SingerId", "Name"}
+	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")), row(str("2"), str("b")))); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	oldest, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	old, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	young, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if _, err := readExclusive(ctx, old, str("2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readExclusive(ctx, young, str("1")); err != nil {
+		t.Fatal(err)
+	}
+	youngWaits := make(chan error, 1)
+	go func() {
+		_, err := readExclusive(ctx, young, str("2")) // held by old: young waits
+		youngWaits <- err
+	}()
+	waitForExclusiveWaits(t, e, 1)
+	if _, err := readExclusive(ctx, oldest, str("1")); err != nil { // held by young, who is busy waiting
+		t.Fatalf("the oldest transaction's read: %v", err)
+	}
+	if err := <-youngWaits; status.Code(err) != codes.Aborted {
+		t.Errorf("the wounded waiter: %v, want ABORTED", err)
+	}
+	for _, tx := range []*Txn{oldest, old} {
+		if _, err := tx.Commit(ctx, nil); err != nil {
+			t.Errorf("commit: %v", err)
+		}
+	}
+	if got := e.Stats().Wounds; got != 1 {
+		t.Errorf("wounds %d, want 1", got)
 	}
 }

@@ -91,7 +91,7 @@ func (t *Txn) optimisticRead(ctx context.Context, r ReadRequest) (*Result, error
 		fps[i].seq = seq
 	}
 	t.addFootprints(fps)
-	if err := t.validate(); err != nil {
+	if err := t.validate(ctx); err != nil {
 		return nil, err
 	}
 	return &Result{Fields: fields(visible), Rows: rows}, nil

@@ -119,6 +119,8 @@ func (t *Txn) waitForOlderReaders(ctx context.Context, ws *writeSet) error {
 		case <-r.ended:
 		case <-timer.C:
 			return nil
+		case <-t.wound:
+			return t.abortWounded()
 		case <-ctx.Done():
 			return contextError(ctx)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,10 @@ type Txn struct {
 	// readers (readers.go). ended is closed when it ends.
 	begun time.Time
 	ended chan struct{}
+	// wound is closed when an older transaction wants an exclusive lock this one holds
+	// (locks.go): the transaction is aborted at its next check, or at once if it is idle.
+	wound     chan struct{}
+	woundOnce sync.Once
 
 	mu          sync.Mutex
 	state       txnState
@@ -50,6 +55,7 @@ type Txn struct {
 	// only under DB.mu (addFootprints, validated), where readers.go reads them;
 	// writes collects what DML wrote.
 	footprints []footprint
+	queries    []queryRead
 	writes     *writeSet
 	// oldestSeq is 1 + the commit sequence number of the transaction's oldest optimistic read
 	// (0: none), noted under DB.mu when the read starts, so that the janitor, which reads it
@@ -92,7 +98,7 @@ type pendingTimestamp struct {
 func (db *DB) Begin(opts TxnOptions) (*Txn, error) {
 	id := make([]byte, 16)
 	rand.Read(id)
-	t := &Txn{db: db, id: id, mode: opts.Mode, singleUse: opts.SingleUse, begun: time.Now(), ended: make(chan struct{})}
+	t := &Txn{db: db, id: id, mode: opts.Mode, singleUse: opts.SingleUse, begun: time.Now(), ended: make(chan struct{}), wound: make(chan struct{})}
 	if ro := opts.ReadOnly; opts.Mode == ReadOnly && ro != nil {
 		switch {
 		case ro.GetReadTimestamp() != nil:
@@ -384,10 +390,12 @@ func (t *Txn) lockValidated(ctx context.Context) error {
 		db.e.stats.lockTimeouts.Add(1)
 		t.abortLocked("Transaction was aborted because it could not acquire a lock held by a concurrent transaction in time; retry the transaction.")
 		return abortedError(t.abortReason)
+	case <-t.wound:
+		return t.abortWounded()
 	case <-ctx.Done():
 		return contextError(ctx)
 	}
-	if err := t.validate(); err != nil {
+	if err := t.checkReads(ctx, true); err != nil {
 		<-db.lock
 		return err
 	}
@@ -395,29 +403,65 @@ func (t *Txn) lockValidated(ctx context.Context) error {
 }
 
 // validate aborts the transaction if a commit since one of its optimistic reads wrote what that
-// read covered. Run after every optimistic read as well as before the lock is taken, it keeps
-// every state a transaction sees consistent: all its reads so far show the database as of the
-// moment of the check, as they would on Spanner, whose read locks keep what a transaction read
-// from changing under it. (Validated only at commit, an attempt could read a row, see a commit
-// change it and another row, and read the other row new: a state that never existed, on which the
-// application then acts before the commit aborts.) The caller holds t.mu.
+// read covered, or changed the answer of one of its queries (queries.go). Run after every
+// optimistic read as well as before the lock is taken, it keeps every state a transaction sees
+// consistent: all its reads so far show the database as of the moment of the check, as they
+// would on Spanner, whose read locks keep what a transaction read from changing under it.
+// (Validated only at commit, an attempt could read a row, see a commit change it and another
+// row, and read the other row new: a state that never existed, on which the application then
+// acts before the commit aborts.) The caller holds t.mu, not the lock.
+func (t *Txn) validate(ctx context.Context) error { return t.checkReads(ctx, false) }
+
+// checkReads is validate; locked says the caller holds the lock. Queries whose tables were
+// written since they ran are run again under the lock (taken here for that if need be), so that
+// every read is checked at one moment.
 //
 // A read on a pooled connection may see a commit that is visible and not yet recorded (recordCommit
 // runs just after SQLite's COMMIT): waiting for snapMu lets any such commit finish recording, so
 // that the check knows every commit the reads could have seen.
-func (t *Txn) validate() error {
+func (t *Txn) checkReads(ctx context.Context, locked bool) error {
 	db := t.db
+	if t.wounded() {
+		return t.abortWounded()
+	}
 	db.snapMu.RLock()
 	db.mu.Lock()
+	what := ""
 	f := db.occ.conflict(t.footprints)
-	if f != nil {
-		db.countConflict(f.table + " " + f.kind())
+	stale, schemaChanged := db.occ.staleQueries(t.queries)
+	seq := db.occ.seq
+	switch {
+	case f != nil:
+		what = f.table + " " + f.kind()
+	case schemaChanged:
+		what = "schema changed"
+	}
+	if what != "" {
+		db.countConflict(what)
 	}
 	db.mu.Unlock()
 	db.snapMu.RUnlock()
-	if f == nil {
+	if what != "" {
+		t.abortConflict()
+		return abortedError(t.abortReason)
+	}
+	if len(stale) == 0 {
 		return nil
 	}
+	if !locked {
+		if err := t.lockValidated(ctx); err != nil { // checkReads(ctx, true) under the lock
+			return err
+		}
+		<-db.lock
+		return nil
+	}
+	q, err := t.recheckQueries(ctx, stale, seq)
+	if err != nil || q == nil {
+		return err
+	}
+	db.mu.Lock()
+	db.countConflict(strings.Join(q.tables, ",") + " query")
+	db.mu.Unlock()
 	t.abortConflict()
 	return abortedError(t.abortReason)
 }
@@ -437,14 +481,7 @@ func (t *Txn) beginReplayed(ctx context.Context) error {
 		return internalf("begin: %v", err)
 	}
 	for _, d := range t.dml {
-		rows, err := w.QueryContext(ctx, d.sql, d.args...)
-		if err == nil {
-			for rows.Next() {
-			}
-			err = rows.Err()
-			rows.Close()
-		}
-		if err != nil {
+		if err := d.run(ctx, w); err != nil {
 			w.ExecContext(context.Background(), "ROLLBACK")
 			t.db.mu.Lock()
 			t.db.countConflict("replayed DML failed")
@@ -454,6 +491,19 @@ func (t *Txn) beginReplayed(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// run runs a logged DML statement again on q (the writer, under the lock).
+func (d loggedDML) run(ctx context.Context, q querier) error {
+	rows, err := q.QueryContext(ctx, d.sql, d.args...)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+	}
+	err = rows.Err()
+	rows.Close()
+	return err
 }
 
 // oldestRead is the sequence number of the transaction's oldest optimistic read. Caller holds
@@ -492,7 +542,7 @@ func (t *Txn) validated() {
 	db := t.db
 	db.mu.Lock()
 	db.readers.remove(t, t.footprints)
-	t.footprints = nil
+	t.footprints, t.queries = nil, nil
 	db.mu.Unlock()
 	t.oldestSeq.Store(0)
 }
