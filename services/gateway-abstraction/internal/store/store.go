@@ -53,7 +53,7 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx app.
 // Payment reads the payment with an exclusive lock: every read-write transaction that reads a
 // payment is about to write it, and a provider reports most outcomes twice at the same moment
 // (its answer to the call and its webhook), so two transactions would otherwise both read the
-// row, both want to write it, and one of them would be aborted (docs/architecture.md, "Isolation").
+// row, both want to write it, and one of them would be aborted (docs/architecture.md, "Local system").
 // With the lock the second waits for the first to commit and reads what it wrote.
 func (t *tx) Payment(ctx context.Context, id string) (*payment.Payment, error) {
 	return readPayment(ctx, dao.Exclusive(t.txn), id)
