@@ -405,7 +405,7 @@ var milestoneTypes = []string{"order.awaiting_payment", "order.confirmed", "orde
 // statsSince is the Spanner emulator's counters from a to b.
 func statsSince(a, b spanneremu.Stats) spanneremu.Stats {
 	out := spanneremu.Stats{Commits: b.Commits - a.Commits, LockTimeouts: b.LockTimeouts - a.LockTimeouts,
-		Conflicts: b.Conflicts - a.Conflicts, IdleAborts: b.IdleAborts - a.IdleAborts, ReaderWaits: b.ReaderWaits - a.ReaderWaits,
+		Conflicts: b.Conflicts - a.Conflicts, IdleAborts: b.IdleAborts - a.IdleAborts, Wounds: b.Wounds - a.Wounds, ReaderWaits: b.ReaderWaits - a.ReaderWaits,
 		ExclusiveWaits: b.ExclusiveWaits - a.ExclusiveWaits,
 		ByDatabase:     map[string]spanneremu.DatabaseStats{}}
 	for db, s := range b.ByDatabase {
