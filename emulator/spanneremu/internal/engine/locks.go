@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 )
 
 // Exclusive locks: the LOCK_HINT_EXCLUSIVE of a read in a read-write transaction.
@@ -80,8 +81,11 @@ func (t *Txn) lockKeysExclusive(ctx context.Context, r ReadRequest) error {
 		}
 		keys = append(keys, keyString(table.Name, vals))
 	}
+	// In one order whatever order the keys came in, so that two reads of the same keys do not
+	// take them crosswise (wound-wait would resolve it, with an abort).
+	slices.Sort(keys)
 	waited := false
-	for _, k := range keys {
+	for _, k := range slices.Compact(keys) {
 		if err := t.lockExclusive(ctx, k, &waited); err != nil {
 			return err
 		}

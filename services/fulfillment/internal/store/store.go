@@ -76,12 +76,16 @@ func (t *tx) Reservation(ctx context.Context, orderID string) (*inventory.Reserv
 	return inventory.RestoreReservation(head.OrderId, inventory.ReservationStatus(head.Status), head.Version, lines(rows))
 }
 
+// Stock reads the SKUs' stock with exclusive locks: a read-write transaction reads stock to
+// change it (reserve, release, ship), and orders of one popular SKU come together, so two
+// transactions would otherwise both read the row, both want to write it, and one of them would
+// be aborted (docs/architecture.md, "Local system").
 func (t *tx) Stock(ctx context.Context, skus []string) ([]inventory.Stock, error) {
 	keys := make([]spanner.Key, len(skus))
 	for i, sku := range skus {
 		keys[i] = fulfillmentdb.InventoryKey(sku)
 	}
-	rows, err := fulfillmentdb.ReadInventoryRows(ctx, t.txn, spanner.KeySetFromKeys(keys...))
+	rows, err := fulfillmentdb.ReadInventoryRows(ctx, dao.Exclusive(t.txn), spanner.KeySetFromKeys(keys...))
 	if err != nil {
 		return nil, fmt.Errorf("read stock: %w", err)
 	}
