@@ -146,7 +146,7 @@ func (b *bench) report(ws []*window, c ceilingResult) {
 			float64(st.LockTimeouts+st.Conflicts+st.Wounds+st.IdleAborts)/math.Max(1, float64(st.Commits)), float64(st.ReaderWaits)/s,
 			float64(st.ExclusiveWaits)/s)
 	}
-	fmt.Printf("\nOptimistic reads invalidated, by database and what the read covered (a key, a key range, an index range, a whole table, a query's answer), per second:\n\n")
+	fmt.Printf("\nAborts by database and cause: an optimistic read invalidated, by what it covered (a key, a key range, an index range, a whole table, a query's answer), or a transaction wounded for an exclusive lock on a key of a table, per second:\n\n")
 	fmt.Println("| orders/s | read | aborts/s |")
 	fmt.Println("|---|---|---|")
 	for _, w := range ws {

@@ -50,7 +50,7 @@ type DB struct {
 	// commits and rowsWritten count this database's commits and the rows they wrote (Stats).
 	commits, rowsWritten atomic.Int64
 	// conflictsBy counts the transactions aborted for an invalidated optimistic read, by what
-	// the read was ("TABLE key", "TABLE range", "TABLE table", see footprint.kind). Guarded by mu.
+	// the read was, and those wounded, by table (see DatabaseStats.ConflictsBy). Guarded by mu.
 	conflictsBy map[string]int64
 
 	mu      sync.Mutex
@@ -328,8 +328,8 @@ func (db *DB) setPinned(t *Txn, on bool) {
 	db.mu.Unlock()
 }
 
-// countConflict counts an abort for an invalidated read of what (see conflictsBy). The caller
-// holds db.mu.
+// countConflict counts an abort for an invalidated read of what, or a wound (see conflictsBy).
+// The caller holds db.mu.
 func (db *DB) countConflict(what string) {
 	if db.conflictsBy == nil {
 		db.conflictsBy = map[string]int64{}

@@ -82,8 +82,10 @@ func (e *Engine) Stats() Stats {
 type DatabaseStats struct {
 	Commits, RowsWritten int64
 	// ConflictsBy counts the transactions aborted for an invalidated optimistic read by what
-	// that read was: "TABLE key", "TABLE range" (a key range of the table), "TABLE table" (a
-	// read that covered the whole table), or "replayed DML failed".
+	// that read was: "TABLE key", "TABLE range" (a key range of the table), "TABLE index range",
+	// "TABLE table" (a read that covered the whole table), "TABLES query" (a query whose answer
+	// changed), "replayed DML failed" or "schema changed"; and those wounded for an exclusive
+	// lock on a key of a table, "TABLE wounded".
 	ConflictsBy map[string]int64
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"slices"
+	"strings"
 )
 
 // Exclusive locks: the LOCK_HINT_EXCLUSIVE of a read in a read-write transaction.
@@ -129,7 +130,7 @@ func (t *Txn) lockExclusive(ctx context.Context, k string, waited *bool) error {
 		holder, changed := l.holder, l.changed
 		db.mu.Unlock()
 		if holder != nil && t.begun.Before(holder.begun) {
-			holder.woundBy()
+			holder.woundBy(k[:strings.IndexByte(k, 0)])
 		}
 		var err error
 		select {
@@ -169,10 +170,14 @@ func (t *Txn) releaseExclusive() {
 	t.exclusive = nil
 }
 
-// woundBy aborts the transaction because an older one wants an exclusive lock it holds: at
-// once if no request of its own is running, else at its next check (checkReads) or wait.
-func (t *Txn) woundBy() {
-	t.woundOnce.Do(func() { close(t.wound) })
+// woundBy aborts the transaction because an older one wants an exclusive lock it holds on a key
+// of table: at once if no request of its own is running, else at its next check (checkReads) or
+// wait.
+func (t *Txn) woundBy(table string) {
+	t.woundOnce.Do(func() {
+		t.woundedOn = table
+		close(t.wound)
+	})
 	if t.mu.TryLock() {
 		if t.state == active {
 			t.abortWounded()
@@ -195,6 +200,9 @@ func (t *Txn) wounded() bool {
 func (t *Txn) abortWounded() error {
 	if t.state == active {
 		t.db.e.stats.wounds.Add(1)
+		t.db.mu.Lock()
+		t.db.countConflict(t.woundedOn + " wounded")
+		t.db.mu.Unlock()
 		t.abortLocked("Transaction was aborted because an older transaction wanted a lock it held (wound-wait); retry the transaction.")
 	}
 	return abortedError(t.abortReason)

@@ -182,6 +182,9 @@ func TestExclusiveLockWoundsAYoungerHolder(t *testing.T) {
 	if got := e.Stats(); got.Wounds != 1 || got.LockTimeouts != 0 || got.Conflicts != 0 {
 		t.Errorf("wounds %d, lock timeouts %d, conflicts %d; want 1, 0, 0", got.Wounds, got.LockTimeouts, got.Conflicts)
 	}
+	if diff := cmp.Diff(map[string]int64{"SINGERS wounded": 1}, e.Stats().ByDatabase["d"].ConflictsBy); diff != "" {
+		t.Errorf("aborts by cause (-want +got):\n%s", diff)
+	}
 }
 
 // A holder wounded while it waits (here for another key, held by an older transaction) is

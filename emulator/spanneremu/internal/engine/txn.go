@@ -39,6 +39,7 @@ type Txn struct {
 	// (locks.go): the transaction is aborted at its next check, or at once if it is idle.
 	wound     chan struct{}
 	woundOnce sync.Once
+	woundedOn string // the upper-cased table of the key it was wounded for (set before wound is closed)
 
 	mu          sync.Mutex
 	state       txnState
