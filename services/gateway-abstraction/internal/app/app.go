@@ -96,7 +96,9 @@ type ProviderEvent struct {
 // that Repository.Update opens. Payments written by Save carry their emitted events to the
 // outbox in the same transaction.
 type Tx interface {
-	// Payment returns a payment; payment.ErrNotFound if there is none.
+	// Payment returns a payment, locked for this transaction (the store reads it exclusively:
+	// every transaction that reads a payment goes on to write it); payment.ErrNotFound if there is
+	// none.
 	Payment(ctx context.Context, id string) (*payment.Payment, error)
 	// PaymentByProviderID returns the payment a provider knows by providerPaymentID.
 	PaymentByProviderID(ctx context.Context, providerName, providerPaymentID string) (*payment.Payment, error)
@@ -290,15 +292,20 @@ func (s *Service) resume(ctx context.Context, key string) (string, error) {
 	}
 	emitted, unfinished, next := false, false, ""
 	var rep *report
+	paymentID := in.PaymentID
 	err = s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
 		emitted, unfinished, next, rep = false, false, "", &report{}
+		// The payment first: its lock (exclusive, see Tx.Payment) is what the provider's
+		// webhook for this answer contends for, and a transaction's age on Spanner is its first
+		// statement's: taken first, the lock goes to the older of the two, and the younger waits
+		// for it instead of being wounded by an older one that reached the row later.
+		p, err := tx.Payment(ctx, paymentID)
+		if err != nil {
+			return err
+		}
 		in, err := tx.Intent(ctx, key)
 		if err != nil || in.Status != IntentStarted {
 			return err // finished meanwhile (a concurrent Resume)
-		}
-		p, err := tx.Payment(ctx, in.PaymentID)
-		if err != nil {
-			return err
 		}
 		if !errors.Is(callErr, breaker.ErrOpen) {
 			in.Attempts++ // calls made: the open circuit refused this one without calling
