@@ -142,22 +142,18 @@ func (tb *table) read(ctx context.Context, r reader, m readMethod, rng *rand.Ran
 			rows = []*spanner.Row{row}
 		}
 		return tb.observe(op, rows, covered)
-	case mReadKeys:
+	case mReadKeys, mReadLocked:
 		method = "Read(keys)"
+		opts := &spanner.ReadOptions{}
+		if m == mReadLocked {
+			method, opts.LockHint = "Read(keys, LOCK_HINT_EXCLUSIVE)", sppb.ReadRequest_LOCK_HINT_EXCLUSIVE
+		}
 		var keys []spanner.KeySet
 		for _, id := range ids {
 			keys = append(keys, spanner.Key{id})
 			covered[id] = true
 		}
-		it = r.Read(ctx, tb.name, spanner.KeySets(keys...), cols)
-	case mReadLocked:
-		method = "Read(keys, LOCK_HINT_EXCLUSIVE)"
-		var keys []spanner.KeySet
-		for _, id := range ids {
-			keys = append(keys, spanner.Key{id})
-			covered[id] = true
-		}
-		it = r.ReadWithOptions(ctx, tb.name, spanner.KeySets(keys...), cols, &spanner.ReadOptions{LockHint: sppb.ReadRequest_LOCK_HINT_EXCLUSIVE})
+		it = r.ReadWithOptions(ctx, tb.name, spanner.KeySets(keys...), cols, opts)
 	case mReadRange:
 		// A random kind of range that still holds [lo, hi].
 		kinds := []spanner.KeyRangeKind{spanner.ClosedClosed, spanner.ClosedOpen, spanner.OpenClosed, spanner.OpenOpen}
