@@ -23,6 +23,7 @@
 //	go run ./e2e/cmd/bench -methods card -rates 50
 //	go run ./e2e/cmd/bench -mode drain -events 10000
 //	go run ./e2e/cmd/bench -mode scale -scale 1,2,4
+//	go run ./e2e/cmd/bench -rates 25,25 -ab HEAD~1          # this tree against its parent, ratios
 //
 // The queues get -queue-rate (1000/s, the emulator's 500/s cap lifted) and -queue-concurrency
 // (500); the Tasks emulator runs in memory unless -tasks-persist.
@@ -106,6 +107,8 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the state directory (process logs)")
 	flag.BoolVar(&o.verbose, "v", false, "print the harness's progress lines")
 	flag.StringVar(&o.profile, "profile", "", "write CPU profiles of every window to this directory: bench-wN.pprof (load generator and both emulators) and one per service and relay (orders-wN.pprof, ...)")
+	abRev := flag.String("ab", "", "A/B: run the same bench against this tree and against git revision `REV`, run by run alternating, and print the ratios this / REV of CPU per order, aborts per commit and the card orders' p99s (mode rate)")
+	abRuns := flag.Int("ab-runs", 2, "A/B: runs of each build")
 	flag.Parse()
 	o.qconc = int32(*qconc)
 	for _, f := range strings.Split(rates, ",") {
@@ -139,6 +142,17 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *abRev != "" {
+		if o.mode != "rate" || *abRuns < 1 {
+			fmt.Fprintln(os.Stderr, "bench: -ab compares mode rate runs, at least one of each build (-ab-runs)")
+			os.Exit(2)
+		}
+		if err := runAB(ctx, *abRev, *abRuns, withoutABFlags(os.Args[1:])); err != nil {
+			fmt.Fprintf(os.Stderr, "\nbench FAILED: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, o); err != nil {
 		fmt.Fprintf(os.Stderr, "\nbench FAILED: %v\n", err)
 		os.Exit(1)

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// A/B mode (-ab REV): the same bench against this tree and against git revision REV, run by run
+// alternating (this, REV, REV, this, this, REV, ...: drift on a shared machine falls on both
+// alike), each run a bench of its own build on a stack of its own, started with the same flags.
+// It then prints each run's figures per window and the ratio this / REV of their means. Figures
+// that move ±50 % between runs on a shared machine only mean something as a ratio in one run.
+//
+// The other build is checked out with `git worktree add` in a temporary directory and its own
+// cmd/bench is built there, so the load, the emulators and the services are all that revision's.
+// Its report is read from the Markdown tables it prints (by column header), so a revision from
+// before this mode compares too.
+
+// abFigures are one window's figures as a run reports them (NaN when the report lacks one).
+type abFigures struct {
+	cpuPerOrder, abortsPerCommit         float64
+	awaitingP99, confirmedP99, doneP99Ms float64 // card orders, milliseconds
+}
+
+// abMetrics names the figures in the order they are printed.
+var abMetrics = []struct {
+	name string
+	get  func(abFigures) float64
+}{
+	{"CPU s per order", func(f abFigures) float64 { return f.cpuPerOrder }},
+	{"aborts per commit", func(f abFigures) float64 { return f.abortsPerCommit }},
+	{"card → AWAITING_PAYMENT p99 (ms)", func(f abFigures) float64 { return f.awaitingP99 }},
+	{"card → CONFIRMED p99 (ms)", func(f abFigures) float64 { return f.confirmedP99 }},
+	{"card → COMPLETED p99 (ms)", func(f abFigures) float64 { return f.doneP99Ms }},
+}
+
+// runAB runs the bench (args: the command line without -ab and -ab-runs) runs times against
+// each build and prints the comparison.
+func runAB(ctx context.Context, rev string, runs int, args []string) error {
+	root, err := gitOutput(ctx, "", "rev-parse", "--show-toplevel")
+	if err != nil {
+		return fmt.Errorf("-ab needs a git checkout: %w", err)
+	}
+	short, err := gitOutput(ctx, root, "rev-parse", "--short", rev+"^{commit}")
+	if err != nil {
+		return fmt.Errorf("-ab %s: not a revision of this repository: %w", rev, err)
+	}
+	tmp, err := os.MkdirTemp("", "bench-ab-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	other := filepath.Join(tmp, "tree")
+	if _, err := gitOutput(ctx, root, "worktree", "add", "--detach", other, short); err != nil {
+		return err
+	}
+	defer gitOutput(context.Background(), root, "worktree", "remove", "--force", other)
+
+	builds := []struct{ name, dir, bin string }{
+		{"this", root, filepath.Join(tmp, "bench-this")},
+		{short, other, filepath.Join(tmp, "bench-other")},
+	}
+	for _, b := range builds {
+		logf("A/B: building %s's bench", b.name)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", b.bin, "./e2e/cmd/bench")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = b.dir, os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("build %s's bench: %w", b.name, err)
+		}
+	}
+	results := make([][][]abFigures, len(builds)) // by build, run, window
+	for i := 0; i < runs; i++ {
+		order := []int{0, 1}
+		if i%2 == 1 {
+			order = []int{1, 0}
+		}
+		for _, bi := range order {
+			b := builds[bi]
+			logf("A/B: run %d of %d, %s", i+1, runs, b.name)
+			var out bytes.Buffer
+			cmd := exec.CommandContext(ctx, b.bin, args...)
+			cmd.Dir, cmd.Stdout, cmd.Stderr = b.dir, io.MultiWriter(&out, os.Stdout), os.Stderr
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("%s's bench, run %d: %w", b.name, i+1, err)
+			}
+			results[bi] = append(results[bi], parseABReport(out.String()))
+		}
+	}
+	printAB(os.Stdout, []string{builds[0].name, builds[1].name}, results)
+	return nil
+}
+
+// withoutABFlags returns the command line args without -ab and -ab-runs and their values.
+func withoutABFlags(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if strings.HasPrefix(args[i], "-") && (name == "ab" || name == "ab-runs") {
+			if !hasValue {
+				i++ // the value is the next argument
+			}
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
+func gitOutput(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// printAB prints every run's figures and the ratio of the means, builds[0] / builds[1].
+func printAB(w io.Writer, builds []string, results [][][]abFigures) {
+	fmt.Fprintf(w, "\n## A/B: %s against %s\n\nEach run's windows, in the order run:\n\n", builds[0], builds[1])
+	fmt.Fprintf(w, "| build | run | window |")
+	for _, m := range abMetrics {
+		fmt.Fprintf(w, " %s |", m.name)
+	}
+	fmt.Fprintf(w, "\n|---|---|---|%s\n", strings.Repeat("---|", len(abMetrics)))
+	means := make([][]float64, len(builds))
+	for bi, runs := range results {
+		sums, ns := make([]float64, len(abMetrics)), make([]int, len(abMetrics))
+		for ri, windows := range runs {
+			for wi, f := range windows {
+				fmt.Fprintf(w, "| %s | %d | %d |", builds[bi], ri+1, wi+1)
+				for mi, m := range abMetrics {
+					v := m.get(f)
+					fmt.Fprintf(w, " %s |", formatFigure(v))
+					if !math.IsNaN(v) {
+						sums[mi] += v
+						ns[mi]++
+					}
+				}
+				fmt.Fprintln(w)
+			}
+		}
+		means[bi] = make([]float64, len(abMetrics))
+		for mi := range abMetrics {
+			means[bi][mi] = math.NaN()
+			if ns[mi] > 0 {
+				means[bi][mi] = sums[mi] / float64(ns[mi])
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nMeans over the windows, and the ratio %s / %s (below 1: %s does better):\n\n", builds[0], builds[1], builds[0])
+	fmt.Fprintf(w, "| figure | %s | %s | ratio |\n|---|---|---|---|\n", builds[0], builds[1])
+	for mi, m := range abMetrics {
+		a, b := means[0][mi], means[1][mi]
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", m.name, formatFigure(a), formatFigure(b), formatRatio(a/b))
+	}
+}
+
+func formatFigure(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "—"
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+}
+
+func formatRatio(r float64) string {
+	if math.IsNaN(r) || math.IsInf(r, 0) {
+		return "—"
+	}
+	return fmt.Sprintf("**%.2f**", r)
+}
+
+// parseABReport reads a rate-mode report's figures per window from its Markdown tables: the
+// per-window table (column "CPU s/order"), the Spanner emulator's (column "aborts per commit")
+// and the milestones' card rows (columns "→ AWAITING_PAYMENT", "→ CONFIRMED", "→ COMPLETED").
+func parseABReport(report string) []abFigures {
+	var out []abFigures
+	window := func(i int) *abFigures {
+		for len(out) <= i {
+			nan := math.NaN()
+			out = append(out, abFigures{nan, nan, nan, nan, nan})
+		}
+		return &out[i]
+	}
+	for _, t := range markdownTables(report) {
+		switch {
+		case t.col("CPU s/order") >= 0:
+			c := t.col("CPU s/order")
+			for i, r := range t.rows {
+				window(i).cpuPerOrder = parseNumber(r[c])
+			}
+		case t.col("aborts per commit") >= 0:
+			c := t.col("aborts per commit")
+			for i, r := range t.rows {
+				window(i).abortsPerCommit = parseNumber(r[c])
+			}
+		case t.col("method") >= 0 && t.col("→ CONFIRMED") >= 0:
+			m, a, c, d := t.col("method"), t.col("→ AWAITING_PAYMENT"), t.col("→ CONFIRMED"), t.col("→ COMPLETED")
+			i := 0
+			for _, r := range t.rows {
+				if strings.TrimSpace(r[m]) != "card" {
+					continue
+				}
+				f := window(i)
+				f.awaitingP99, f.confirmedP99, f.doneP99Ms = p99Millis(r, a), p99Millis(r, c), p99Millis(r, d)
+				i++
+			}
+		}
+	}
+	return out
+}
+
+// markdownTable is a table of a Markdown report: its header cells and its rows.
+type markdownTable struct {
+	header []string
+	rows   [][]string
+}
+
+// col returns the index of the header cell name (its text without surrounding spaces), -1.
+func (t markdownTable) col(name string) int {
+	for i, h := range t.header {
+		if strings.TrimSpace(h) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// markdownTables finds the tables of a report: a header line of "|" cells, a "|---|" line, rows.
+func markdownTables(report string) []markdownTable {
+	var out []markdownTable
+	lines := strings.Split(report, "\n")
+	cells := func(l string) []string {
+		l = strings.TrimSpace(l)
+		return strings.Split(strings.TrimSuffix(strings.TrimPrefix(l, "|"), "|"), "|")
+	}
+	for i := 0; i+1 < len(lines); i++ {
+		if !strings.HasPrefix(strings.TrimSpace(lines[i]), "|") || !strings.HasPrefix(strings.TrimSpace(lines[i+1]), "|---") {
+			continue
+		}
+		t := markdownTable{header: cells(lines[i])}
+		j := i + 2
+		for ; j < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[j]), "|"); j++ {
+			if r := cells(lines[j]); len(r) == len(t.header) {
+				t.rows = append(t.rows, r)
+			}
+		}
+		out = append(out, t)
+		i = j
+	}
+	return out
+}
+
+// parseNumber reads the first number of a cell ("0.168", "25 (25.0)"), NaN if there is none.
+func parseNumber(cell string) float64 {
+	f := strings.Fields(strings.Trim(strings.TrimSpace(cell), "*"))
+	if len(f) == 0 {
+		return math.NaN()
+	}
+	v, err := strconv.ParseFloat(strings.Trim(f[0], "*"), 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
+
+// p99Millis reads the p99 of a milestone cell "p50 / p95 / p99 (n)" in milliseconds: "2556 ms /
+// 3770 ms / 4437 ms (188)" or "23.0 s / 26.1 s / 26.9 s (188)"; NaN for "—" or a bad column.
+func p99Millis(r []string, c int) float64 {
+	if c < 0 || c >= len(r) {
+		return math.NaN()
+	}
+	parts := strings.Split(r[c], "/")
+	if len(parts) < 3 {
+		return math.NaN()
+	}
+	f := strings.Fields(parts[2])
+	if len(f) < 2 {
+		return math.NaN()
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return math.NaN()
+	}
+	switch f[1] {
+	case "ms":
+		return v
+	case "s":
+		return v * 1000
+	}
+	return math.NaN()
+}
