@@ -83,6 +83,7 @@ func (s *source) run(ctx context.Context) {
 	for shard := range int64(outboxlib.Shards) {
 		wg.Go(func() { s.shardLoop(ctx, shard) })
 	}
+	wg.Go(func() { s.probeLoop(ctx) })
 	wg.Go(func() { s.statusLoop(ctx) })
 	if s.r.ledgerEnabled() {
 		wg.Go(func() { s.ledgerLoop(ctx) })

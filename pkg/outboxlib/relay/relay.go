@@ -77,8 +77,8 @@ type Config struct {
 
 	Owner          string        // lease owner id [hostname + random suffix]
 	LeaseDuration  time.Duration // [10 s]; renewed every third
-	PollInterval   time.Duration // [150 ms] between scans of a busy shard
-	MaxIdle        time.Duration // [1 s] the idle back-off's cap
+	PollInterval   time.Duration // [150 ms] the first back-off after a failed batch
+	MaxIdle        time.Duration // [1 s] between probes for due rows that no nudge announced; a failed batch's back-off cap
 	BatchSize      int           // rows per scan of a shard [200]
 	Parallelism    int           // concurrent CreateTask calls per source [32]
 	MaxAttempts    int64         // failed enqueues before an event is quarantined [20]

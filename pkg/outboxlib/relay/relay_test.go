@@ -449,6 +449,30 @@ func TestTakingALeaseWakesTheShard(t *testing.T) {
 	exactlyOnce(t, fulfillment, evs)
 }
 
+// Idle shards do not scan on their own: the source's probe finds the shards with due rows once
+// each MaxIdle and wakes them. Events committed while the relay idles, with no nudge, are
+// published that way (without the probe their shards would wait for a nudge that never comes).
+func TestProbeWakesShardsNoNudgeAnnounced(t *testing.T) {
+	client, db := env.NewDatabase(t, dbschema.Orders)
+	fulfillment := newConsumer(t, "fulfillment")
+	_, tc := startTasks(t, tasksemu.Options{}, fulfillment)
+	routes := relay.Routes{"order.created": {fulfillment.subscriber()}}
+	r, _ := start(t, testConfig(client, db, tc, routes))
+	eventually(t, "the relay to hold every shard", func() bool {
+		held := 0
+		for _, sh := range status1(t, r).Shards {
+			if sh.Owner != "" {
+				held++
+			}
+		}
+		return held == outboxlib.Shards
+	})
+	evs := appendEvents(t, client, "order.created", 20) // no nudge
+	eventually(t, "every event to be published", func() bool { return status1(t, r).Pending == 0 })
+	eventually(t, "every delivery", func() bool { return len(fulfillment.deliveries()) >= len(evs) })
+	exactlyOnce(t, fulfillment, evs)
+}
+
 func TestReleasesLeasesOnShutdown(t *testing.T) {
 	client, db := env.NewDatabase(t, dbschema.Orders)
 	_, tc := startTasks(t, tasksemu.Options{})

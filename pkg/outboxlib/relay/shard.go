@@ -43,20 +43,23 @@ ORDER BY CreatedAt
 LIMIT @limit`
 
 // shardLoop works shard while this instance holds it: scan, enqueue, mark; at once again after a
-// full batch, after PollInterval after a partial one, and with a back-off doubling to MaxIdle
-// while idle. Nudge and NudgeShard reset the back-off.
+// full batch. After a partial or empty one it scans again only when woken: by a nudge (a producer
+// that committed to the shard, Nudge, NudgeShard) or by the source's probe, which finds every
+// shard with due rows in one query each MaxIdle (probeLoop), so that 16 idle shards cost one
+// query, not 16, and a shard that published what a nudge announced does not scan again and
+// again to find nothing. A failed batch backs off, doubling from PollInterval to MaxIdle.
 func (s *source) shardLoop(ctx context.Context, shard int64) {
 	cfg := s.r.cfg
-	idle := cfg.PollInterval
+	failing := time.Duration(0)
 	for ctx.Err() == nil {
 		nudge := s.r.nudged()
-		wait := idle
+		var wait time.Duration // 0: until woken
 		if epoch, ok := s.holds(shard); !ok {
 			wait = cfg.MaxIdle
 		} else if d, probe, ok := s.r.tasksGate(); !ok {
 			wait = d
 		} else {
-			n, full, err := s.processBatch(ctx, shard, epoch)
+			_, full, err := s.processBatch(ctx, shard, epoch)
 			if probe {
 				s.r.probeDone()
 			}
@@ -67,29 +70,84 @@ func (s *source) shardLoop(ctx context.Context, shard int64) {
 				if !errors.Is(err, errLeaseLost) {
 					s.log.Warn("relay batch failed", zap.Int64("shard", shard), zap.Error(err))
 				}
-				idle = min(2*idle, cfg.MaxIdle)
+				failing = min(max(2*failing, cfg.PollInterval), cfg.MaxIdle)
+				wait = failing
 			case full:
+				failing = 0
 				continue
-			case n > 0:
-				idle = cfg.PollInterval
 			default:
-				idle = min(2*idle, cfg.MaxIdle)
+				failing = 0
 			}
-			wait = idle
 		}
-		t := time.NewTimer(wait)
+		var timer *time.Timer
+		var expired <-chan time.Time // nil: no timer, wait until woken
+		if wait > 0 {
+			timer = time.NewTimer(wait)
+			expired = timer.C
+		}
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return
 		case <-nudge:
-			idle = cfg.PollInterval
 		case <-s.wake[shard]:
-			idle = cfg.PollInterval
-		case <-t.C:
+		case <-expired:
 		}
-		t.Stop()
+		if timer != nil {
+			timer.Stop()
+		}
 	}
+}
+
+// probeSQL finds the shards with due rows (what pendingSQL would return rows of), through the
+// sparse index: one small scan for all of a source's shards.
+const probeSQL = `SELECT DISTINCT PendingShard
+FROM OutboxEvents@{FORCE_INDEX=OutboxPending}
+WHERE PendingShard IS NOT NULL AND QuarantinedAt IS NULL AND (NextAttemptAt IS NULL OR NextAttemptAt <= @now)`
+
+// probeLoop wakes, each MaxIdle, the loops of the shards this instance holds that have due rows:
+// rows committed without a nudge (a producer that does not nudge, a nudge lost or sent to another
+// instance), rows whose back-off has run out, and a shard just taken over.
+func (s *source) probeLoop(ctx context.Context) {
+	tick := time.NewTicker(s.r.cfg.MaxIdle)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if s.heldCount() == 0 {
+			continue
+		}
+		shards, err := s.dueShards(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("relay probe failed", zap.Error(err))
+			}
+			continue
+		}
+		for _, shard := range shards {
+			if _, ok := s.holds(shard); ok {
+				s.wakeShard(shard)
+			}
+		}
+	}
+}
+
+// dueShards returns the shards of the source that have due rows.
+func (s *source) dueShards(ctx context.Context) ([]int64, error) {
+	var out []int64
+	stmt := spanner.Statement{SQL: probeSQL, Params: map[string]any{"now": time.Now()}}
+	err := s.src.Client.Single().Query(ctx, stmt).Do(func(r *spanner.Row) error {
+		var shard int64
+		if err := r.Column(0, &shard); err != nil {
+			return err
+		}
+		if shard >= 0 && shard < outboxlib.Shards {
+			out = append(out, shard)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // outcome is what happened to one row's tasks.
