@@ -39,7 +39,7 @@ import (
 type exclusiveLocks map[string]*exclusiveLock
 
 // exclusiveLock is one key's lock: its holder (nil when free) and the transactions waiting for
-// it. changed is closed (and replaced) when the lock is freed.
+// it. changed is closed (and replaced) when the lock is freed, or a waiter leaves without it.
 type exclusiveLock struct {
 	holder  *Txn
 	waiters map[*Txn]bool
@@ -108,6 +108,12 @@ func (t *Txn) lockExclusive(ctx context.Context, k string, waited *bool) error {
 		db.exclusive[k] = l
 	}
 	defer func() {
+		if l.waiters[t] && l.holder != t && len(l.waiters) > 1 {
+			// Leaving without the lock (aborted, or its context done): a younger waiter may
+			// have stood back for it while the lock was free, so wake the waiters to look again.
+			close(l.changed)
+			l.changed = make(chan struct{})
+		}
 		delete(l.waiters, t)
 		if l.holder == nil && len(l.waiters) == 0 && db.exclusive[k] == l {
 			delete(db.exclusive, k)
