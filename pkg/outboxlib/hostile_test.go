@@ -1,15 +1,11 @@
 package outboxlib_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +16,7 @@ import (
 
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/pkg/platform/platformtest"
 )
 
 // delivery is a POST /events sent directly (not through a queue), so that its answer is read
@@ -185,39 +182,13 @@ func forgedToken(t *testing.T, audience string) string {
 // Content-Length can be sent) and returns the status, content type and body of the answer.
 func postEvent(t *testing.T, base string, headers map[string]string, auth, body string, shortBy int) (int, string, string) {
 	t.Helper()
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var req strings.Builder
-	fmt.Fprintf(&req, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\nConnection: close\r\n", outboxlib.PathEvents, u.Host, len(body)+shortBy)
+	h := map[string]string{}
 	for k, v := range headers {
-		fmt.Fprintf(&req, "%s: %s\r\n", k, v)
+		h[k] = v
 	}
 	if auth != "" {
-		fmt.Fprintf(&req, "Authorization: %s\r\n", auth)
+		h["Authorization"] = auth
 	}
-	req.WriteString("\r\n" + body)
-	if _, err := io.WriteString(conn, req.String()); err != nil {
-		t.Fatal(err)
-	}
-	if shortBy > 0 {
-		conn.(*net.TCPConn).CloseWrite()
-	}
-	conn.SetReadDeadline(time.Now().Add(30 * time.Second)) // a hung server fails the test, not the run
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("read the answer: %v", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	status, header, answer := platformtest.RawPost(t, base, platformtest.RawRequest{Path: outboxlib.PathEvents, Header: h, Body: body, ShortBy: shortBy})
+	return status, header.Get("Content-Type"), string(answer)
 }

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +15,7 @@ import (
 
 	"github.com/spanmart/spanmart/emulator/paysim"
 	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/pkg/platform/platformtest"
 )
 
 // hostileMaxBody is the gateway's MAX_BODY_BYTES in the hostile tests: small, so that a huge body
@@ -194,43 +191,15 @@ func (s *system) providerEvents(t *testing.T, patterns ...string) []string {
 // its Content-Length can be sent) and reads the answer.
 func (s *system) postWebhook(t *testing.T, r webhookRequest) (int, http.Header, []byte) {
 	t.Helper()
-	u, err := url.Parse(s.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	ct := r.contentType
 	if ct == "" {
 		ct = "application/json; charset=utf-8"
 	}
-	var req strings.Builder
-	fmt.Fprintf(&req, "POST /webhooks/%s HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n", r.provider, u.Host, ct, len(r.body)+r.shortBy)
+	h := map[string]string{"Content-Type": ct}
 	for k, v := range r.header {
-		fmt.Fprintf(&req, "%s: %s\r\n", k, v)
+		h[k] = v
 	}
-	req.WriteString("\r\n")
-	req.WriteString(r.body)
-	if _, err := io.WriteString(conn, req.String()); err != nil {
-		t.Fatal(err)
-	}
-	if r.shortBy > 0 {
-		conn.(*net.TCPConn).CloseWrite() // the client gives up: the body never arrives in full
-	}
-	conn.SetReadDeadline(time.Now().Add(30 * time.Second)) // a hung server fails the test, not the run
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("read the answer: %v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, body
+	return platformtest.RawPost(t, s.url, platformtest.RawRequest{Path: "/webhooks/" + r.provider, Header: h, Body: r.body, ShortBy: r.shortBy})
 }
 
 // checkWebhookProblem checks that an answer is an RFC 9457 problem of its status that mentions
