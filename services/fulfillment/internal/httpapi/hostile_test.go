@@ -1,21 +1,16 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"cloud.google.com/go/spanner"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/pkg/platform/platformtest"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/app"
 	ft "github.com/spanmart/spanmart/services/fulfillment/internal/fulfillmenttest"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/shipment"
@@ -138,33 +133,11 @@ func readWarehouse(t *testing.T, client *spanner.Client) warehouse {
 	return w
 }
 
-// rawPost sends a JSON POST over a plain TCP connection (so that a body shorter than its
-// Content-Length can be sent) and returns the status, the content type and the body.
+// rawPost sends a JSON POST byte by byte (so that a body shorter than its Content-Length can be
+// sent) and returns the status, the content type and the body.
 func rawPost(t *testing.T, base, path, body string, shortBy int) (int, string, string) {
 	t.Helper()
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		path, u.Host, len(body)+shortBy, body)
-	if shortBy > 0 {
-		conn.(*net.TCPConn).CloseWrite()
-	}
-	conn.SetReadDeadline(time.Now().Add(30 * time.Second)) // a hung server fails the test, not the run
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("read the answer: %v", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	status, header, b := platformtest.RawPost(t, base, platformtest.RawRequest{Path: path,
+		Header: map[string]string{"Content-Type": "application/json"}, Body: body, ShortBy: shortBy})
+	return status, header.Get("Content-Type"), string(b)
 }

@@ -1,19 +1,15 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
+	"github.com/spanmart/spanmart/pkg/platform/platformtest"
 	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
 	"github.com/spanmart/spanmart/services/orders/internal/orderstest"
 )
@@ -95,26 +91,10 @@ func TestContentTypeWithParameters(t *testing.T) {
 // A body shorter than its Content-Length is a 400 and not an error in the log.
 func TestShortOrderBody(t *testing.T) {
 	f := newFixture(t)
-	u, err := url.Parse(f.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/orders HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nIdempotency-Key: k\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-		bearer(t, defaultCustomer), len(orderBody)+10, orderBody)
-	conn.(*net.TCPConn).CloseWrite()
-	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	checkProblem(t, response{status: resp.StatusCode, header: resp.Header, body: b}, http.StatusBadRequest, "the request body could not be read")
+	status, header, b := platformtest.RawPost(t, f.url, platformtest.RawRequest{Path: "/v1/orders", Header: map[string]string{
+		"Authorization": bearer(t, defaultCustomer), "Idempotency-Key": "k", "Content-Type": "application/json",
+	}, Body: orderBody, ShortBy: 10})
+	checkProblem(t, response{status: status, header: header, body: b}, http.StatusBadRequest, "the request body could not be read")
 	if line := f.logs.Find(t, "POST /v1/orders 400"); line["severity"] != "WARNING" {
 		t.Errorf("access line severity = %v, want WARNING", line["severity"])
 	}
