@@ -100,6 +100,15 @@ func Main(m *testing.M, env **Env) int {
 // SPANNER_EMULATOR_HOST named), for assertions about spanneremu's own behaviour.
 func (e *Env) InProcess() bool { return e.srv != nil }
 
+// DatabaseStats returns the in-process spanneremu's counters of the database named name (as
+// NewDatabase returns it); ok is false on an endpoint SPANNER_EMULATOR_HOST named.
+func (e *Env) DatabaseStats(name string) (st spanneremu.DatabaseStats, ok bool) {
+	if e.srv == nil {
+		return st, false
+	}
+	return e.srv.Stats().ByDatabase[name[strings.LastIndex(name, "/")+1:]], true
+}
+
 // Close releases the clients and stops the in-process emulator, if any.
 func (e *Env) Close() {
 	if e.Admin != nil {

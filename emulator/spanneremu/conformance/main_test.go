@@ -42,6 +42,9 @@ var (
 	// external is true when the suite runs against SPANNER_EMULATOR_HOST rather than an
 	// in-process spanneremu.
 	external bool
+	// emu is the in-process spanneremu (nil when external), for the few assertions about its
+	// own counters.
+	emu *spanneremu.Server
 
 	instanceAdmin *instance.InstanceAdminClient
 	databaseAdmin *database.DatabaseAdminClient
@@ -63,6 +66,7 @@ func runMain(m *testing.M) int {
 			return 1
 		}
 		defer srv.Close()
+		emu = srv
 		// The official clients read this variable at construction: it switches them to
 		// plaintext gRPC without credentials.
 		os.Setenv("SPANNER_EMULATOR_HOST", srv.Addr())
