@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -68,9 +69,11 @@ func hasRetryInfo(st *status.Status) bool {
 	return false
 }
 
-// unaryInterceptor and streamInterceptor apply grpcError to every RPC's error, and log the
-// errors that point at a bug in the emulator rather than at the request.
+// unaryInterceptor and streamInterceptor count the data API's RPCs (rpcs.go), apply grpcError to
+// every RPC's error, and log the errors that point at a bug in the emulator rather than at the
+// request.
 func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	s.rpcs.count(info.FullMethod, req)
 	resp, err := handler(ctx, req)
 	if err != nil {
 		return nil, s.rpcError(info.FullMethod, err)
@@ -79,6 +82,9 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 }
 
 func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if strings.HasPrefix(info.FullMethod, dataAPI) {
+		ss = &countingStream{ServerStream: ss, rpcs: &s.rpcs, method: info.FullMethod}
+	}
 	if err := handler(srv, ss); err != nil {
 		return s.rpcError(info.FullMethod, err)
 	}

@@ -58,6 +58,7 @@ type Server struct {
 	instances *instanceStore
 	ops       *operationStore
 	txns      *txnTracker
+	rpcs      rpcCounts
 
 	// adminMu serializes database creation and deletion so that the existence check before
 	// CreateDatabase and the creation itself cannot interleave with another admin call.
@@ -153,8 +154,16 @@ type Stats = engine.Stats
 // DatabaseStats are one database's counters in Stats.
 type DatabaseStats = engine.DatabaseStats
 
-// Stats returns the server's transaction counters.
-func (s *Server) Stats() Stats { return s.eng.Stats() }
+// Stats returns the server's transaction and RPC counters.
+func (s *Server) Stats() Stats {
+	st := s.eng.Stats()
+	for db, byMethod := range s.rpcs.byDatabase() {
+		ds := st.ByDatabase[db]
+		ds.RPCs = byMethod
+		st.ByDatabase[db] = ds
+	}
+	return st
+}
 
 // Addr is the "host:port" the server listens on, usable as SPANNER_EMULATOR_HOST.
 func (s *Server) Addr() string { return s.lis.Addr().String() }

@@ -2,6 +2,7 @@ package spanneremu
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/spanner"
 	databasepb "cloud.google.com/go/spanner/admin/database/apiv1/databasepb"
 	instancepb "cloud.google.com/go/spanner/admin/instance/apiv1/instancepb"
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -166,5 +169,41 @@ func TestCommandReadyLine(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		t.Fatal("binary did not exit within 30s of SIGTERM")
+	}
+}
+
+// TestStatsCountRPCs: Stats counts the data API's requests by database and method, unary and
+// streaming alike, as the official client sends them.
+func TestStatsCountRPCs(t *testing.T) {
+	ctx := testContext(t)
+	id := uniqueID("rpcs")
+	db := createDatabaseIn(t, createInstance(t, testServer.Addr()), id, `CREATE TABLE T (K INT64 NOT NULL, V STRING(MAX)) PRIMARY KEY (K)`)
+	client := newDataClient(t, db)
+	if _, err := client.Apply(ctx, []*spanner.Mutation{spanner.Insert("T", []string{"K", "V"}, []any{1, "a"})}); err != nil {
+		t.Fatal(err)
+	}
+	before := testServer.Stats().ByDatabase[id].RPCs
+	_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+		if _, err := txn.ReadRow(ctx, "T", spanner.Key{1}, []string{"V"}); err != nil {
+			return err
+		}
+		if _, err := txn.Query(ctx, spanner.NewStatement("SELECT V FROM T")).Next(); err != nil {
+			return err
+		}
+		return txn.BufferWrite([]*spanner.Mutation{spanner.Update("T", []string{"K", "V"}, []any{1, "b"})})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := testServer.Stats().ByDatabase[id].RPCs
+	got := map[string]int64{}
+	for method, n := range after {
+		if d := n - before[method]; d != 0 {
+			got[method] = d
+		}
+	}
+	want := map[string]int64{"StreamingRead(T)": 1, "ExecuteStreamingSql": 1, "Commit": 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("RPCs of one read-write transaction (-want +got):\n%s", diff)
 	}
 }

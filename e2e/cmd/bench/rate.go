@@ -399,6 +399,20 @@ func (b *bench) milestones(ctx context.Context, methods map[string]string) (map[
 	return out, err
 }
 
+// countsSince is the counters of b that grew since a, by how much (nil if none did).
+func countsSince(a, b map[string]int64) map[string]int64 {
+	var out map[string]int64
+	for k, n := range b {
+		if n -= a[k]; n > 0 {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			out[k] = n
+		}
+	}
+	return out
+}
+
 // milestoneTypes are the order's events the bench times from the order's commit.
 var milestoneTypes = []string{"order.awaiting_payment", "order.confirmed", "order.shipped", "order.completed", "order.cancelled"}
 
@@ -410,14 +424,8 @@ func statsSince(a, b spanneremu.Stats) spanneremu.Stats {
 		ByDatabase:     map[string]spanneremu.DatabaseStats{}}
 	for db, s := range b.ByDatabase {
 		d := spanneremu.DatabaseStats{Commits: s.Commits - a.ByDatabase[db].Commits, RowsWritten: s.RowsWritten - a.ByDatabase[db].RowsWritten}
-		for what, n := range s.ConflictsBy {
-			if n -= a.ByDatabase[db].ConflictsBy[what]; n > 0 {
-				if d.ConflictsBy == nil {
-					d.ConflictsBy = map[string]int64{}
-				}
-				d.ConflictsBy[what] = n
-			}
-		}
+		d.ConflictsBy = countsSince(a.ByDatabase[db].ConflictsBy, s.ConflictsBy)
+		d.RPCs = countsSince(a.ByDatabase[db].RPCs, s.RPCs)
 		out.ByDatabase[db] = d
 	}
 	return out

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -73,6 +75,30 @@ func (b *bench) report(ws []*window, c ceilingResult) {
 		}
 		fmt.Printf("| %v | %s | %.1f | %.1f | %.1f | %.1f | %s |\n", w.rate, strings.Join(w.mix, ", "), float64(events)/n,
 			w.dispatches/n, (float64(w.spannerAll.Commits)-c.idlePerSec*w.settledAt.Sub(w.start).Seconds())/n, float64(rows)/n, strings.Join(byDB, " / "))
+	}
+
+	fmt.Println("\nSpanner requests per order, window start → every order ended, by database and method (the stack's requests at rest included): " +
+		"every round trip costs CPU on both ends, which commits alone do not show.")
+	fmt.Println()
+	fmt.Println("| orders/s | database | all | by method |")
+	fmt.Println("|---|---|---|---|")
+	for _, w := range ws {
+		if w.placed == 0 {
+			continue
+		}
+		n := float64(w.placed)
+		for _, db := range dbs {
+			rpcs := w.spannerAll.ByDatabase[db].RPCs
+			methods := slices.Sorted(maps.Keys(rpcs))
+			sort.SliceStable(methods, func(i, j int) bool { return rpcs[methods[i]] > rpcs[methods[j]] })
+			var all int64
+			var by []string
+			for _, m := range methods {
+				all += rpcs[m]
+				by = append(by, fmt.Sprintf("%s %.1f", m, float64(rpcs[m])/n))
+			}
+			fmt.Printf("| %v | %s | %.1f | %s |\n", w.rate, db, float64(all)/n, strings.Join(by, ", "))
+		}
 	}
 
 	fmt.Println("\nOrder → milestone, from the order's commit to the commit that emitted the milestone event (the order's timeline), p50 / p95 / p99 (n). " +

@@ -87,6 +87,10 @@ type DatabaseStats struct {
 	// changed), "replayed DML failed" or "schema changed"; and those wounded for an exclusive
 	// lock on a key of a table, "TABLE wounded".
 	ConflictsBy map[string]int64
+	// RPCs counts the data API's requests on the database by method ("Commit",
+	// "ExecuteStreamingSql", ...), reads by table too ("StreamingRead(Orders)"); the gRPC
+	// layer fills it in (spanneremu.Server.Stats).
+	RPCs map[string]int64
 }
 
 const dbFileSuffix = ".spandb"
