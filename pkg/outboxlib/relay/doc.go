@@ -18,8 +18,9 @@
 //     instances share fairly, renews every third of the lease and releases its leases on shutdown;
 //     a dead instance's leases expire. Every instance also keeps a presence row in OutboxLeases
 //     (Shard = MemberShardBase + hash(owner)), so that an instance holding no shard yet still counts
-//     as live and the others hand shards over to it. The transaction that marks a batch checks that
-//     the lease (owner and epoch) is still held and re-reads each row's replay generation: a relay
+//     as live and the others hand shards over to it. The transaction that marks a batch re-reads, in one
+//     query, each row's state and replay generation and whether the lease (owner and epoch) is
+//     still held: a relay
 //     that lost a shard writes nothing, and a row replayed after the scan waits for its new tasks.
 //   - Failures cost the event, not the relay. A failed enqueue backs off that event alone
 //     (Attempts, NextAttemptAt with jitter, LastError); a permanent error (INVALID_ARGUMENT, e.g. a
@@ -36,7 +37,7 @@
 //     but an event backing off does not hold back the events behind it: consumers order by
 //     AggregateVersion (the queue is the reorder buffer). Each task carries
 //     ce-predecessorversion, the latest earlier version of its aggregate whose type is routed to
-//     that subscriber (read through OutboxByAggregate), so a consumer that is sent only some of an
+//     that subscriber (read through OutboxByAggregate in the scan's query), so a consumer that is sent only some of an
 //     aggregate's events knows which one it must have applied first.
 //   - Replay keeps the event id. Replay re-queues a quarantined or published event with an
 //     operator's reason (OutboxEvents.ReplayReason; LastError is cleared and records only delivery

@@ -227,15 +227,3 @@ func (s *source) release(ctx context.Context) error {
 	})
 	return err
 }
-
-// checkLease fails with errLeaseLost unless this instance still holds shard at epoch (fencing).
-func (s *source) checkLease(ctx context.Context, txn *spanner.ReadWriteTransaction, shard, epoch int64) error {
-	l, err := outboxdb.ReadOutboxLease(ctx, txn, shard)
-	if err != nil {
-		return err
-	}
-	if l.Owner.StringVal != s.r.cfg.Owner || l.Epoch != epoch {
-		return errLeaseLost
-	}
-	return nil
-}

@@ -30,16 +30,29 @@ type pendingRow struct {
 	attempts   int64
 	generation int64 // ReplayGeneration: hashed into the task names
 	replayed   bool  // an operator replayed the row (ReplayReason is set)
+	earlier    []*earlierEvent
+}
+
+// earlierEvent is an earlier event of a pending row's aggregate (pendingSQL's Earlier).
+type earlierEvent struct {
+	AggregateVersion int64
+	EventType        string
 }
 
 // pendingSQL reads the due rows of one shard through the sparse index, oldest first. Rows backing
 // off (NextAttemptAt in the future) and quarantined rows are skipped in the query, so a head of
-// failing rows can never hide the rows behind it from a bounded batch.
-const pendingSQL = `SELECT EventId, AggregateType, AggregateId, AggregateVersion, EventType, SchemaVersion,
-  Payload, TraceParent, OccurredAt, CreatedAt, Attempts, ReplayGeneration, ReplayReason IS NOT NULL AS Replayed
-FROM OutboxEvents@{FORCE_INDEX=OutboxPending}
-WHERE PendingShard = @shard AND QuarantinedAt IS NULL AND (NextAttemptAt IS NULL OR NextAttemptAt <= @now)
-ORDER BY CreatedAt
+// failing rows can never hide the rows behind it from a bounded batch. Each row comes with the
+// earlier events of its aggregate (Earlier, through OutboxByAggregate: few per aggregate), from
+// which predecessors computes each task's ce-predecessorversion: one round trip per batch, not
+// two.
+const pendingSQL = `SELECT e.EventId, e.AggregateType, e.AggregateId, e.AggregateVersion, e.EventType, e.SchemaVersion,
+  e.Payload, e.TraceParent, e.OccurredAt, e.CreatedAt, e.Attempts, e.ReplayGeneration, e.ReplayReason IS NOT NULL AS Replayed,
+  ARRAY(SELECT AS STRUCT a.AggregateVersion, a.EventType
+    FROM OutboxEvents@{FORCE_INDEX=OutboxByAggregate} AS a
+    WHERE a.AggregateId = e.AggregateId AND a.AggregateType = e.AggregateType AND a.AggregateVersion < e.AggregateVersion) AS Earlier
+FROM OutboxEvents@{FORCE_INDEX=OutboxPending} AS e
+WHERE e.PendingShard = @shard AND e.QuarantinedAt IS NULL AND (e.NextAttemptAt IS NULL OR e.NextAttemptAt <= @now)
+ORDER BY e.CreatedAt
 LIMIT @limit`
 
 // shardLoop works shard while this instance holds it: scan, enqueue, mark; at once again after a
@@ -170,11 +183,7 @@ func (s *source) processBatch(ctx context.Context, shard, epoch int64) (n int, f
 	if err != nil || len(rows) == 0 {
 		return 0, false, err
 	}
-	preds, err := s.predecessors(ctx, rows)
-	if err != nil {
-		return 0, false, err
-	}
-	outs := s.enqueue(ctx, rows, preds)
+	outs := s.enqueue(ctx, rows, s.predecessors(rows))
 	if ctx.Err() != nil {
 		return 0, false, ctx.Err()
 	}
@@ -229,7 +238,7 @@ func (s *source) readPending(ctx context.Context, shard int64, limit int) ([]*pe
 			typ                 string
 			occurred, createdAt time.Time
 		)
-		if err := r.Columns(&id, &aggType, &aggID, &aggVersion, &typ, &schemaV, &payload, &trace, &occurred, &createdAt, &p.attempts, &p.generation, &p.replayed); err != nil {
+		if err := r.Columns(&id, &aggType, &aggID, &aggVersion, &typ, &schemaV, &payload, &trace, &occurred, &createdAt, &p.attempts, &p.generation, &p.replayed, &p.earlier); err != nil {
 			return err
 		}
 		// The payload's exact text: decoding JSON into a Go value would turn large integers into
@@ -249,69 +258,28 @@ func (s *source) readPending(ctx context.Context, shard int64, limit int) ([]*pe
 	return rows, nil
 }
 
-// aggregateSQL reads every event of some aggregates (their index entries: few per aggregate).
-const aggregateSQL = `SELECT AggregateId, AggregateType, AggregateVersion, EventType
-FROM OutboxEvents@{FORCE_INDEX=OutboxByAggregate}
-WHERE AggregateId IN UNNEST(@ids)`
-
 // predecessors computes, for each row and each of its subscribers, the latest earlier version of
 // the row's aggregate whose event type is routed to that subscriber: the version the subscriber
 // must have applied before this one (outboxlib.HeaderPredecessorVersion). A consumer sees only
 // the events routed to it, so "version - 1" would wait for ever for a version it is never sent.
-// Rows at version 1 need no read. The routes are today's: an event published before its type was
-// routed to a subscriber counts as if it had been (the subscriber then defers, and after its
-// patience dead-letters, the successor; docs/architecture.md). Predecessors deleted by the outbox
-// TTL (published more than 7 days ago) no longer count.
-func (s *source) predecessors(ctx context.Context, rows []*pendingRow) (predecessors, error) {
+// The routes are today's: an event published before its type was routed to a subscriber counts
+// as if it had been (the subscriber then defers, and after its patience dead-letters, the
+// successor; docs/architecture.md). Predecessors deleted by the outbox TTL (published more than 7
+// days ago) no longer count.
+func (s *source) predecessors(rows []*pendingRow) predecessors {
 	preds := predecessors{}
-	var ids []string
-	seen := map[string]bool{}
-	for _, row := range rows {
-		if row.event.AggregateVersion > 1 && !seen[row.event.AggregateID] {
-			seen[row.event.AggregateID] = true
-			ids = append(ids, row.event.AggregateID)
-		}
-	}
-	if len(ids) == 0 {
-		return preds, nil
-	}
-	type version struct {
-		n   int64
-		typ string
-	}
-	history := map[[2]string][]version{} // (aggregate type, id) → its events
-	iter := s.src.Client.Single().Query(ctx, spanner.Statement{SQL: aggregateSQL, Params: map[string]any{"ids": ids}})
-	err := iter.Do(func(r *spanner.Row) error {
-		var (
-			id, aggType, typ string
-			n                int64
-		)
-		if err := r.Columns(&id, &aggType, &n, &typ); err != nil {
-			return err
-		}
-		k := [2]string{aggType, id}
-		history[k] = append(history[k], version{n, typ})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the aggregates of a batch: %w", err)
-	}
 	routes := s.r.cfg.Routes
 	for _, row := range rows {
-		ev := row.event
-		for _, v := range history[[2]string{ev.AggregateType, ev.AggregateID}] {
-			if v.n >= ev.AggregateVersion {
-				continue
-			}
-			for _, sub := range routes[v.typ] {
-				k := [2]string{ev.ID, sub.Name}
-				if v.n > preds[k] {
-					preds[k] = v.n
+		for _, v := range row.earlier {
+			for _, sub := range routes[v.EventType] {
+				k := [2]string{row.event.ID, sub.Name}
+				if v.AggregateVersion > preds[k] {
+					preds[k] = v.AggregateVersion
 				}
 			}
 		}
 	}
-	return preds, nil
+	return preds
 }
 
 // enqueue creates the tasks of rows, at most Parallelism at a time.
@@ -412,6 +380,14 @@ func TaskName(queue, eventID, subscriber string, generation int64) string {
 	return queue + "/tasks/" + hex.EncodeToString(sum[:])
 }
 
+// markSQL reads, in mark's transaction, the rows of a batch as they stand now and, on each,
+// whether this instance still holds the shard's lease at the epoch it scanned under (the fence):
+// one round trip for both. A batch whose rows are all gone has nothing to mark.
+const markSQL = `SELECT EventId, PendingShard IS NOT NULL, QuarantinedAt IS NOT NULL, Attempts, ReplayGeneration,
+  EXISTS(SELECT 1 FROM OutboxLeases WHERE Shard = @shard AND Owner = @owner AND Epoch = @epoch) AS Held
+FROM OutboxEvents
+WHERE EventId IN UNNEST(@ids)`
+
 // mark writes the results of a batch in one transaction, if this instance still holds the shard:
 // the enqueued rows become published (with the subscribers whose tasks exist, for the delivery
 // ledger), the failed ones back off or are quarantined. Only rows still pending at the replay
@@ -420,36 +396,30 @@ func TaskName(queue, eventID, subscriber string, generation int64) string {
 // needs tasks under its new names before it may be marked published.
 func (s *source) mark(ctx context.Context, shard, epoch int64, done, failed []*outcome) error {
 	cfg := s.r.cfg
-	keys := spanner.KeySets()
+	ids := make([]string, 0, len(done)+len(failed))
 	for _, o := range append(append([]*outcome(nil), done...), failed...) {
-		keys = spanner.KeySets(keys, outboxdb.OutboxEventKey(o.row.event.ID))
+		ids = append(ids, o.row.event.ID)
 	}
-	cols := []string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColQuarantinedAt,
-		outboxdb.OutboxEventColAttempts, outboxdb.OutboxEventColReplayGeneration}
+	stmt := spanner.Statement{SQL: markSQL, Params: map[string]any{"ids": ids, "shard": shard, "owner": cfg.Owner, "epoch": epoch}}
 	type state struct {
 		pending, quarantined bool
 		attempts, generation int64
 	}
 	var quarantined []*outcome
 	_, err := s.src.Client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
-		if err := s.checkLease(ctx, txn, shard, epoch); err != nil {
-			if errors.Is(err, dao.ErrNotFound) {
-				return errLeaseLost
-			}
-			return err
-		}
 		cur := map[string]state{}
-		err := txn.Read(ctx, outboxdb.OutboxEventsTable, keys, cols).Do(func(r *spanner.Row) error {
+		err := txn.Query(ctx, stmt).Do(func(r *spanner.Row) error {
 			var (
-				id          string
-				shard       spanner.NullInt64
-				quarantined spanner.NullTime
-				st          state
+				id   string
+				st   state
+				held bool
 			)
-			if err := r.Columns(&id, &shard, &quarantined, &st.attempts, &st.generation); err != nil {
+			if err := r.Columns(&id, &st.pending, &st.quarantined, &st.attempts, &st.generation, &held); err != nil {
 				return err
 			}
-			st.pending, st.quarantined = shard.Valid, quarantined.Valid
+			if !held {
+				return errLeaseLost
+			}
 			cur[id] = st
 			return nil
 		})
