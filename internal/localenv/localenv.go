@@ -87,6 +87,10 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 		// Who may call the operator endpoints (/admin/*, replays): the operator and the console,
 		// which acts on behalf of the operator it verified (ADMIN_DELEGATE_EMAILS).
 		"ADMIN_DELEGATE_EMAILS=" + Account(topology.Console),
+		// One processor, as each Cloud Run instance has (cloudbuild.yaml: --cpu=1, GOMAXPROCS=1):
+		// Go would otherwise size its scheduler to every core of this machine, and its idle
+		// processors would spin looking for work (a fifth of the services' CPU in the bench).
+		"GOMAXPROCS=1",
 	}
 	switch {
 	case svc.Database != "":
