@@ -98,7 +98,7 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 // newTasksClient returns the Cloud Tasks client: Google's endpoint with the default credentials, or
 // the emulator at host (plaintext gRPC, no credentials), the official client either way.
 func newTasksClient(ctx context.Context, host string) (*cloudtasks.Client, error) {
-	var opts []option.ClientOption
+	opts := platform.GoogleClientOptions()
 	if host != "" {
 		opts = append(opts, option.WithEndpoint(host), option.WithoutAuthentication(),
 			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
