@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	sppb "cloud.google.com/go/spanner/apiv1/spannerpb"
@@ -63,14 +64,33 @@ func (t *Txn) BatchDML(ctx context.Context, sts []Statement) ([]*Result, error) 
 }
 
 func parseStatement(sqlText string) (ast.Statement, error) {
+	parsedMu.Lock()
+	stmt, ok := parsed[sqlText]
+	parsedMu.Unlock()
+	if ok {
+		return stmt, nil
+	}
 	// Spanner accepts one trailing semicolon after a query or DML statement.
-	sqlText = strings.TrimSuffix(strings.TrimSpace(sqlText), ";")
-	stmt, err := memefish.ParseStatement("", sqlText)
+	stmt, err := memefish.ParseStatement("", strings.TrimSuffix(strings.TrimSpace(sqlText), ";"))
 	if err != nil {
 		return nil, errorf(codes.InvalidArgument, "Syntax error: %s", strings.TrimSpace(cleanParseError(err)))
 	}
+	parsedMu.Lock()
+	if len(parsed) >= maxCachedStatements {
+		clear(parsed)
+	}
+	parsed[sqlText] = stmt
+	parsedMu.Unlock()
 	return stmt, nil
 }
+
+// parsed memoizes parseStatement by SQL text: clients send the same few statements over and
+// over, and parsing one cost about as much as running it. A statement's tree does not depend on
+// the database, and nothing changes a tree once parsed (sqlgen only reads it).
+var (
+	parsedMu sync.Mutex
+	parsed   = map[string]ast.Statement{}
+)
 
 func cleanParseError(err error) string {
 	msg := err.Error()
