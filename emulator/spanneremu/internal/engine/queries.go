@@ -97,9 +97,11 @@ func (t *Txn) queryOptimistically(ctx context.Context, st Statement, stmt ast.St
 }
 
 // optimisticQuery runs a compiled query of a read-write transaction that does not hold the
-// lock, records it (see above) and validates the transaction's reads. With DML logged, the query
-// must see that DML: it runs on the writer under the lock for the query alone, with the DML
-// replayed, and rolled back. The caller holds t.mu.
+// lock, records it (see above) and validates the transaction's reads. A query of a table the
+// transaction's logged DML changed must see that DML: it runs on the writer under the lock for
+// the query alone, with the DML replayed, and rolled back. Any other query reads committed data,
+// as a read does (Read): the DML cannot change its answer, so it is recorded as run before it.
+// The caller holds t.mu.
 func (t *Txn) optimisticQuery(ctx context.Context, c *sqlgen.Compiled, args []any) ([][]any, error) {
 	db := t.db
 	var (
@@ -107,7 +109,11 @@ func (t *Txn) optimisticQuery(ctx context.Context, c *sqlgen.Compiled, args []an
 		seq    uint64
 		err    error
 	)
-	if len(t.dml) == 0 {
+	after := len(t.dml)
+	if !slices.ContainsFunc(c.ReadTables, func(table string) bool { return t.dmlTables[table] }) {
+		after = 0
+	}
+	if after == 0 {
 		seq = t.noteRead()
 		stored, err = runQuery(ctx, db.pool, c.SQL, args, len(c.Columns))
 	} else {
@@ -127,7 +133,7 @@ func (t *Txn) optimisticQuery(ctx context.Context, c *sqlgen.Compiled, args []an
 		return nil, blameUntypedParams(c, mapError(err, nil))
 	}
 	t.queries = append(t.queries, queryRead{sql: c.SQL, args: args, tables: c.ReadTables, cols: len(c.Columns),
-		digest: rowsDigest(stored), after: len(t.dml), seq: seq})
+		digest: rowsDigest(stored), after: after, seq: seq})
 	if err := t.validate(ctx); err != nil {
 		return nil, err
 	}

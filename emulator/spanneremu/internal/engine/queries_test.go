@@ -88,3 +88,35 @@ func TestQueryAfterOwnDML(t *testing.T) {
 		t.Errorf("rows named z: %v, want 2", got)
 	}
 }
+
+// A query of tables the transaction's own DML did not change reads committed data without the
+// lock, as a read does: it does not wait behind a transaction that holds the lock, and it is
+// still validated by its answer at commit.
+func TestQueryOfOtherTablesAfterDMLTakesNoLock(t *testing.T) {
+	e, db := newTestEngine(t, Options{LockWait: 50 * time.Millisecond}, singers,
+		`CREATE TABLE Labels (LabelId INT64 NOT NULL, Name STRING(10)) PRIMARY KEY (LabelId)`)
+	if err := commit(t, db, insert("Labels", []string{"LabelId", "Name"}, row(str("1"), str("a")))); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tx, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	execSQL(t, tx, "INSERT INTO Singers (SingerId, Name) VALUES (1, 's')")
+	holder, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if _, err := holder.ExecuteSQL(ctx, Statement{SQL: scanningDML}); err != nil {
+		t.Fatal(err)
+	}
+	got := execSQL(t, tx, "SELECT Name FROM Labels WHERE LabelId = 1") // would time out behind holder under the lock
+	if diff := cmp.Diff([][]*structpb.Value{{str("a")}}, got.Rows, protocmp.Transform()); diff != "" {
+		t.Fatalf("query (-want +got):\n%s", diff)
+	}
+	if _, err := holder.Commit(ctx, []*sppb.Mutation{update("Labels", []string{"LabelId", "Name"}, row(str("1"), str("b")))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx, nil); status.Code(err) != codes.Aborted {
+		t.Fatalf("commit after its query's answer changed: %v, want ABORTED", err)
+	}
+	st := e.Stats()
+	if st.LockTimeouts != 0 || st.ByDatabase["d"].ConflictsBy["LABELS query"] != 1 {
+		t.Errorf("lock timeouts %d, conflicts %v; want 0 and 1 LABELS query", st.LockTimeouts, st.ByDatabase["d"].ConflictsBy)
+	}
+}
