@@ -121,6 +121,9 @@ type Repository interface {
 	Update(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 	// Intent reads an intent (a strong read); payment.ErrNotFound if there is none.
 	Intent(ctx context.Context, key string) (Intent, error)
+	// Intents reads the intents of keys in one strong read, by key; a key without an intent
+	// has no entry.
+	Intents(ctx context.Context, keys []string) (map[string]Intent, error)
 	// Payment reads a payment; payment.ErrNotFound if there is none.
 	Payment(ctx context.Context, id string) (*payment.Payment, error)
 	// PaymentsOfOrder returns an order's payments (none: an empty slice).
@@ -259,25 +262,31 @@ func (s *Service) RequestPayment(ctx context.Context, tx Tx, r PaymentRequest) (
 // error while one is not, so the caller's queue tries again; an intent that does not exist is
 // finished by definition.
 func (s *Service) Resume(ctx context.Context, key string) error {
-	next, err := s.resume(ctx, key)
+	in, err := s.cfg.Repo.Intent(ctx, key)
+	switch {
+	case errors.Is(err, payment.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case in.Status != IntentStarted:
+		return nil
+	}
+	return s.resumeFrom(ctx, in)
+}
+
+// resumeFrom is Resume of an intent just read STARTED.
+func (s *Service) resumeFrom(ctx context.Context, in Intent) error {
+	next, err := s.resume(ctx, in)
 	if err != nil || next == "" {
 		return err
 	}
 	return s.Resume(ctx, next)
 }
 
-// resume carries out one intent (Resume) and returns the key of the intent its answer recorded,
-// "" for none.
-func (s *Service) resume(ctx context.Context, key string) (string, error) {
-	in, err := s.cfg.Repo.Intent(ctx, key)
-	switch {
-	case errors.Is(err, payment.ErrNotFound):
-		return "", nil
-	case err != nil:
-		return "", err
-	case in.Status != IntentStarted:
-		return "", nil
-	}
+// resume carries out one STARTED intent (Resume) and returns the key of the intent its answer
+// recorded, "" for none.
+func (s *Service) resume(ctx context.Context, in Intent) (string, error) {
+	key := in.Key
 	p, err := s.cfg.Repo.Payment(ctx, in.PaymentID)
 	if err != nil {
 		return "", err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/payment"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/provider"
@@ -148,12 +149,29 @@ var resumeOrder = []Operation{OpAuthorize, OpCapture, OpVoid, OpRefund}
 // ResumePayment carries out every unfinished intent of the payment (Resume), stopping at the
 // first that stays unfinished. It is what a delivery of an order's event runs after the commit
 // (outboxlib.After in package events), so that a redelivery retries whatever the handler's
-// intent, or an intent its answer recorded, left unfinished.
+// intent, or an intent its answer recorded, left unfinished. The intents not looked at yet are
+// read together, again after each one resumed (its answer may have recorded the next).
 func (s *Service) ResumePayment(ctx context.Context, paymentID string) error {
-	for _, op := range resumeOrder {
-		if err := s.Resume(ctx, IntentKey(paymentID, op)); err != nil {
+	for ops := resumeOrder; len(ops) > 0; {
+		keys := make([]string, len(ops))
+		for i, op := range ops {
+			keys[i] = IntentKey(paymentID, op)
+		}
+		intents, err := s.cfg.Repo.Intents(ctx, keys)
+		if err != nil {
 			return err
 		}
+		i := slices.IndexFunc(keys, func(k string) bool {
+			in, ok := intents[k]
+			return ok && in.Status == IntentStarted
+		})
+		if i < 0 {
+			return nil
+		}
+		if err := s.resumeFrom(ctx, intents[keys[i]]); err != nil {
+			return err
+		}
+		ops = ops[i+1:]
 	}
 	return nil
 }

@@ -132,6 +132,26 @@ func (s *Store) Intent(ctx context.Context, key string) (app.Intent, error) {
 	return readIntent(ctx, s.client.Single(), key)
 }
 
+func (s *Store) Intents(ctx context.Context, keys []string) (map[string]app.Intent, error) {
+	ks := make([]spanner.KeySet, len(keys))
+	for i, k := range keys {
+		ks[i] = paymentsdb.ProviderRequestKey(k)
+	}
+	rows, err := paymentsdb.ReadProviderRequestRows(ctx, s.client.Single(), spanner.KeySets(ks...))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]app.Intent, len(rows))
+	for _, r := range rows {
+		in, err := intent(r)
+		if err != nil {
+			return nil, err
+		}
+		out[in.Key] = in
+	}
+	return out, nil
+}
+
 func readIntent(ctx context.Context, r dao.Reader, key string) (app.Intent, error) {
 	row, err := paymentsdb.ReadProviderRequest(ctx, r, key)
 	if errors.Is(err, dao.ErrNotFound) {
