@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -564,8 +565,9 @@ func TestReplayAfterNameReuseWindowIsAbsorbed(t *testing.T) {
 	if n := fulfillment.applied(t, ev.AggregateID); n != 1 {
 		t.Errorf("fulfillment applied the event %d times, want 1", n)
 	}
-	if row := readEvent(t, client, ev.ID); row.ReplayGeneration != 0 || !row.PublishedAt.Valid {
-		t.Errorf("replayed row: generation %d, published %v; want 0 (quarantined rows keep theirs), published", row.ReplayGeneration, row.PublishedAt)
+	eventually(t, "the replayed row marked published", func() bool { return readEvent(t, client, ev.ID).PublishedAt.Valid })
+	if row := readEvent(t, client, ev.ID); row.ReplayGeneration != 0 {
+		t.Errorf("replayed row: generation %d, want 0 (quarantined rows keep theirs)", row.ReplayGeneration)
 	}
 }
 
@@ -659,5 +661,67 @@ func TestLedgerAuditsMoreThanABatch(t *testing.T) {
 				t.Errorf("%d rows left unaudited, want 0", left)
 			}
 		})
+	}
+}
+
+// The marks of several shards' batches share one transaction (group commit: their rows carry one
+// PublishedAt), and the fence holds per batch: a batch whose shard this instance no longer holds
+// at the epoch it was scanned under writes nothing, while the others in its transaction are marked.
+func TestMarksOfSeveralShardsShareOneCommit(t *testing.T) {
+	ctx := context.Background()
+	client, db := env.NewDatabase(t, dbschema.Orders)
+	fulfillment := newConsumer(t, "fulfillment")
+	r, err := relay.New(testConfig(client, db, &countingTasks{}, relay.Routes{"order.created": {fulfillment.subscriber()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byShard := map[int64][]string{}
+	for len(byShard) < 3 {
+		for _, ev := range appendEvents(t, client, "order.created", 4) {
+			byShard[outboxlib.ShardOf(ev.AggregateID)] = append(byShard[outboxlib.ShardOf(ev.AggregateID)], ev.ID)
+		}
+	}
+	var shards []int64
+	for shard := range byShard {
+		shards = append(shards, shard)
+	}
+	held, lost := shards[:2], shards[2]
+	batches := map[int64][]string{held[0]: byShard[held[0]], held[1]: byShard[held[1]], lost: byShard[lost]}
+	// This instance holds two of the shards at epoch 4; the third was taken over since (epoch 5).
+	var ms []*spanner.Mutation
+	for shard, epoch := range map[int64]int64{held[0]: 4, held[1]: 4, lost: 5} {
+		l := outboxdb.OutboxLease{Shard: shard, Owner: spanner.NullString{StringVal: r.Owner(), Valid: true}, Epoch: epoch,
+			ExpiresAt: spanner.NullTime{Time: time.Now().Add(time.Minute), Valid: true}, UpdatedAt: spanner.CommitTimestamp}
+		ms = append(ms, l.Insert())
+	}
+	if _, err := client.Apply(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+
+	errs := relay.MarkTogether(ctx, r, "orders", "fulfillment", 4, batches)
+	if errs[held[0]] != nil || errs[held[1]] != nil || !errors.Is(errs[lost], relay.ErrLeaseLost) {
+		t.Fatalf("outcomes %v; want nil for shards %v and the lost lease for shard %d", errs, held, lost)
+	}
+	var publishedAt []time.Time
+	for _, shard := range held {
+		for _, id := range batches[shard] {
+			row := readEvent(t, client, id)
+			if row.PendingShard.Valid || !row.PublishedAt.Valid || !slices.Equal(row.PublishedTo, []spanner.NullString{{StringVal: "fulfillment", Valid: true}}) {
+				t.Errorf("event %s of held shard %d: pending %v, published %v to %v; want published to fulfillment",
+					id, shard, row.PendingShard, row.PublishedAt, row.PublishedTo)
+			}
+			publishedAt = append(publishedAt, row.PublishedAt.Time)
+		}
+	}
+	for _, at := range publishedAt {
+		if !at.Equal(publishedAt[0]) {
+			t.Errorf("PublishedAt %v, want every row of the group at one commit (%v)", publishedAt, publishedAt[0])
+			break
+		}
+	}
+	for _, id := range batches[lost] {
+		if row := readEvent(t, client, id); !row.PendingShard.Valid || row.PendingShard.Int64 != lost || row.PublishedAt.Valid {
+			t.Errorf("event %s of the lost shard %d: pending %v, published %v; want untouched", id, lost, row.PendingShard, row.PublishedAt)
+		}
 	}
 }

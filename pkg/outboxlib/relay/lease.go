@@ -48,10 +48,15 @@ type source struct {
 
 	// publishLag is commit → tasks created of this instance's recent publications (Status).
 	publishLag outboxlib.LagWindow
+
+	// The batches enqueued and waiting for their mark, and their rows' event ids (mark.go).
+	markMu   sync.Mutex
+	toMark   []*markRequest
+	unmarked map[string]bool
 }
 
 func newSource(r *Relay, s Source) *source {
-	src := &source{r: r, src: s, log: r.log.With(zap.String("source", s.Name)), held: map[int64]lease{}}
+	src := &source{r: r, src: s, log: r.log.With(zap.String("source", s.Name)), held: map[int64]lease{}, unmarked: map[string]bool{}}
 	for i := range src.wake {
 		src.wake[i] = make(chan struct{}, 1)
 	}
@@ -84,6 +89,7 @@ func (s *source) run(ctx context.Context) {
 		wg.Go(func() { s.shardLoop(ctx, shard) })
 	}
 	wg.Go(func() { s.probeLoop(ctx) })
+	wg.Go(func() { s.markLoop(ctx) })
 	wg.Go(func() { s.statusLoop(ctx) })
 	if s.r.ledgerEnabled() {
 		wg.Go(func() { s.ledgerLoop(ctx) })

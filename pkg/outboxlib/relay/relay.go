@@ -78,6 +78,7 @@ type Config struct {
 	Owner          string        // lease owner id [hostname + random suffix]
 	LeaseDuration  time.Duration // [10 s]; renewed every third
 	PollInterval   time.Duration // [150 ms] the first back-off after a failed batch
+	MarkEvery      time.Duration // [100 ms] how often a source marks what it enqueued, all in one transaction (mark.go)
 	MaxIdle        time.Duration // [1 s] between probes for due rows that no nudge announced; a failed batch's back-off cap
 	BatchSize      int           // rows per scan of a shard [200]
 	Parallelism    int           // concurrent CreateTask calls per source [32]
@@ -186,6 +187,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	def(&cfg.LeaseDuration, 10*time.Second)
 	def(&cfg.PollInterval, 150*time.Millisecond)
+	def(&cfg.MarkEvery, 100*time.Millisecond)
 	def(&cfg.MaxIdle, time.Second)
 	def(&cfg.BaseBackoff, defaultBaseBackoff)
 	def(&cfg.MaxBackoff, defaultMaxBackoff)

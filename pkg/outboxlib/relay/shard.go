@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -18,8 +18,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/spanmart/spanmart/gen/dao"
-	"github.com/spanmart/spanmart/gen/dao/outboxdb"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 )
 
@@ -180,8 +178,14 @@ type predecessors map[[2]string]int64
 func (s *source) processBatch(ctx context.Context, shard, epoch int64) (n int, full bool, err error) {
 	cfg := s.r.cfg
 	rows, err := s.readPending(ctx, shard, cfg.BatchSize)
-	if err != nil || len(rows) == 0 {
+	if err != nil {
 		return 0, false, err
+	}
+	full = len(rows) == cfg.BatchSize
+	// Rows enqueued but not marked yet are the mark loop's (mark.go); it wakes the shard once
+	// they are marked, so a scan that found only those is not full.
+	if rows = slices.DeleteFunc(rows, func(r *pendingRow) bool { return s.isUnmarked(r.event.ID) }); len(rows) == 0 {
+		return 0, false, nil
 	}
 	outs := s.enqueue(ctx, rows, s.predecessors(rows))
 	if ctx.Err() != nil {
@@ -207,20 +211,13 @@ func (s *source) processBatch(ctx context.Context, shard, epoch int64) (n int, f
 		}
 	}
 	if len(done)+len(failed) > 0 {
-		if err := s.mark(ctx, shard, epoch, done, failed); err != nil {
-			return 0, false, err
-		}
-		for _, o := range done {
-			for _, sub := range o.created {
-				s.r.metrics.published.WithLabelValues(s.src.Name, sub).Inc()
-			}
-		}
+		s.deferMark(&markRequest{shard: shard, epoch: epoch, done: done, failed: failed})
 	}
 	if down != nil {
 		s.r.tasksDown(down)
 		return len(done) + len(failed), false, nil
 	}
-	return len(done) + len(failed), len(rows) == cfg.BatchSize, nil
+	return len(done) + len(failed), full, nil
 }
 
 // readPending reads up to limit due rows of shard.
@@ -378,101 +375,6 @@ func TaskName(queue, eventID, subscriber string, generation int64) string {
 	}
 	sum := sha256.Sum256([]byte(key))
 	return queue + "/tasks/" + hex.EncodeToString(sum[:])
-}
-
-// markSQL reads, in mark's transaction, the rows of a batch as they stand now and, on each,
-// whether this instance still holds the shard's lease at the epoch it scanned under (the fence):
-// one round trip for both. A batch whose rows are all gone has nothing to mark.
-const markSQL = `SELECT EventId, PendingShard IS NOT NULL, QuarantinedAt IS NOT NULL, Attempts, ReplayGeneration,
-  EXISTS(SELECT 1 FROM OutboxLeases WHERE Shard = @shard AND Owner = @owner AND Epoch = @epoch) AS Held
-FROM OutboxEvents
-WHERE EventId IN UNNEST(@ids)`
-
-// mark writes the results of a batch in one transaction, if this instance still holds the shard:
-// the enqueued rows become published (with the subscribers whose tasks exist, for the delivery
-// ledger), the failed ones back off or are quarantined. Only rows still pending at the replay
-// generation that was scanned (and, for failures, not quarantined) are touched: another instance
-// or an operator may have changed them since the scan, and a row replayed into a new generation
-// needs tasks under its new names before it may be marked published.
-func (s *source) mark(ctx context.Context, shard, epoch int64, done, failed []*outcome) error {
-	cfg := s.r.cfg
-	ids := make([]string, 0, len(done)+len(failed))
-	for _, o := range append(append([]*outcome(nil), done...), failed...) {
-		ids = append(ids, o.row.event.ID)
-	}
-	stmt := spanner.Statement{SQL: markSQL, Params: map[string]any{"ids": ids, "shard": shard, "owner": cfg.Owner, "epoch": epoch}}
-	type state struct {
-		pending, quarantined bool
-		attempts, generation int64
-	}
-	var quarantined []*outcome
-	_, err := s.src.Client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
-		cur := map[string]state{}
-		err := txn.Query(ctx, stmt).Do(func(r *spanner.Row) error {
-			var (
-				id   string
-				st   state
-				held bool
-			)
-			if err := r.Columns(&id, &st.pending, &st.quarantined, &st.attempts, &st.generation, &held); err != nil {
-				return err
-			}
-			if !held {
-				return errLeaseLost
-			}
-			cur[id] = st
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		var ms []*spanner.Mutation
-		quarantined = nil
-		for _, o := range done {
-			st := cur[o.row.event.ID]
-			if !st.pending || st.generation != o.row.generation {
-				continue // published meanwhile by another instance, or replayed into a new generation
-			}
-			published := make([]string, len(o.created))
-			copy(published, o.created)
-			sort.Strings(published)
-			audit := spanner.NullInt64{}
-			if s.r.audited(published) {
-				audit = spanner.NullInt64{Int64: shard, Valid: true}
-			}
-			ms = append(ms, spanner.Update(outboxdb.OutboxEventsTable,
-				[]string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColPendingShard, outboxdb.OutboxEventColPublishedAt,
-					outboxdb.OutboxEventColNextAttemptAt, outboxdb.OutboxEventColPublishedTo, outboxdb.OutboxEventColAuditShard},
-				[]any{o.row.event.ID, spanner.NullInt64{}, dao.NullCommitTimestamp, spanner.NullTime{}, published, audit}))
-		}
-		now := time.Now()
-		for _, o := range failed {
-			st := cur[o.row.event.ID]
-			if !st.pending || st.quarantined || st.generation != o.row.generation {
-				continue
-			}
-			attempts := st.attempts + 1
-			cols := []string{outboxdb.OutboxEventColEventId, outboxdb.OutboxEventColAttempts, outboxdb.OutboxEventColLastError}
-			vals := []any{o.row.event.ID, attempts, o.err.Error()}
-			if o.permanent || attempts >= cfg.MaxAttempts {
-				cols = append(cols, outboxdb.OutboxEventColQuarantinedAt)
-				vals = append(vals, dao.NullCommitTimestamp)
-				quarantined = append(quarantined, o)
-			} else {
-				cols = append(cols, outboxdb.OutboxEventColNextAttemptAt)
-				vals = append(vals, now.Add(s.backoff(attempts)))
-			}
-			ms = append(ms, spanner.Update(outboxdb.OutboxEventsTable, cols, vals))
-		}
-		return txn.BufferWrite(ms)
-	})
-	if err != nil {
-		return fmt.Errorf("mark batch of shard %d: %w", shard, err)
-	}
-	for _, o := range quarantined {
-		s.log.Error("outbox event quarantined", zap.String("event_id", o.row.event.ID), zap.String("event_type", o.row.event.Type), zap.Error(o.err))
-	}
-	return nil
 }
 
 // backoff is the wait after the n-th failed attempt: BaseBackoff doubling up to MaxBackoff, with
