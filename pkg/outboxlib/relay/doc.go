@@ -18,10 +18,12 @@
 //     instances share fairly, renews every third of the lease and releases its leases on shutdown;
 //     a dead instance's leases expire. Every instance also keeps a presence row in OutboxLeases
 //     (Shard = MemberShardBase + hash(owner)), so that an instance holding no shard yet still counts
-//     as live and the others hand shards over to it. The transaction that marks a batch re-reads, in one
-//     query, each row's state and replay generation and whether the lease (owner and epoch) is
-//     still held: a relay
-//     that lost a shard writes nothing, and a row replayed after the scan waits for its new tasks.
+//     as live and the others hand shards over to it. Marks are deferred: every MarkEvery a source
+//     marks all the batches it enqueued since in one transaction (delivery does not wait; scans
+//     skip rows waiting for their mark, and a crash before it only re-creates existing tasks).
+//     That transaction re-reads, in one query, each row's state and replay generation and the
+//     leases this instance holds (owner and epoch): a batch whose shard was lost since its scan
+//     writes nothing, and a row replayed after the scan waits for its new tasks.
 //   - Failures cost the event, not the relay. A failed enqueue backs off that event alone
 //     (Attempts, NextAttemptAt with jitter, LastError); a permanent error (INVALID_ARGUMENT, e.g. a
 //     bad URL) or MaxAttempts quarantines it (QuarantinedAt = commit timestamp; PendingShard is

@@ -49,14 +49,17 @@ type source struct {
 	// publishLag is commit → tasks created of this instance's recent publications (Status).
 	publishLag outboxlib.LagWindow
 
-	// The batches enqueued and waiting for their mark, and their rows' event ids (mark.go).
-	markMu   sync.Mutex
-	toMark   []*markRequest
-	unmarked map[string]bool
+	// The batches enqueued and waiting for their mark, their rows' event ids, and the shards to
+	// wake after it (mark.go).
+	markMu        sync.Mutex
+	toMark        []*markRequest
+	unmarked      map[string]bool
+	wakeAfterMark map[int64]bool
 }
 
 func newSource(r *Relay, s Source) *source {
-	src := &source{r: r, src: s, log: r.log.With(zap.String("source", s.Name)), held: map[int64]lease{}, unmarked: map[string]bool{}}
+	src := &source{r: r, src: s, log: r.log.With(zap.String("source", s.Name)), held: map[int64]lease{},
+		unmarked: map[string]bool{}, wakeAfterMark: map[int64]bool{}}
 	for i := range src.wake {
 		src.wake[i] = make(chan struct{}, 1)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -42,11 +43,18 @@ func (s *source) deferMark(b *markRequest) {
 	}
 }
 
-// isUnmarked reports whether a scanned row was enqueued and waits for its mark.
-func (s *source) isUnmarked(id string) bool {
+// skipUnmarked drops from the rows a scan of shard read those enqueued and waiting for their
+// mark. A full scan that held some cannot see past them, so their mark wakes the shard; otherwise
+// the mark leaves the shard asleep: the rows it skipped are published by the mark.
+func (s *source) skipUnmarked(shard int64, rows []*pendingRow, full bool) []*pendingRow {
 	s.markMu.Lock()
 	defer s.markMu.Unlock()
-	return s.unmarked[id]
+	n := len(rows)
+	rows = slices.DeleteFunc(rows, func(r *pendingRow) bool { return s.unmarked[r.event.ID] })
+	if full && len(rows) < n {
+		s.wakeAfterMark[shard] = true
+	}
+	return rows
 }
 
 // markLoop marks the deferred batches every MarkEvery, and once more when ctx ends (a graceful
@@ -67,9 +75,10 @@ func (s *source) markLoop(ctx context.Context) {
 	}
 }
 
-// markDeferred marks the batches queued since the last mark, in one transaction, and wakes
-// their shards: a backlog goes on, and a batch not marked (its lease lost, or the transaction
-// failed) is scanned again by whoever holds its shard.
+// markDeferred marks the batches queued since the last mark, in one transaction. It wakes the
+// shards whose full scans skipped rows waiting for this mark (skipUnmarked), and those of the
+// batches not marked (the lease lost, or the transaction failed), whose rows are due again for
+// whoever holds the shard.
 func (s *source) markDeferred(ctx context.Context) {
 	s.markMu.Lock()
 	group := s.toMark
@@ -88,8 +97,13 @@ func (s *source) markDeferred(ctx context.Context) {
 			delete(s.unmarked, o.row.event.ID)
 		}
 	}
+	wake := s.wakeAfterMark
+	s.wakeAfterMark = map[int64]bool{}
 	s.markMu.Unlock()
 	for i, b := range group {
+		if errs[i] != nil {
+			wake[b.shard] = true
+		}
 		switch err := errs[i]; {
 		case err == nil:
 			for _, o := range b.done {
@@ -101,7 +115,9 @@ func (s *source) markDeferred(ctx context.Context) {
 		case ctx.Err() == nil:
 			s.log.Warn("relay mark failed", zap.Int64("shard", b.shard), zap.Error(err))
 		}
-		s.wakeShard(b.shard)
+	}
+	for shard := range wake {
+		s.wakeShard(shard)
 	}
 }
 

@@ -449,6 +449,20 @@ func TestTakingALeaseWakesTheShard(t *testing.T) {
 	exactlyOnce(t, fulfillment, evs)
 }
 
+// A shard's backlog bigger than a batch drains although marks are deferred: a full scan that
+// found only rows waiting for their mark (BatchSize 2, a mark each 300 ms) sleeps, and the mark
+// wakes it. With MaxIdle an hour, no probe would.
+func TestBacklogDrainsPastRowsWaitingForTheirMark(t *testing.T) {
+	f := toFulfillment(t, 5*outboxlib.Shards+1) // some shard holds at least six: three batches
+	fulfillment, evs := f.consumer, f.evs
+	cfg := testConfig(f.client, f.db, f.tasks, f.routes)
+	cfg.BatchSize, cfg.MarkEvery, cfg.MaxIdle = 2, 300*time.Millisecond, time.Hour
+	r, _ := start(t, cfg)
+	eventually(t, "every event to be published", func() bool { return status1(t, r).Pending == 0 })
+	eventually(t, "every delivery", func() bool { return len(fulfillment.deliveries()) >= len(evs) })
+	exactlyOnce(t, fulfillment, evs)
+}
+
 // Idle shards do not scan on their own: the source's probe finds the shards with due rows once
 // each MaxIdle and wakes them. Events committed while the relay idles, with no nudge, are
 // published that way (without the probe their shards would wait for a nudge that never comes).

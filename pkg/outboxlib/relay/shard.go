@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -182,9 +181,9 @@ func (s *source) processBatch(ctx context.Context, shard, epoch int64) (n int, f
 		return 0, false, err
 	}
 	full = len(rows) == cfg.BatchSize
-	// Rows enqueued but not marked yet are the mark loop's (mark.go); it wakes the shard once
-	// they are marked, so a scan that found only those is not full.
-	if rows = slices.DeleteFunc(rows, func(r *pendingRow) bool { return s.isUnmarked(r.event.ID) }); len(rows) == 0 {
+	// Rows enqueued but not marked yet are the mark loop's (mark.go); when a full scan held some,
+	// their mark wakes the shard, so a scan that found only those is not full.
+	if rows = s.skipUnmarked(shard, rows, full); len(rows) == 0 {
 		return 0, false, nil
 	}
 	outs := s.enqueue(ctx, rows, s.predecessors(rows))
