@@ -41,6 +41,12 @@ type Delivery struct {
 	// this one's own transaction applied it, so that the intent rows the handler recorded committed
 	// just now and no other delivery has seen them yet.
 	Duplicate bool
+	// AppliedAt and Handed are set for an After effect only, when this delivery's transaction
+	// applied the event (Duplicate false): its commit timestamp, and what the handler's committed
+	// attempt handed to the effect with HandToAfter (the intent rows it wrote, so that the effect
+	// need not read them back). Both are empty for a duplicate.
+	AppliedAt time.Time
+	Handed    []any
 }
 
 // committed is when the event was committed: ce-committime, or ce-time for a delivery without it.
@@ -245,7 +251,8 @@ var (
 // already applied (a redelivery answered as a duplicate; d.Duplicate tells the two apart, so that an
 // effect that must not run twice at once can leave the first run to the delivery that committed
 // the intent). It is how a consumer carries out a side effect outside Spanner that its handler recorded as an
-// intent row (docs/architecture.md, "Side effects outside Spanner"): effect reads the intent and
+// intent row (docs/architecture.md, "Side effects outside Spanner"): effect reads the intent (or,
+// after the delivery that wrote it, starts from the rows the handler handed it: HandToAfter) and
 // does nothing once it is finished, so it may run any number of times. An error answers 503, so
 // the queue delivers the event again and effect runs again; the event itself stays applied (no
 // failed delivery is counted, nothing is dead-lettered), and the owner's sweep of unfinished
@@ -406,8 +413,7 @@ func (c *Consumer) serveEvent(ec echo.Context) error {
 		// The handler's events wait for the relay's poll otherwise: at every hop of a flow.
 		c.cfg.Nudger.Nudge(ctx, rec.shards...)
 		if h.after != nil && (outcome == OutcomeApplied || outcome == OutcomeDuplicate) {
-			d.Duplicate = outcome == OutcomeDuplicate
-			if err := h.after(ctx, d); err != nil {
+			if err := h.after(ctx, rec.forAfter(d, outcome, commitTS)); err != nil {
 				c.metrics.effects.WithLabelValues(c.cfg.Name, d.Type, "failed").Inc()
 				log.Warn("event applied; its side effect failed: retry later", zap.Error(err))
 				return platform.NewProblem(http.StatusServiceUnavailable, "event applied; its side effect is not finished; retry later").Wrap(err)
@@ -550,11 +556,23 @@ type attemptKey struct{}
 
 // attempt is what one run of a handler transaction recorded: the handler's notes (Note), the
 // pending shards of the events it appended (Append), which the consumer nudges after the commit,
-// and what it asked to run once committed (OnCommit).
+// what it asked to run once committed (OnCommit) and what it handed to the After effect
+// (HandToAfter).
 type attempt struct {
 	notes    []string
 	shards   []int64
 	onCommit []func()
+	handed   []any
+}
+
+// forAfter is d as an After effect sees it, once the delivery's transaction ended with outcome at
+// commitTS and a recorded what its committed attempt did.
+func (a attempt) forAfter(d Delivery, outcome string, commitTS time.Time) Delivery {
+	d.Duplicate = outcome == OutcomeDuplicate
+	if !d.Duplicate {
+		d.AppliedAt, d.Handed = commitTS, a.handed
+	}
+	return d
 }
 
 // committed runs what the committed attempt asked for with OnCommit, in order.
@@ -575,6 +593,16 @@ func OnCommit(ctx context.Context, f func()) {
 		return
 	}
 	f()
+}
+
+// HandToAfter hands v, written by the handler in this transaction (an intent row), to the After
+// effect of the delivery that commits it (Delivery.Handed), so that the effect starts from what
+// was committed rather than reading it back. Only the attempt that committed hands anything;
+// a duplicate hands nothing (its effect reads). Called outside the consumer, it does nothing.
+func HandToAfter(ctx context.Context, v any) {
+	if a, ok := ctx.Value(attemptKey{}).(*attempt); ok {
+		a.handed = append(a.handed, v)
+	}
 }
 
 // Note records what a handler decided, e.g. "order already decided; nothing to reserve". The

@@ -83,6 +83,15 @@ type fixture struct {
 	// committedTry is the try whose OnCommit ran (modeNoteAborted), 0 before.
 	committedTry atomic.Int64
 	effects      atomic.Int64 // runs of the After effect of effectType; the first one fails
+	effectMu     sync.Mutex
+	effectSaw    []outboxlib.Delivery // what each run of the After effect was given
+}
+
+// sawEffects returns what each run of the After effect was given, in order.
+func (f *fixture) sawEffects() []outboxlib.Delivery {
+	f.effectMu.Lock()
+	defer f.effectMu.Unlock()
+	return slices.Clone(f.effectSaw)
 }
 
 func newFixture(t *testing.T, maxAttempts int) *fixture {
@@ -132,6 +141,9 @@ func newFixtureConfig(t *testing.T, edit func(*outboxlib.ConsumerConfig)) *fixtu
 	f.consumer.Handle(levelType, f.countStock, outboxlib.Snapshot)
 	f.consumer.Handle(adjustType, f.receiveStock, outboxlib.AnyOrder)
 	f.consumer.Handle(effectType, f.receiveStock, outboxlib.After(func(ctx context.Context, d outboxlib.Delivery) error {
+		f.effectMu.Lock()
+		f.effectSaw = append(f.effectSaw, d)
+		f.effectMu.Unlock()
 		if f.effects.Add(1) == 1 {
 			return errors.New("the provider did not answer")
 		}
@@ -172,6 +184,7 @@ func (f *fixture) receiveStock(ctx context.Context, txn *spanner.ReadWriteTransa
 	if err := txn.BufferWrite([]*spanner.Mutation{inv.InsertOrUpdate()}); err != nil {
 		return err
 	}
+	outboxlib.HandToAfter(ctx, inv.OnHand)
 	if p.Mode == modeNoteAborted {
 		try := f.tries.Add(1)
 		outboxlib.Note(ctx, fmt.Sprintf("try %d", try))
@@ -700,6 +713,24 @@ func TestConsumerAfterEffectIsResumedByRedelivery(t *testing.T) {
 	if n := f.onHand(t, "sku-effect"); n != 4 {
 		t.Errorf("OnHand = %d, want 4 (applied once)", n)
 	}
+	// The run after the commit is handed what the handler wrote and when it committed; the
+	// redelivery's, a duplicate, nothing.
+	var processedAt time.Time
+	if err := f.client.Single().Query(context.Background(), spanner.Statement{
+		SQL: "SELECT ProcessedAt FROM ProcessedEvents WHERE EventId = @id", Params: map[string]any{"id": ev.ID},
+	}).Do(func(r *spanner.Row) error { return r.Columns(&processedAt) }); err != nil {
+		t.Fatal(err)
+	}
+	saw := f.sawEffects()
+	if len(saw) != 2 {
+		t.Fatalf("effect saw %d deliveries, want 2", len(saw))
+	}
+	if d := saw[0]; d.Duplicate || !d.AppliedAt.Equal(processedAt) || !cmp.Equal(d.Handed, []any{int64(4)}) {
+		t.Errorf("first run: duplicate %v, applied at %v, handed %v; want false, %v (the commit), [4]", d.Duplicate, d.AppliedAt, d.Handed, processedAt)
+	}
+	if d := saw[1]; !d.Duplicate || !d.AppliedAt.IsZero() || d.Handed != nil {
+		t.Errorf("redelivery: duplicate %v, applied at %v, handed %v; want true, zero, nothing", d.Duplicate, d.AppliedAt, d.Handed)
+	}
 	var failures int64
 	err := f.client.Single().Query(context.Background(), spanner.Statement{
 		SQL: "SELECT COUNT(*) FROM DeliveryFailures WHERE EventId = @id", Params: map[string]any{"id": ev.ID},
@@ -731,6 +762,9 @@ func TestReplayRunsTheAfterEffect(t *testing.T) {
 	}
 	if n := f.effects.Load(); n != 1 {
 		t.Errorf("effect ran %d times after the replay, want 1", n)
+	}
+	if saw := f.sawEffects(); len(saw) != 1 || saw[0].Duplicate || saw[0].AppliedAt.IsZero() || !cmp.Equal(saw[0].Handed, []any{int64(3)}) {
+		t.Errorf("the replay's effect saw %+v, want the replay's commit and what its handler handed ([3])", saw)
 	}
 	if n := f.onHand(t, "sku-effect-replay"); n != 3 {
 		t.Errorf("OnHand = %d, want 3", n)

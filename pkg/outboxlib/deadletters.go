@@ -201,8 +201,7 @@ func (c *Consumer) replay(ctx context.Context, eventID, reason, by string) (stri
 	// done either way: an unfinished effect is left to its owner's sweep, as after a delivery the
 	// queue gave up on.
 	if spec.after != nil && (outcome == OutcomeApplied || outcome == OutcomeDuplicate) {
-		d.Duplicate = outcome == OutcomeDuplicate
-		if err := spec.after(ctx, d); err != nil {
+		if err := spec.after(ctx, rec.forAfter(d, outcome, commitTS)); err != nil {
 			c.metrics.effects.WithLabelValues(c.cfg.Name, d.Type, "failed").Inc()
 			log.Warn("dead letter replayed; its side effect is not finished (the owner's sweep resumes it)", zap.Error(err))
 		} else {

@@ -58,11 +58,11 @@ type Repository interface {
 	// RecordContact inserts c, recorded from event eventID, inside txn unless the order has a
 	// contact already (created is false then: the first one stays).
 	RecordContact(ctx context.Context, txn Txn, c notification.Contact, eventID string) (created bool, err error)
-	// Contact reads the order's contact inside txn; notification.ErrNotFound if there is none.
-	Contact(ctx context.Context, txn Txn, orderID string) (notification.Contact, error)
-	// AddNotification inserts n inside txn unless a notification with its key exists (created is
-	// false then, and the stored one is left as it is).
-	AddNotification(ctx context.Context, txn Txn, n *notification.Notification) (created bool, err error)
+	// Contact reads inside txn, in one read, the order's contact (notification.ErrNotFound if there
+	// is none) and whether the notification (eventID, template) is recorded already.
+	Contact(ctx context.Context, txn Txn, orderID, eventID, template string) (c notification.Contact, recorded bool, err error)
+	// AddNotification inserts n inside txn, in which Contact said it is not recorded.
+	AddNotification(ctx context.Context, txn Txn, n *notification.Notification) error
 	// NotificationsOfEvent reads the notifications an event caused (a strong read).
 	NotificationsOfEvent(ctx context.Context, eventID string) ([]*notification.Notification, error)
 	// Update runs change on the notification (eventID, template) in a new read-write transaction
@@ -159,6 +159,9 @@ type Event struct {
 // Outcome is what an event use case decided, for the consumer's log line of the event.
 type Outcome struct {
 	Note string
+	// Created is the notification Notify recorded, nil if none: what Deliver sends once the
+	// transaction has committed (Recorded).
+	Created *notification.Notification
 }
 
 // RecordContact applies order.created: the order's address and language, the ones every later
@@ -184,14 +187,16 @@ func (s *Service) RecordContact(ctx context.Context, txn Txn, ev Event, c notifi
 // in the contact's language. The e-mail is sent after the commit by Deliver. The order's contact
 // must be recorded (ErrNoContact otherwise); an order without a usable address gets nothing.
 func (s *Service) Notify(ctx context.Context, txn Txn, ev Event, orderID string, data templates.Data) (Outcome, error) {
-	c, err := s.cfg.Repo.Contact(ctx, txn, orderID)
+	template := string(data.Template())
+	c, recorded, err := s.cfg.Repo.Contact(ctx, txn, orderID, ev.ID, template)
 	switch {
 	case errors.Is(err, notification.ErrNotFound):
 		return Outcome{}, fmt.Errorf("%w: order %s", ErrNoContact, orderID)
 	case err != nil:
 		return Outcome{}, err
+	case recorded:
+		return Outcome{Note: fmt.Sprintf("%s e-mail for event %s already recorded", template, ev.ID)}, nil
 	}
-	template := string(data.Template())
 	to, ok, err := c.Recipient()
 	switch {
 	case err != nil:
@@ -208,26 +213,40 @@ func (s *Service) Notify(ctx context.Context, txn Txn, ev Event, orderID string,
 	if err != nil {
 		return Outcome{}, err
 	}
-	created, err := s.cfg.Repo.AddNotification(ctx, txn, n)
-	switch {
-	case err != nil:
+	if err := s.cfg.Repo.AddNotification(ctx, txn, n); err != nil {
 		return Outcome{}, err
-	case !created:
-		return Outcome{Note: fmt.Sprintf("%s e-mail for event %s already recorded", template, ev.ID)}, nil
 	}
-	return Outcome{Note: fmt.Sprintf("%s e-mail recorded (%s), to be sent after the commit", template, lang)}, nil
+	return Outcome{Note: fmt.Sprintf("%s e-mail recorded (%s), to be sent after the commit", template, lang), Created: n}, nil
+}
+
+// Recorded is what the transaction of the delivery that applied an event recorded: the
+// notifications Notify created (Outcome.Created), committed at At.
+type Recorded struct {
+	Notifications []*notification.Notification
+	At            time.Time
 }
 
 // Deliver sends the PENDING notifications of event eventID that are due: the effect after the
-// commit of the event's transaction (redelivery false: this delivery's transaction recorded them,
-// so it holds their first attempt), and again on every redelivery of the event (redelivery true:
-// an attempt is made only once the previous one's lease or back-off has passed, and claims the
-// notification first). It returns nil once none of them is PENDING any more (sent, bounced or
+// commit of the event's transaction, and again on every redelivery of the event. rec is what the
+// delivery's own transaction recorded, nil for a redelivery: those notifications are sent as they
+// were committed, without a read, since that delivery holds their first attempt. Otherwise
+// (a redelivery, or a delivery that recorded none) it reads the event's notifications, and an
+// attempt is made only once the previous one's lease or back-off has passed, claiming the
+// notification first. It returns nil once none of them is PENDING any more (sent, bounced or
 // failed: final), and an error while one is, so that the queue delivers the event again.
-func (s *Service) Deliver(ctx context.Context, eventID string, redelivery bool) error {
-	ns, err := s.cfg.Repo.NotificationsOfEvent(ctx, eventID)
-	if err != nil {
-		return err
+func (s *Service) Deliver(ctx context.Context, eventID string, rec *Recorded) error {
+	first := rec != nil && len(rec.Notifications) > 0
+	var ns []*notification.Notification
+	if first {
+		for _, n := range rec.Notifications {
+			n.Committed(rec.At)
+		}
+		ns = rec.Notifications
+	} else {
+		var err error
+		if ns, err = s.cfg.Repo.NotificationsOfEvent(ctx, eventID); err != nil {
+			return err
+		}
 	}
 	var unfinished []error
 	for _, n := range ns {
@@ -236,7 +255,8 @@ func (s *Service) Deliver(ctx context.Context, eventID string, redelivery bool) 
 		}
 		// The first attempt is this delivery's, unless its transaction took so long that nothing
 		// is left of the lease for a send: then it claims n like any other.
-		if redelivery || s.budget(n) <= 0 {
+		if !first || s.budget(n) <= 0 {
+			var err error
 			if n, err = s.claim(ctx, n); err != nil {
 				unfinished = append(unfinished, err)
 				continue

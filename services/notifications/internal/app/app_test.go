@@ -64,9 +64,9 @@ func TestAcceptedEmailIsRecordedWhenTheCallerGivesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	orderID, confirmed := uuid.NewString(), app.Event{ID: uuid.NewString(), Type: "order.confirmed"}
-	record(t, ctx, client, svc, orderID, confirmed)
+	rec := record(t, ctx, client, svc, orderID, confirmed)
 
-	if err := svc.Deliver(ctx, confirmed.ID, false); err != nil {
+	if err := svc.Deliver(ctx, confirmed.ID, rec); err != nil {
 		t.Fatalf("Deliver: %v, want the accepted e-mail recorded although its caller gave up", err)
 	}
 	if ctx.Err() == nil {
@@ -80,7 +80,7 @@ func TestAcceptedEmailIsRecordedWhenTheCallerGivesUp(t *testing.T) {
 	if rep, err := svc.Sweep(rest); err != nil || rep.Sent != 0 {
 		t.Errorf("sweep: %+v %v, want nothing left to send", rep, err)
 	}
-	if err := svc.Deliver(rest, confirmed.ID, true); err != nil {
+	if err := svc.Deliver(rest, confirmed.ID, nil); err != nil {
 		t.Errorf("redelivery: %v", err)
 	}
 	if n := len(srv.Messages()); n != 1 {
@@ -120,6 +120,7 @@ type leaseStack struct {
 	now   *clock
 	event app.Event
 	order string
+	rec   *app.Recorded // what the event's delivery recorded
 }
 
 const (
@@ -150,7 +151,7 @@ func newLeaseStack(t *testing.T) *leaseStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	record(t, context.Background(), client, st.svc, st.order, st.event)
+	st.rec = record(t, context.Background(), client, st.svc, st.order, st.event)
 	return st
 }
 
@@ -172,7 +173,7 @@ func (st *leaseStack) sentOnce(t *testing.T) {
 func TestOneSenderAtATime(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		first bool // the attempt in flight is the first one (redelivery false), not a claimed one
+		first bool // the attempt in flight is the first one (the recording delivery's), not a claimed one
 	}{{"first attempt in flight", true}, {"claimed attempt in flight", false}} {
 		t.Run(c.name, func(t *testing.T) {
 			st := newLeaseStack(t)
@@ -181,9 +182,13 @@ func TestOneSenderAtATime(t *testing.T) {
 				st.now.Advance(lease) // the first attempt's lease has run out
 			}
 			inFlight := make(chan error, 1)
-			go func() { inFlight <- st.svc.Deliver(ctx, st.event.ID, !c.first) }()
+			var rec *app.Recorded
+			if c.first {
+				rec = st.rec
+			}
+			go func() { inFlight <- st.svc.Deliver(ctx, st.event.ID, rec) }()
 			<-st.gate.entered // the attempt holds the notification and is about to send
-			if err := st.svc.Deliver(ctx, st.event.ID, true); !errors.Is(err, notification.ErrNotDue) {
+			if err := st.svc.Deliver(ctx, st.event.ID, nil); !errors.Is(err, notification.ErrNotDue) {
 				t.Errorf("a redelivery during the attempt: %v, want it to wait (notification.ErrNotDue)", err)
 			}
 			st.now.Advance(lease - time.Second) // still inside the lease, past any back-off
@@ -207,7 +212,7 @@ func TestLateFirstAttemptWaitsForTheLease(t *testing.T) {
 	ctx := context.Background()
 	close(st.gate.release)
 	st.now.Advance(lease - sendTimeout + time.Second) // 9 s left: less than recording an outcome may take
-	if err := st.svc.Deliver(ctx, st.event.ID, false); !errors.Is(err, notification.ErrNotDue) {
+	if err := st.svc.Deliver(ctx, st.event.ID, st.rec); !errors.Is(err, notification.ErrNotDue) {
 		t.Errorf("the late first attempt: %v, want it to wait (notification.ErrNotDue)", err)
 	}
 	if n := len(st.mail.Messages()); n != 0 {
@@ -215,16 +220,18 @@ func TestLateFirstAttemptWaitsForTheLease(t *testing.T) {
 	}
 	st.now.Advance(lease)
 	go func() { <-st.gate.entered }()
-	if err := st.svc.Deliver(ctx, st.event.ID, false); err != nil {
+	if err := st.svc.Deliver(ctx, st.event.ID, nil); err != nil {
 		t.Fatalf("after the lease: %v", err)
 	}
 	st.sentOnce(t)
 }
 
 // record applies order.created and then the event in their own consumer transactions, as the
-// event handlers do.
-func record(t *testing.T, ctx context.Context, client *spanner.Client, svc *app.Service, orderID string, ev app.Event) {
+// event handlers do, and returns what the event's transaction recorded, as its delivery hands it
+// to Deliver.
+func record(t *testing.T, ctx context.Context, client *spanner.Client, svc *app.Service, orderID string, ev app.Event) *app.Recorded {
 	t.Helper()
+	rec := &app.Recorded{}
 	for _, apply := range []func(context.Context, *spanner.ReadWriteTransaction) error{
 		func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
 			_, err := svc.RecordContact(ctx, txn, app.Event{ID: uuid.NewString(), Type: "order.created"},
@@ -232,12 +239,18 @@ func record(t *testing.T, ctx context.Context, client *spanner.Client, svc *app.
 			return err
 		},
 		func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
-			_, err := svc.Notify(ctx, txn, ev, orderID, templates.OrderConfirmed{OrderID: orderID, Total: templates.Money{Minor: 1200, Currency: "JPY"}})
+			out, err := svc.Notify(ctx, txn, ev, orderID, templates.OrderConfirmed{OrderID: orderID, Total: templates.Money{Minor: 1200, Currency: "JPY"}})
+			rec.Notifications = []*notification.Notification{out.Created}
 			return err
 		},
 	} {
-		if _, err := client.ReadWriteTransaction(ctx, apply); err != nil {
+		var err error
+		if rec.At, err = client.ReadWriteTransaction(ctx, apply); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if rec.Notifications[0] == nil {
+		t.Fatal("Notify recorded no notification")
+	}
+	return rec
 }

@@ -15,7 +15,8 @@
 //	payment.refunded  payment_refunded      (the amount)
 //
 // Every e-mail event is registered with outboxlib.After(app.Deliver): the e-mail recorded in the
-// transaction is sent after the commit, and again on a redelivery while it is unsent.
+// transaction, handed to the effect (outboxlib.HandToAfter), is sent after the commit without
+// being read back, and again on a redelivery while it is unsent.
 //
 // Errors: an event whose order has no contact yet is early (outboxlib.ErrEarly: the queue delivers
 // it again later). The relay delivers an order's events after its order.created, so for order.*
@@ -180,7 +181,7 @@ func Register(c Handler, svc *app.Service) {
 		outboxlib.Note(ctx, out.Note)
 		return nil
 	})
-	deliver := outboxlib.After(func(ctx context.Context, d outboxlib.Delivery) error { return svc.Deliver(ctx, d.ID, d.Duplicate) })
+	deliver := outboxlib.After(func(ctx context.Context, d outboxlib.Delivery) error { return svc.Deliver(ctx, d.ID, recorded(d)) })
 	for typ, dataOf := range emails {
 		c.Handle(typ, func(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
 			orderID, data, err := dataOf(d)
@@ -192,9 +193,26 @@ func Register(c Handler, svc *app.Service) {
 				return classify(d, err)
 			}
 			outboxlib.Note(ctx, out.Note)
+			if out.Created != nil {
+				outboxlib.HandToAfter(ctx, out.Created)
+			}
 			return nil
 		}, deliver)
 	}
+}
+
+// recorded is what the delivery's own transaction recorded, for app.Deliver: nil for a duplicate.
+func recorded(d outboxlib.Delivery) *app.Recorded {
+	if d.Duplicate {
+		return nil
+	}
+	rec := &app.Recorded{At: d.AppliedAt}
+	for _, v := range d.Handed {
+		if n, ok := v.(*notification.Notification); ok {
+			rec.Notifications = append(rec.Notifications, n)
+		}
+	}
+	return rec
 }
 
 // classify maps a use case's error to the consumer's vocabulary.

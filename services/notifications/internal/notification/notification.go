@@ -125,8 +125,9 @@ type Notification struct {
 	changed                      bool
 }
 
-// New returns a PENDING notification whose first attempt is leased until nextAttemptAt to the
-// delivery that creates it (after that the sweep or a redelivery may take it over).
+// New returns a PENDING notification whose first attempt is leased until nextAttemptAt (stored
+// to the microsecond, as Spanner keeps it) to the delivery that creates it (after that the sweep
+// or a redelivery may take it over).
 func New(eventID, eventType, template, orderID, recipient string, lang Language, c Content, nextAttemptAt time.Time) (*Notification, error) {
 	var missing []string
 	for name, v := range map[string]string{"event id": eventID, "event type": eventType, "template": template, "order id": orderID,
@@ -141,8 +142,16 @@ func New(eventID, eventType, template, orderID, recipient string, lang Language,
 	}
 	return &Notification{
 		eventID: eventID, eventType: eventType, template: template, orderID: orderID, recipient: recipient,
-		language: lang, content: c, status: Pending, nextAttemptAt: nextAttemptAt, changed: true,
+		language: lang, content: c, status: Pending, nextAttemptAt: nextAttemptAt.Truncate(time.Microsecond), changed: true,
 	}, nil
+}
+
+// Committed records when a notification from New was committed (its CreatedAt, the commit
+// timestamp of the transaction that wrote it). A notification that has its time keeps it.
+func (n *Notification) Committed(at time.Time) {
+	if n.createdAt.IsZero() {
+		n.createdAt = at
+	}
 }
 
 // Snapshot is a notification's whole state, for the store.

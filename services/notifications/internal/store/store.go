@@ -61,37 +61,43 @@ func (s *Store) RecordContact(ctx context.Context, t app.Txn, c notification.Con
 	return true, txn.BufferWrite([]*spanner.Mutation{row.Insert()})
 }
 
+// contactSQL reads an order's contact and whether a notification is recorded, in one query (one
+// round trip, where two reads were).
+const contactSQL = `SELECT CustomerId, Email, Language,
+  EXISTS(SELECT 1 FROM Notifications WHERE EventId = @eventId AND Template = @template) AS Recorded
+FROM OrderContacts WHERE OrderId = @orderId`
+
 // Contact implements app.Repository.
-func (s *Store) Contact(ctx context.Context, t app.Txn, orderID string) (notification.Contact, error) {
+func (s *Store) Contact(ctx context.Context, t app.Txn, orderID, eventID, template string) (notification.Contact, bool, error) {
 	txn, err := rw(t)
 	if err != nil {
-		return notification.Contact{}, err
+		return notification.Contact{}, false, err
 	}
-	row, err := notificationsdb.ReadOrderContact(ctx, txn, orderID)
+	c := notification.Contact{OrderID: orderID}
+	var recorded, found bool
+	stmt := spanner.Statement{SQL: contactSQL, Params: map[string]any{"orderId": orderID, "eventId": eventID, "template": template}}
+	err = txn.Query(ctx, stmt).Do(func(r *spanner.Row) error {
+		found = true
+		return r.Columns(&c.CustomerID, &c.Email, &c.Language, &recorded)
+	})
 	switch {
-	case errors.Is(err, dao.ErrNotFound):
-		return notification.Contact{}, fmt.Errorf("contact of order %s: %w", orderID, notification.ErrNotFound)
 	case err != nil:
-		return notification.Contact{}, err
+		return notification.Contact{}, false, fmt.Errorf("contact of order %s: %w", orderID, err)
+	case !found:
+		return notification.Contact{}, false, fmt.Errorf("contact of order %s: %w", orderID, notification.ErrNotFound)
 	}
-	return notification.Contact{OrderID: row.OrderId, CustomerID: row.CustomerId, Email: row.Email, Language: row.Language}, nil
+	return c, recorded, nil
 }
 
 // AddNotification implements app.Repository.
-func (s *Store) AddNotification(ctx context.Context, t app.Txn, n *notification.Notification) (bool, error) {
+func (s *Store) AddNotification(ctx context.Context, t app.Txn, n *notification.Notification) error {
 	txn, err := rw(t)
 	if err != nil {
-		return false, err
-	}
-	switch _, err := notificationsdb.ReadNotification(ctx, txn, n.EventID(), n.Template()); {
-	case err == nil:
-		return false, nil
-	case !errors.Is(err, dao.ErrNotFound):
-		return false, err
+		return err
 	}
 	row := toRow(n.Snapshot())
 	row.SetCommitTimestamps()
-	return true, txn.BufferWrite([]*spanner.Mutation{row.Insert()})
+	return txn.BufferWrite([]*spanner.Mutation{row.Insert()})
 }
 
 // NotificationsOfEvent implements app.Repository.
