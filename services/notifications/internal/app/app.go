@@ -65,14 +65,22 @@ type Repository interface {
 	AddNotification(ctx context.Context, txn Txn, n *notification.Notification) error
 	// NotificationsOfEvent reads the notifications an event caused (a strong read).
 	NotificationsOfEvent(ctx context.Context, eventID string) ([]*notification.Notification, error)
-	// Update runs change on the notification (eventID, template) in a new read-write transaction
-	// and writes it if change changed it. change may run more than once (pure); its error is
-	// returned unchanged and nothing is written. A missing notification is notification.ErrNotFound.
-	Update(ctx context.Context, eventID, template string, change func(*notification.Notification) error) error
+	// Update runs each change on its notification in one new read-write transaction and writes
+	// those that changed it. It returns one error per change: Apply's own, unchanged (nothing of
+	// that notification is written), notification.ErrNotFound for a missing one, or the
+	// transaction's.
+	Update(ctx context.Context, changes ...Change) []error
 	// Due returns up to limit PENDING notifications whose next attempt is at or before now.
 	Due(ctx context.Context, now time.Time, limit int) ([]*notification.Notification, error)
 	// NotificationsOfOrder returns an order's notifications, none: an empty slice.
 	NotificationsOfOrder(ctx context.Context, orderID string) ([]*notification.Notification, error)
+}
+
+// Change is a change to one notification, for Repository.Update. Apply may run more than once
+// (pure).
+type Change struct {
+	EventID, Template string
+	Apply             func(*notification.Notification) error
 }
 
 // Sender hands one e-mail to the mail server. An error for which mailer.IsBounce is true means
@@ -98,21 +106,31 @@ type Config struct {
 	// a SendTimeout before the lease does, so no attempt outlives its lease to meet another one
 	// sending the same e-mail (unless recording the outcome takes longer than it may).
 	SendTimeout time.Duration
+	// OutcomeWindow is how long the outcome of an attempt waits for those of other attempts, to be
+	// recorded in the same transaction (one read and one commit for the group); default 50ms,
+	// negative for none. It delays the answer to the delivery, not the e-mail.
+	OutcomeWindow time.Duration
+	// MaxOutcomeGroup is how many outcomes one transaction records at most: a full group is
+	// recorded at once; default 100.
+	MaxOutcomeGroup int
 }
 
 // Defaults of Config.
 const (
-	DefaultMaxAttempts = 8
-	DefaultResumeAfter = time.Minute
-	DefaultSendTimeout = 30 * time.Second
+	DefaultMaxAttempts     = 8
+	DefaultResumeAfter     = time.Minute
+	DefaultSendTimeout     = 30 * time.Second
+	DefaultOutcomeWindow   = 50 * time.Millisecond
+	DefaultMaxOutcomeGroup = 100
 	// MaxBackoff caps the wait between two attempts.
 	MaxBackoff = time.Hour
 )
 
 // Service runs the use cases.
 type Service struct {
-	cfg    Config
-	policy notification.RetryPolicy
+	cfg      Config
+	policy   notification.RetryPolicy
+	outcomes *outcomes
 }
 
 // New returns a service.
@@ -135,9 +153,15 @@ func New(cfg Config) (*Service, error) {
 	if cfg.SendTimeout <= 0 {
 		cfg.SendTimeout = DefaultSendTimeout
 	}
+	if cfg.OutcomeWindow == 0 {
+		cfg.OutcomeWindow = DefaultOutcomeWindow
+	}
+	if cfg.MaxOutcomeGroup <= 0 {
+		cfg.MaxOutcomeGroup = DefaultMaxOutcomeGroup
+	}
 	return &Service{cfg: cfg, policy: notification.RetryPolicy{
 		MaxAttempts: int64(cfg.MaxAttempts), Backoff: cfg.ResumeAfter, MaxBackoff: max(MaxBackoff, cfg.ResumeAfter),
-	}}, nil
+	}, outcomes: &outcomes{repo: cfg.Repo, window: cfg.OutcomeWindow, max: cfg.MaxOutcomeGroup, timeout: cfg.SendTimeout}}, nil
 }
 
 // lease is how long an attempt holds its notification: ResumeAfter plus the most an
@@ -278,13 +302,13 @@ func (s *Service) Deliver(ctx context.Context, eventID string, rec *Recorded) er
 func (s *Service) claim(ctx context.Context, n *notification.Notification) (*notification.Notification, error) {
 	now := s.cfg.Now()
 	var claimed *notification.Notification
-	err := s.cfg.Repo.Update(ctx, n.EventID(), n.Template(), func(n *notification.Notification) error {
+	err := s.cfg.Repo.Update(ctx, Change{EventID: n.EventID(), Template: n.Template(), Apply: func(n *notification.Notification) error {
 		if err := n.Claim(now, now.Add(s.lease())); err != nil {
 			return err
 		}
 		claimed = n
 		return nil
-	})
+	}})[0]
 	switch {
 	case errors.Is(err, notification.ErrNotDue):
 		return nil, fmt.Errorf("%s e-mail: %w", n.Template(), err)
@@ -345,7 +369,7 @@ func (s *Service) send(ctx context.Context, n *notification.Notification) (resul
 		defer cancel()
 	}
 	var attempts int64
-	err = s.cfg.Repo.Update(markCtx, n.EventID(), n.Template(), func(n *notification.Notification) error {
+	err = s.outcomes.record(markCtx, Change{EventID: n.EventID(), Template: n.Template(), Apply: func(n *notification.Notification) error {
 		result = ""
 		if n.Status().Final() {
 			return nil
@@ -370,7 +394,7 @@ func (s *Service) send(ctx context.Context, n *notification.Notification) (resul
 		}
 		attempts = n.Attempts()
 		return err
-	})
+	}})
 	if err != nil {
 		what := "was not sent"
 		if sendErr == nil {

@@ -254,3 +254,61 @@ func record(t *testing.T, ctx context.Context, client *spanner.Client, svc *app.
 	}
 	return rec
 }
+
+// The outcomes of attempts that end together are recorded in one transaction: two orders'
+// confirmation e-mails, sent at once, are marked SENT with one commit timestamp (the group is
+// recorded as soon as it is full, so the test does not wait out the window).
+func TestOutcomesOfConcurrentAttemptsShareOneCommit(t *testing.T) {
+	client, _ := env.NewDatabase(t, dbschema.Notifications)
+	srv, err := mailtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	sender, err := mailer.New(mailer.Config{Addr: srv.Addr(), From: &mail.Address{Address: "no-reply@spanmart.example"}, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renderer, err := templates.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := app.New(app.Config{Repo: store.New(client), Sender: sender, Templates: renderer, OutcomeWindow: time.Minute, MaxOutcomeGroup: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	events := []app.Event{{ID: uuid.NewString(), Type: "order.confirmed"}, {ID: uuid.NewString(), Type: "order.confirmed"}}
+	errs := make(chan error, len(events))
+	for _, ev := range events {
+		rec := record(t, ctx, client, svc, uuid.NewString(), ev)
+		go func() { errs <- svc.Deliver(ctx, ev.ID, rec) }()
+	}
+	for range events {
+		if err := <-errs; err != nil {
+			t.Fatalf("Deliver: %v", err)
+		}
+	}
+	marked := map[time.Time]int{}
+	err = client.Single().Query(ctx, spanner.Statement{SQL: "SELECT Status, UpdatedAt FROM Notifications"}).Do(func(r *spanner.Row) error {
+		var status string
+		var at time.Time
+		if err := r.Columns(&status, &at); err != nil {
+			return err
+		}
+		if status != string(notification.Sent) {
+			t.Errorf("a notification is %s, want SENT", status)
+		}
+		marked[at]++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(marked) != 1 {
+		t.Errorf("SENT marked at %v, want both in one commit", marked)
+	}
+	if n := len(srv.Messages()); n != 2 {
+		t.Errorf("the mail server got %d messages, want 2", n)
+	}
+}

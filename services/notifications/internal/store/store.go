@@ -109,35 +109,67 @@ func (s *Store) NotificationsOfEvent(ctx context.Context, eventID string) ([]*no
 	return restoreAll(rows)
 }
 
-// Update implements app.Repository.
-func (s *Store) Update(ctx context.Context, eventID, template string, change func(*notification.Notification) error) error {
+// Update implements app.Repository: one read of every notification the changes name, then their
+// writes, in one transaction.
+func (s *Store) Update(ctx context.Context, changes ...app.Change) []error {
+	errs := make([]error, len(changes))
 	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
-		row, err := notificationsdb.ReadNotification(ctx, txn, eventID, template)
-		if errors.Is(err, dao.ErrNotFound) {
-			return fmt.Errorf("notification %s/%s: %w", eventID, template, notification.ErrNotFound)
+		clear(errs)
+		keys := make([]spanner.KeySet, len(changes))
+		for i, c := range changes {
+			keys[i] = notificationsdb.NotificationKey(c.EventID, c.Template)
 		}
+		rows, err := notificationsdb.ReadNotificationRows(ctx, txn, spanner.KeySets(keys...))
 		if err != nil {
 			return err
 		}
-		n, err := restore(row)
-		if err != nil {
-			return err
+		byKey := make(map[[2]string]*notificationsdb.Notification, len(rows))
+		for _, r := range rows {
+			byKey[[2]string{r.EventId, r.Template}] = r
 		}
-		if err := change(n); err != nil || !n.Changed() {
-			return err
+		var ms []*spanner.Mutation
+		for i, c := range changes {
+			m, err := change(byKey[[2]string{c.EventID, c.Template}], c)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			if m != nil {
+				ms = append(ms, m)
+			}
 		}
-		upd := toRow(n.Snapshot())
-		upd.UpdatedAt = spanner.CommitTimestamp
-		m, err := upd.UpdateColumns(notificationsdb.NotificationColStatus, notificationsdb.NotificationColAttempts,
-			notificationsdb.NotificationColLastError, notificationsdb.NotificationColProviderMessageId,
-			notificationsdb.NotificationColSentAt, notificationsdb.NotificationColNextAttemptAt,
-			notificationsdb.NotificationColRetryShard, notificationsdb.NotificationColUpdatedAt)
-		if err != nil {
-			return err
+		if len(ms) == 0 {
+			return nil
 		}
-		return txn.BufferWrite([]*spanner.Mutation{m})
+		return txn.BufferWrite(ms)
 	})
-	return err
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs
+}
+
+// change applies c to the stored row (nil: there is none) and returns the write, nil if c changed
+// nothing.
+func change(row *notificationsdb.Notification, c app.Change) (*spanner.Mutation, error) {
+	if row == nil {
+		return nil, fmt.Errorf("notification %s/%s: %w", c.EventID, c.Template, notification.ErrNotFound)
+	}
+	n, err := restore(row)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Apply(n); err != nil || !n.Changed() {
+		return nil, err
+	}
+	upd := toRow(n.Snapshot())
+	upd.UpdatedAt = spanner.CommitTimestamp
+	return upd.UpdateColumns(notificationsdb.NotificationColStatus, notificationsdb.NotificationColAttempts,
+		notificationsdb.NotificationColLastError, notificationsdb.NotificationColProviderMessageId,
+		notificationsdb.NotificationColSentAt, notificationsdb.NotificationColNextAttemptAt,
+		notificationsdb.NotificationColRetryShard, notificationsdb.NotificationColUpdatedAt)
 }
 
 // Due implements app.Repository: it reads every shard of NotificationsToResume up to now.
