@@ -3,6 +3,7 @@ package spanneremu
 import (
 	"regexp"
 	"strconv"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 )
@@ -14,7 +15,6 @@ var (
 	instanceIDRE   = regexp.MustCompile(`^[a-z][-a-z0-9]*[a-z0-9]$`)
 	databaseNameRE = regexp.MustCompile(`^(projects/[^/]+/instances/[^/]+)/databases/([^/]+)$`)
 	databaseIDRE   = regexp.MustCompile(`^[a-z][a-z0-9_\-]*[a-z0-9]$`)
-	sessionNameRE  = regexp.MustCompile(`^(projects/[^/]+/instances/[^/]+/databases/[^/]+)/sessions/([^/]+)$`)
 )
 
 // emulatorConfigID is the only instance configuration the emulator offers, as the official
@@ -68,12 +68,21 @@ func validDatabaseID(id string) bool {
 }
 
 // splitSessionName validates "<database>/sessions/<id>" and returns the database name.
+// Every data request names its session, so this is a split rather than a regular expression's
+// match, which cost 1 % of the emulator's CPU in the bench (TestSplitSessionName has the expression
+// it agrees with).
 func splitSessionName(name string) (database string, err error) {
-	m := sessionNameRE.FindStringSubmatch(name)
-	if m == nil {
+	i := strings.LastIndex(name, "/sessions/")
+	if i < 0 {
 		return "", errorf(codes.InvalidArgument, "Invalid session name: %s", name)
 	}
-	return m[1], nil
+	database, id := name[:i], name[i+len("/sessions/"):]
+	p := strings.Split(database, "/")
+	if id == "" || strings.Contains(id, "/") || len(p) != 6 || p[0] != "projects" || p[2] != "instances" || p[4] != "databases" ||
+		p[1] == "" || p[3] == "" || p[5] == "" {
+		return "", errorf(codes.InvalidArgument, "Invalid session name: %s", name)
+	}
+	return database, nil
 }
 
 // page returns the slice bounds [start, end) of one page of n items and the token of the next

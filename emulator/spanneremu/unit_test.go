@@ -2,6 +2,7 @@ package spanneremu
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -196,5 +197,35 @@ func TestNames(t *testing.T) {
 	}
 	if _, err := splitDatabaseName("projects/p/instances/ab/databases/" + strings.Repeat("a", 31)); err == nil {
 		t.Error("splitDatabaseName accepted a 31-character id")
+	}
+}
+
+// splitSessionName accepts exactly the names Spanner's pattern does, and returns the database.
+func TestSplitSessionName(t *testing.T) {
+	pattern := regexp.MustCompile(`^(projects/[^/]+/instances/[^/]+/databases/[^/]+)/sessions/([^/]+)$`)
+	for _, name := range []string{
+		"projects/p/instances/i/databases/d/sessions/s",
+		"projects/sessions/instances/sessions/databases/sessions/sessions/sessions",
+		"projects/p/instances/i/databases/d/sessions/s/sessions/t",
+		"projects/p/instances/i/databases/d/sessions/",
+		"projects/p/instances/i/databases/d/sessions",
+		"projects/p/instances/i/databases//sessions/s",
+		"projects//instances/i/databases/d/sessions/s",
+		"projects/p/instances/i/databases/d/x/sessions/s",
+		"project/p/instances/i/databases/d/sessions/s",
+		"projects/p/instance/i/databases/d/sessions/s",
+		"projects/p/instances/i/database/d/sessions/s",
+		"/projects/p/instances/i/databases/d/sessions/s",
+		"projects/p/instances/i/databases/d/sessions/s/",
+		"",
+	} {
+		m := pattern.FindStringSubmatch(name)
+		db, err := splitSessionName(name)
+		switch {
+		case m == nil && status.Code(err) != codes.InvalidArgument:
+			t.Errorf("%q: %q, %v; want INVALID_ARGUMENT", name, db, err)
+		case m != nil && (err != nil || db != m[1]):
+			t.Errorf("%q: %q, %v; want %q", name, db, err, m[1])
+		}
 	}
 }
