@@ -217,21 +217,22 @@ type PaymentRequest struct {
 }
 
 // RequestPayment records, in the consumer's transaction tx, the order's payment (REQUESTED) and
-// its authorize intent, unless the order has one already (a replayed event). The provider is
-// called after the commit by Resume. An invalid request is payment.ErrInvalid.
-func (s *Service) RequestPayment(ctx context.Context, tx Tx, r PaymentRequest) (paymentID string, created bool, err error) {
+// its authorize intent, unless the order has one already (a replayed event; rec is nil then). The
+// provider is called after the commit by ResumePayment, given rec. An invalid request is
+// payment.ErrInvalid.
+func (s *Service) RequestPayment(ctx context.Context, tx Tx, r PaymentRequest) (paymentID string, rec *Recorded, err error) {
 	id := PaymentIDFor(r.OrderID)
 	if _, err := tx.Payment(ctx, id); err == nil {
-		return id, false, nil
+		return id, nil, nil
 	} else if !errors.Is(err, payment.ErrNotFound) {
-		return "", false, err
+		return "", nil, err
 	}
 	p, err := payment.New(id, r.OrderID, r.CustomerID, r.Method, r.AmountMinor, r.Currency)
 	if err != nil {
-		return "", false, err
+		return "", nil, err
 	}
 	if _, ok := s.providers[r.Method.Provider()]; !ok {
-		return "", false, fmt.Errorf("%w: %s (for %s payments)", ErrUnknownProvider, r.Method.Provider(), r.Method)
+		return "", nil, fmt.Errorf("%w: %s (for %s payments)", ErrUnknownProvider, r.Method.Provider(), r.Method)
 	}
 	req := provider.AuthorizeRequest{
 		IdempotencyKey: IntentKey(id, OpAuthorize), PaymentID: id, OrderID: r.OrderID, CustomerID: r.CustomerID,
@@ -239,19 +240,19 @@ func (s *Service) RequestPayment(ctx context.Context, tx Tx, r PaymentRequest) (
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return "", false, err
+		return "", nil, err
 	}
 	in := Intent{
 		Key: req.IdempotencyKey, PaymentID: id, Op: OpAuthorize, Status: IntentStarted, Request: body,
 		RetryAfter: s.cfg.Now().Add(s.cfg.ResumeAfter),
 	}
 	if err := tx.Save(ctx, p, true, time.Time{}); err != nil {
-		return "", false, err
+		return "", nil, err
 	}
 	if err := tx.SaveIntent(ctx, in, true); err != nil {
-		return "", false, err
+		return "", nil, err
 	}
-	return id, true, nil
+	return id, recorded(p, in), nil
 }
 
 // Resume carries out the intent key if it is still STARTED: calls the provider (with retries,
@@ -271,29 +272,33 @@ func (s *Service) Resume(ctx context.Context, key string) error {
 	case in.Status != IntentStarted:
 		return nil
 	}
-	return s.resumeFrom(ctx, in)
+	return s.resumeFrom(ctx, in, "")
 }
 
-// resumeFrom is Resume of an intent just read STARTED.
-func (s *Service) resumeFrom(ctx context.Context, in Intent) error {
-	next, err := s.resume(ctx, in)
+// resumeFrom is Resume of an intent just read STARTED (or just recorded), of a payment of
+// providerName ("": read the payment to know).
+func (s *Service) resumeFrom(ctx context.Context, in Intent, providerName string) error {
+	next, err := s.resume(ctx, in, providerName)
 	if err != nil || next == "" {
 		return err
 	}
 	return s.Resume(ctx, next)
 }
 
-// resume carries out one STARTED intent (Resume) and returns the key of the intent its answer
-// recorded, "" for none.
-func (s *Service) resume(ctx context.Context, in Intent) (string, error) {
+// resume carries out one STARTED intent (Resume) of a payment of providerName ("": read the
+// payment to know) and returns the key of the intent its answer recorded, "" for none.
+func (s *Service) resume(ctx context.Context, in Intent, providerName string) (string, error) {
 	key := in.Key
-	p, err := s.cfg.Repo.Payment(ctx, in.PaymentID)
-	if err != nil {
-		return "", err
+	if providerName == "" {
+		p, err := s.cfg.Repo.Payment(ctx, in.PaymentID)
+		if err != nil {
+			return "", err
+		}
+		providerName = p.Method().Provider()
 	}
-	prov, ok := s.providers[p.Method().Provider()]
+	prov, ok := s.providers[providerName]
 	if !ok {
-		return "", fmt.Errorf("%w: %s", ErrUnknownProvider, p.Method().Provider())
+		return "", fmt.Errorf("%w: %s", ErrUnknownProvider, providerName)
 	}
 	outcome, callErr := prov.do(ctx, in)
 	if callErr == nil {
@@ -302,7 +307,7 @@ func (s *Service) resume(ctx context.Context, in Intent) (string, error) {
 	emitted, unfinished, next := false, false, ""
 	var rep *report
 	paymentID := in.PaymentID
-	err = s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err := s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
 		emitted, unfinished, next, rep = false, false, "", &report{}
 		// The payment first: its lock (exclusive, see Tx.Payment) is what the provider's
 		// webhook for this answer contends for, and a transaction's age on Spanner is its first
@@ -359,7 +364,8 @@ func (s *Service) applyAnswer(ctx context.Context, tx Tx, rep *report, p *paymen
 		// The customer paid the slip before its cancellation reached the provider: the money
 		// is taken, and only a refund gives it back.
 		rep.note(fmt.Sprintf("payment %s: the slip was paid before its cancellation reached %s: refunding it", p.ID(), providerName))
-		return IntentKey(p.ID(), OpRefund), s.recordIntent(ctx, tx, p, OpRefund)
+		in, err := s.recordIntent(ctx, tx, p, OpRefund)
+		return in.Key, err
 	}
 	if !s.apply(rep, p, providerName, o, "answer") {
 		return "", nil
@@ -378,7 +384,8 @@ func (s *Service) followUp(ctx context.Context, tx Tx, p *payment.Payment) (stri
 	if !ok {
 		return "", nil // it failed: nothing is held
 	}
-	return IntentKey(p.ID(), op), s.recordIntent(ctx, tx, p, op)
+	in, err := s.recordIntent(ctx, tx, p, op)
+	return in.Key, err
 }
 
 // giveUp records an intent that cannot be carried out: the payment fails (its authorization,

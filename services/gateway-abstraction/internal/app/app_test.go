@@ -268,9 +268,11 @@ func (f *fixture) requestFor(t *testing.T, orderID string) (string, string, bool
 	)
 	_, err := f.client.ReadWriteTransaction(context.Background(), func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
 		var err error
-		id, created, err = f.svc.RequestPayment(ctx, store.Tx(txn), app.PaymentRequest{
+		var rec *app.Recorded
+		id, rec, err = f.svc.RequestPayment(ctx, store.Tx(txn), app.PaymentRequest{
 			OrderID: orderID, CustomerID: "ali", Method: payment.Card, Instrument: "pm_card_visa", AmountMinor: 1800, Currency: "JPY",
 		})
+		created = rec != nil
 		return err
 	})
 	if err != nil {

@@ -16,6 +16,21 @@ type Decision struct {
 	PaymentID string
 	Intent    Operation // the intent recorded; "" when none was
 	Note      string    // what was decided and why, for the consumer's log line of the event
+	// Recorded is the intent recorded, as written, for ResumePayment after the commit; nil
+	// when none was.
+	Recorded *Recorded
+}
+
+// Recorded is an intent recorded in a consumer's transaction, as written, with the provider of its
+// payment: what ResumePayment needs to carry it out after the commit without reading either back.
+type Recorded struct {
+	Intent   Intent
+	Provider string
+}
+
+// recorded is in, just recorded for p, as a Decision carries it.
+func recorded(p *payment.Payment, in Intent) *Recorded {
+	return &Recorded{Intent: in, Provider: p.Method().Provider()}
 }
 
 // RequestCapture records, in the consumer's transaction tx, the capture of the payment of a
@@ -33,13 +48,14 @@ func (s *Service) RequestCapture(ctx context.Context, tx Tx, orderID string) (De
 	if p.Status() != payment.Authorized {
 		return Decision{PaymentID: id, Note: fmt.Sprintf("payment %s is %s: nothing to capture", id, p.Status())}, nil
 	}
-	if err := s.recordIntent(ctx, tx, p, OpCapture); err != nil {
+	in, err := s.recordIntent(ctx, tx, p, OpCapture)
+	if err != nil {
 		return Decision{}, err
 	}
 	if err := tx.Save(ctx, p, false, s.checkAfter(p, s.cfg.Now())); err != nil {
 		return Decision{}, err
 	}
-	return Decision{PaymentID: id, Intent: OpCapture,
+	return Decision{PaymentID: id, Intent: OpCapture, Recorded: recorded(p, in),
 		Note: fmt.Sprintf("capture of payment %s requested (%d %s)", id, p.AmountMinor(), p.Currency())}, nil
 }
 
@@ -68,10 +84,11 @@ func (s *Service) SettleCancelledOrder(ctx context.Context, tx Tx, orderID strin
 	}
 	d := Decision{PaymentID: id}
 	if op, ok := settlement(p); ok {
-		if err := s.recordIntent(ctx, tx, p, op); err != nil {
+		in, err := s.recordIntent(ctx, tx, p, op)
+		if err != nil {
 			return Decision{}, err
 		}
-		d.Intent, d.Note = op, fmt.Sprintf("%s of payment %s requested", op, id)
+		d.Intent, d.Recorded, d.Note = op, recorded(p, in), fmt.Sprintf("%s of payment %s requested", op, id)
 		return d, tx.Save(ctx, p, false, s.checkAfter(p, s.cfg.Now()))
 	}
 	switch {
@@ -112,9 +129,9 @@ func settlement(p *payment.Payment) (Operation, bool) {
 }
 
 // recordIntent moves p to the intent of op (CAPTURE_REQUESTED, VOID_REQUESTED,
-// REFUND_REQUESTED) and records the intent in tx, with the exact request Resume will send; the
-// caller saves p.
-func (s *Service) recordIntent(ctx context.Context, tx Tx, p *payment.Payment, op Operation) error {
+// REFUND_REQUESTED) and records the intent in tx, with the exact request Resume will send, and
+// returns it; the caller saves p.
+func (s *Service) recordIntent(ctx context.Context, tx Tx, p *payment.Payment, op Operation) (Intent, error) {
 	var err error
 	switch op {
 	case OpCapture:
@@ -127,19 +144,20 @@ func (s *Service) recordIntent(ctx context.Context, tx Tx, p *payment.Payment, o
 		err = fmt.Errorf("%w: %s is not an operation on a payment the provider knows", payment.ErrInvalid, op)
 	}
 	if err != nil {
-		return err
+		return Intent{}, err
 	}
 	req := provider.Operation{
 		IdempotencyKey: IntentKey(p.ID(), op), PaymentID: p.ID(), ProviderPaymentID: p.ProviderPaymentID(), AmountMinor: p.AmountMinor(),
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
-		return err
+		return Intent{}, err
 	}
-	return tx.SaveIntent(ctx, Intent{
+	in := Intent{
 		Key: req.IdempotencyKey, PaymentID: p.ID(), Op: op, Status: IntentStarted, Request: body,
 		RetryAfter: s.cfg.Now().Add(s.cfg.ResumeAfter),
-	}, true)
+	}
+	return in, tx.SaveIntent(ctx, in, true)
 }
 
 // resumeOrder is the order in which ResumePayment looks at a payment's intents: the order they
@@ -151,8 +169,21 @@ var resumeOrder = []Operation{OpAuthorize, OpCapture, OpVoid, OpRefund}
 // (outboxlib.After in package events), so that a redelivery retries whatever the handler's
 // intent, or an intent its answer recorded, left unfinished. The intents not looked at yet are
 // read together, again after each one resumed (its answer may have recorded the next).
-func (s *Service) ResumePayment(ctx context.Context, paymentID string) error {
-	for ops := resumeOrder; len(ops) > 0; {
+//
+// rec is the intent the delivery's own handler recorded (Decision.Recorded), nil for none (a
+// redelivery, or a handler that recorded none): it is carried out first, as written, without
+// reading it or its payment back. It is the payment's one unfinished intent (a payment has one
+// operation in flight at a time, and the handler could record it only with none in flight), so
+// only the intents after it in resumeOrder are read.
+func (s *Service) ResumePayment(ctx context.Context, paymentID string, rec *Recorded) error {
+	ops := resumeOrder
+	if rec != nil {
+		if err := s.resumeFrom(ctx, rec.Intent, rec.Provider); err != nil {
+			return err
+		}
+		ops = ops[slices.Index(ops, rec.Intent.Op)+1:]
+	}
+	for len(ops) > 0 {
 		keys := make([]string, len(ops))
 		for i, op := range ops {
 			keys[i] = IntentKey(paymentID, op)
@@ -168,7 +199,7 @@ func (s *Service) ResumePayment(ctx context.Context, paymentID string) error {
 		if i < 0 {
 			return nil
 		}
-		if err := s.resumeFrom(ctx, intents[keys[i]]); err != nil {
+		if err := s.resumeFrom(ctx, intents[keys[i]], ""); err != nil {
 			return err
 		}
 		ops = ops[i+1:]

@@ -88,10 +88,18 @@ func (f *fixture) cancel(t *testing.T, orderID string) app.Decision {
 	return d
 }
 
-// resume is the After effect of every order event: the payment's unfinished intents.
+// resume is the After effect of every order event on a redelivery: the payment's unfinished
+// intents, read.
 func (f *fixture) resume(t *testing.T, paymentID string) {
 	t.Helper()
-	if err := f.svc.ResumePayment(context.Background(), paymentID); err != nil {
+	f.resumeRecorded(t, paymentID, nil)
+}
+
+// resumeRecorded is the After effect of the delivery whose handler decided d: the intent it
+// recorded, as written (no read), then the payment's other unfinished intents.
+func (f *fixture) resumeRecorded(t *testing.T, paymentID string, rec *app.Recorded) {
+	t.Helper()
+	if err := f.svc.ResumePayment(context.Background(), paymentID, rec); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -299,13 +307,14 @@ func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) 
 // answer changes nothing; a second order.shipped records nothing and calls nobody.
 func TestShippedOrderIsCaptured(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		setUp   func(f *fixture, t *testing.T) (orderID, paymentID string)
-		webhook string // the provider's callback after the capture ("" for none)
+		name     string
+		setUp    func(f *fixture, t *testing.T) (orderID, paymentID string)
+		webhook  string // the provider's callback after the capture ("" for none)
+		provider string
 	}{
-		{"card", func(f *fixture, t *testing.T) (string, string) { return f.authorized(t, visa) }, "payment_intent.succeeded"},
-		{"wallet", func(f *fixture, t *testing.T) (string, string) { return f.authorized(t, wallet) }, "payment.captured"},
-		{"paid konbini slip", (*fixture).paidSlip, ""},
+		{"card", func(f *fixture, t *testing.T) (string, string) { return f.authorized(t, visa) }, "payment_intent.succeeded", payment.Card.Provider()},
+		{"wallet", func(f *fixture, t *testing.T) (string, string) { return f.authorized(t, wallet) }, "payment.captured", payment.Wallet.Provider()},
+		{"paid konbini slip", (*fixture).paidSlip, "", payment.Konbini.Provider()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil)
@@ -318,7 +327,10 @@ func TestShippedOrderIsCaptured(t *testing.T) {
 			if p := f.payment(t, id); p.Status != string(payment.CaptureRequested) || p.CheckAfter.Valid {
 				t.Errorf("after order.shipped: %s (check after %v), want CAPTURE_REQUESTED and nothing to check: its intent covers it", p.Status, p.CheckAfter)
 			}
-			f.resume(t, id)
+			if d.Recorded == nil || d.Recorded.Intent.Key != app.IntentKey(id, app.OpCapture) || d.Recorded.Provider != tc.provider {
+				t.Fatalf("recorded %+v, want the capture intent of %s at %s", d.Recorded, id, tc.provider)
+			}
+			f.resumeRecorded(t, id, d.Recorded)
 			want := append(before, fmt.Sprintf("payment.captured@%d", len(before)+1))
 			f.expect(t, id, payment.Captured, want...)
 			if p := f.payment(t, id); p.CheckAfter.Valid {
@@ -415,7 +427,10 @@ func TestCancelledOrderIsVoided(t *testing.T) {
 			if p := f.payment(t, id); p.Status != string(payment.VoidRequested) || p.CheckAfter.Valid {
 				t.Errorf("after order.cancelled: %s (check after %v), want VOID_REQUESTED, nothing to check", p.Status, p.CheckAfter)
 			}
-			f.resume(t, id)
+			if d.Recorded == nil || d.Recorded.Intent.Key != app.IntentKey(id, app.OpVoid) {
+				t.Fatalf("recorded %+v, want the void intent of %s", d.Recorded, id)
+			}
+			f.resumeRecorded(t, id, d.Recorded)
 			want := append(tc.before, fmt.Sprintf("payment.voided@%d", len(tc.before)+1))
 			f.expect(t, id, payment.Voided, want...)
 			f.waitDelivered(t, tc.webhook)
@@ -546,7 +561,7 @@ func TestCancelRacingTheAuthorizationStillVoids(t *testing.T) {
 			t.Fatal(err) // the sweep's answer, not a webhook, lands the authorization
 		}
 		orderID, id := f.requestOf(t, visa)
-		if err := f.svc.ResumePayment(context.Background(), id); !provider.Temporary(err) {
+		if err := f.svc.ResumePayment(context.Background(), id, nil); !provider.Temporary(err) {
 			t.Fatalf("the authorization during the outage: %v, want a temporary error", err)
 		}
 		f.cancel(t, orderID)
@@ -602,7 +617,7 @@ func TestTemporaryVoidFailuresAreRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.cancel(t, orderID)
-	if err := f.svc.ResumePayment(context.Background(), id); !provider.Temporary(err) {
+	if err := f.svc.ResumePayment(context.Background(), id, nil); !provider.Temporary(err) {
 		t.Fatalf("the void during the outage: %v, want a temporary error", err)
 	}
 	in := f.intentOf(t, id, app.OpVoid)
@@ -677,13 +692,13 @@ func TestSettlementThatCannotBeMadeFails(t *testing.T) {
 				tc.fault(f, t)
 			}
 			f.cancel(t, orderID)
-			err := f.svc.ResumePayment(context.Background(), id)
+			err := f.svc.ResumePayment(context.Background(), id, nil)
 			if tc.giveUp {
 				if !provider.Temporary(err) {
 					t.Fatalf("during the outage: %v, want a temporary error", err)
 				}
 				f.advance(2 * time.Hour) // past GiveUpAfter
-				err = f.svc.ResumePayment(context.Background(), id)
+				err = f.svc.ResumePayment(context.Background(), id, nil)
 			}
 			if err != nil {
 				t.Fatalf("ResumePayment = %v, want nil (the intent is finished: failed)", err)

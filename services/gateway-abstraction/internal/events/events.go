@@ -60,7 +60,7 @@ func Register(c *outboxlib.Consumer, svc *app.Service) {
 			return nil // the handler dead-lettered it; nothing to carry out
 		}
 		// Outside the handler's transaction, outboxlib.Note logs each note at info.
-		return svc.ResumePayment(app.WithNotes(ctx, outboxlib.Note), app.PaymentIDFor(p.OrderID))
+		return svc.ResumePayment(app.WithNotes(ctx, outboxlib.Note), app.PaymentIDFor(p.OrderID), recorded(d))
 	})
 	c.Handle(OrderAwaitingPayment, func(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
 		return awaitingPayment(ctx, svc, txn, d)
@@ -87,7 +87,7 @@ func awaitingPayment(ctx context.Context, svc *app.Service, txn *spanner.ReadWri
 	if method == payment.Konbini {
 		instrument = p.Payment.Store
 	}
-	id, created, err := svc.RequestPayment(ctx, store.Tx(txn), app.PaymentRequest{
+	id, rec, err := svc.RequestPayment(ctx, store.Tx(txn), app.PaymentRequest{
 		OrderID: p.OrderID, CustomerID: p.CustomerID, Email: p.Email, Method: method, Instrument: instrument,
 		AmountMinor: p.TotalMinor, Currency: p.Currency,
 	})
@@ -96,7 +96,8 @@ func awaitingPayment(ctx context.Context, svc *app.Service, txn *spanner.ReadWri
 		return outboxlib.Permanent(fmt.Errorf("%s %s: %w", d.Type, d.ID, err))
 	case err != nil:
 		return fmt.Errorf("%s %s: %w", d.Type, d.ID, err)
-	case created:
+	case rec != nil:
+		outboxlib.HandToAfter(ctx, *rec)
 		outboxlib.Note(ctx, fmt.Sprintf("payment %s requested (%s, %d %s)", id, method, p.TotalMinor, p.Currency))
 	default:
 		outboxlib.Note(ctx, fmt.Sprintf("order %s already has payment %s", p.OrderID, id))
@@ -119,6 +120,7 @@ func shipped(ctx context.Context, svc *app.Service, txn *spanner.ReadWriteTransa
 	case err != nil:
 		return fmt.Errorf("%s %s: %w", d.Type, d.ID, err)
 	}
+	handToResume(ctx, dec)
 	outboxlib.Note(ctx, dec.Note)
 	return nil
 }
@@ -133,7 +135,27 @@ func cancelled(ctx context.Context, svc *app.Service, txn *spanner.ReadWriteTran
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", d.Type, d.ID, err)
 	}
+	handToResume(ctx, dec)
 	outboxlib.Note(ctx, fmt.Sprintf("order cancelled (%s): %s", p.Reason, dec.Note))
+	return nil
+}
+
+// handToResume hands the intent dec recorded, if any, to ResumePayment after the commit.
+func handToResume(ctx context.Context, dec app.Decision) {
+	if dec.Recorded != nil {
+		outboxlib.HandToAfter(ctx, *dec.Recorded)
+	}
+}
+
+// recorded is the intent the delivery's own handler recorded and handed over, with its commit
+// time, nil for none.
+func recorded(d outboxlib.Delivery) *app.Recorded {
+	for _, v := range d.Handed {
+		if rec, ok := v.(app.Recorded); ok {
+			rec.Intent.CreatedAt = d.AppliedAt
+			return &rec
+		}
+	}
 	return nil
 }
 
