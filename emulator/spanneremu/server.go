@@ -13,7 +13,6 @@ import (
 	"fmt"
 	_ "google.golang.org/grpc/encoding/gzip" // the client may compress requests with gzip
 	"net"
-	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -132,10 +131,6 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}),
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.streamInterceptor),
-		// Workers that stay: a goroutine per RPC grows its stack inside SQLite on every call (about 7 %
-		// of the emulator's CPU in the bench); a worker keeps the stack it grew. Past them, RPCs get
-		// goroutines of their own as before, so an RPC that waits for a lock never holds others up.
-		grpc.NumStreamWorkers(streamWorkers()),
 	)
 	sppb.RegisterSpannerServer(s.grpc, &spannerService{s: s})
 	instancepb.RegisterInstanceAdminServer(s.grpc, &instanceAdminService{s: s})
@@ -184,7 +179,3 @@ func (s *Server) Close() error {
 	})
 	return s.closeErr
 }
-
-// streamWorkers is how many gRPC workers serve RPCs: a few per processor, since most RPCs run on
-// the CPU from start to end (a read, a commit) and the rest wait briefly for a lock.
-func streamWorkers() uint32 { return uint32(4 * runtime.GOMAXPROCS(0)) }
