@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/spanner"
@@ -61,19 +62,42 @@ type tx struct {
 	txn *spanner.ReadWriteTransaction
 }
 
+// reservationSQL reads an order's reservation with its lines (primary key order: by SKU): one
+// round trip where two reads were.
+const reservationSQL = `SELECT o.Status, o.Version,
+  ARRAY(SELECT AS STRUCT r.Sku, r.Quantity FROM Reservations AS r WHERE r.OrderId = o.OrderId ORDER BY r.Sku) AS Lines
+FROM OrderReservations AS o
+WHERE o.OrderId = @orderId`
+
+// reservationLine is a line as reservationSQL reads it.
+type reservationLine struct {
+	Sku      string
+	Quantity int64
+}
+
 func (t *tx) Reservation(ctx context.Context, orderID string) (*inventory.Reservation, error) {
-	head, err := fulfillmentdb.ReadOrderReservation(ctx, t.txn, orderID)
-	if errors.Is(err, dao.ErrNotFound) {
+	var (
+		status  string
+		version int64
+		rows    []*reservationLine
+		found   bool
+	)
+	stmt := spanner.Statement{SQL: reservationSQL, Params: map[string]any{"orderId": orderID}}
+	err := t.txn.Query(ctx, stmt).Do(func(r *spanner.Row) error {
+		found = true
+		return r.Columns(&status, &version, &rows)
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("read reservation %s: %w", orderID, err)
+	case !found:
 		return nil, fmt.Errorf("no reservation for order %s: %w", orderID, inventory.ErrNotFound)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read reservation %s: %w", orderID, err)
+	ls := make([]inventory.Line, len(rows))
+	for i, l := range rows {
+		ls[i] = inventory.Line{SKU: l.Sku, Quantity: l.Quantity}
 	}
-	rows, err := fulfillmentdb.ReadReservationRows(ctx, t.txn, spanner.Key{orderID}.AsPrefix())
-	if err != nil {
-		return nil, fmt.Errorf("read reservation %s: %w", orderID, err)
-	}
-	return inventory.RestoreReservation(head.OrderId, inventory.ReservationStatus(head.Status), head.Version, lines(rows))
+	return inventory.RestoreReservation(orderID, inventory.ReservationStatus(status), version, ls)
 }
 
 // Stock reads the SKUs' stock with exclusive locks: a read-write transaction reads stock to
@@ -92,8 +116,37 @@ func (t *tx) Stock(ctx context.Context, skus []string) ([]inventory.Stock, error
 	return toStock(rows)
 }
 
+// shipmentSQL reads a shipment with its lines (its order's reservation rows, by SKU): one round
+// trip where two reads were.
+var shipmentSQL = "SELECT s." + strings.Join(fulfillmentdb.ShipmentColumns(), ", s.") + `,
+  ARRAY(SELECT AS STRUCT r.Sku, r.Quantity FROM Reservations AS r WHERE r.OrderId = s.OrderId ORDER BY r.Sku) AS Lines
+FROM Shipments AS s
+WHERE s.ShipmentId = @id`
+
 func (t *tx) Shipment(ctx context.Context, id string) (*shipment.Shipment, error) {
-	return readShipment(ctx, t.txn, id)
+	var (
+		row   fulfillmentdb.Shipment
+		rows  []*reservationLine
+		found bool
+	)
+	err := t.txn.Query(ctx, spanner.Statement{SQL: shipmentSQL, Params: map[string]any{"id": id}}).Do(func(r *spanner.Row) error {
+		found = true
+		if err := r.ToStructLenient(&row); err != nil {
+			return err
+		}
+		return r.ColumnByName("Lines", &rows)
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("read shipment %s: %w", id, err)
+	case !found:
+		return nil, fmt.Errorf("shipment %s: %w", id, shipment.ErrNotFound)
+	}
+	ls := make([]inventory.Line, len(rows))
+	for i, l := range rows {
+		ls[i] = inventory.Line{SKU: l.Sku, Quantity: l.Quantity}
+	}
+	return restoreShipment(&row, ls)
 }
 
 func (t *tx) SaveReservation(ctx context.Context, r *inventory.Reservation, created bool) error {
@@ -296,18 +349,22 @@ func withLines(ctx context.Context, r dao.Reader, rows []*fulfillmentdb.Shipment
 		byOrder[l.OrderId] = append(byOrder[l.OrderId], l)
 	}
 	for _, row := range rows {
-		sh, err := shipment.Restore(shipment.Snapshot{
-			ID: row.ShipmentId, OrderID: row.OrderId, Status: shipment.Status(row.Status),
-			Carrier: row.Carrier.StringVal, TrackingNumber: row.TrackingNumber.StringVal, FailureReason: row.FailureReason.StringVal,
-			Lines: lines(byOrder[row.OrderId]), Version: row.Version,
-			CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt, ShippedAt: row.ShippedAt.Time,
-		})
+		sh, err := restoreShipment(row, lines(byOrder[row.OrderId]))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, sh)
 	}
 	return out, nil
+}
+
+func restoreShipment(row *fulfillmentdb.Shipment, ls []inventory.Line) (*shipment.Shipment, error) {
+	return shipment.Restore(shipment.Snapshot{
+		ID: row.ShipmentId, OrderID: row.OrderId, Status: shipment.Status(row.Status),
+		Carrier: row.Carrier.StringVal, TrackingNumber: row.TrackingNumber.StringVal, FailureReason: row.FailureReason.StringVal,
+		Lines: ls, Version: row.Version,
+		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt, ShippedAt: row.ShippedAt.Time,
+	})
 }
 
 // lines returns the SKUs and quantities of an order's Reservations rows (primary key order: by SKU).
