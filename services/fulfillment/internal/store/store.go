@@ -62,17 +62,28 @@ type tx struct {
 	txn *spanner.ReadWriteTransaction
 }
 
-// reservationSQL reads an order's reservation with its lines (primary key order: by SKU): one
-// round trip where two reads were.
-const reservationSQL = `SELECT o.Status, o.Version,
-  ARRAY(SELECT AS STRUCT r.Sku, r.Quantity FROM Reservations AS r WHERE r.OrderId = o.OrderId ORDER BY r.Sku) AS Lines
+// linesSQL is the column of reservationSQL and shipmentSQL that brings the lines of order o.OrderId
+// (its Reservations rows, by SKU), read into []*reservationLine.
+const linesSQL = `ARRAY(SELECT AS STRUCT r.Sku, r.Quantity FROM Reservations AS r WHERE r.OrderId = o.OrderId ORDER BY r.Sku) AS Lines`
+
+// reservationSQL reads an order's reservation with its lines: one round trip where two reads were.
+const reservationSQL = `SELECT o.Status, o.Version, ` + linesSQL + `
 FROM OrderReservations AS o
 WHERE o.OrderId = @orderId`
 
-// reservationLine is a line as reservationSQL reads it.
+// reservationLine is a line as linesSQL reads it.
 type reservationLine struct {
 	Sku      string
 	Quantity int64
+}
+
+// toLines returns the lines linesSQL read.
+func toLines(rows []*reservationLine) []inventory.Line {
+	ls := make([]inventory.Line, len(rows))
+	for i, l := range rows {
+		ls[i] = inventory.Line{SKU: l.Sku, Quantity: l.Quantity}
+	}
+	return ls
 }
 
 func (t *tx) Reservation(ctx context.Context, orderID string) (*inventory.Reservation, error) {
@@ -93,11 +104,7 @@ func (t *tx) Reservation(ctx context.Context, orderID string) (*inventory.Reserv
 	case !found:
 		return nil, fmt.Errorf("no reservation for order %s: %w", orderID, inventory.ErrNotFound)
 	}
-	ls := make([]inventory.Line, len(rows))
-	for i, l := range rows {
-		ls[i] = inventory.Line{SKU: l.Sku, Quantity: l.Quantity}
-	}
-	return inventory.RestoreReservation(orderID, inventory.ReservationStatus(status), version, ls)
+	return inventory.RestoreReservation(orderID, inventory.ReservationStatus(status), version, toLines(rows))
 }
 
 // Stock reads the SKUs' stock with exclusive locks: a read-write transaction reads stock to
@@ -116,12 +123,11 @@ func (t *tx) Stock(ctx context.Context, skus []string) ([]inventory.Stock, error
 	return toStock(rows)
 }
 
-// shipmentSQL reads a shipment with its lines (its order's reservation rows, by SKU): one round
-// trip where two reads were.
-var shipmentSQL = "SELECT s." + strings.Join(fulfillmentdb.ShipmentColumns(), ", s.") + `,
-  ARRAY(SELECT AS STRUCT r.Sku, r.Quantity FROM Reservations AS r WHERE r.OrderId = s.OrderId ORDER BY r.Sku) AS Lines
-FROM Shipments AS s
-WHERE s.ShipmentId = @id`
+// shipmentSQL reads a shipment with its lines (its order's reservation rows): one round trip
+// where two reads were.
+var shipmentSQL = "SELECT o." + strings.Join(fulfillmentdb.ShipmentColumns(), ", o.") + ", " + linesSQL + `
+FROM Shipments AS o
+WHERE o.ShipmentId = @id`
 
 func (t *tx) Shipment(ctx context.Context, id string) (*shipment.Shipment, error) {
 	var (
@@ -142,11 +148,7 @@ func (t *tx) Shipment(ctx context.Context, id string) (*shipment.Shipment, error
 	case !found:
 		return nil, fmt.Errorf("shipment %s: %w", id, shipment.ErrNotFound)
 	}
-	ls := make([]inventory.Line, len(rows))
-	for i, l := range rows {
-		ls[i] = inventory.Line{SKU: l.Sku, Quantity: l.Quantity}
-	}
-	return restoreShipment(&row, ls)
+	return restoreShipment(&row, toLines(rows))
 }
 
 func (t *tx) SaveReservation(ctx context.Context, r *inventory.Reservation, created bool) error {

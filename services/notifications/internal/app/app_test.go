@@ -26,6 +26,26 @@ var env *spannertest.Env
 
 func TestMain(m *testing.M) { os.Exit(spannertest.Main(m, &env)) }
 
+// mailParts starts a real SMTP server for the test and returns it, the real mailer sending to it
+// with timeout, and the templates.
+func mailParts(t *testing.T, timeout time.Duration) (*mailtest.Server, *mailer.Sender, *templates.Renderer) {
+	t.Helper()
+	srv, err := mailtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	sender, err := mailer.New(mailer.Config{Addr: srv.Addr(), From: &mail.Address{Name: "Spanmart", Address: "no-reply@spanmart.example"}, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renderer, err := templates.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, sender, renderer
+}
+
 // givingUp is the real mailer whose caller gives up the moment the mail server has accepted the
 // message: what Cloud Tasks does to a delivery it stops waiting for (a dispatch deadline, or its
 // emulator stopped, which the soak of e2e/soak found).
@@ -44,19 +64,7 @@ func (g givingUp) Send(ctx context.Context, m mailer.Message) (mailer.Receipt, e
 // cancelled right then, so no redelivery or sweep sends it a second time.
 func TestAcceptedEmailIsRecordedWhenTheCallerGivesUp(t *testing.T) {
 	client, _ := env.NewDatabase(t, dbschema.Notifications)
-	srv, err := mailtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	sender, err := mailer.New(mailer.Config{Addr: srv.Addr(), From: &mail.Address{Name: "Spanmart", Address: "no-reply@spanmart.example"}, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	renderer, err := templates.New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, sender, renderer := mailParts(t, 10*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	svc, err := app.New(app.Config{Repo: store.New(client), Sender: givingUp{sender, cancel}, Templates: renderer, ResumeAfter: time.Millisecond})
@@ -131,21 +139,10 @@ const (
 func newLeaseStack(t *testing.T) *leaseStack {
 	t.Helper()
 	client, _ := env.NewDatabase(t, dbschema.Notifications)
-	srv, err := mailtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	real, err := mailer.New(mailer.Config{Addr: srv.Addr(), From: &mail.Address{Address: "no-reply@spanmart.example"}, Timeout: sendTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	renderer, err := templates.New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, real, renderer := mailParts(t, sendTimeout)
 	st := &leaseStack{mail: srv, gate: gated{real, make(chan struct{}), make(chan struct{})}, now: &clock{now: time.Now()},
 		event: app.Event{ID: uuid.NewString(), Type: "order.confirmed"}, order: uuid.NewString()}
+	var err error
 	st.svc, err = app.New(app.Config{Repo: store.New(client), Sender: st.gate, Templates: renderer, Now: st.now.Now,
 		ResumeAfter: time.Second, SendTimeout: sendTimeout})
 	if err != nil {
@@ -260,19 +257,7 @@ func record(t *testing.T, ctx context.Context, client *spanner.Client, svc *app.
 // recorded as soon as it is full, so the test does not wait out the window).
 func TestOutcomesOfConcurrentAttemptsShareOneCommit(t *testing.T) {
 	client, _ := env.NewDatabase(t, dbschema.Notifications)
-	srv, err := mailtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	sender, err := mailer.New(mailer.Config{Addr: srv.Addr(), From: &mail.Address{Address: "no-reply@spanmart.example"}, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	renderer, err := templates.New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, sender, renderer := mailParts(t, 10*time.Second)
 	svc, err := app.New(app.Config{Repo: store.New(client), Sender: sender, Templates: renderer, OutcomeWindow: time.Minute, MaxOutcomeGroup: 2})
 	if err != nil {
 		t.Fatal(err)
