@@ -300,6 +300,12 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 	return &Consumer{cfg: cfg, handlers: map[string]handlerSpec{}, metrics: m, stats: newStats()}, nil
 }
 
+// Registrar is what a service's handlers are registered with: a *Consumer, or a test's recorder of
+// the event types a service handles (internal/routestest checks them against the relay's routes).
+type Registrar interface {
+	Handle(eventType string, h HandlerFunc, opts ...HandlerOption)
+}
+
 // Handle registers h for events of eventType, in version order unless an option says otherwise
 // (AnyOrder, Snapshot). Call it before serving; a second handler for the same type replaces the
 // first.

@@ -43,11 +43,6 @@ const (
 	TypeOrderCancelled = "order.cancelled"
 )
 
-// Handler is what Register needs of an outboxlib consumer.
-type Handler interface {
-	Handle(eventType string, h outboxlib.HandlerFunc, opts ...outboxlib.HandlerOption)
-}
-
 // Handlers returns the handler of every consumed event type, applying them through svc.
 func Handlers(svc *app.Service) map[string]outboxlib.HandlerFunc {
 	h := &handlers{svc: svc}
@@ -62,7 +57,7 @@ func Handlers(svc *app.Service) map[string]outboxlib.HandlerFunc {
 // order.confirmed and order.cancelled wait until this consumer has applied its order.created (the
 // relay names each event's predecessor among the types routed to fulfillment). Each handler's
 // metrics are counted once its transaction has committed (outboxlib.OnCommit).
-func Register(c Handler, svc *app.Service) {
+func Register(c outboxlib.Registrar, svc *app.Service) {
 	for typ, h := range Handlers(svc) {
 		c.Handle(typ, h)
 	}

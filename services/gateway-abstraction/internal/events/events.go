@@ -53,7 +53,7 @@ type orderPayload struct {
 }
 
 // Register adds every handler to c.
-func Register(c *outboxlib.Consumer, svc *app.Service) {
+func Register(c outboxlib.Registrar, svc *app.Service) {
 	resume := outboxlib.After(func(ctx context.Context, d outboxlib.Delivery) error {
 		p, err := decode(d)
 		if err != nil {

@@ -100,11 +100,6 @@ type paymentPayload struct {
 	} `json:"slip"`
 }
 
-// Handler is what Register needs of an outboxlib consumer.
-type Handler interface {
-	Handle(eventType string, h outboxlib.HandlerFunc, opts ...outboxlib.HandlerOption)
-}
-
 // emails maps each e-mail event to the data of its template; the payload is already decoded into
 // whichever of the two payload types the event has.
 var emails = map[string]func(d outboxlib.Delivery) (orderID string, data templates.Data, err error){
@@ -167,7 +162,7 @@ var emails = map[string]func(d outboxlib.Delivery) (orderID string, data templat
 
 // Register adds every handler to c, in the library's default order per aggregate (an order's
 // e-mails after its order.created; a payment's refund after its slip).
-func Register(c Handler, svc *app.Service) {
+func Register(c outboxlib.Registrar, svc *app.Service) {
 	c.Handle(OrderCreated, func(ctx context.Context, txn *spanner.ReadWriteTransaction, d outboxlib.Delivery) error {
 		p, err := decode[orderPayload](d)
 		if err != nil {
