@@ -478,7 +478,7 @@ func envMap(env []string) map[string]string {
 // subscribers and nudgers, and nothing that points at an emulator.
 func TestCloudBuildEnvironmentFollowsTheRoster(t *testing.T) {
 	bl := runBuild(t, testOperators)
-	console, scheduler := bl.account(topology.Console), bl.account("scheduler")
+	console, scheduler := bl.account(topology.Console), bl.account(topology.Scheduler)
 	var consumerAccounts []string
 	for _, c := range topology.Consumers() {
 		consumerAccounts = append(consumerAccounts, bl.account(c.Name))
@@ -604,7 +604,7 @@ func TestCloudBuildCallersMayInvokeWhomTheyCall(t *testing.T) {
 	}
 	for _, j := range schedulerJobs(t, bl) {
 		if !public[j.service] {
-			need[[2]string{j.service, sa("scheduler")}] = "Cloud Scheduler's job " + j.name + " calls it"
+			need[[2]string{j.service, sa(topology.Scheduler)}] = "Cloud Scheduler's job " + j.name + " calls it"
 		}
 	}
 	for _, svc := range topology.Services() {
@@ -702,15 +702,17 @@ func operatorRoute(t *testing.T, svc topology.Service, path string) bool {
 	return regexp.MustCompile(`\.POST\(\s*(?:` + strings.Join(names, "|") + `)\s*,[^\n]*\boperators\b`).Match(src.Bytes())
 }
 
-// TestCloudBuildSchedulesTheSweepsAndTheAudit: Cloud Scheduler calls the payment sweep, the
-// e-mail sweep and orders' audit, each an operator route that exists, with POST and an ID token of
+// TestCloudBuildSchedulesTheSweepsAndTheAudit: Cloud Scheduler calls the jobs of topology.Jobs (the
+// payment sweep, the e-mail sweep and orders' audit) on topology.JobSchedule, each an operator route that exists, with POST and an ID token of
 // scheduler@ for the service's audience, an account the service admits.
 func TestCloudBuildSchedulesTheSweepsAndTheAudit(t *testing.T) {
 	bl := runBuild(t, testOperators)
-	want := map[string]string{"payments-sweep": topology.Gateway, "notifications-sweep": topology.Notifications, "orders-audit": topology.Orders}
-	got := map[string]string{}
+	want, got := map[string]string{}, map[string]string{}
+	for _, j := range topology.Jobs() {
+		want[j.Name] = j.Service + " " + j.Path
+	}
 	for _, j := range schedulerJobs(t, bl) {
-		got[j.name] = j.service
+		got[j.name] = j.service + " " + j.path
 		svc, ok := topology.Lookup(j.service)
 		if !ok {
 			t.Errorf("job %s calls %v, which is no service of the roster", j.name, j.flags["uri"])
@@ -722,7 +724,7 @@ func TestCloudBuildSchedulesTheSweepsAndTheAudit(t *testing.T) {
 		d := bl.deploys[j.service]
 		checks := map[string]string{
 			"http-method":                "POST",
-			"oidc-service-account-email": bl.account("scheduler"),
+			"oidc-service-account-email": bl.account(topology.Scheduler),
 			"oidc-token-audience":        d.env["OIDC_AUDIENCE"],
 			"location":                   bl.vars["_REGION"],
 		}
@@ -731,10 +733,10 @@ func TestCloudBuildSchedulesTheSweepsAndTheAudit(t *testing.T) {
 				t.Errorf("job %s: --%s=%v, want %q", j.name, flag, f, v)
 			}
 		}
-		if len(j.flags["schedule"]) != 1 {
-			t.Errorf("job %s has no --schedule", j.name)
+		if s := j.flags["schedule"]; len(s) != 1 || s[0] != topology.JobSchedule {
+			t.Errorf("job %s: --schedule=%v, want %q (topology.JobSchedule, what the local scheduler runs)", j.name, s, topology.JobSchedule)
 		}
-		if !slices.Contains(list(d.env["ADMIN_ALLOWED_EMAILS"]), bl.account("scheduler")) {
+		if !slices.Contains(list(d.env["ADMIN_ALLOWED_EMAILS"]), bl.account(topology.Scheduler)) {
 			t.Errorf("job %s: %s does not admit scheduler@ (ADMIN_ALLOWED_EMAILS=%s)", j.name, j.service, d.env["ADMIN_ALLOWED_EMAILS"])
 		}
 	}

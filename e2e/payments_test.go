@@ -244,10 +244,11 @@ func TestForgedAndExpiredWebhooksAreRefused(t *testing.T) {
 }
 
 // A dropped webhook: the slip is paid but KOMOJU's callback never arrives; the reconciliation
-// sweep (POST /admin/sweep, as Cloud Scheduler calls it, with an operator's token) asks the
-// provider and confirms the order.
+// sweep (POST /admin/sweep, called here with an operator's token as an operator would; the local
+// scheduler, which calls it as scheduler@, is off so that the payment stays PENDING until then)
+// asks the provider and confirms the order.
 func TestDroppedWebhookIsFoundByTheSweep(t *testing.T) {
-	s := harness.Start(t, harness.Options{Seed: paymentSeed, Env: map[string][]string{
+	s := harness.Start(t, harness.Options{Seed: paymentSeed, SchedulerEvery: -1, Env: map[string][]string{
 		"gateway-abstraction": {"PAYMENTS_RECONCILE_AFTER=1ms"},
 	}})
 	ctx := context.Background()

@@ -257,9 +257,10 @@ func TestStuckOrderWhileAConsumerIsDown(t *testing.T) {
 }
 
 // The notifications service dies between the mail server's acceptance and marking the e-mail
-// sent (the failpoint notifications.after_send): the redelivered event sends it again, with the
-// same Message-ID, so a mail client shows it once. This is the one window where a customer can
-// receive a message twice; it is documented in services/notifications/README.md.
+// sent (the failpoint notifications.after_send): once the dead attempt's lease has run out, the
+// e-mail sweep (the local scheduler's job) sends it again with the same Message-ID, so a mail
+// client shows it once. This is the one window where a customer can receive a message twice; it is
+// documented in services/notifications/README.md.
 func TestNotificationsDiesMidSend(t *testing.T) {
 	s := harness.Start(t, harness.Options{Seed: paymentSeed})
 	ctx := context.Background()

@@ -41,6 +41,7 @@ import (
 	"github.com/spanmart/spanmart/emulator/spanneremu"
 	"github.com/spanmart/spanmart/emulator/tasksemu"
 	"github.com/spanmart/spanmart/internal/localenv"
+	"github.com/spanmart/spanmart/internal/localscheduler"
 	"github.com/spanmart/spanmart/internal/mailtest"
 	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/dbschema"
@@ -114,6 +115,11 @@ type Options struct {
 	// TasksInMemory runs the Tasks emulator without a data dir: no log write and fsync per group
 	// of mutating RPCs, for load tests; StopTasks then loses the queues and tasks.
 	TasksInMemory bool
+	// SchedulerEvery is how often the local scheduler (internal/localscheduler) runs Cloud
+	// Scheduler's jobs (the sweeps, orders' audit) as scheduler default 2 s, so that what waits
+	// for a job (an e-mail's back-off, a lost webhook) waits seconds, not production's 5 minutes;
+	// negative: no scheduler.
+	SchedulerEvery time.Duration
 }
 
 // DefaultSeed is product A1 with 5 in stock, as in the dev stack's seed.
@@ -168,6 +174,9 @@ type Stack struct {
 	HTTP *http.Client
 	// Timings of start-up, for reports.
 	Timings map[string]time.Duration
+	// Scheduler runs Cloud Scheduler's jobs (nil with a negative Options.SchedulerEvery).
+	Scheduler     *localscheduler.Scheduler
+	stopScheduler func()
 }
 
 func (o *Options) defaults() {
@@ -185,6 +194,9 @@ func (o *Options) defaults() {
 	}
 	if o.ReadyTimeout <= 0 {
 		o.ReadyTimeout = 60 * time.Second
+	}
+	if o.SchedulerEvery == 0 {
+		o.SchedulerEvery = 2 * time.Second
 	}
 }
 
@@ -280,6 +292,9 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 		if err := s.WaitReady(ctx, p.name); err != nil {
 			return nil, err
 		}
+	}
+	if s.opts.SchedulerEvery > 0 {
+		s.startScheduler()
 	}
 	s.Timings["services"] = time.Since(t0)
 	s.Timings["total"] = time.Since(start)
@@ -548,6 +563,9 @@ func (s *Stack) local() localenv.Stack {
 // Close stops every process (SIGTERM, then SIGKILL after 5 s), closes the clients and the
 // emulators, and removes a temporary state directory.
 func (s *Stack) Close() {
+	if s.stopScheduler != nil {
+		s.stopScheduler()
+	}
 	s.mu.Lock()
 	procs := make([]*Proc, 0, len(s.procs))
 	for _, p := range s.procs {
@@ -720,4 +738,15 @@ func (s *Stack) mintOperatorToken(ctx context.Context, name string) (string, err
 		return "", fmt.Errorf("operator token: %s %s", resp.Status, b)
 	}
 	return string(b), nil
+}
+
+// startScheduler runs Cloud Scheduler's jobs every Options.SchedulerEvery until Close.
+func (s *Stack) startScheduler() {
+	s.Scheduler = localscheduler.New(localscheduler.Config{
+		Metadata: s.TasksHTTP(), URL: s.URL, Every: s.opts.SchedulerEvery, HTTP: s.HTTP, Logf: s.opts.Logf,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Scheduler.Run(ctx) }()
+	s.stopScheduler = func() { cancel(); <-done }
 }

@@ -98,6 +98,9 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 		if svc.Name == topology.Gateway {
 			admins += "," + OrdersAccount // orders' reconciliation reads payments
 		}
+		if topology.HasJob(svc.Name) {
+			admins += "," + Account(topology.Scheduler) // the local scheduler's jobs (internal/localscheduler)
+		}
 		// Consumers accept only tasks whose OIDC token the Tasks emulator signed for them, on the
 		// relay's behalf: in production the issuer is Google and the e-mail the relay's account.
 		env = append(env,

@@ -99,6 +99,9 @@ func TestEnvOfEveryDeployable(t *testing.T) {
 		} else if _, ok := env["STRIPE_API_KEY"]; ok {
 			t.Errorf("%s is given the gateway's provider keys", s.Name)
 		}
+		if topology.HasJob(s.Name) { // Cloud Scheduler's jobs call it, as scheduler@ (internal/localscheduler)
+			want["ADMIN_ALLOWED_EMAILS"] += "," + localenv.Account(topology.Scheduler)
+		}
 		for k, v := range want {
 			if env[k] != v {
 				t.Errorf("%s: %s = %q, want %q", s.Name, k, env[k], v)

@@ -10,7 +10,10 @@
 // one place that maps them.
 package topology
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Service is one deployable.
 type Service struct {
@@ -123,3 +126,46 @@ func RelayURLEnv(url func(Service) string) []string {
 
 // Binary returns the binary's file name: the last element of its package.
 func (s Service) Binary() string { return s.Package[strings.LastIndex(s.Package, "/")+1:] }
+
+// Job is one of Cloud Scheduler's jobs: an operator endpoint of a service called with POST and an
+// ID token of the scheduler's own account (Scheduler) on a schedule. cloudbuild.yaml creates them
+// in production (a root test checks it against Jobs); internal/localscheduler calls them on the
+// local stacks.
+type Job struct {
+	Name    string // the Cloud Scheduler job, e.g. "payments-sweep"
+	Service string // the service called
+	Path    string // its POST operator route
+}
+
+// Scheduler is the deployable-less account Cloud Scheduler calls the jobs as (scheduler@...):
+// every service with a job admits it on its operator endpoints.
+const Scheduler = "scheduler"
+
+// JobEvery is how often every job runs in production; JobSchedule is the same as Cloud Scheduler's
+// cron expression.
+const (
+	JobEvery    = 5 * time.Minute
+	JobSchedule = "*/5 * * * *"
+)
+
+// jobs: the payment sweep (resume unfinished provider calls, ask about payments whose webhook is
+// late), the e-mail sweep (send e-mails left unsent, or waiting out a back-off) and orders' audit
+// (stuck orders, reconciliation).
+var jobs = []Job{
+	{Name: "payments-sweep", Service: Gateway, Path: "/admin/sweep"},
+	{Name: "notifications-sweep", Service: Notifications, Path: "/admin/sweep"},
+	{Name: "orders-audit", Service: Orders, Path: "/admin/audit"},
+}
+
+// Jobs returns Cloud Scheduler's jobs.
+func Jobs() []Job { return append([]Job(nil), jobs...) }
+
+// HasJob reports whether Cloud Scheduler calls the service called name.
+func HasJob(name string) bool {
+	for _, j := range jobs {
+		if j.Service == name {
+			return true
+		}
+	}
+	return false
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/spanmart/spanmart/pkg/faults"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform/platformtest"
+	"github.com/spanmart/spanmart/services/notifications/internal/app"
 	"github.com/spanmart/spanmart/services/notifications/internal/httpapi"
 )
 
@@ -187,30 +188,41 @@ func (s *system) mustDeliver(t *testing.T, e event) string {
 }
 
 // confirmUnsent delivers an order.created (to ali@example.com) and, once fail has made the mail
-// server fail, the order's order.confirmed, which must be answered 503: applied, its e-mail unsent.
+// server fail temporarily, the order's order.confirmed, which must be answered 200: applied, its
+// e-mail deferred and left to the sweep (a 503 would slow down the whole queue).
 func (s *system) confirmUnsent(t *testing.T, orderID string, fail func()) event {
 	t.Helper()
 	s.mustDeliver(t, created(orderID, "ali@example.com", "en"))
 	fail()
 	conf := confirmed(orderID)
-	if status, outcome := s.deliver(t, conf); status != http.StatusServiceUnavailable {
-		t.Fatalf("order.confirmed while the mail server fails: %d %s, want 503", status, outcome)
+	if outcome := s.mustDeliver(t, conf); outcome != outboxlib.OutcomeApplied {
+		t.Fatalf("order.confirmed while the mail server fails: %s, want applied", outcome)
+	}
+	if n := s.only(t, orderID); n.Status != "PENDING" || n.Attempts != 1 {
+		t.Fatalf("after the failed attempt: %+v, want PENDING after 1 attempt", n)
 	}
 	return conf
 }
 
-// redeliverUntilDone delivers e again (a duplicate: the effect runs again) until it is answered
-// 200, as the queue does while the e-mail is unsent, and returns how many deliveries it took.
-func (s *system) redeliverUntilDone(t *testing.T, e event) int {
+// sweepUntil runs the sweep (POST /admin/sweep, as Cloud Scheduler does) until done holds for its
+// report.
+func (s *system) sweepUntil(t *testing.T, what string, done func(app.SweepReport) bool) {
 	t.Helper()
-	n := 0
-	platformtest.Eventually(t, e.Type+" answered 200", func() bool {
-		n++
-		status, _ := s.deliver(t, e)
-		return status == http.StatusOK
+	platformtest.Eventually(t, what, func() bool {
+		status, body := s.do(t, http.MethodPost, "/admin/sweep", s.token(t, operatorEmail))
+		if status != http.StatusOK {
+			t.Fatalf("sweep: %d %s", status, body)
+		}
+		var rep app.SweepReport
+		if err := json.Unmarshal(body, &rep); err != nil {
+			t.Fatalf("sweep: %v: %s", err, body)
+		}
+		return done(rep)
 	})
-	return n
 }
+
+// sent is a sweepUntil condition: the sweep sent an e-mail.
+func sent(rep app.SweepReport) bool { return rep.Sent == 1 }
 
 func (s *system) do(t *testing.T, method, path, token string) (int, []byte) {
 	t.Helper()
@@ -474,8 +486,8 @@ func TestBounce(t *testing.T) {
 	}
 }
 
-// TestTemporaryFailureIsRetried: a 4xx defers the e-mail (the delivery is answered 503, so the
-// queue delivers it again) and it is sent on a later attempt, once.
+// TestTemporaryFailureIsRetried: a 4xx defers the e-mail (the delivery is answered 200: the intent
+// is recorded and only its back-off remains) and the sweep sends it on a later attempt, once.
 func TestTemporaryFailureIsRetried(t *testing.T) {
 	s := startSystem(t)
 	orderID := uuid.NewString()
@@ -484,7 +496,8 @@ func TestTemporaryFailureIsRetried(t *testing.T) {
 		t.Fatalf("after a 451: %+v, want PENDING after 1 attempt", n)
 	}
 	s.mail.RejectRecipient("ali@example.com", 0)
-	s.redeliverUntilDone(t, conf)
+	s.sweepUntil(t, "a sweep that sends the e-mail", sent)
+	s.mustDeliver(t, conf) // a late redelivery finds it sent
 	if n := s.only(t, orderID); n.Status != "SENT" || n.Attempts != 2 || n.LastError != "" {
 		t.Errorf("after the retry: %+v, want SENT after 2 attempts", n)
 	}
@@ -496,21 +509,34 @@ func TestTemporaryFailureIsRetried(t *testing.T) {
 	}
 }
 
+// TestBackoffDoesNotHoldTheQueue: while one address greylists (4xx), its e-mail waits out its
+// back-off in Spanner and its delivery is answered 200, so the queue (which Cloud Tasks would slow
+// down for every 503) goes on: another customer's e-mail, delivered next, is sent at once.
+func TestBackoffDoesNotHoldTheQueue(t *testing.T) {
+	s := startSystem(t)
+	greylisted := uuid.NewString()
+	s.confirmUnsent(t, greylisted, func() { s.mail.RejectRecipient("ali@example.com", 451) })
+	other := uuid.NewString()
+	s.mustDeliver(t, created(other, "bob@example.com", "en"))
+	conf := confirmed(other)
+	if status, outcome := s.deliver(t, conf); status != http.StatusOK || outcome != outboxlib.OutcomeApplied {
+		t.Fatalf("the other order's order.confirmed: %d %s, want 200 applied", status, outcome)
+	}
+	if n := s.only(t, other); n.Status != "SENT" || n.Attempts != 1 {
+		t.Errorf("the other e-mail: %+v, want SENT at its first attempt", n)
+	}
+	if n := s.only(t, greylisted); n.Status != "PENDING" {
+		t.Errorf("the greylisted e-mail: %+v, want PENDING (its back-off runs)", n)
+	}
+}
+
 // TestSweepResumes: an e-mail the request path left unsent (a refused connection) is sent by the
 // operators' sweep, with the same Message-ID.
 func TestSweepResumes(t *testing.T) {
 	s := startSystem(t)
 	orderID := uuid.NewString()
 	conf := s.confirmUnsent(t, orderID, func() { s.mail.Refuse(1) })
-	var rep struct{ Resumed, Sent int }
-	platformtest.Eventually(t, "a sweep that sends the e-mail", func() bool {
-		status, body := s.do(t, http.MethodPost, "/admin/sweep", s.token(t, operatorEmail))
-		if status != http.StatusOK {
-			t.Fatalf("sweep: %d %s", status, body)
-		}
-		json.Unmarshal(body, &rep)
-		return rep.Sent == 1
-	})
+	s.sweepUntil(t, "a sweep that sends the e-mail", sent)
 	s.waitMail(t, withMessageID(messageID(conf.ID, "order_confirmed")))
 	if n := s.only(t, orderID); n.Status != "SENT" || n.Attempts != 2 {
 		t.Errorf("after the sweep: %+v, want SENT after 2 attempts", n)
@@ -523,12 +549,12 @@ func TestSweepResumes(t *testing.T) {
 }
 
 // TestRetriesExhausted: an e-mail that fails temporarily at every attempt is FAILED after
-// NOTIFICATIONS_MAX_ATTEMPTS (3 here), final: the delivery is then answered 200.
+// NOTIFICATIONS_MAX_ATTEMPTS (3 here; the sweep makes the attempts after the first), final.
 func TestRetriesExhausted(t *testing.T) {
 	s := startSystem(t)
 	orderID := uuid.NewString()
 	conf := s.confirmUnsent(t, orderID, func() { s.mail.Refuse(-1) })
-	s.redeliverUntilDone(t, conf)
+	s.sweepUntil(t, "sweeps until the e-mail fails", func(rep app.SweepReport) bool { return rep.Failed == 1 })
 	if n := s.only(t, orderID); n.Status != "FAILED" || n.Attempts != 3 || !strings.Contains(n.LastError, "421") {
 		t.Errorf("notification %+v, want FAILED after 3 attempts", n)
 	}
@@ -546,8 +572,8 @@ func TestRetriesExhausted(t *testing.T) {
 
 // TestResendAfterCrashKeepsTheMessageID is the drill of faults.NotificationsAfterSend: the service,
 // run as its own process, dies after the mail server accepted the e-mail and before it is marked
-// SENT; the redelivery, to a new process, sends it again with the same Message-ID (and the same
-// bytes) once the dead attempt's lease has run out (2 × SMTP_TIMEOUT here), then marks it.
+// SENT; the sweep, in a new process, sends it again with the same Message-ID (and the same bytes)
+// once the dead attempt's lease has run out (2 × SMTP_TIMEOUT here), then marks it.
 func TestResendAfterCrashKeepsTheMessageID(t *testing.T) {
 	s := newSystem(t)
 	var vars []string
@@ -574,7 +600,10 @@ func TestResendAfterCrashKeepsTheMessageID(t *testing.T) {
 
 	restarted := platformtest.StartMain(t, vars...)
 	s.url = platformtest.StartedURL(t, restarted.Logs)
-	s.redeliverUntilDone(t, conf)
+	if outcome := s.mustDeliver(t, conf); outcome != outboxlib.OutcomeDuplicate {
+		t.Errorf("redelivery before the lease ran out: %s, want duplicate", outcome)
+	}
+	s.sweepUntil(t, "a sweep that resends the e-mail", sent)
 	if outcome := s.mustDeliver(t, conf); outcome != outboxlib.OutcomeDuplicate {
 		t.Errorf("redelivery: %s, want duplicate (the event was applied before the crash)", outcome)
 	}

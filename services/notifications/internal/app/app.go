@@ -256,8 +256,12 @@ type Recorded struct {
 // were committed, without a read, since that delivery holds their first attempt. Otherwise
 // (a redelivery, or a delivery that recorded none) it reads the event's notifications, and an
 // attempt is made only once the previous one's lease or back-off has passed, claiming the
-// notification first. It returns nil once none of them is PENDING any more (sent, bounced or
-// failed: final), and an error while one is, so that the queue delivers the event again.
+// notification first. It returns nil once each of them is final (sent, bounced or failed) or waits
+// for a later attempt that is recorded in Spanner (a temporary failure's back-off, or another
+// attempt's lease): the sweep makes that attempt, so the event's delivery is answered 200 and the
+// queue is not slowed down (Cloud Tasks throttles a whole queue for 503s) for one address that
+// greylists. It returns an error only while an attempt's outcome could not be recorded or a
+// notification could not be read or claimed, so that the queue delivers the event again.
 func (s *Service) Deliver(ctx context.Context, eventID string, rec *Recorded) error {
 	first := rec != nil && len(rec.Notifications) > 0
 	var ns []*notification.Notification
@@ -281,12 +285,14 @@ func (s *Service) Deliver(ctx context.Context, eventID string, rec *Recorded) er
 		// is left of the lease for a send: then it claims n like any other.
 		if !first || s.budget(n) <= 0 {
 			var err error
-			if n, err = s.claim(ctx, n); err != nil {
+			if n, err = s.claim(ctx, n); errors.Is(err, notification.ErrNotDue) {
+				continue // waiting: another attempt holds it, or its back-off runs
+			} else if err != nil {
 				unfinished = append(unfinished, err)
 				continue
 			}
 		}
-		if _, err := s.send(ctx, n); err != nil {
+		if result, err := s.send(ctx, n); err != nil && result != ResultRetry {
 			unfinished = append(unfinished, fmt.Errorf("%s e-mail not sent: %w", n.Template(), brief(err)))
 		}
 	}
@@ -369,6 +375,7 @@ func (s *Service) send(ctx context.Context, n *notification.Notification) (resul
 		defer cancel()
 	}
 	var attempts int64
+	var retryAt time.Time
 	err = s.outcomes.record(markCtx, Change{EventID: n.EventID(), Template: n.Template(), Apply: func(n *notification.Notification) error {
 		result = ""
 		if n.Status().Final() {
@@ -392,7 +399,7 @@ func (s *Service) send(ctx context.Context, n *notification.Notification) (resul
 				result = ResultFailed
 			}
 		}
-		attempts = n.Attempts()
+		attempts, retryAt = n.Attempts(), n.NextAttemptAt()
 		return err
 	}})
 	if err != nil {
@@ -415,7 +422,9 @@ func (s *Service) send(ctx context.Context, n *notification.Notification) (resul
 	case ResultFailed:
 		log.Error("e-mail failed: attempts exhausted", smtpFields(sendErr)...)
 	case ResultRetry:
-		log.Info("e-mail deferred: will retry", smtpFields(sendErr)...)
+		// The sweep makes the next attempt once the back-off has passed (see Deliver).
+		log.Info("e-mail deferred: the sweep retries it after its back-off",
+			append(smtpFields(sendErr), zap.Time("next_attempt_at", retryAt))...)
 		return result, sendErr
 	}
 	return result, nil
