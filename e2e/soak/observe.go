@@ -190,34 +190,3 @@ func scrapeOutcomes(ctx context.Context, s *harness.Stack, process string) (map[
 	}
 	return out, nil
 }
-
-// scheduler stands for Cloud Scheduler: it calls the gateway's and the notifications' sweeps
-// (POST /admin/sweep, as the operator) every few seconds, so that a payment whose webhook was
-// dropped is asked about and an e-mail whose redelivery never came is sent.
-type scheduler struct {
-	s      *harness.Stack
-	every  time.Duration
-	runs   atomic.Int64
-	failed atomic.Int64
-}
-
-func (sc *scheduler) run(ctx context.Context) {
-	t := time.NewTicker(sc.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		for _, p := range []string{topology.Gateway, topology.Notifications} {
-			sc.runs.Add(1)
-			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			r, err := sc.s.AdminDo(cctx, http.MethodPost, p, "/admin/sweep", nil)
-			cancel()
-			if err != nil || r.Status != http.StatusOK {
-				sc.failed.Add(1) // the process is down (a fault): the next tick tries again
-			}
-		}
-	}
-}

@@ -117,6 +117,8 @@ func StackOptions() harness.Options {
 	return harness.Options{
 		Seed:          catalog,
 		TasksInMemory: false,
+		// Cloud Scheduler's jobs (the sweeps, orders' audit), scaled down like the rest.
+		SchedulerEvery: 3 * time.Second,
 		Env: map[string][]string{
 			topology.Fulfillment:   {"CARRIER_SIMULATE_AFTER=4s", "CARRIER_SIMULATE_FAIL_SKUS=VASE"},
 			topology.Gateway:       {"PAYMENTS_RESUME_AFTER=2s", "PAYMENTS_RECONCILE_AFTER=5s", "PROVIDER_BREAKER_COOLDOWN=1s"},
@@ -158,9 +160,9 @@ type Counts struct {
 	LostCounts  int   // consumer runs whose counters could not be read before they were killed
 	Failures    int64 // failed answers the consumers recorded (DeliveryFailures)
 	Deferrals   int64 // early answers (409) the consumers recorded
-	Sweeps      int64
-	SweepErrors int64
-	Resends     int // e-mails sent again with the same Message-ID (a crash between send and mark)
+	Sweeps      int64 // runs of Cloud Scheduler's jobs (the local scheduler's)
+	SweepErrors int64 // of them, runs that failed (the service was down: a fault)
+	Resends     int   // e-mails sent again with the same Message-ID (a crash between send and mark)
 }
 
 // Redeliveries are the deliveries answered beyond the first of each pair: duplicates, early
@@ -208,11 +210,10 @@ func Run(ctx context.Context, s *harness.Stack, cfg Config) *Result {
 	counts := newConsumerCounts()
 	in := &injector{s: s, start: res.Start, logf: logf, metrics: counts}
 	sm := &sampler{s: s, start: res.Start, placed: &l.placed}
-	cron := &scheduler{s: s, every: 3 * time.Second}
 
 	background, stopBackground := context.WithCancel(ctx)
 	var bg sync.WaitGroup
-	for _, f := range []func(context.Context){sm.run, cron.run} {
+	for _, f := range []func(context.Context){sm.run} {
 		bg.Add(1)
 		go func() { defer bg.Done(); f(background) }()
 	}
@@ -257,7 +258,10 @@ func Run(ctx context.Context, s *harness.Stack, cfg Config) *Result {
 	stopBackground()
 	bg.Wait()
 	res.Samples = sm.Samples()
-	res.Counts.Sweeps, res.Counts.SweepErrors = cron.runs.Load(), cron.failed.Load()
+	for _, r := range s.Scheduler.Runs() {
+		res.Counts.Sweeps += r.OK + r.Failed
+		res.Counts.SweepErrors += r.Failed
+	}
 	res.Counts.Answers, res.Counts.LostCounts = counts.total(ctx, s)
 
 	logf("[%s] soak: checking the invariants", in.stamp(time.Now()))
@@ -390,7 +394,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 	if c.LostCounts > 0 {
 		fmt.Fprintf(w, " (at least: the counters of %d killed runs could not be read)", c.LostCounts)
 	}
-	fmt.Fprintf(w, "\nfailed answers recorded: %d, early answers: %d; sweeps: %d (%d while the service was down); e-mails resent after a crash: %d\n",
+	fmt.Fprintf(w, "\nfailed answers recorded: %d, early answers: %d; scheduled jobs run: %d (%d failed while the service was down); e-mails resent after a crash: %d\n",
 		c.Failures, c.Deferrals, c.Sweeps, c.SweepErrors, c.Resends)
 
 	fmt.Fprintf(w, "\ndrain: ")

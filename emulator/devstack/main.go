@@ -29,6 +29,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/spanmart/spanmart/internal/topology"
 )
 
 // config is everything the command line decides.
@@ -45,6 +47,7 @@ type config struct {
 	readyTimeout time.Duration
 	stopTimeout  time.Duration
 	logLevel     string
+	jobsEvery    time.Duration
 	verbose      bool
 	rawLogs      bool
 }
@@ -63,6 +66,7 @@ func main() {
 	flag.IntVar(&cfg.portOffset, "port-offset", 0, "add this to every port (e.g. 1000: orders on 9081, Spanner on 10010) to run a second stack beside the first")
 	flag.DurationVar(&cfg.readyTimeout, "ready-timeout", 2*time.Minute, "how long to wait for each step (emulator start, schema, every /readyz) before giving up")
 	flag.DurationVar(&cfg.stopTimeout, "stop-timeout", 10*time.Second, "how long a process may take to exit after SIGTERM before it is killed")
+	flag.DurationVar(&cfg.jobsEvery, "jobs-every", topology.JobEvery, "how often the local scheduler calls Cloud Scheduler's jobs (the payment and e-mail sweeps, orders' audit) as scheduler@, as production does every 5 minutes; 0: never")
 	flag.StringVar(&cfg.logLevel, "log-level", "info", "LOG_LEVEL given to the services (debug, info, warn, error)")
 	flag.BoolVar(&cfg.rawLogs, "raw-logs", false, "show the services' JSON log lines as they are, instead of as \"SEVERITY message key=value ...\" (log files always keep the JSON)")
 	flag.BoolVar(&cfg.verbose, "v", false, "run the emulators with -v (one log line per RPC diagnostic / task dispatch)")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spanmart/spanmart/internal/localenv"
+	"github.com/spanmart/spanmart/internal/localscheduler"
 	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 )
@@ -393,8 +394,17 @@ func (st *stack) waitHealthy(ctx context.Context, procs []*proc) error {
 }
 
 // serve waits until Ctrl-C (ctx) or until a process exits on its own, which stops the whole stack:
-// a half-running system would only produce confusing errors elsewhere.
+// a half-running system would only produce confusing errors elsewhere. Meanwhile the local scheduler
+// calls Cloud Scheduler's jobs every -jobs-every (internal/localscheduler), as production does.
 func (st *stack) serve(ctx context.Context) error {
+	if !st.cfg.noServices && st.cfg.jobsEvery > 0 {
+		jobs, stop := context.WithCancel(ctx)
+		defer stop()
+		s := localscheduler.New(localscheduler.Config{Metadata: st.tasksHTTP(), URL: func(name string) string { return st.serviceURL(serviceNamed(name)) },
+			Every: st.cfg.jobsEvery, Logf: st.con.say})
+		go s.Run(jobs)
+		st.con.say("Cloud Scheduler's jobs run every %s as scheduler@ (-jobs-every)", st.cfg.jobsEvery)
+	}
 	select {
 	case <-ctx.Done():
 		st.con.say("stopping (press Ctrl-C again to kill at once)")
