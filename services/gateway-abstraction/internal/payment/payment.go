@@ -13,6 +13,7 @@
 //	AUTHORIZED → EXPIRED (the authorization lapsed)
 //	VOID_REQUESTED → REFUND_REQUESTED (a slip paid before its cancellation reached the provider)
 //	CAPTURED → REFUND_REQUESTED → REFUNDED | REFUND_FAILED
+//	REFUND_REQUESTED → REFUND_PENDING → REFUNDED | REFUND_FAILED  (accepted, paid out later)
 //
 // What AUTHORIZED means depends on the method, and so does how its money is given back. For a
 // card or a wallet the provider holds the money without having taken it: releasing the hold is a
@@ -20,6 +21,12 @@
 // AUTHORIZED means the customer's cash has reached the provider: the money is taken, there is no
 // hold to release, and only a refund gives it back. So AUTHORIZED → VOID_REQUESTED is for cards
 // and wallets, AUTHORIZED → REFUND_REQUESTED (and VOID_REQUESTED → REFUND_REQUESTED) for slips.
+//
+// A slip's cash cannot go back the way it came: the provider pays it out by bank transfer to the
+// customer's account, by hand, a business day or two later, and may reject it (a wrong account).
+// Its answer to the refund is then "accepted, not paid out": REFUND_PENDING, which emits
+// payment.refund_pending. The money is still held until REFUNDED; the provider's webhook, or the
+// reconciliation sweep asking it, ends the refund REFUNDED or REFUND_FAILED.
 //
 // Transitions that reach a provider's answer emit one event each (payment.authorized,
 // payment.pending, ...) and increment the version; recording an intent (*_REQUESTED) emits none. A
@@ -51,6 +58,7 @@ const (
 	EventCaptureFailed = "payment.capture_failed"
 	EventVoided        = "payment.voided"
 	EventVoidFailed    = "payment.void_failed"
+	EventRefundPending = "payment.refund_pending"
 	EventRefunded      = "payment.refunded"
 	EventRefundFailed  = "payment.refund_failed"
 )
@@ -320,10 +328,15 @@ func (p *Payment) FailVoid(reason Reason) error { return p.fail(VoidFailed, Even
 // provider) → REFUND_REQUESTED.
 func (p *Payment) RequestRefund() error { return p.intend(RefundRequested) }
 
-// Refund records the provider's refund: REFUND_REQUESTED → REFUNDED.
+// PendRefund records that the provider accepted the refund and will pay it out later:
+// REFUND_REQUESTED → REFUND_PENDING. The money is not back yet.
+func (p *Payment) PendRefund() error { return p.transition(RefundPending, EventRefundPending) }
+
+// Refund records the provider's refund, paid out: REFUND_REQUESTED | REFUND_PENDING → REFUNDED.
 func (p *Payment) Refund() error { return p.transition(Refunded, EventRefunded) }
 
-// FailRefund records a refund that failed permanently: REFUND_REQUESTED → REFUND_FAILED.
+// FailRefund records a refund that failed permanently (refused, given up, or rejected after the
+// provider accepted it): REFUND_REQUESTED | REFUND_PENDING → REFUND_FAILED.
 func (p *Payment) FailRefund(reason Reason) error {
 	return p.fail(RefundFailed, EventRefundFailed, reason)
 }

@@ -24,6 +24,7 @@ var moves = map[Status]func(*Payment) error{
 	Voided:           func(p *Payment) error { return p.Void() },
 	VoidFailed:       func(p *Payment) error { return p.FailVoid(ReasonInvalidRequest) },
 	RefundRequested:  func(p *Payment) error { return p.RequestRefund() },
+	RefundPending:    func(p *Payment) error { return p.PendRefund() },
 	Refunded:         func(p *Payment) error { return p.Refund() },
 	RefundFailed:     func(p *Payment) error { return p.FailRefund(ReasonProviderUnavailable) },
 }
@@ -32,7 +33,7 @@ var moves = map[Status]func(*Payment) error{
 var events = map[Status]string{
 	Authorized: EventAuthorized, Pending: EventPending, Failed: EventFailed, Expired: EventExpired,
 	Captured: EventCaptured, CaptureFailed: EventCaptureFailed, Voided: EventVoided, VoidFailed: EventVoidFailed,
-	Refunded: EventRefunded, RefundFailed: EventRefundFailed,
+	RefundPending: EventRefundPending, Refunded: EventRefunded, RefundFailed: EventRefundFailed,
 }
 
 // pair is a from/to pair for one method.
@@ -110,6 +111,7 @@ func TestOperationFailuresKeepTheirReason(t *testing.T) {
 		{CaptureRequested, (*Payment).FailCapture},
 		{VoidRequested, (*Payment).FailVoid},
 		{RefundRequested, (*Payment).FailRefund},
+		{RefundPending, (*Payment).FailRefund},
 	} {
 		t.Run(string(tc.from), func(t *testing.T) {
 			p, err := Restore(Snapshot{ID: "p-1", OrderID: "o-1", Method: Card, AmountMinor: 1200, Currency: "JPY", Status: tc.from, Version: 2})
@@ -226,6 +228,49 @@ func TestSlipPaymentLifecycle(t *testing.T) {
 	}
 	if diff := cmp.Diff(p.Snapshot(), got.Snapshot()); diff != "" {
 		t.Errorf("Restore(Snapshot()) (-want +got):\n%s", diff)
+	}
+}
+
+// A slip's refund the provider accepts and pays out later: REFUND_PENDING with its event, the
+// money not back yet; then paid out (REFUNDED) or rejected (REFUND_FAILED). A callback that
+// repeats the acceptance after the payout is late; one that pays out a pending refund is not.
+func TestPendingRefund(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(*Payment) error
+		want Status
+		last string
+	}{
+		{"paid out", (*Payment).Refund, Refunded, EventRefunded},
+		{"rejected", func(p *Payment) error { return p.FailRefund(ReasonDeclined) }, RefundFailed, EventRefundFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Restore(Snapshot{ID: "p-3", OrderID: "o-3", Method: Konbini, AmountMinor: 1200, Currency: "JPY",
+				Status: Authorized, ProviderPaymentID: "kmj_3", Version: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.RequestRefund(); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.PendRefund(); err != nil || p.Status() != RefundPending || p.Status().InFlight() || p.Status().Terminal() {
+				t.Fatalf("PendRefund = %v: %s; want REFUND_PENDING, neither in flight nor terminal", err, p.Status())
+			}
+			if p.Late(Refunded) || p.Late(RefundFailed) || !p.Late(RefundPending) || !p.Late(Authorized) {
+				t.Errorf("pending refund: Late(REFUNDED) %v, Late(REFUND_FAILED) %v, Late(REFUND_PENDING) %v, Late(AUTHORIZED) %v; want false, false, true, true",
+					p.Late(Refunded), p.Late(RefundFailed), p.Late(RefundPending), p.Late(Authorized))
+			}
+			if err := tc.end(p); err != nil || p.Status() != tc.want || !p.Status().Terminal() {
+				t.Fatalf("end = %v: %s; want %s, terminal", err, p.Status(), tc.want)
+			}
+			want := []Emitted{{EventRefundPending, 3, RefundPending}, {tc.last, 4, tc.want}}
+			if diff := cmp.Diff(want, p.Emitted()); diff != "" {
+				t.Errorf("emitted (-want +got):\n%s", diff)
+			}
+			if !p.Late(RefundPending) {
+				t.Error("an acceptance callback after the refund ended is not recognised as late")
+			}
+		})
 	}
 }
 

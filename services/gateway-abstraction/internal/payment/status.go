@@ -16,6 +16,7 @@ const (
 	Voided           Status = "VOIDED"            // the authorization is released, or the slip cancelled
 	VoidFailed       Status = "VOID_FAILED"       // the void failed permanently: the money may still be held
 	RefundRequested  Status = "REFUND_REQUESTED"  // the refund intent of taken money (captured, or a paid slip) is recorded
+	RefundPending    Status = "REFUND_PENDING"    // the provider accepted the refund and has not paid it out yet (a slip's, by bank transfer)
 	Refunded         Status = "REFUNDED"          // the taken money is given back
 	RefundFailed     Status = "REFUND_FAILED"     // the refund failed permanently: the money is still taken
 )
@@ -23,7 +24,7 @@ const (
 // Statuses returns every status in lifecycle order.
 func Statuses() []Status {
 	return []Status{Requested, Pending, Authorized, Failed, Expired, CaptureRequested, Captured, CaptureFailed,
-		VoidRequested, Voided, VoidFailed, RefundRequested, Refunded, RefundFailed}
+		VoidRequested, Voided, VoidFailed, RefundRequested, RefundPending, Refunded, RefundFailed}
 }
 
 // transitions lists the legal moves by status; Payment adds the rules that depend on the method
@@ -33,7 +34,9 @@ func Statuses() []Status {
 // captured, voided or lapse (card authorizations expire after 7 days); taken money can only be
 // refunded. REQUESTED → VOID_REQUESTED is a payment the provider holds while the customer must
 // act (3-D Secure) whose order is cancelled; VOID_REQUESTED → REFUND_REQUESTED a slip the customer
-// paid before its cancellation reached the provider.
+// paid before its cancellation reached the provider. A refund the provider accepted but pays out
+// later (a slip's money goes back by bank transfer, days later, and may still be rejected) is
+// REFUND_PENDING until the provider's webhook, or the sweep asking it, says how it ended.
 var transitions = map[Status][]Status{
 	Requested:        {Pending, Authorized, Failed, VoidRequested},
 	Pending:          {Authorized, Failed, Expired, VoidRequested},
@@ -41,7 +44,8 @@ var transitions = map[Status][]Status{
 	CaptureRequested: {Captured, CaptureFailed},
 	Captured:         {RefundRequested},
 	VoidRequested:    {Voided, VoidFailed, RefundRequested},
-	RefundRequested:  {Refunded, RefundFailed},
+	RefundRequested:  {RefundPending, Refunded, RefundFailed},
+	RefundPending:    {Refunded, RefundFailed},
 }
 
 // stage orders the statuses along the lifecycle, for telling a late provider callback from a new
@@ -49,7 +53,7 @@ var transitions = map[Status][]Status{
 var stage = map[Status]int{
 	Requested: 0, Pending: 1, Authorized: 2, CaptureRequested: 3, VoidRequested: 3,
 	Failed: 4, Expired: 4, Captured: 4, CaptureFailed: 4, Voided: 4, VoidFailed: 4,
-	RefundRequested: 5, Refunded: 6, RefundFailed: 6,
+	RefundRequested: 5, RefundPending: 6, Refunded: 7, RefundFailed: 7,
 }
 
 // Valid reports whether s is a known status.
@@ -73,7 +77,8 @@ func (s Status) Terminal() bool { return len(transitions[s]) == 0 }
 
 // InFlight reports whether s records an operation the provider has been asked for (capture,
 // void, refund) and not answered yet: the operation's intent, not a callback, decides what
-// comes next.
+// comes next. REFUND_PENDING is not in flight: the provider has answered (accepted), and its
+// callback or a lookup decides how the refund ends.
 func (s Status) InFlight() bool {
 	return s == CaptureRequested || s == VoidRequested || s == RefundRequested
 }
