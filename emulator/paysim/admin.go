@@ -22,6 +22,8 @@ import (
 //	GET  /_sandbox/komoju/payments         {"data": [Payment...]} in creation order
 //	GET  /_sandbox/komoju/payments/{id}    the Payment (a slip's instructions_url)
 //	POST /_sandbox/komoju/payments/{id}/pay  the customer pays the slip -> the Payment, captured
+//	POST /_sandbox/komoju/payments/{id}/payout         KOMOJU pays the refund request out -> the Payment
+//	POST /_sandbox/komoju/payments/{id}/reject_refund  KOMOJU rejects the refund request -> the Payment
 //	GET  /_sandbox/komoju/wallets          {"data": {"ali": {"available": N, "held": N}, ...}}
 func (s *Server) adminRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /_sandbox/clock", func(w http.ResponseWriter, r *http.Request) {
@@ -122,6 +124,18 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		}
 		writeJSON(w, http.StatusOK, p)
 	})
+	for path, settle := range map[string]func(string) (komojuPaymentJSON, error){
+		"payout": s.payOutKomojuRefund, "reject_refund": s.rejectKomojuRefund,
+	} {
+		mux.HandleFunc("POST /_sandbox/komoju/payments/{id}/"+path, func(w http.ResponseWriter, r *http.Request) {
+			p, err := settle(r.PathValue("id"))
+			if err != nil {
+				adminError(w, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, p)
+		})
+	}
 	mux.HandleFunc("GET /_sandbox/komoju/wallets", func(w http.ResponseWriter, r *http.Request) {
 		type walletJSON struct {
 			Available int64 `json:"available"`
@@ -217,6 +231,69 @@ func (s *Server) payKomojuSlip(id string) (j komojuPaymentJSON, err error) {
 		err = serr
 	}
 	return j, err
+}
+
+// PayOutKomojuRefund stands for KOMOJU paying out the pending refund request of the KOMOJU
+// payment id now, before the clock would (Options.KomojuRefundPayout): the request is completed,
+// the refund recorded and, if it was all that was left, the payment refunded, with the events
+// refund_request.updated, payment.refund.created and payment.refunded.
+func (s *Server) PayOutKomojuRefund(id string) error {
+	_, err := s.payOutKomojuRefund(id)
+	return err
+}
+
+// RejectKomojuRefund stands for KOMOJU rejecting the pending refund request of the KOMOJU
+// payment id (the customer's bank account was wrong, say): the request is rejected, the payment
+// stays captured, and refund_request.updated is the only event.
+func (s *Server) RejectKomojuRefund(id string) error {
+	_, err := s.rejectKomojuRefund(id)
+	return err
+}
+
+func (s *Server) payOutKomojuRefund(id string) (komojuPaymentJSON, error) {
+	return s.settleKomojuRefund(id, s.payOutLocked)
+}
+
+func (s *Server) rejectKomojuRefund(id string) (komojuPaymentJSON, error) {
+	return s.settleKomojuRefund(id, s.rejectRefundLocked)
+}
+
+// settleKomojuRefund applies settle to the pending refund request of the KOMOJU payment id.
+func (s *Server) settleKomojuRefund(id string, settle func(*komojuPayment, *komojuRefundRequest)) (j komojuPaymentJSON, err error) {
+	serr := s.ticked(func() { // a request the clock has paid out already is no longer pending
+		p, ok := s.komoju.payments[id]
+		if !ok {
+			err = fmt.Errorf("no KOMOJU payment %s", id)
+			return
+		}
+		r := p.openRefundRequest()
+		if r == nil {
+			err = fmt.Errorf("KOMOJU payment %s (%s) has no pending refund request", id, p.status)
+			return
+		}
+		settle(p, r)
+		j = p.json()
+	})
+	if err == nil {
+		err = serr
+	}
+	return j, err
+}
+
+// payOutLocked completes p's pending refund request r and sends its events.
+func (s *Server) payOutLocked(p *komojuPayment, r *komojuRefundRequest) {
+	p.payOut(r, newKomojuID(), s.nowLocked())
+	s.emitKomojuDataLocked("refund_request.updated", r.json(p.id), "")
+	s.emitKomojuLocked("payment.refund.created", p, "")
+	if p.status == komojuRefunded {
+		s.emitKomojuLocked("payment.refunded", p, "")
+	}
+}
+
+// rejectRefundLocked rejects p's pending refund request r: the money stays with the merchant.
+func (s *Server) rejectRefundLocked(p *komojuPayment, r *komojuRefundRequest) {
+	r.status = refundRequestRejected
+	s.emitKomojuDataLocked("refund_request.updated", r.json(p.id), "")
 }
 
 // PaymentIntentIDs returns, in creation order, the ids of the PaymentIntents whose metadata has

@@ -6,11 +6,12 @@ import (
 )
 
 // The due queue orders what the virtual clock will make due: a card authorization lapsing, a
-// KOMOJU slip or PayPay authorization expiring, an idempotency key being forgotten. tickLocked
-// runs on every API call under the server's lock; scanning every object the sandbox ever held
-// there made each call slower as a long run piled up payments (the benchmark's latency rose
-// window by window), so it pops only what is due. An entry is a reminder, not the truth: when it
-// is popped, the object is checked again, and an entry whose object has moved on is dropped.
+// KOMOJU slip or PayPay authorization expiring, a KOMOJU refund request being paid out, an
+// idempotency key being forgotten. tickLocked runs on every API call under the server's lock;
+// scanning every object the sandbox ever held there made each call slower as a long run piled
+// up payments (the benchmark's latency rose window by window), so it pops only what is due. An
+// entry is a reminder, not the truth: when it is popped, the object is checked again, and an
+// entry whose object has moved on is dropped.
 
 type dueKind uint8
 
@@ -18,13 +19,14 @@ const (
 	dueIntent dueKind = iota // a PaymentIntent in requires_capture lapses
 	dueKomoju                // a KOMOJU payment in authorized expires
 	dueIdem                  // an idempotency record is forgotten
+	dueRefund                // a KOMOJU refund request is paid out
 )
 
 type dueItem struct {
 	at   time.Time
 	seq  uint64 // insertion order, so that equal times pop in the order they were created
 	kind dueKind
-	id   string  // an intent's or KOMOJU payment's id
+	id   string  // an intent's or KOMOJU payment's id (dueRefund: the payment of the request)
 	idem idemKey // dueIdem's record
 }
 
@@ -78,6 +80,13 @@ func (s *Server) watchKomojuLocked(p *komojuPayment) {
 	}
 }
 
+// watchRefundLocked reminds the clock to pay out p's pending refund request, if it has one.
+func (s *Server) watchRefundLocked(p *komojuPayment) {
+	if r := p.openRefundRequest(); r != nil {
+		s.due.add(dueItem{at: r.payoutAt, kind: dueRefund, id: p.id})
+	}
+}
+
 // watchIdemLocked reminds the clock to forget the record of k.
 func (s *Server) watchIdemLocked(k idemKey, rec *idemRecord) {
 	s.due.add(dueItem{at: rec.created.Add(idempotencyKeyLifetime), kind: dueIdem, idem: k})
@@ -103,6 +112,14 @@ func (s *Server) tickLocked() {
 			if p != nil && p.status == komojuAuthorized && !now.Before(p.expiresAt()) {
 				p.expire(s.komoju.walletOf(p))
 				s.emitKomojuLocked("payment.expired", p, "")
+			}
+		case dueRefund:
+			p := s.komoju.payments[it.id]
+			if p == nil {
+				continue
+			}
+			if r := p.openRefundRequest(); r != nil && !now.Before(r.payoutAt) {
+				s.payOutLocked(p, r)
 			}
 		case dueIdem:
 			if rec := s.idem[it.idem]; rec != nil && now.Sub(rec.created) >= idempotencyKeyLifetime {

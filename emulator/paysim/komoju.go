@@ -38,6 +38,20 @@ const (
 	maxExpiryDays        = 60
 )
 
+// A refund request's status. KOMOJU gives a konbini or bank transfer payment's cash back by bank
+// transfer to the customer's account, by hand, later: the request is pending until KOMOJU pays
+// it out (completed) or cannot (rejected: a wrong account, say).
+const (
+	refundRequestPending   = "pending"
+	refundRequestCompleted = "completed"
+	refundRequestRejected  = "rejected"
+)
+
+// DefaultKomojuRefundPayout is how long after a slip's refund is requested the sandbox pays it
+// out, in virtual time, when Options.KomojuRefundPayout is zero: KOMOJU's "a business day or two"
+// shortened to one day.
+const DefaultKomojuRefundPayout = 24 * time.Hour
+
 // komojuInsufficientFunds is the failure reason of a PayPay payment the wallet cannot cover.
 const komojuInsufficientFunds = "insufficient_funds"
 
@@ -106,6 +120,7 @@ type komojuPayment struct {
 	deadline         time.Time // a slip's payment_deadline
 	amountRefunded   int64
 	refunds          []komojuRefund
+	refundRequests   []*komojuRefundRequest // oldest first; at most one pending
 	failureReason    string
 
 	// payment_details, as given and as issued
@@ -126,6 +141,27 @@ type komojuRefund struct {
 	amount      int64
 	description string
 	created     time.Time
+}
+
+// komojuRefundRequest is a refund KOMOJU pays out later, by bank transfer: how it gives back a
+// konbini or bank transfer payment's money. While it is pending the payment stays captured.
+type komojuRefundRequest struct {
+	id          string
+	amount      int64
+	description string
+	status      string // refundRequestPending, ...Completed, ...Rejected
+	created     time.Time
+	payoutAt    time.Time // when the clock pays it out if nobody settled it before
+}
+
+// openRefundRequest is p's pending refund request, nil if none is.
+func (p *komojuPayment) openRefundRequest() *komojuRefundRequest {
+	for _, r := range p.refundRequests {
+		if r.status == refundRequestPending {
+			return r
+		}
+	}
+	return nil
 }
 
 // usesSlip reports whether the customer pays p later, in cash or by transfer.
@@ -229,11 +265,8 @@ func (p *komojuPayment) refund(id string, amount int64, description string, now 
 	if amount == 0 {
 		amount = left
 	}
-	if amount < 0 || amount > left {
-		e := komojuErr(http.StatusUnprocessableEntity, "invalid_parameter", "amount",
-			fmt.Sprintf("The refund amount must be between 1 and %d, what is left to refund.", left))
-		e.validation = true
-		return e
+	if err := checkRefundAmount(amount, left); err != nil {
+		return err
 	}
 	p.amountRefunded += amount
 	p.refunds = append(p.refunds, komojuRefund{id: id, amount: amount, description: description, created: now})
@@ -242,6 +275,50 @@ func (p *komojuPayment) refund(id string, amount int64, description string, now 
 	}
 	if p.amountRefunded == p.amount {
 		p.status = komojuRefunded
+	}
+	return nil
+}
+
+// requestRefund records the refund of a paid slip as KOMOJU makes it: a refund request of amount
+// (0: all that is left), pending until payoutAt. The payment stays captured meanwhile, and a
+// second request is refused while one is pending (it would give the money back twice).
+func (p *komojuPayment) requestRefund(id string, amount int64, description string, now, payoutAt time.Time) *komojuError {
+	if !slices.Contains(komojuRefundableFrom, p.status) {
+		return komojuStateError(p, "refunded", "not_refundable")
+	}
+	if r := p.openRefundRequest(); r != nil {
+		return komojuErr(http.StatusUnprocessableEntity, "not_refundable", "",
+			fmt.Sprintf("Payment %s has a refund request (%s) that is not paid out yet.", p.id, r.id))
+	}
+	left := p.amount - p.amountRefunded
+	if amount == 0 {
+		amount = left
+	}
+	if err := checkRefundAmount(amount, left); err != nil {
+		return err
+	}
+	p.refundRequests = append(p.refundRequests, &komojuRefundRequest{id: id, amount: amount, description: description,
+		status: refundRequestPending, created: now, payoutAt: payoutAt})
+	return nil
+}
+
+// payOut completes p's pending refund request r: the money reaches the customer's account, the
+// refund is recorded under refundID and, if it was all that was left, p is refunded.
+func (p *komojuPayment) payOut(r *komojuRefundRequest, refundID string, now time.Time) {
+	r.status = refundRequestCompleted
+	p.amountRefunded += r.amount
+	p.refunds = append(p.refunds, komojuRefund{id: refundID, amount: r.amount, description: r.description, created: now})
+	if p.amountRefunded == p.amount {
+		p.status = komojuRefunded
+	}
+}
+
+func checkRefundAmount(amount, left int64) *komojuError {
+	if amount < 0 || amount > left {
+		e := komojuErr(http.StatusUnprocessableEntity, "invalid_parameter", "amount",
+			fmt.Sprintf("The refund amount must be between 1 and %d, what is left to refund.", left))
+		e.validation = true
+		return e
 	}
 	return nil
 }
@@ -272,26 +349,26 @@ func stringPtr(s string) *string {
 
 // komojuPaymentJSON is the Payment object as KOMOJU renders it (nullable fields are pointers).
 type komojuPaymentJSON struct {
-	ID               string             `json:"id"`
-	Resource         string             `json:"resource"`
-	Status           komojuStatus       `json:"status"`
-	Amount           int64              `json:"amount"`
-	Tax              int64              `json:"tax"`
-	Customer         *string            `json:"customer"`
-	PaymentDeadline  *string            `json:"payment_deadline"`
-	PaymentDetails   any                `json:"payment_details"`
-	PaymentMethodFee int64              `json:"payment_method_fee"`
-	Total            int64              `json:"total"`
-	Currency         string             `json:"currency"`
-	Description      *string            `json:"description"`
-	CapturedAt       *string            `json:"captured_at"`
-	ExternalOrderNum *string            `json:"external_order_num"`
-	Metadata         map[string]any     `json:"metadata"`
-	CreatedAt        string             `json:"created_at"`
-	AmountRefunded   int64              `json:"amount_refunded"`
-	Locale           string             `json:"locale"`
-	Refunds          []komojuRefundJSON `json:"refunds"`
-	RefundRequests   []any              `json:"refund_requests"`
+	ID               string                    `json:"id"`
+	Resource         string                    `json:"resource"`
+	Status           komojuStatus              `json:"status"`
+	Amount           int64                     `json:"amount"`
+	Tax              int64                     `json:"tax"`
+	Customer         *string                   `json:"customer"`
+	PaymentDeadline  *string                   `json:"payment_deadline"`
+	PaymentDetails   any                       `json:"payment_details"`
+	PaymentMethodFee int64                     `json:"payment_method_fee"`
+	Total            int64                     `json:"total"`
+	Currency         string                    `json:"currency"`
+	Description      *string                   `json:"description"`
+	CapturedAt       *string                   `json:"captured_at"`
+	ExternalOrderNum *string                   `json:"external_order_num"`
+	Metadata         map[string]any            `json:"metadata"`
+	CreatedAt        string                    `json:"created_at"`
+	AmountRefunded   int64                     `json:"amount_refunded"`
+	Locale           string                    `json:"locale"`
+	Refunds          []komojuRefundJSON        `json:"refunds"`
+	RefundRequests   []komojuRefundRequestJSON `json:"refund_requests"`
 	// FailureReason is the sandbox's own: why a failed payment failed (insufficient_funds).
 	FailureReason *string `json:"failure_reason,omitempty"`
 }
@@ -335,16 +412,41 @@ type komojuRefundJSON struct {
 	Chargeback  bool    `json:"chargeback"`
 }
 
+// komojuRefundRequestJSON is KOMOJU's RefundRequest object. The customer's bank account is
+// null: the sandbox takes a slip's refund on POST .../refund, which carries none (the README,
+// "Known differences from KOMOJU").
+type komojuRefundRequestJSON struct {
+	ID            string  `json:"id"`
+	Payment       string  `json:"payment"`
+	CustomerName  *string `json:"customer_name"`
+	BankName      *string `json:"bank_name"`
+	BankCode      *string `json:"bank_code"`
+	BranchName    *string `json:"branch_name"`
+	BranchNumber  *string `json:"branch_number"`
+	AccountNumber *string `json:"account_number"`
+	Description   *string `json:"description"`
+	Status        string  `json:"status"`
+	CreatedAt     string  `json:"created_at"`
+}
+
+func (r *komojuRefundRequest) json(paymentID string) komojuRefundRequestJSON {
+	return komojuRefundRequestJSON{ID: r.id, Payment: paymentID, Description: stringPtr(r.description), Status: r.status,
+		CreatedAt: komojuTime(r.created)}
+}
+
 func (p *komojuPayment) json() komojuPaymentJSON {
 	j := komojuPaymentJSON{
 		ID: p.id, Resource: "payment", Status: p.status, Amount: p.amount, Total: p.amount, Currency: p.currency,
 		Description: stringPtr(p.description), CapturedAt: komojuTimePtr(p.capturedAt),
 		ExternalOrderNum: stringPtr(p.externalOrderNum), Metadata: p.metadata, CreatedAt: komojuTime(p.created),
-		AmountRefunded: p.amountRefunded, Locale: "ja", Refunds: []komojuRefundJSON{}, RefundRequests: []any{},
+		AmountRefunded: p.amountRefunded, Locale: "ja", Refunds: []komojuRefundJSON{}, RefundRequests: []komojuRefundRequestJSON{},
 		PaymentDeadline: komojuTimePtr(p.deadline), FailureReason: stringPtr(p.failureReason),
 	}
 	if j.Metadata == nil {
 		j.Metadata = map[string]any{}
+	}
+	for _, r := range p.refundRequests {
+		j.RefundRequests = append(j.RefundRequests, r.json(p.id))
 	}
 	for _, r := range p.refunds {
 		j.Refunds = append(j.Refunds, komojuRefundJSON{ID: r.id, Resource: "refund", Amount: r.amount, Currency: p.currency,
@@ -365,7 +467,8 @@ func (p *komojuPayment) json() komojuPaymentJSON {
 	return j
 }
 
-// komojuEvent is a KOMOJU event; its data is a snapshot of the payment when it was created.
+// komojuEvent is a KOMOJU event; its data is a snapshot of the payment when it was created (of
+// the refund request, for refund_request.updated).
 type komojuEvent struct {
 	id, typ string
 	created time.Time
@@ -390,7 +493,13 @@ func (e *komojuEvent) json() komojuEventJSON {
 // emitKomojuLocked records a KOMOJU event about p (a snapshot taken now) and queues it for
 // delivery once the current request releases the lock.
 func (s *Server) emitKomojuLocked(typ string, p *komojuPayment, reason string) {
-	e := &komojuEvent{id: newKomojuID(), typ: typ, created: s.nowLocked(), data: mustJSON(p.json()), reason: reason}
+	s.emitKomojuDataLocked(typ, p.json(), reason)
+}
+
+// emitKomojuDataLocked records a KOMOJU event whose data is data (a snapshot taken now) and
+// queues it for delivery once the current request releases the lock.
+func (s *Server) emitKomojuDataLocked(typ string, data any, reason string) {
+	e := &komojuEvent{id: newKomojuID(), typ: typ, created: s.nowLocked(), data: mustJSON(data), reason: reason}
 	s.komoju.events = append(s.komoju.events, e)
 	s.komoju.byEvent[e.id] = e
 	s.queueLocked(s.komojuMessage(e))

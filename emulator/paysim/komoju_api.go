@@ -360,6 +360,17 @@ func (s *Server) refundKomojuPayment(r *komojuRequest) (any, *komojuError) {
 	if err := decodeKomoju(r.body, &params); err != nil {
 		return nil, err
 	}
+	if p.usesSlip() {
+		// KOMOJU cannot hand a slip's cash back: it accepts a refund request and pays the
+		// customer by bank transfer later. The answer says so (captured, the request pending);
+		// the payout, or its rejection, sends the webhooks.
+		now := s.nowLocked()
+		if err := p.requestRefund(newKomojuID(), params.Amount, params.Description, now, now.Add(s.opts.KomojuRefundPayout)); err != nil {
+			return nil, err
+		}
+		s.watchRefundLocked(p)
+		return p.json(), nil
+	}
 	if err := p.refund(newKomojuID(), params.Amount, params.Description, s.nowLocked(), s.komoju.walletOf(p)); err != nil {
 		return nil, err
 	}

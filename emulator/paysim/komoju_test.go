@@ -123,7 +123,21 @@ type kPayment struct {
 		ID     string `json:"id"`
 		Amount int64  `json:"amount"`
 	} `json:"refunds"`
-	FailureReason string `json:"failure_reason"`
+	FailureReason  string           `json:"failure_reason"`
+	RefundRequests []kRefundRequest `json:"refund_requests"`
+	// Payment is set when the object is a refund request (the data of refund_request.updated):
+	// its payment's id.
+	Payment string `json:"payment"`
+}
+
+// kRefundRequest is KOMOJU's RefundRequest object as a client decodes it.
+type kRefundRequest struct {
+	ID            string  `json:"id"`
+	Payment       string  `json:"payment"`
+	Status        string  `json:"status"`
+	CustomerName  *string `json:"customer_name"`
+	AccountNumber *string `json:"account_number"`
+	CreatedAt     string  `json:"created_at"`
 }
 
 // kError is KOMOJU's error answer.
@@ -194,7 +208,7 @@ func (rc *komojuReceiver) eventsFor(id string) []kEvent {
 	defer rc.mu.Unlock()
 	var out []kEvent
 	for _, e := range rc.events {
-		if e.Data.ID == id {
+		if e.Data.ID == id || e.Data.Payment == id {
 			out = append(out, e)
 		}
 	}
@@ -479,6 +493,111 @@ func TestKomojuPayPayCaptureCancelRefund(t *testing.T) {
 	eventually(t, "refund events", func() bool { return len(rc.eventsFor(captured.ID)) == len(want) })
 	if diff := cmp.Diff(sortedCopy(want), sortedCopy(rc.typesFor(captured.ID))); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// A paid slip's refund is KOMOJU's refund request: answered accepted (the payment still
+// captured, the request pending, no event), paid out when the clock reaches the payout (the
+// request completed, the payment refunded, with refund_request.updated, payment.refund.created
+// and payment.refunded); a second request meanwhile is refused.
+func TestKomojuSlipRefundIsPaidOutLater(t *testing.T) {
+	srv, c, rc := komojuSandbox(t, Options{KomojuRefundPayout: 48 * time.Hour})
+	p := c.payment("POST", "/api/v1/payments", konbini("lawson", 1500))
+	if err := srv.PayKomojuSlip(p.ID); err != nil {
+		t.Fatal(err)
+	}
+	path := "/api/v1/payments/" + p.ID
+	got := c.payment("POST", path+"/refund", nil, "X-KOMOJU-IDEMPOTENCY", "refund-1")
+	if got.Status != "captured" || got.AmountRefunded != 0 || len(got.Refunds) != 0 || len(got.RefundRequests) != 1 {
+		t.Fatalf("refund of a paid slip: %+v; want captured with one refund request", got)
+	}
+	r := got.RefundRequests[0]
+	if r.Status != "pending" || r.Payment != p.ID || r.ID == "" || r.CreatedAt == "" || r.CustomerName != nil || r.AccountNumber != nil {
+		t.Errorf("refund request %+v; want pending, of %s, without a bank account", r, p.ID)
+	}
+	if again := c.payment("POST", path+"/refund", nil, "X-KOMOJU-IDEMPOTENCY", "refund-1"); !cmp.Equal(got, again) {
+		t.Errorf("replay of the refund: %+v, want %+v", again, got)
+	}
+	c.failure(http.StatusUnprocessableEntity, "not_refundable", "POST", path+"/refund", nil, "X-KOMOJU-IDEMPOTENCY", "refund-2")
+
+	advance(t, srv, `{"duration":"47h59m"}`)
+	if got := c.payment("GET", path, nil); got.Status != "captured" || got.RefundRequests[0].Status != "pending" {
+		t.Fatalf("before the payout: %s, request %s; want captured, pending", got.Status, got.RefundRequests[0].Status)
+	}
+	if types := rc.typesFor(p.ID); len(types) != 2 {
+		t.Errorf("events before the payout: %v, want the slip's two only", types)
+	}
+	advance(t, srv, `{"duration":"2m"}`)
+	got = c.payment("GET", path, nil)
+	if got.Status != "refunded" || got.AmountRefunded != 1500 || len(got.Refunds) != 1 || got.RefundRequests[0].Status != "completed" {
+		t.Errorf("after the payout: %+v; want refunded in full, the request completed", got)
+	}
+	want := []string{"payment.authorized", "payment.captured", "refund_request.updated", "payment.refund.created", "payment.refunded"}
+	eventually(t, "payout events", func() bool { return len(rc.eventsFor(p.ID)) == len(want) })
+	if diff := cmp.Diff(sortedCopy(want), sortedCopy(rc.typesFor(p.ID))); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	for _, e := range rc.eventsFor(p.ID) {
+		if e.Type == "refund_request.updated" && (e.Data.ID != r.ID || e.Data.Payment != p.ID || e.Data.Status != "completed") {
+			t.Errorf("refund_request.updated data %+v; want request %s of %s, completed", e.Data, r.ID, p.ID)
+		}
+	}
+	if err := srv.PayOutKomojuRefund(p.ID); err == nil {
+		t.Error("paid out a refund request twice")
+	}
+}
+
+// KOMOJU may reject a refund request (a wrong bank account): the payment stays captured and
+// refund_request.updated is the only event; a new request can then be made, and paid out at once
+// through the sandbox.
+func TestKomojuSlipRefundRejected(t *testing.T) {
+	srv, c, rc := komojuSandbox(t, Options{})
+	p := c.payment("POST", "/api/v1/payments", bankTransfer(3000))
+	if err := srv.RejectKomojuRefund(p.ID); err == nil {
+		t.Error("rejected a refund request that does not exist")
+	}
+	if err := srv.PayKomojuSlip(p.ID); err != nil {
+		t.Fatal(err)
+	}
+	path := "/api/v1/payments/" + p.ID
+	c.payment("POST", path+"/refund", map[string]any{"amount": 3000})
+	var rejected kPayment
+	postJSON(t, srv.URL()+"/_sandbox/komoju/payments/"+p.ID+"/reject_refund", http.StatusOK, &rejected)
+	if rejected.Status != "captured" || rejected.AmountRefunded != 0 || rejected.RefundRequests[0].Status != "rejected" {
+		t.Errorf("after the rejection: %+v; want captured, nothing refunded, the request rejected", rejected)
+	}
+	eventually(t, "rejection delivered", func() bool { return len(rc.eventsFor(p.ID)) == 3 })
+	if e := rc.eventsFor(p.ID)[2]; e.Type != "refund_request.updated" || e.Data.Status != "rejected" || e.Data.Payment != p.ID {
+		t.Errorf("rejection event %s %+v; want refund_request.updated, rejected", e.Type, e.Data)
+	}
+	postJSON(t, srv.URL()+"/_sandbox/komoju/payments/"+p.ID+"/payout", http.StatusBadRequest, nil)
+
+	if got := c.payment("POST", path+"/refund", nil); len(got.RefundRequests) != 2 || got.RefundRequests[1].Status != "pending" {
+		t.Fatalf("a new request after the rejection: %+v", got.RefundRequests)
+	}
+	var paid kPayment
+	postJSON(t, srv.URL()+"/_sandbox/komoju/payments/"+p.ID+"/payout", http.StatusOK, &paid)
+	if paid.Status != "refunded" || paid.RefundRequests[1].Status != "completed" || len(paid.Refunds) != 1 {
+		t.Errorf("after the payout: %+v", paid)
+	}
+	eventually(t, "payout delivered", func() bool { return slices.Contains(rc.typesFor(p.ID), "payment.refunded") })
+}
+
+// postJSON POSTs to a /_sandbox/ endpoint and decodes its answer into v (nil: not decoded).
+func postJSON(t *testing.T, url string, status int, v any) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != status {
+		t.Fatalf("POST %s: status %d, want %d", url, resp.StatusCode, status)
+	}
+	if v != nil {
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatalf("POST %s: %v", url, err)
+		}
 	}
 }
 

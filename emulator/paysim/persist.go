@@ -181,8 +181,9 @@ type snapIdempotency struct {
 
 type snapKomojuPayment struct {
 	komojuPaymentFields
-	Metadata map[string]any     `json:"metadata,omitempty"`
-	Refunds  []snapKomojuRefund `json:"refunds,omitempty"`
+	Metadata       map[string]any            `json:"metadata,omitempty"`
+	Refunds        []snapKomojuRefund        `json:"refunds,omitempty"`
+	RefundRequests []snapKomojuRefundRequest `json:"refund_requests,omitempty"`
 }
 
 // komojuPaymentFields are a KOMOJU payment's fields but its metadata and refunds: comparable,
@@ -212,12 +213,15 @@ type komojuPaymentFields struct {
 	Customer         string          `json:"customer,omitempty"`
 }
 
-// komojuMemoKey is a KOMOJU payment's memo key; refunds are only ever appended, so their number
-// stands for them.
+// komojuMemoKey is a KOMOJU payment's memo key; refunds and refund requests are only ever
+// appended, so their number stands for them, and a request changes only once, from pending to
+// completed or rejected, so the number of those that did stands for their statuses.
 type komojuMemoKey struct {
-	fields   komojuPaymentFields
-	metadata uintptr
-	refunds  int
+	fields         komojuPaymentFields
+	metadata       uintptr
+	refunds        int
+	refundRequests int
+	settled        int
 }
 
 type snapBankAccount struct {
@@ -235,6 +239,15 @@ type snapKomojuRefund struct {
 	Amount      int64     `json:"amount"`
 	Description string    `json:"description,omitempty"`
 	Created     time.Time `json:"created"`
+}
+
+type snapKomojuRefundRequest struct {
+	ID          string    `json:"id"`
+	Amount      int64     `json:"amount"`
+	Description string    `json:"description,omitempty"`
+	Status      string    `json:"status"`
+	Created     time.Time `json:"created"`
+	PayoutAt    time.Time `json:"payout_at"`
 }
 
 type snapKomojuEvent struct {
@@ -419,10 +432,20 @@ func (p *komojuPayment) record() []byte {
 		Bank: snapBankAccount{BankName: b.bankName, BankCode: b.bankCode, BranchName: b.branchName,
 			BranchNumber: b.branchNumber, AccountType: b.accountType, AccountNumber: b.accountNumber, AccountName: b.accountName},
 	}
-	return p.saved.record(komojuMemoKey{f, mapID(p.metadata), len(p.refunds)}, func() any {
+	settled := 0
+	for _, rr := range p.refundRequests {
+		if rr.status != refundRequestPending {
+			settled++
+		}
+	}
+	return p.saved.record(komojuMemoKey{f, mapID(p.metadata), len(p.refunds), len(p.refundRequests), settled}, func() any {
 		r := snapKomojuPayment{komojuPaymentFields: f, Metadata: p.metadata}
 		for _, rf := range p.refunds {
 			r.Refunds = append(r.Refunds, snapKomojuRefund{ID: rf.id, Amount: rf.amount, Description: rf.description, Created: rf.created})
+		}
+		for _, rr := range p.refundRequests {
+			r.RefundRequests = append(r.RefundRequests, snapKomojuRefundRequest{ID: rr.id, Amount: rr.amount,
+				Description: rr.description, Status: rr.status, Created: rr.created, PayoutAt: rr.payoutAt})
 		}
 		return r
 	})
@@ -537,6 +560,15 @@ func (s *Server) load(data []byte) ([]message, error) {
 		for _, r := range sp.Refunds {
 			p.refunds = append(p.refunds, komojuRefund{id: r.ID, amount: r.Amount, description: r.Description, created: r.Created})
 		}
+		for _, r := range sp.RefundRequests {
+			switch r.Status {
+			case refundRequestPending, refundRequestCompleted, refundRequestRejected:
+			default:
+				return nil, fmt.Errorf("KOMOJU payment %s: refund request %s has status %q", sp.ID, r.ID, r.Status)
+			}
+			p.refundRequests = append(p.refundRequests, &komojuRefundRequest{id: r.ID, amount: r.Amount,
+				description: r.Description, status: r.Status, created: r.Created, payoutAt: r.PayoutAt})
+		}
 		k.payments[p.id] = p
 		k.order = append(k.order, p.id)
 	}
@@ -554,6 +586,7 @@ func (s *Server) load(data []byte) ([]message, error) {
 	}
 	for _, id := range k.order {
 		s.watchKomojuLocked(k.payments[id])
+		s.watchRefundLocked(k.payments[id])
 	}
 	for key, rec := range s.idem {
 		s.watchIdemLocked(key, rec)

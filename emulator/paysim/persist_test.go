@@ -203,8 +203,8 @@ func TestPersistenceSurvivesCrash(t *testing.T) {
 }
 
 // TestLapsesAfterRestart: what the clock will make due is rebuilt from the file, so an
-// authorization and a slip from before a restart still lapse and expire after it, and an
-// idempotency key is still forgotten after 24 hours.
+// authorization and a slip from before a restart still lapse and expire after it, a refund
+// request is still paid out, and an idempotency key is still forgotten after 24 hours.
 func TestLapsesAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	srv, c := startSandbox(t, Options{DataDir: dir})
@@ -214,6 +214,11 @@ func TestLapsesAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	slip := kc.payment("POST", "/api/v1/payments", konbini("ministop", 800))
+	paid := kc.payment("POST", "/api/v1/payments", konbini("lawson", 600))
+	if err := srv.PayKomojuSlip(paid.ID); err != nil {
+		t.Fatal(err)
+	}
+	kc.payment("POST", "/api/v1/payments/"+paid.ID+"/refund", nil)
 	if len(srv.idem) == 0 {
 		t.Fatal("no idempotency record to forget: the client sent no Idempotency-Key")
 	}
@@ -231,6 +236,9 @@ func TestLapsesAfterRestart(t *testing.T) {
 	}
 	if got := kc2.payment("GET", "/api/v1/payments/"+slip.ID, nil); got.Status != "expired" {
 		t.Errorf("slip 7 days after the restart: %s, want expired", got.Status)
+	}
+	if got := kc2.payment("GET", "/api/v1/payments/"+paid.ID, nil); got.Status != "refunded" || got.RefundRequests[0].Status != "completed" {
+		t.Errorf("refund requested before the restart, 7 days after it: %s, request %+v; want refunded, paid out", got.Status, got.RefundRequests)
 	}
 	if n := len(srv2.idem); n != 0 {
 		t.Errorf("%d idempotency records kept after 7 days, want 0", n)
@@ -477,6 +485,10 @@ func TestSnapshotEncoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	kc.payment("POST", "/api/v1/payments/"+slip.ID+"/refund", map[string]any{"amount": 200})
+	if err := srv.RejectKomojuRefund(slip.ID); err != nil {
+		t.Fatal(err)
+	}
+	kc.payment("POST", "/api/v1/payments/"+slip.ID+"/refund", map[string]any{"amount": 300})
 	kc.payment("POST", "/api/v1/payments/"+hold.ID+"/cancel", nil)
 
 	encode := func(s *Server, fresh bool) map[string]any {

@@ -77,6 +77,11 @@ type Options struct {
 	// to balance in minor units. nil is DefaultWalletBalances(); a customer without a wallet
 	// has balance 0.
 	WalletBalances map[string]int64
+	// KomojuRefundPayout is how long, in virtual time, KOMOJU takes to pay out a konbini or bank
+	// transfer payment's refund request (by bank transfer to the customer): until then the
+	// refund is pending and the payment captured. Zero is DefaultKomojuRefundPayout. The
+	// sandbox's PayOutKomojuRefund and RejectKomojuRefund settle a request at once.
+	KomojuRefundPayout time.Duration
 
 	// DataDir, if set, keeps the sandbox's state across restarts in DataDir/paysim.json
 	// (created if missing): loaded by Start, rewritten before every change is acknowledged.
@@ -147,6 +152,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if opts.WalletBalances == nil {
 		opts.WalletBalances = DefaultWalletBalances()
+	}
+	if opts.KomojuRefundPayout <= 0 {
+		opts.KomojuRefundPayout = DefaultKomojuRefundPayout
 	}
 	if opts.APIVersion == "" {
 		opts.APIVersion = DefaultAPIVersion

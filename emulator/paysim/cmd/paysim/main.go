@@ -6,7 +6,7 @@
 //
 //	paysim -host 127.0.0.1 -port 12111 [-webhook-url URL] [-webhook-secret whsec_...] [-api-key sk_test_...]
 //	       [-komoju-webhook-url URL] [-komoju-webhook-secret SECRET] [-komoju-secret-key sk_test_...]
-//	       [-wallet-balances ali=50000,sara=2000] [-data-dir DIR] [-v]
+//	       [-wallet-balances ali=50000,sara=2000] [-komoju-refund-payout 24h] [-data-dir DIR] [-v]
 //
 // With -data-dir the sandbox keeps its state in DIR/paysim.json across restarts (see the
 // package's README.md, "Persistence").
@@ -55,6 +55,7 @@ func main() {
 		opts.WalletBalances = balances
 		return err
 	})
+	flag.DurationVar(&opts.KomojuRefundPayout, "komoju-refund-payout", paysim.DefaultKomojuRefundPayout, "virtual time KOMOJU takes to pay out a konbini or bank transfer refund (pending until then)")
 	flag.StringVar(&clockStart, "clock-start", "", "virtual time at start, RFC 3339 (default: now; a -data-dir with a saved state keeps its clock)")
 	flag.StringVar(&opts.DataDir, "data-dir", "", "directory that keeps payments, events, idempotency keys, wallets and the clock across restarts (default: in memory)")
 	flag.BoolVar(&verbose, "v", false, "log every request and webhook attempt to standard error")
