@@ -159,7 +159,8 @@ type Config struct {
 	// after that, the same call could act a second time.
 	GiveUpAfter time.Duration
 	// ReconcileAfter is how long a payment may stay in a state that waits for the provider
-	// (3-D Secure, a slip, an authorization) before the sweep asks the provider about it; default 15m.
+	// (3-D Secure, a slip, a refund not paid out yet) before the sweep asks the provider about
+	// it, and again after each answer that it still waits; default 15m.
 	ReconcileAfter time.Duration
 }
 
@@ -426,10 +427,12 @@ func (s *Service) backoff(n int64) time.Duration {
 
 // checkAfter is when the sweep asks the provider about p. Only a payment that waits for the
 // provider or the customer is asked about: for an authorization, when it would lapse
-// (AuthorizationCheckAfter); for one the customer must complete (3-D Secure) or a slip, after
-// ReconcileAfter, or at the slip's expiry if that is sooner. Never for a payment whose provider
-// id is unknown or that has an operation in flight (its intent's answer, webhook or giving up
-// moves it), nor once it has settled (captured money changes only when the gateway asks).
+// (AuthorizationCheckAfter); for one the customer must complete (3-D Secure), a slip, or a
+// refund the provider accepted and has not paid out, after ReconcileAfter (again and again,
+// each time it is still pending), or at the slip's expiry if that is sooner. Never for a payment
+// whose provider id is unknown or that has an operation in flight (its intent's answer, webhook
+// or giving up moves it), nor once it has settled (captured money changes only when the gateway
+// asks).
 func (s *Service) checkAfter(p *payment.Payment, now time.Time) time.Time {
 	if p.ProviderPaymentID() == "" {
 		return time.Time{}
@@ -437,7 +440,7 @@ func (s *Service) checkAfter(p *payment.Payment, now time.Time) time.Time {
 	switch p.Status() {
 	case payment.Authorized:
 		return now.Add(AuthorizationCheckAfter)
-	case payment.Requested, payment.Pending:
+	case payment.Requested, payment.Pending, payment.RefundPending:
 		at := now.Add(s.cfg.ReconcileAfter)
 		if p.Status() == payment.Pending && !p.ExpiresAt().IsZero() && p.ExpiresAt().Before(at) {
 			at = p.ExpiresAt()
@@ -498,6 +501,11 @@ func (s *Service) apply(rep *report, p *payment.Payment, providerName string, o 
 		err = p.Void()
 	case payment.VoidFailed:
 		err = p.FailVoid(reasonOr(o.Reason, payment.ReasonDeclined))
+	case payment.RefundPending:
+		err = p.PendRefund()
+		if err == nil {
+			rep.note(fmt.Sprintf("payment %s: %s accepted the refund and pays it out later (%s): the money is not back yet", p.ID(), providerName, via))
+		}
 	case payment.Refunded:
 		err = p.Refund()
 	case payment.RefundFailed:
@@ -652,10 +660,13 @@ func (s *Service) webhookPayment(ctx context.Context, tx Tx, providerName string
 
 // SweepReport is what one sweep did.
 type SweepReport struct {
-	Resumed  int      `json:"resumed"`  // STARTED intents carried out
-	Checked  int      `json:"checked"`  // payments the provider was asked about
-	Changed  int      `json:"changed"`  // of those, payments that moved
-	Failures []string `json:"failures"` // what could not be done (retried by the next sweep)
+	Resumed int `json:"resumed"` // STARTED intents carried out
+	Checked int `json:"checked"` // payments the provider was asked about
+	Changed int `json:"changed"` // of those, payments that moved
+	// RefundsPending counts the payments asked about whose refund the provider had accepted and
+	// still not paid out (REFUND_PENDING, asked about again after ReconcileAfter).
+	RefundsPending int      `json:"refunds_pending"`
+	Failures       []string `json:"failures"` // what could not be done (retried by the next sweep)
 }
 
 // SweepLimit is the most intents and payments one sweep handles (each); the next sweep takes the rest.
@@ -663,8 +674,9 @@ const SweepLimit = 200
 
 // Sweep resumes intents the request path left unfinished (authorizations, captures, voids,
 // refunds) and asks the providers about payments that have waited for a callback longer than
-// ReconcileAfter, applying what they say (a missed webhook is not a stuck order). Run it on a
-// schedule (Cloud Scheduler → POST /admin/sweep).
+// ReconcileAfter (3-D Secure, slips, refunds accepted and not paid out), applying what they say
+// (a missed webhook is not a stuck order). Run it on a schedule (Cloud Scheduler → POST
+// /admin/sweep).
 func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	rep := SweepReport{Failures: []string{}}
 	now := s.cfg.Now()
@@ -684,7 +696,7 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		return rep, err
 	}
 	for _, p := range due {
-		changed, err := s.reconcile(ctx, p)
+		changed, status, err := s.reconcile(ctx, p)
 		if err != nil {
 			rep.Failures = append(rep.Failures, err.Error())
 			continue
@@ -693,21 +705,25 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		if changed {
 			rep.Changed++
 		}
+		if status == payment.RefundPending {
+			rep.RefundsPending++
+		}
 	}
 	return rep, nil
 }
 
-// reconcile asks p's provider what p is and applies the answer.
-func (s *Service) reconcile(ctx context.Context, p *payment.Payment) (bool, error) {
+// reconcile asks p's provider what p is and applies the answer; it reports whether p changed
+// and the status p is left in.
+func (s *Service) reconcile(ctx context.Context, p *payment.Payment) (bool, payment.Status, error) {
 	g, ok := s.providers[p.Method().Provider()]
 	if !ok {
-		return false, fmt.Errorf("payment %s: %w: %s", p.ID(), ErrUnknownProvider, p.Method().Provider())
+		return false, "", fmt.Errorf("payment %s: %w: %s", p.ID(), ErrUnknownProvider, p.Method().Provider())
 	}
 	o, err := g.lookup(ctx, p.ProviderPaymentID())
 	if err != nil {
-		return false, fmt.Errorf("payment %s: ask %s: %w", p.ID(), g.Name(), err)
+		return false, "", fmt.Errorf("payment %s: ask %s: %w", p.ID(), g.Name(), err)
 	}
-	changed, next := false, ""
+	changed, next, status := false, "", payment.Status("")
 	var rep *report
 	err = s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
 		changed, next, rep = false, "", &report{}
@@ -719,11 +735,14 @@ func (s *Service) reconcile(ctx context.Context, p *payment.Payment) (bool, erro
 			if next, err = s.followUp(ctx, tx, p); err != nil {
 				return err
 			}
+		} else if p.Status() == payment.RefundPending && o.Status == payment.RefundPending {
+			rep.note(fmt.Sprintf("payment %s: %s has still not paid out its refund; asking again in %s", p.ID(), g.Name(), s.cfg.ReconcileAfter))
 		}
+		status = p.Status()
 		return tx.Save(ctx, p, false, s.checkAfter(p, s.cfg.Now()))
 	})
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	rep.publish(ctx)
 	if changed {
@@ -733,7 +752,7 @@ func (s *Service) reconcile(ctx context.Context, p *payment.Payment) (bool, erro
 		}
 	}
 	s.resumeFollowUp(ctx, next)
-	return changed, nil
+	return changed, status, nil
 }
 
 // Payment returns a payment.

@@ -69,6 +69,7 @@ func (s *Service) RequestCapture(ctx context.Context, tx Tx, orderID string) (De
 //	PENDING (an unpaid slip), AUTHORIZED (card, wallet)
 //	AUTHORIZED (a paid slip), CAPTURED                 REFUND_REQUESTED + refund intent
 //	*_REQUESTED                                        nothing: an operation is in flight
+//	REFUND_PENDING                                     nothing: the provider pays the refund out
 //	FAILED, EXPIRED, VOIDED, REFUNDED, *_FAILED        nothing: no money is held, or an operator
 //	                                                   must settle it (the event saying so is out)
 //
@@ -102,6 +103,8 @@ func (s *Service) SettleCancelledOrder(ctx context.Context, tx Tx, orderID strin
 		return d, tx.Save(ctx, p, false, s.checkAfter(p, s.cfg.Now()))
 	case p.Status().InFlight():
 		d.Note = fmt.Sprintf("payment %s is %s: its operation is in flight", id, p.Status())
+	case p.Status() == payment.RefundPending:
+		d.Note = fmt.Sprintf("payment %s is %s: the provider accepted its refund and pays it out later", id, p.Status())
 	default:
 		d.Note = fmt.Sprintf("payment %s is %s: nothing to settle", id, p.Status())
 	}

@@ -127,6 +127,14 @@ func (f *fixture) paidSlip(t *testing.T) (orderID, paymentID string) {
 	return orderID, paymentID
 }
 
+// payOut stands for KOMOJU paying out the pending refund of a paid slip (its webhooks follow).
+func (f *fixture) payOut(t *testing.T, paymentID string) {
+	t.Helper()
+	if err := f.sandbox.PayOutKomojuRefund(f.payment(t, paymentID).ProviderPaymentId.StringVal); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // captured is a payment of m authorized, shipped and captured.
 func (f *fixture) captured(t *testing.T, m method) (orderID, paymentID string) {
 	t.Helper()
@@ -449,8 +457,9 @@ func TestCancelledOrderIsVoided(t *testing.T) {
 	}
 }
 
-// A cancelled order whose money is taken (a paid slip, a captured payment) is refunded:
-// REFUND_REQUESTED with its intent, REFUNDED with payment.refunded; once.
+// A cancelled order whose money is taken (a captured payment) is refunded: REFUND_REQUESTED with
+// its intent, REFUNDED with payment.refunded; once. (A paid slip's refund is paid out later:
+// refund_test.go.)
 func TestCancelledOrderIsRefunded(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -459,8 +468,6 @@ func TestCancelledOrderIsRefunded(t *testing.T) {
 		webhooks []string // the provider's callbacks about the refund
 		acted    string   // the event the provider creates when it refunds
 	}{
-		{"paid konbini slip", (*fixture).paidSlip, []string{"payment.pending@1", "payment.authorized@2"},
-			[]string{"payment.refunded"}, "payment.refunded"},
 		{"captured card", func(f *fixture, t *testing.T) (string, string) { return f.captured(t, visa) },
 			[]string{"payment.authorized@1", "payment.captured@2"}, []string{"refund.created", "charge.refunded"}, "refund.created"},
 		{"captured wallet", func(f *fixture, t *testing.T) (string, string) { return f.captured(t, wallet) },
@@ -729,7 +736,9 @@ func TestSettlementThatCannotBeMadeFails(t *testing.T) {
 
 // The answer to a capture, void or refund is lost, and the provider's webhook (delivered twice)
 // moves the payment instead: the same single transition and event; resuming the intent later
-// replays the provider's first answer, which is late and changes nothing.
+// replays the provider's first answer, which is late and changes nothing. A paid slip's refund
+// sends no webhook when KOMOJU accepts it: its payout's (payment.refunded) moves the payment
+// from REFUND_REQUESTED to REFUNDED, and the resumed call finds it refunded.
 func TestWebhookOfALostAnswerMovesThePayment(t *testing.T) {
 	shipped := func(f *fixture, t *testing.T) (string, string) {
 		orderID, id := f.authorized(t, visa)
@@ -752,15 +761,16 @@ func TestWebhookOfALostAnswerMovesThePayment(t *testing.T) {
 		provider func(f *fixture) provider.Provider
 		want     payment.Status
 		event    string
+		then     func(f *fixture, t *testing.T, paymentID string) // after the lost call, before the webhook
 	}{
-		{"card capture", shipped, app.OpCapture, stripeOf, payment.Captured, "payment.captured@2"},
+		{"card capture", shipped, app.OpCapture, stripeOf, payment.Captured, "payment.captured@2", nil},
 		{"card void", cancelled(func(f *fixture, t *testing.T) (string, string) { return f.authorized(t, visa) }),
-			app.OpVoid, stripeOf, payment.Voided, "payment.voided@2"},
+			app.OpVoid, stripeOf, payment.Voided, "payment.voided@2", nil},
 		{"card refund", cancelled(func(f *fixture, t *testing.T) (string, string) { return f.captured(t, visa) }),
-			app.OpRefund, stripeOf, payment.Refunded, "payment.refunded@3"},
+			app.OpRefund, stripeOf, payment.Refunded, "payment.refunded@3", nil},
 		{"slip cancellation", cancelled(func(f *fixture, t *testing.T) (string, string) { return f.authorized(t, konbini) }),
-			app.OpVoid, komojuOf, payment.Voided, "payment.voided@2"},
-		{"paid slip refund", cancelled((*fixture).paidSlip), app.OpRefund, komojuOf, payment.Refunded, "payment.refunded@3"},
+			app.OpVoid, komojuOf, payment.Voided, "payment.voided@2", nil},
+		{"paid slip refund", cancelled((*fixture).paidSlip), app.OpRefund, komojuOf, payment.Refunded, "payment.refunded@3", (*fixture).payOut},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil)
@@ -775,6 +785,9 @@ func TestWebhookOfALostAnswerMovesThePayment(t *testing.T) {
 			}[tc.op]
 			if _, err := call(context.Background(), r); err != nil {
 				t.Fatal(err)
+			}
+			if tc.then != nil {
+				tc.then(f, t, id)
 			}
 			f.waitStatus(t, id, tc.want)
 			if in := f.intentOf(t, id, tc.op); in.Status != string(app.IntentStarted) {
@@ -802,7 +815,8 @@ func TestWebhookOfALostAnswerMovesThePayment(t *testing.T) {
 }
 
 // The customer pays the slip while its cancellation is on its way: KOMOJU's slip is no longer
-// cancellable, the void's answer says it is paid, and the gateway refunds it instead.
+// cancellable, the void's answer says it is paid, and the gateway refunds it instead (accepted,
+// then paid out).
 func TestSlipPaidBeforeItsCancellationIsRefunded(t *testing.T) {
 	f := newFixture(t, nil)
 	orderID, id := f.authorized(t, konbini)
@@ -811,9 +825,12 @@ func TestSlipPaidBeforeItsCancellationIsRefunded(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.resume(t, id)
-	f.expect(t, id, payment.Refunded, "payment.pending@1", "payment.refunded@2")
+	f.expect(t, id, payment.RefundPending, "payment.pending@1", "payment.refund_pending@2")
 	if in := f.intentOf(t, id, app.OpVoid); in.Status != string(app.IntentSucceeded) {
 		t.Errorf("void intent %s, want SUCCEEDED (answered: paid)", in.Status)
 	}
+	f.payOut(t, id)
+	f.waitStatus(t, id, payment.Refunded)
+	f.expect(t, id, payment.Refunded, "payment.pending@1", "payment.refund_pending@2", "payment.refunded@3")
 	f.actedOnce(t, "payment.refunded")
 }

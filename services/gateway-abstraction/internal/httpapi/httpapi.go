@@ -81,17 +81,24 @@ func (h *handler) webhook(c echo.Context) error {
 	return c.JSON(http.StatusOK, webhookResult{string(res)})
 }
 
+// sweep is POST /admin/sweep. Its log line carries what the sweep decided about each payment
+// (the use cases' notes: a late webhook found, a refund paid out or still pending, a conflict).
 func (h *handler) sweep(c echo.Context) error {
-	rep, err := h.svc.Sweep(c.Request().Context())
+	var notes []string
+	ctx := app.WithNotes(c.Request().Context(), func(_ context.Context, n string) { notes = append(notes, n) })
+	rep, err := h.svc.Sweep(ctx)
 	if err != nil {
 		return err
 	}
-	log := platform.Logger(c.Request().Context())
+	log := platform.Logger(ctx).With(zap.Int("resumed", rep.Resumed), zap.Int("checked", rep.Checked),
+		zap.Int("changed", rep.Changed), zap.Int("refunds_pending", rep.RefundsPending))
+	if len(notes) > 0 {
+		log = log.With(zap.Strings("notes", notes))
+	}
 	if len(rep.Failures) > 0 {
-		log.Warn("sweep left work for the next one", zap.Int("resumed", rep.Resumed), zap.Int("checked", rep.Checked),
-			zap.Int("changed", rep.Changed), zap.Strings("failures", rep.Failures))
+		log.Warn("sweep left work for the next one", zap.Strings("failures", rep.Failures))
 	} else {
-		log.Info("sweep", zap.Int("resumed", rep.Resumed), zap.Int("checked", rep.Checked), zap.Int("changed", rep.Changed))
+		log.Info("sweep")
 	}
 	return c.JSON(http.StatusOK, rep)
 }

@@ -7,7 +7,8 @@
 // the store is the AuthorizeRequest's Instrument and the customer's Email is required (KOMOJU
 // mails the slip); bank transfer needs the Email too; PayPay is created with capture false, so
 // that the amount is held until Capture takes it or Void releases it. Refund gives the money of a
-// captured PayPay payment or a paid slip back (POST /api/v1/payments/{id}/refund). Spanmart's ids travel as
+// captured PayPay payment or a paid slip back (POST /api/v1/payments/{id}/refund): PayPay's at
+// once, a slip's later (below, "Refunds paid out later"). Spanmart's ids travel as
 // external_order_num (the payment id) and metadata (payment_id, order_id, customer_id), which is
 // how a webhook names the payment it is about. Every call that changes something sends the
 // operation's idempotency key as X-KOMOJU-IDEMPOTENCY, so a call retried after a lost answer is
@@ -25,6 +26,8 @@
 //	pending     REQUESTED                       REQUESTED (the customer must approve in the app)
 //	authorized  PENDING, with the Slip          AUTHORIZED (the amount is held)
 //	captured    AUTHORIZED (the slip was paid)  CAPTURED
+//	 with a refund request pending              REFUND_PENDING (both)
+//	 whose last refund request was rejected     REFUND_FAILED, Reason declined (both)
 //	refunded    REFUNDED                        REFUNDED
 //	cancelled   VOIDED                          VOIDED
 //	expired     EXPIRED, Reason expired         EXPIRED, Reason expired (the hold lapsed)
@@ -60,13 +63,35 @@
 //	         anything else (paypay captured, *provider.Error, not Temporary, invalid_request
 //	         refunded, failed)
 //	Refund   captured (paypay, paid slip)    POST refund (amount: AmountMinor, or all that is
-//	                                         left) → REFUNDED; a payment KOMOJU leaves captured
-//	                                         (a partial refund) is *provider.Error, invalid_request
+//	                                         left) → REFUNDED, or REFUND_PENDING (a slip: KOMOJU
+//	                                         accepted it as a refund request); a payment KOMOJU
+//	                                         leaves captured (a partial refund) is
+//	                                         *provider.Error, invalid_request
+//	         captured, a refund request      REFUND_PENDING, without acting: an earlier request
+//	         pending                         (a lost answer's) is paid out later, a second one
+//	                                         would refund twice
 //	         refunded                        REFUNDED (an earlier refund gave it all back)
 //	         anything else                   *provider.Error, not Temporary, invalid_request
 //
 // When the POST is refused as not allowed (422: the payment changed in between, an expiry say),
 // the payment is read again and the table applied once more, without acting.
+//
+// # Refunds paid out later
+//
+// KOMOJU cannot give a konbini or bank transfer payment's cash back the way it came: it pays
+// the customer by bank transfer, by hand, a business day or two after the request, through a
+// refund request (status pending, then completed or rejected, say for a wrong account). Until
+// the request is completed the payment stays captured, with the request in its refund_requests;
+// completed in full, the payment is refunded (payment.refund.created, payment.refunded). So a
+// captured payment with a pending refund request reads REFUND_PENDING (money still held), and
+// one whose last request was rejected REFUND_FAILED (declined); a completed request that left
+// the payment captured (a part) reads as captured. The refund request's own event,
+// refund_request.updated, carries the request, not the payment: pending reads REFUND_PENDING,
+// rejected REFUND_FAILED (declined; no payment event follows a rejection), completed moves
+// nothing (payment.refunded follows a refund of everything). KOMOJU takes a slip's refund on POST
+// /api/v1/payments/{id}/refund_request with the customer's bank account, which Spanmart does not
+// collect yet; the adapter asks POST .../refund, which the sandbox answers with the same refund
+// request (emulator/paysim's README, "Known differences from KOMOJU").
 //
 // # Errors
 //
@@ -89,8 +114,9 @@
 // replayed delivery verifies, and is absorbed by the gateway's de-duplication of events by id
 // (ProviderEvents). The payment id comes from metadata.payment_id, else external_order_num.
 // payment.authorized, .captured, .failed, .cancelled, .expired, .refunded and .updated carry
-// the Outcome of the event's payment snapshot read with the table above;
-// payment.refund.created (a refund of a part leaves the payment captured; payment.refunded
+// the Outcome of the event's payment snapshot read with the table above; refund_request.updated
+// the Outcome of its refund request (above), with only KOMOJU's payment id to find the payment
+// by; payment.refund.created (a refund of a part leaves the payment captured; payment.refunded
 // follows a full one), ping and every other event carry Status "" (acknowledged, recorded,
 // ignored).
 package komoju

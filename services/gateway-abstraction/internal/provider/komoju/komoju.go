@@ -179,7 +179,8 @@ func (p *Provider) Void(ctx context.Context, r provider.Operation) (provider.Out
 		case pay.Status == statusPending, pay.Status == statusAuthorized:
 			return provider.Outcome{}, "cancel", nil
 		case pay.Status == statusCaptured && pay.usesSlip():
-			return o, "", nil // AUTHORIZED: the customer paid the slip
+			// The customer paid the slip: its money is taken, and only a refund gives it back.
+			return provider.Outcome{Status: payment.Authorized, ProviderPaymentID: pay.ID}, "", nil
 		case o.Status == payment.Voided:
 			return o, "", nil
 		case o.Status == payment.Expired: // nothing is held any more, which is what a void asks for
@@ -195,19 +196,24 @@ type refundRequest struct {
 }
 
 // Refund gives the money of a captured payment or a paid slip back: all of it, or AmountMinor
-// when it is positive (see the package doc).
+// when it is positive (see the package doc). KOMOJU pays a slip's refund out later, by bank
+// transfer: the answer is then REFUND_PENDING, and the refund request's webhook or a Lookup
+// says how it ended.
 func (p *Provider) Refund(ctx context.Context, r provider.Operation) (provider.Outcome, error) {
 	const op = "refund"
 	o, err := p.operate(ctx, op, r, refundRequest{Amount: r.AmountMinor}, func(pay paymentJSON, o provider.Outcome) (provider.Outcome, string, error) {
-		switch pay.Status {
-		case statusCaptured:
-			return provider.Outcome{}, "refund", nil
-		case statusRefunded: // an earlier refund gave it all back
+		switch {
+		case pay.Status == statusRefunded: // an earlier refund gave it all back
 			return o, "", nil
+		case o.Status == payment.RefundPending:
+			// An earlier request is accepted and not paid out: asking again would refund twice.
+			return o, "", nil
+		case pay.Status == statusCaptured:
+			return provider.Outcome{}, "refund", nil
 		}
 		return provider.Outcome{}, "", invalid(op, fmt.Sprintf("payment %s cannot be refunded: it is %s at KOMOJU", pay.ID, pay.Status))
 	})
-	if err == nil && o.Status != payment.Refunded {
+	if err == nil && o.Status != payment.Refunded && o.Status != payment.RefundPending {
 		// A refund of less than what is left leaves the payment captured: not what was asked.
 		return provider.Outcome{}, invalid(op, fmt.Sprintf("payment %s is %s at KOMOJU after the refund", r.ProviderPaymentID, o.Status))
 	}

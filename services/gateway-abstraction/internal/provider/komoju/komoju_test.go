@@ -275,7 +275,8 @@ func TestSlipPaid(t *testing.T) {
 	}
 
 	// A paid slip holds no money to release: Void says it is paid (AUTHORIZED) without acting,
-	// and Refund gives the money back, once.
+	// and Refund gives the money back, once: KOMOJU accepts it (REFUND_PENDING) and pays it out
+	// later (REFUNDED).
 	slip, err := p.Authorize(ctx, request(payment.BankTransfer, 2000))
 	if err != nil {
 		t.Fatal(err)
@@ -292,26 +293,67 @@ func TestSlipPaid(t *testing.T) {
 	if diff := cmp.Diff([]string{"GET " + path}, rec.take()); diff != "" {
 		t.Errorf("requests of Void (-want +got):\n%s", diff)
 	}
-	refunded := provider.Outcome{Status: payment.Refunded, ProviderPaymentID: slip.ProviderPaymentID}
+	pending := provider.Outcome{Status: payment.RefundPending, ProviderPaymentID: slip.ProviderPaymentID}
 	refund := operation(slip.ProviderPaymentID, "refund-paid")
 	refund.AmountMinor = 2000
-	for _, attempt := range []string{"first", "replay"} {
-		if o, err := p.Refund(ctx, refund); err != nil || !cmp.Equal(refunded, o) {
-			t.Errorf("%s Refund of a paid slip = %+v, %v; want %+v", attempt, o, err, refunded)
+	for _, attempt := range []string{"first", "replay", "another key"} {
+		if attempt == "another key" {
+			refund.IdempotencyKey = "refund-paid-again"
+		}
+		if o, err := p.Refund(ctx, refund); err != nil || !cmp.Equal(pending, o) {
+			t.Errorf("%s Refund of a paid slip = %+v, %v; want %+v", attempt, o, err, pending)
 		}
 	}
-	if diff := cmp.Diff([]string{"GET " + path, "POST " + path + "/refund", "GET " + path}, rec.take()); diff != "" {
+	// The later ones find the request pending and ask for no second one.
+	if diff := cmp.Diff([]string{"GET " + path, "POST " + path + "/refund", "GET " + path, "GET " + path}, rec.take()); diff != "" {
 		t.Errorf("requests of the Refunds (-want +got):\n%s", diff)
 	}
-	if got := payments(t, srv); got[len(got)-1].Status != "refunded" {
-		t.Errorf("sandbox status after refunding a paid slip: %s", got[len(got)-1].Status)
+	if got := payments(t, srv); got[len(got)-1].Status != "captured" {
+		t.Errorf("sandbox status while the refund is pending: %s, want captured", got[len(got)-1].Status)
 	}
+	if o, err := p.Lookup(ctx, slip.ProviderPaymentID); err != nil || !cmp.Equal(pending, o) {
+		t.Errorf("Lookup of a slip whose refund is pending = %+v, %v; want %+v", o, err, pending)
+	}
+	if err := srv.PayOutKomojuRefund(slip.ProviderPaymentID); err != nil {
+		t.Fatal(err)
+	}
+	refunded := provider.Outcome{Status: payment.Refunded, ProviderPaymentID: slip.ProviderPaymentID}
 	if o, err := p.Lookup(ctx, slip.ProviderPaymentID); err != nil || !cmp.Equal(refunded, o) {
 		t.Errorf("Lookup of a refunded slip = %+v, %v; want %+v", o, err, refunded)
+	}
+	if o, err := p.Refund(ctx, refund); err != nil || !cmp.Equal(refunded, o) {
+		t.Errorf("Refund of a refunded slip = %+v, %v; want %+v", o, err, refunded)
 	}
 	_, err = p.Void(ctx, operation(slip.ProviderPaymentID, "void-refunded"))
 	if pe := providerError(t, err); pe.Temporary || pe.Reason != payment.ReasonInvalidRequest {
 		t.Errorf("Void of a refunded slip: %v; want invalid_request, not temporary", err)
+	}
+}
+
+// KOMOJU rejects a slip's refund request it accepted (a wrong bank account): the payment reads
+// REFUND_FAILED (declined), and a later Refund asks for a new request.
+func TestSlipRefundRejected(t *testing.T) {
+	srv, p := sandbox(t, paysim.Options{}, nil)
+	ctx := context.Background()
+	slip, err := p.Authorize(ctx, request(payment.Konbini, 1200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.PayKomojuSlip(slip.ProviderPaymentID); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := p.Refund(ctx, operation(slip.ProviderPaymentID, "refund-1")); err != nil || o.Status != payment.RefundPending {
+		t.Fatalf("Refund = %+v, %v; want REFUND_PENDING", o, err)
+	}
+	if err := srv.RejectKomojuRefund(slip.ProviderPaymentID); err != nil {
+		t.Fatal(err)
+	}
+	failed := provider.Outcome{Status: payment.RefundFailed, ProviderPaymentID: slip.ProviderPaymentID, Reason: payment.ReasonDeclined}
+	if o, err := p.Lookup(ctx, slip.ProviderPaymentID); err != nil || !cmp.Equal(failed, o) {
+		t.Errorf("Lookup after the rejection = %+v, %v; want %+v", o, err, failed)
+	}
+	if o, err := p.Refund(ctx, operation(slip.ProviderPaymentID, "refund-2")); err != nil || o.Status != payment.RefundPending {
+		t.Errorf("Refund after the rejection = %+v, %v; want a new request, REFUND_PENDING", o, err)
 	}
 }
 
@@ -649,6 +691,59 @@ func TestWebhooksFromTheSandbox(t *testing.T) {
 	}
 }
 
+// The sandbox's webhooks about a slip's refund, read by ParseWebhook: the payout's
+// refund_request.updated moves nothing and its payment.refunded says REFUNDED; a rejection's
+// refund_request.updated says REFUND_FAILED, for the payment KOMOJU knows by its id.
+func TestRefundWebhooksFromTheSandbox(t *testing.T) {
+	var p *komoju.Provider
+	rc := newWebhookReceiver(t, func() *komoju.Provider { return p })
+	var srv *paysim.Server
+	srv, p = sandbox(t, paysim.Options{KomojuWebhookURL: rc.URL}, nil)
+	ctx := context.Background()
+	paidSlip := func(method payment.Method) string {
+		t.Helper()
+		slip, err := p.Authorize(ctx, request(method, 1200))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.PayKomojuSlip(slip.ProviderPaymentID); err != nil {
+			t.Fatal(err)
+		}
+		if o, err := p.Refund(ctx, operation(slip.ProviderPaymentID, "refund-"+slip.ProviderPaymentID)); err != nil || o.Status != payment.RefundPending {
+			t.Fatalf("Refund = %+v, %v; want REFUND_PENDING", o, err)
+		}
+		return slip.ProviderPaymentID
+	}
+	paidOut, rejected := paidSlip(payment.Konbini), paidSlip(payment.BankTransfer)
+	if err := srv.PayOutKomojuRefund(paidOut); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.RejectKomojuRefund(rejected); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deliveries", func() bool {
+		return len(rc.about(paidOut)) == 5 && len(rc.about(rejected)) == 3
+	})
+	for _, tc := range []struct {
+		id, eventType string
+		want          provider.Outcome
+	}{
+		{paidOut, "refund_request.updated", provider.Outcome{}},
+		{paidOut, "payment.refund.created", provider.Outcome{}},
+		{paidOut, "payment.refunded", provider.Outcome{Status: payment.Refunded, ProviderPaymentID: paidOut}},
+		{rejected, "refund_request.updated", provider.Outcome{Status: payment.RefundFailed, ProviderPaymentID: rejected, Reason: payment.ReasonDeclined}},
+	} {
+		if diff := cmp.Diff(tc.want, rc.about(tc.id)[tc.eventType].Outcome); diff != "" {
+			t.Errorf("%s of %s: outcome (-want +got):\n%s", tc.eventType, tc.id, diff)
+		}
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.rejected) > 0 {
+		t.Errorf("real deliveries rejected: %v", rc.rejected)
+	}
+}
+
 // signed is a webhook body with the header the sandbox would send.
 func signed(body string) http.Header {
 	h := http.Header{}
@@ -703,41 +798,63 @@ func TestStatusMapping(t *testing.T) {
 	konbini := `{"type":"konbini","store":"family-mart","receipt":"12345678901","confirmation_code":"1234","instructions_url":"https://i/1"}`
 	bank := `{"type":"bank_transfer","bank_name":"B","branch_name":"Br","account_type":"ordinary","account_number":"1234567","account_name":"H","instructions_url":"https://i/2"}`
 	paypay := `{"type":"paypay"}`
+	pending, completed, rejected := `{"id":"rr1","payment":"kp9","status":"pending"}`, `{"id":"rr1","payment":"kp9","status":"completed"}`,
+		`{"id":"rr1","payment":"kp9","status":"rejected"}`
 	for _, tc := range []struct {
 		event, status, details, reason string
 		want                           provider.Outcome
+		requests                       string // refund_requests, "" for none
 	}{
-		{"payment.updated", "pending", konbini, "", provider.Outcome{Status: payment.Requested}},
-		{"payment.updated", "pending", paypay, "", provider.Outcome{Status: payment.Requested}},
+		{"payment.updated", "pending", konbini, "", provider.Outcome{Status: payment.Requested}, ""},
+		{"payment.updated", "pending", paypay, "", provider.Outcome{Status: payment.Requested}, ""},
 		{"payment.authorized", "authorized", konbini, "", provider.Outcome{Status: payment.Pending, Slip: &provider.Slip{
-			Method: payment.Konbini, Store: "family-mart", PaymentCode: "12345678901", ConfirmationCode: "1234", InstructionsURL: "https://i/1", ExpiresAt: deadline}}},
+			Method: payment.Konbini, Store: "family-mart", PaymentCode: "12345678901", ConfirmationCode: "1234", InstructionsURL: "https://i/1", ExpiresAt: deadline}}, ""},
 		{"payment.authorized", "authorized", bank, "", provider.Outcome{Status: payment.Pending, Slip: &provider.Slip{
 			Method: payment.BankTransfer, InstructionsURL: "https://i/2", ExpiresAt: deadline,
-			Bank: &provider.BankAccount{BankName: "B", BranchName: "Br", AccountType: "ordinary", AccountNumber: "1234567", AccountHolder: "H"}}}},
-		{"payment.authorized", "authorized", paypay, "", provider.Outcome{Status: payment.Authorized}},
-		{"payment.captured", "captured", konbini, "", provider.Outcome{Status: payment.Authorized}},
-		{"payment.captured", "captured", bank, "", provider.Outcome{Status: payment.Authorized}},
-		{"payment.captured", "captured", paypay, "", provider.Outcome{Status: payment.Captured}},
-		{"payment.updated", "refunded", konbini, "", provider.Outcome{Status: payment.Refunded}},
-		{"payment.updated", "refunded", paypay, "", provider.Outcome{Status: payment.Refunded}},
-		{"payment.cancelled", "cancelled", bank, "", provider.Outcome{Status: payment.Voided}},
-		{"payment.cancelled", "cancelled", paypay, "", provider.Outcome{Status: payment.Voided}},
-		{"payment.expired", "expired", konbini, "", provider.Outcome{Status: payment.Expired, Reason: payment.ReasonExpired}},
-		{"payment.expired", "expired", paypay, "", provider.Outcome{Status: payment.Expired, Reason: payment.ReasonExpired}},
-		{"payment.failed", "failed", paypay, "insufficient_funds", provider.Outcome{Status: payment.Failed, Reason: payment.ReasonInsufficientFunds}},
-		{"payment.failed", "failed", paypay, "", provider.Outcome{Status: payment.Failed, Reason: payment.ReasonDeclined}},
-		{"payment.failed", "failed", konbini, "fraudulent", provider.Outcome{Status: payment.Failed, Reason: payment.ReasonDeclined}},
-		{"payment.refunded", "refunded", paypay, "", provider.Outcome{Status: payment.Refunded}},
-		{"payment.refunded", "refunded", bank, "", provider.Outcome{Status: payment.Refunded}},
-		{"payment.refund.created", "captured", konbini, "", provider.Outcome{}},
+			Bank: &provider.BankAccount{BankName: "B", BranchName: "Br", AccountType: "ordinary", AccountNumber: "1234567", AccountHolder: "H"}}}, ""},
+		{"payment.authorized", "authorized", paypay, "", provider.Outcome{Status: payment.Authorized}, ""},
+		{"payment.captured", "captured", konbini, "", provider.Outcome{Status: payment.Authorized}, ""},
+		{"payment.captured", "captured", bank, "", provider.Outcome{Status: payment.Authorized}, ""},
+		{"payment.captured", "captured", paypay, "", provider.Outcome{Status: payment.Captured}, ""},
+		{"payment.updated", "refunded", konbini, "", provider.Outcome{Status: payment.Refunded}, ""},
+		{"payment.updated", "refunded", paypay, "", provider.Outcome{Status: payment.Refunded}, ""},
+		{"payment.cancelled", "cancelled", bank, "", provider.Outcome{Status: payment.Voided}, ""},
+		{"payment.cancelled", "cancelled", paypay, "", provider.Outcome{Status: payment.Voided}, ""},
+		{"payment.expired", "expired", konbini, "", provider.Outcome{Status: payment.Expired, Reason: payment.ReasonExpired}, ""},
+		{"payment.expired", "expired", paypay, "", provider.Outcome{Status: payment.Expired, Reason: payment.ReasonExpired}, ""},
+		{"payment.failed", "failed", paypay, "insufficient_funds", provider.Outcome{Status: payment.Failed, Reason: payment.ReasonInsufficientFunds}, ""},
+		{"payment.failed", "failed", paypay, "", provider.Outcome{Status: payment.Failed, Reason: payment.ReasonDeclined}, ""},
+		{"payment.failed", "failed", konbini, "fraudulent", provider.Outcome{Status: payment.Failed, Reason: payment.ReasonDeclined}, ""},
+		{"payment.refunded", "refunded", paypay, "", provider.Outcome{Status: payment.Refunded}, ""},
+		{"payment.refunded", "refunded", bank, "", provider.Outcome{Status: payment.Refunded}, ""},
+		{"payment.refund.created", "captured", konbini, "", provider.Outcome{}, ""},
+		// Refunds KOMOJU pays out later: a pending refund request holds the money still, the
+		// last one rejected is the refund failed, a completed one that left money captured (a
+		// part) is no refund of the payment.
+		{"payment.updated", "captured", konbini, "", provider.Outcome{Status: payment.RefundPending}, "[" + pending + "]"},
+		{"payment.updated", "captured", bank, "", provider.Outcome{Status: payment.RefundPending}, "[" + rejected + "," + pending + "]"},
+		{"payment.updated", "captured", paypay, "", provider.Outcome{Status: payment.RefundPending}, "[" + pending + "]"},
+		{"payment.updated", "captured", konbini, "", provider.Outcome{Status: payment.RefundFailed, Reason: payment.ReasonDeclined}, "[" + rejected + "]"},
+		{"payment.updated", "captured", bank, "", provider.Outcome{Status: payment.Authorized}, "[" + completed + "]"},
+		{"payment.refund.created", "captured", konbini, "", provider.Outcome{}, "[" + completed + "]"},
+		{"payment.refunded", "refunded", konbini, "", provider.Outcome{Status: payment.Refunded}, "[" + completed + "]"},
 	} {
-		t.Run(tc.event+"/"+tc.status+"/"+tc.details[9:15], func(t *testing.T) {
+		name := tc.event + "/" + tc.status + "/" + tc.details[9:15]
+		if tc.requests != "" {
+			name += "/with refund requests"
+		}
+		t.Run(name, func(t *testing.T) {
 			reason := "null"
 			if tc.reason != "" {
 				reason = `"` + tc.reason + `"`
 			}
+			requests := "[]"
+			if tc.requests != "" {
+				requests = tc.requests
+			}
 			body := `{"id":"evt9","type":"` + tc.event + `","resource":"event","reason":` + reason + `,"data":{"id":"kp9","status":"` + tc.status +
-				`","payment_deadline":"2030-04-04T14:59:59Z","external_order_num":"pay-9","metadata":{},"payment_details":` + tc.details + `}}`
+				`","payment_deadline":"2030-04-04T14:59:59Z","external_order_num":"pay-9","metadata":{},"payment_details":` + tc.details +
+				`,"refund_requests":` + requests + `}}`
 			n, err := p.ParseWebhook(signed(body), []byte(body), time.Now())
 			if err != nil {
 				t.Fatal(err)
@@ -750,6 +867,30 @@ func TestStatusMapping(t *testing.T) {
 				t.Errorf("notification (-want +got):\n%s", diff)
 			}
 		})
+	}
+	// refund_request.updated carries the request, which names its payment by KOMOJU's id only.
+	for _, tc := range []struct {
+		status string
+		want   provider.Outcome
+	}{
+		{"pending", provider.Outcome{Status: payment.RefundPending, ProviderPaymentID: "kp9"}},
+		{"rejected", provider.Outcome{Status: payment.RefundFailed, ProviderPaymentID: "kp9", Reason: payment.ReasonDeclined}},
+		{"completed", provider.Outcome{}}, // payment.refunded follows a refund of everything
+	} {
+		body := `{"id":"evt8","type":"refund_request.updated","resource":"event","reason":null,"data":{"id":"rr1","payment":"kp9",` +
+			`"customer_name":null,"bank_name":null,"bank_code":null,"branch_name":null,"branch_number":null,"account_number":null,` +
+			`"description":null,"status":"` + tc.status + `","created_at":"2030-04-04T00:00:00Z"}}`
+		n, err := p.ParseWebhook(signed(body), []byte(body), time.Now())
+		want := provider.Notification{EventID: "evt8", EventType: "refund_request.updated", ProviderPaymentID: "kp9", Outcome: tc.want}
+		if diff := cmp.Diff(want, n); err != nil || diff != "" {
+			t.Errorf("refund_request.updated %s: %v, notification (-want +got):\n%s", tc.status, err, diff)
+		}
+	}
+	for _, data := range []string{`{"id":"rr1","status":"pending"}`, `{"id":"rr1","payment":"kp9","status":"lost"}`, `[]`} {
+		body := `{"id":"evt7","type":"refund_request.updated","data":` + data + `}`
+		if _, err := p.ParseWebhook(signed(body), []byte(body), time.Now()); !errors.Is(err, provider.ErrMalformed) {
+			t.Errorf("refund_request.updated with data %s: %v, want ErrMalformed", data, err)
+		}
 	}
 	ping := `{"id":"evt0","type":"ping","resource":"event","data":{}}`
 	if n, err := p.ParseWebhook(signed(ping), []byte(ping), time.Now()); err != nil || n.EventID != "evt0" || n.Outcome.Status != "" {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/payment"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/provider"
 )
 
@@ -50,6 +51,9 @@ func (p *Provider) ParseWebhook(h http.Header, body []byte, now time.Time) (prov
 		return provider.Notification{}, fmt.Errorf("%w: komoju event without id or type", provider.ErrMalformed)
 	}
 	n := provider.Notification{EventID: e.ID, EventType: e.Type}
+	if e.Type == refundRequestUpdated {
+		return refundRequestNotification(n, e)
+	}
 	if !strings.HasPrefix(e.Type, "payment.") {
 		return n, nil // ping, customer.*, settlement.*: nothing about a payment
 	}
@@ -70,6 +74,32 @@ func (p *Provider) ParseWebhook(h http.Header, body []byte, now time.Time) (prov
 		return provider.Notification{}, fmt.Errorf("%w: komoju event %s (%s): %v", provider.ErrMalformed, e.ID, e.Type, err)
 	}
 	n.Outcome = o
+	return n, nil
+}
+
+// refundRequestUpdated is the event of a refund request whose status changed; its data is the
+// RefundRequest, which names its payment by KOMOJU's id only.
+const refundRequestUpdated = "refund_request.updated"
+
+// refundRequestNotification reads a refund_request.updated event: a rejected request is the
+// refund failed (REFUND_FAILED, declined: the payment stays captured, and no payment event
+// follows), a pending one accepted (REFUND_PENDING). A completed one moves nothing by itself: it
+// may have been for part of the payment, and payment.refunded follows one that gave it all back.
+func refundRequestNotification(n provider.Notification, e eventJSON) (provider.Notification, error) {
+	var r refundRequestJSON
+	if err := json.Unmarshal(e.Data, &r); err != nil || r.Payment == "" {
+		return provider.Notification{}, fmt.Errorf("%w: komoju event %s (%s) carries no refund request of a payment", provider.ErrMalformed, e.ID, e.Type)
+	}
+	n.ProviderPaymentID = r.Payment
+	switch r.Status {
+	case refundRequestPending:
+		n.Outcome = provider.Outcome{Status: payment.RefundPending, ProviderPaymentID: r.Payment}
+	case refundRequestRejected:
+		n.Outcome = provider.Outcome{Status: payment.RefundFailed, ProviderPaymentID: r.Payment, Reason: payment.ReasonDeclined}
+	case refundRequestCompleted:
+	default:
+		return provider.Notification{}, fmt.Errorf("%w: komoju event %s: refund request %s has status %q, which the komoju adapter does not know", provider.ErrMalformed, e.ID, r.ID, r.Status)
+	}
 	return n, nil
 }
 

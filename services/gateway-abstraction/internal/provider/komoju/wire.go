@@ -22,6 +22,15 @@ const (
 	statusFailed     = "failed"
 )
 
+// KOMOJU's refund request statuses. A refund request is how KOMOJU gives back money it cannot
+// return the way it came (a konbini or bank transfer payment's: by bank transfer to the
+// customer's account, by hand, later); until it is completed the payment stays captured.
+const (
+	refundRequestPending   = "pending"
+	refundRequestCompleted = "completed"
+	refundRequestRejected  = "rejected"
+)
+
 // KOMOJU's payment types (payment_details.type) the gateway uses.
 const (
 	typeKonbini      = "konbini"
@@ -34,13 +43,41 @@ const insufficientFunds = "insufficient_funds"
 
 // paymentJSON is the part of KOMOJU's Payment object the adapter reads.
 type paymentJSON struct {
-	ID               string         `json:"id"`
-	Status           string         `json:"status"`
-	PaymentDeadline  *string        `json:"payment_deadline"`
-	PaymentDetails   *detailsJSON   `json:"payment_details"`
-	ExternalOrderNum *string        `json:"external_order_num"`
-	Metadata         map[string]any `json:"metadata"`
-	FailureReason    *string        `json:"failure_reason"`
+	ID               string              `json:"id"`
+	Status           string              `json:"status"`
+	PaymentDeadline  *string             `json:"payment_deadline"`
+	PaymentDetails   *detailsJSON        `json:"payment_details"`
+	ExternalOrderNum *string             `json:"external_order_num"`
+	Metadata         map[string]any      `json:"metadata"`
+	FailureReason    *string             `json:"failure_reason"`
+	RefundRequests   []refundRequestJSON `json:"refund_requests"`
+}
+
+// refundRequestJSON is the part of KOMOJU's RefundRequest object the adapter reads: in a
+// payment's refund_requests (oldest first), and as the data of a refund_request.updated event.
+type refundRequestJSON struct {
+	ID      string `json:"id"`
+	Payment string `json:"payment"` // the payment's KOMOJU id
+	Status  string `json:"status"`
+}
+
+// openRefund reports whether a refund request of p is pending: KOMOJU accepted it and has not
+// paid it out.
+func (p paymentJSON) openRefund() bool {
+	for _, r := range p.RefundRequests {
+		if r.Status == refundRequestPending {
+			return true
+		}
+	}
+	return false
+}
+
+// lastRefundRequest is p's latest refund request; nil if it has none.
+func (p paymentJSON) lastRefundRequest() *refundRequestJSON {
+	if len(p.RefundRequests) == 0 {
+		return nil
+	}
+	return &p.RefundRequests[len(p.RefundRequests)-1]
 }
 
 // detailsJSON is the part of payment_details the adapter reads: the type, and what a slip
@@ -112,6 +149,12 @@ func outcomeOf(p paymentJSON, reason string) (provider.Outcome, error) {
 		o.Status = payment.Captured
 		if slip {
 			o.Status = payment.Authorized // the customer paid: the money is held by the merchant
+		}
+		switch r := p.lastRefundRequest(); {
+		case p.openRefund():
+			o.Status = payment.RefundPending // accepted, not paid out: the money is still held
+		case r != nil && r.Status == refundRequestRejected:
+			o.Status, o.Reason = payment.RefundFailed, payment.ReasonDeclined
 		}
 	case statusRefunded:
 		o.Status = payment.Refunded
