@@ -111,10 +111,11 @@ const fakeTool = `#!/bin/sh
 { printf '%s' "${0##*/}"; for a in "$@"; do printf '\037%s' "$a"; done; printf '\036'; } >> "$SPANMART_FAKE_LOG"
 `
 
-// runBuild runs cloudbuild.yaml's steps for testProject with the operators in operators.
-func runBuild(t *testing.T, operators []string) build {
+// runBuild runs cloudbuild.yaml's steps for testProject with the operators in operators and the
+// substitutions more (name, value pairs) on top of the file's.
+func runBuild(t *testing.T, operators []string, more ...string) build {
 	t.Helper()
-	bl, err := tryBuild(t, operators)
+	bl, err := tryBuild(t, operators, more...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func runBuild(t *testing.T, operators []string) build {
 }
 
 // tryBuild is runBuild; a step that fails ends the build with its error and output.
-func tryBuild(t *testing.T, operators []string) (build, error) {
+func tryBuild(t *testing.T, operators []string, more ...string) (build, error) {
 	t.Helper()
 	b, err := os.ReadFile("cloudbuild.yaml")
 	if err != nil {
@@ -143,6 +144,9 @@ func tryBuild(t *testing.T, operators []string) (build, error) {
 		bl.vars[k] = v
 	}
 	bl.vars["_OPERATOR_EMAILS"] = strings.Join(operators, ",")
+	for i := 0; i+1 < len(more); i += 2 {
+		bl.vars[more[i]] = more[i+1]
+	}
 	for _, img := range bl.file.Images {
 		s, err := substitute(img, bl.vars)
 		if err != nil {
@@ -540,6 +544,10 @@ func TestCloudBuildEnvironmentFollowsTheRoster(t *testing.T) {
 			}
 			wantAdmins = nil // the console has no operator endpoints of its own
 		}
+		if svc.Name == topology.Fulfillment {
+			// By default the project's warehouse@ ships (TestCloudBuildWarehouses: others).
+			want["WAREHOUSE_ALLOWED_EMAILS"] = bl.account("warehouse")
+		}
 		for k, v := range want {
 			if d.env[k] != v {
 				t.Errorf("%s: %s=%q, want %q", svc.Name, k, d.env[k], v)
@@ -570,8 +578,8 @@ func TestCloudBuildEnvironmentFollowsTheRoster(t *testing.T) {
 // at the Cloud Run layer (roles/run.invoker): the relay (its Cloud Tasks deliveries carry the
 // relay's OIDC token, its ledger questions too) on every consumer whatever its ingress; each
 // service on whatever its environment names another service's URL for (the nudge of the relay,
-// orders' reads of fulfillment, the console's reads); Cloud Scheduler on its targets; and every
-// operator on every private service.
+// orders' reads of fulfillment, the console's reads); Cloud Scheduler on its targets; the
+// warehouse on fulfillment; and every operator on every private service.
 func TestCloudBuildCallersMayInvokeWhomTheyCall(t *testing.T) {
 	bl := runBuild(t, testOperators)
 	bound := map[[2]string]bool{}
@@ -607,6 +615,7 @@ func TestCloudBuildCallersMayInvokeWhomTheyCall(t *testing.T) {
 			need[[2]string{j.service, sa(topology.Scheduler)}] = "Cloud Scheduler's job " + j.name + " calls it"
 		}
 	}
+	need[[2]string{topology.Fulfillment, sa("warehouse")}] = "the warehouse ships and fails shipments"
 	for _, svc := range topology.Services() {
 		if public[svc.Name] {
 			continue
@@ -626,6 +635,33 @@ func TestCloudBuildCallersMayInvokeWhomTheyCall(t *testing.T) {
 		if m := flags["member"]; len(m) != 1 || strings.HasSuffix(m[0], ":") {
 			t.Errorf("binding %q", c.argv)
 		}
+	}
+}
+
+// TestCloudBuildWarehouses: the warehouses named in _WAREHOUSE_EMAILS (a partner's service account
+// and a person, blanks around them) are the ones fulfillment's warehouse's actions take
+// (WAREHOUSE_ALLOWED_EMAILS), each made an invoker of fulfillment with its IAM member prefix, and of
+// nothing else; the project's warehouse@ then is neither.
+func TestCloudBuildWarehouses(t *testing.T) {
+	const partner, person = "shipper@partner-logistics.iam.gserviceaccount.com", "dock-lead@warehouse.example"
+	bl := runBuild(t, testOperators, "_WAREHOUSE_EMAILS", " "+partner+", ,"+person+" ")
+	if got := list(bl.deploys[topology.Fulfillment].env["WAREHOUSE_ALLOWED_EMAILS"]); !slices.Equal(got, sorted(partner, person)) {
+		t.Errorf("fulfillment: WAREHOUSE_ALLOWED_EMAILS = %v, want %v", got, sorted(partner, person))
+	}
+	members := map[string][]string{} // member -> services it invokes
+	for _, c := range bl.find("gcloud", "run", "services", "add-iam-policy-binding") {
+		pos, flags := parseFlags(c.argv[4:])
+		if len(pos) == 1 && len(flags["member"]) == 1 {
+			members[flags["member"][0]] = append(members[flags["member"][0]], pos[0])
+		}
+	}
+	for _, m := range []string{"serviceAccount:" + partner, "user:" + person} {
+		if got := members[m]; !slices.Equal(got, []string{topology.Fulfillment}) {
+			t.Errorf("%s invokes %v, want only fulfillment", m, got)
+		}
+	}
+	if got := members["serviceAccount:"+bl.account("warehouse")]; len(got) != 0 {
+		t.Errorf("the project's warehouse@ invokes %v, want nothing: _WAREHOUSE_EMAILS names the warehouses", got)
 	}
 }
 
