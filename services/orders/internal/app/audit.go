@@ -37,8 +37,11 @@ type AuditConfig struct {
 	Settle, Window time.Duration
 	StuckLimit     int
 	ReconcileBatch int
-	Metrics        *AuditMetrics    // nil: no gauges
-	Now            func() time.Time // nil: time.Now
+	// RefundPayout is how long a cancelling order may wait for a refund its provider accepted and
+	// has not paid out before it is reported stuck (DefaultRefundPayout).
+	RefundPayout time.Duration
+	Metrics      *AuditMetrics    // nil: no gauges
+	Now          func() time.Time // nil: time.Now
 }
 
 // Audit runs the stuck-order detector and the reconciliation.
@@ -49,6 +52,7 @@ type Audit struct {
 	settle, window             time.Duration
 	stuckLimit, stuckScanLimit int
 	reconcileBatch             int
+	refundPayout               time.Duration
 	metrics                    *AuditMetrics
 	now                        func() time.Time
 }
@@ -57,7 +61,10 @@ type Audit struct {
 func NewAudit(cfg AuditConfig) *Audit {
 	a := &Audit{
 		repo: cfg.Repo, peers: cfg.Peers, stuckAfter: cfg.StuckAfter, settle: cfg.Settle, window: cfg.Window,
-		stuckLimit: cfg.StuckLimit, reconcileBatch: cfg.ReconcileBatch, metrics: cfg.Metrics, now: cfg.Now,
+		stuckLimit: cfg.StuckLimit, reconcileBatch: cfg.ReconcileBatch, refundPayout: cfg.RefundPayout, metrics: cfg.Metrics, now: cfg.Now,
+	}
+	if a.refundPayout <= 0 {
+		a.refundPayout = DefaultRefundPayout
 	}
 	if a.stuckAfter == nil {
 		a.stuckAfter = DefaultStuckAfter()

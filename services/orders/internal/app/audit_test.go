@@ -168,6 +168,8 @@ func TestChecks(t *testing.T) {
 		{order.Cancelled, Observed{Reservation: res("RELEASED"), Payments: pay("AUTHORIZED")}, []string{"gateway: payment p1 is AUTHORIZED: money may be held, want none or FAILED, EXPIRED, VOIDED, REFUNDED"}},
 		{order.Cancelled, Observed{Reservation: res("RELEASED"), Payments: pay("CAPTURED")}, []string{"gateway: payment p1 is CAPTURED: money may be held, want none or FAILED, EXPIRED, VOIDED, REFUNDED"}},
 		{order.Cancelled, Observed{Reservation: res("RELEASED"), Payments: pay("PENDING")}, []string{"gateway: payment p1 is PENDING: money may be held, want none or FAILED, EXPIRED, VOIDED, REFUNDED"}},
+		{order.Cancelled, Observed{Reservation: res("RELEASED"), Payments: pay("REFUND_PENDING")}, []string{
+			"gateway: payment p1 is REFUND_PENDING: its refund is not paid out yet, the money is held, want none or FAILED, EXPIRED, VOIDED, REFUNDED"}},
 		{order.Cancelled, Observed{Reservation: res("RELEASED"), Payments: pay("VOID_REQUESTED", "REFUND_REQUESTED")}, []string{
 			"gateway: payment p1 is VOID_REQUESTED: money may be held, want none or FAILED, EXPIRED, VOIDED, REFUNDED",
 			"gateway: payment p2 is REFUND_REQUESTED: money may be held, want none or FAILED, EXPIRED, VOIDED, REFUNDED"}},

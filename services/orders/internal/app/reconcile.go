@@ -80,11 +80,16 @@ type check struct {
 // Payment statuses that hold no money: the payment never took any, or gave it back.
 var noMoneyHeld = []string{"FAILED", "EXPIRED", "VOIDED", "REFUNDED"}
 
+// PaymentRefundPending is the gateway's status of a refund its provider accepted and has not paid
+// out: the money is still held, and on its way back.
+const PaymentRefundPending = "REFUND_PENDING"
+
 // checks by order status. A settled CONFIRMED order has its stock held and its payment authorized
 // (or the capture already asked for); a SHIPPED one its stock shipped and the capture asked for or
 // done; a COMPLETED one the money captured; a CANCELLED one neither stock nor money held: no
 // reservation, or a released or rejected one, and no payment or only payments that hold nothing
-// (PENDING is an open slip the customer could still pay, *_REQUESTED an operation in flight).
+// (PENDING is an open slip the customer could still pay, *_REQUESTED an operation in flight,
+// REFUND_PENDING a refund the provider has not paid out: the order should still be CANCELLING).
 var checks = map[order.Status]check{
 	order.Confirmed: {name: CheckConfirmed, reservation: []string{"HELD"}, payment: []string{"AUTHORIZED", "CAPTURE_REQUESTED"}},
 	order.Shipped:   {name: CheckShipped, reservation: []string{"SHIPPED"}, payment: []string{"CAPTURE_REQUESTED", "CAPTURED"}},
@@ -110,8 +115,12 @@ func (c check) problems(obs Observed) []string {
 		switch {
 		case c.noMoney:
 			for _, p := range ps {
+				why := "money may be held"
+				if p.Status == PaymentRefundPending {
+					why = "its refund is not paid out yet, the money is held"
+				}
 				if !slices.Contains(noMoneyHeld, p.Status) {
-					out = append(out, fmt.Sprintf("gateway: payment %s is %s: money may be held, want none or %s", p.ID, p.Status, strings.Join(noMoneyHeld, ", ")))
+					out = append(out, fmt.Sprintf("gateway: payment %s is %s: %s, want none or %s", p.ID, p.Status, why, strings.Join(noMoneyHeld, ", ")))
 				}
 			}
 		case len(ps) == 0:

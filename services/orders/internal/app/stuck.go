@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,7 +23,8 @@ type StuckAfter map[order.Status]time.Duration
 
 // DefaultStuckAfter returns the default thresholds: an inventory decision takes seconds, an
 // authorization minutes (a slip waits for its own expiry, see StuckOrders), a shipment up to two
-// days of warehouse work, a capture or a compensation minutes.
+// days of warehouse work, a capture or a compensation minutes (a refund the provider pays out
+// later waits AuditConfig.RefundPayout, see StuckOrders).
 func DefaultStuckAfter() StuckAfter {
 	return StuckAfter{
 		order.Pending:         5 * time.Minute,
@@ -102,7 +104,16 @@ const (
 	WaitingCapture   = "capture"
 	WaitingStock     = "stock release"
 	WaitingMoney     = "payment void/refund"
+	// WaitingPayout replaces WaitingMoney when the gateway says the refund is accepted and not
+	// paid out (REFUND_PENDING): the provider pays it by bank transfer, days later.
+	WaitingPayout = "refund payout by the payment provider"
 )
+
+// DefaultRefundPayout is how long a cancelling order may wait for a refund its provider accepted
+// and has not paid out (the gateway's REFUND_PENDING) before the detector reports it: KOMOJU pays
+// a konbini or bank transfer refund out by hand in a business day or two; five days cover a
+// weekend and a holiday.
+const DefaultRefundPayout = 5 * 24 * time.Hour
 
 // StuckOrder is an order that has stayed in a non-terminal status longer than its threshold.
 type StuckOrder struct {
@@ -139,8 +150,11 @@ type StuckReport struct {
 // legitimately waits days for the customer to pay at the konbini or bank: it is stuck only once the
 // threshold has passed after the slip's expiry (the gateway should have sent payment.expired by
 // then). Such orders are skipped while the index is paged on, up to a scan limit, so open slips do
-// not hide stuck card orders. A slip without an expiry falls under the plain rule. It changes
-// nothing.
+// not hide stuck card orders. A slip without an expiry falls under the plain rule. Likewise a
+// CANCELLING order whose money is all it waits for, and whose refund the gateway says its provider
+// accepted and has not paid out (REFUND_PENDING, read through Peers), is stuck only once
+// AuditConfig.RefundPayout has passed since its last change: the money is on its way back, which
+// takes days, and the order is waiting, not lost. It changes nothing.
 func (a *Audit) StuckOrders(ctx context.Context) (StuckReport, error) {
 	now := a.now()
 	rep := StuckReport{At: now, StuckAfter: a.stuckAfter, Counts: map[order.Status]int{}}
@@ -186,7 +200,11 @@ func (a *Audit) stuckIn(ctx context.Context, status order.Status, now time.Time)
 			seen[d.Order.ID()] = true
 			fresh++
 			scanned++
-			if s, ok := isStuck(d, threshold, now); ok {
+			s, ok := isStuck(d, threshold, now)
+			if ok {
+				s, ok = a.awaitingPayout(ctx, s)
+			}
+			if ok {
 				if len(stuck) == a.stuckLimit {
 					return stuck, true, nil
 				}
@@ -203,6 +221,23 @@ func (a *Audit) stuckIn(ctx context.Context, status order.Status, now time.Time)
 		}
 		from = orders[len(orders)-1].UpdatedAt
 	}
+}
+
+// awaitingPayout refines s, a stuck cancelling order that waits for its money, by what the gateway
+// says of its payment: a refund accepted and not paid out (REFUND_PENDING) waits for the
+// provider's payout, and is stuck only after a.refundPayout, unless the order's stock is late too.
+// Without peers, or when the gateway does not answer, the plain rule stands: better reported than
+// hidden.
+func (a *Audit) awaitingPayout(ctx context.Context, s StuckOrder) (StuckOrder, bool) {
+	if a.peers == nil || !slices.Contains(s.Pending, order.CompensatePayment) {
+		return s, true
+	}
+	payments, err := a.peers.Payments(ctx, s.OrderID)
+	if err != nil || !slices.ContainsFunc(payments, func(p PeerPayment) bool { return p.Status == PaymentRefundPending }) {
+		return s, true
+	}
+	s.WaitingFor = strings.Replace(s.WaitingFor, WaitingMoney, WaitingPayout, 1)
+	return s, slices.Contains(s.Pending, order.CompensateStock) || s.For >= a.refundPayout
 }
 
 // isStuck decides whether d, which changed more than threshold before now, is stuck, and says

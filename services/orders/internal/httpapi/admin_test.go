@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -425,6 +426,63 @@ func TestStuckOrders(t *testing.T) {
 	f.call(t, http.MethodPost, httpapi.PathAudit)
 	if m := f.metrics(t, "orders_"); !cmp.Equal(m[len(m)-1], `orders_stuck{status="SHIPPED"} 0`) {
 		t.Errorf("after the capture: %v", m)
+	}
+}
+
+// TestStuckOrdersWaitingForAPayout: a cancelling order whose money is all it waits for, and
+// whose refund the gateway says the provider accepted and has not paid out (REFUND_PENDING), is
+// waiting, not stuck, for five days (DefaultRefundPayout); after that it is reported waiting for
+// the payout. Its stock being late, another payment state, or a gateway that does not answer keep
+// the plain rule.
+func TestStuckOrdersWaitingForAPayout(t *testing.T) {
+	f := newAuditFixture(t, auditOptions{})
+	paidSlip := func(ago time.Duration, stockReleased bool, payment string) (string, time.Time) {
+		t.Helper()
+		id := f.place(t, konbiniPayment)
+		f.apply(t, id, reserve, slip(f.now.Add(72*time.Hour)), authorize)
+		f.cancel(t, id)
+		if stockReleased {
+			f.apply(t, id, releaseStock)
+		}
+		f.peers.set(id, "RELEASED", payment)
+		return id, f.age(t, id, ago)
+	}
+	paidSlip(2*24*time.Hour, true, "REFUND_PENDING") // waiting for the payout
+	late, lateAt := paidSlip(6*24*time.Hour, true, "REFUND_PENDING")
+	stock, stockAt := paidSlip(time.Hour, false, "REFUND_PENDING")
+	voiding, voidingAt := paidSlip(time.Hour, true, "REFUND_REQUESTED")
+	payout := []order.CompensationKind{order.CompensatePayment}
+	want := []httpapi.StuckOrder{
+		{OrderID: late, CustomerID: "cust-1", Status: "CANCELLING", Since: lateAt, For: "144h0m0s", ForSeconds: 144 * 3600,
+			WaitingFor: "refund payout by the payment provider", PendingCompensations: payout, CancelReason: "customer_request"},
+		{OrderID: stock, CustomerID: "cust-1", Status: "CANCELLING", Since: stockAt, For: "1h0m0s", ForSeconds: 3600,
+			WaitingFor: "stock release and refund payout by the payment provider", PendingCompensations: []order.CompensationKind{order.CompensateStock, order.CompensatePayment},
+			CancelReason: "customer_request"},
+		{OrderID: voiding, CustomerID: "cust-1", Status: "CANCELLING", Since: voidingAt, For: "1h0m0s", ForSeconds: 3600,
+			WaitingFor: "payment void/refund", PendingCompensations: payout, CancelReason: "customer_request"},
+	}
+	byAge := func(orders []httpapi.StuckOrder) []httpapi.StuckOrder {
+		out := slices.Clone(orders)
+		slices.SortFunc(out, func(a, b httpapi.StuckOrder) int { return a.Since.Compare(b.Since) })
+		return out
+	}
+	got := decode[httpapi.StuckReport](t, f.call(t, http.MethodGet, httpapi.PathStuckOrders))
+	if diff := cmp.Diff(want, byAge(got.Orders)); diff != "" || got.Counts["CANCELLING"] != 3 {
+		t.Errorf("stuck orders, %d cancelling (-want +got):\n%s", got.Counts["CANCELLING"], diff)
+	}
+
+	// The gateway does not answer: every cancelling order past its 30 minutes is reported.
+	f.peers.mu.Lock()
+	f.peers.refuse = true
+	f.peers.mu.Unlock()
+	got = decode[httpapi.StuckReport](t, f.call(t, http.MethodGet, httpapi.PathStuckOrders))
+	if got.Counts["CANCELLING"] != 4 {
+		t.Errorf("with the gateway refusing: %d cancelling orders stuck, want 4: %+v", got.Counts["CANCELLING"], got.Orders)
+	}
+	for _, o := range got.Orders {
+		if strings.Contains(o.WaitingFor, "payout") {
+			t.Errorf("order %s waits for %q although the gateway did not say so", o.OrderID, o.WaitingFor)
+		}
 	}
 }
 
