@@ -57,6 +57,9 @@ const (
 	// Operator is the account allowed to use the services' operator endpoints (ADMIN_ALLOWED_EMAILS);
 	// OperatorToken gets its ID token.
 	Operator = localenv.Operator
+	// Warehouse is the account allowed to ship and fail shipments on fulfillment
+	// (WAREHOUSE_ALLOWED_EMAILS); WarehouseToken gets its ID token.
+	Warehouse = localenv.Warehouse
 )
 
 // DatabaseName is the full name of a service database ("orders", "fulfillment", "payments",
@@ -163,7 +166,7 @@ type Stack struct {
 	kinds   map[string]string // process name → binary ("relay-2" → "relay")
 	clients map[string]*spanner.Client
 	tc      *cloudtasks.Client
-	tokens  map[string]cachedToken // operator tokens by process name
+	tokens  map[[2]string]cachedToken // ID tokens of the stack's accounts, by (account, process name)
 	// customerTokens are the customers' ID tokens, by customer id
 	customerTokens map[string]cachedToken
 	// listeners bound for processes not started yet (or restarted), handed to the child and closed here
@@ -206,7 +209,7 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 	opts.defaults()
 	s := &Stack{
 		opts: opts, procs: map[string]*Proc{}, ports: map[string]int{}, kinds: map[string]string{},
-		clients: map[string]*spanner.Client{}, Timings: map[string]time.Duration{}, tokens: map[string]cachedToken{}, listeners: map[string]*net.TCPListener{},
+		clients: map[string]*spanner.Client{}, Timings: map[string]time.Duration{}, tokens: map[[2]string]cachedToken{}, listeners: map[string]*net.TCPListener{},
 		customerTokens: map[string]cachedToken{},
 		HTTP:           &http.Client{Timeout: 30 * time.Second},
 	}
@@ -673,18 +676,31 @@ func (s *Stack) WaitReady(ctx context.Context, name string) error {
 // kept for 50 minutes (they last an hour), as an operator's gcloud does, so a drill that stops the
 // Tasks emulator can still read the relay.
 func (s *Stack) OperatorToken(ctx context.Context, name string) (string, error) {
+	return s.accountToken(ctx, Operator, name)
+}
+
+// WarehouseToken returns an ID token of the Warehouse account for fulfillment's URL, as
+// OperatorToken does (in production: the warehouse's service account's, from its own metadata
+// server or gcloud).
+func (s *Stack) WarehouseToken(ctx context.Context) (string, error) {
+	return s.accountToken(ctx, Warehouse, topology.Fulfillment)
+}
+
+// accountToken returns an ID token of account for the URL of process name, kept for 50 minutes.
+func (s *Stack) accountToken(ctx context.Context, account, name string) (string, error) {
+	key := [2]string{account, name}
 	s.mu.Lock()
-	c, ok := s.tokens[name]
+	c, ok := s.tokens[key]
 	s.mu.Unlock()
 	if ok && time.Since(c.at) < 50*time.Minute {
 		return c.token, nil
 	}
-	token, err := s.mintOperatorToken(ctx, name)
+	token, err := s.mintToken(ctx, account, name)
 	if err != nil {
 		return "", err
 	}
 	s.mu.Lock()
-	s.tokens[name] = cachedToken{token: token, at: time.Now()}
+	s.tokens[key] = cachedToken{token: token, at: time.Now()}
 	s.mu.Unlock()
 	return token, nil
 }
@@ -718,8 +734,8 @@ func (s *Stack) CustomerToken(ctx context.Context, customerID string) (string, e
 	return token, nil
 }
 
-func (s *Stack) mintOperatorToken(ctx context.Context, name string) (string, error) {
-	u := s.TasksHTTP() + "/computeMetadata/v1/instance/service-accounts/" + Operator + "/identity?audience=" + url.QueryEscape(s.URL(name))
+func (s *Stack) mintToken(ctx context.Context, account, name string) (string, error) {
+	u := s.TasksHTTP() + "/computeMetadata/v1/instance/service-accounts/" + account + "/identity?audience=" + url.QueryEscape(s.URL(name))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return "", err
@@ -735,7 +751,7 @@ func (s *Stack) mintOperatorToken(ctx context.Context, name string) (string, err
 		return "", err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("operator token: %s %s", resp.Status, b)
+		return "", fmt.Errorf("ID token of %s for %s: %s %s", account, name, resp.Status, b)
 	}
 	return string(b), nil
 }

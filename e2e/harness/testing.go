@@ -15,6 +15,7 @@ import (
 	"cloud.google.com/go/spanner"
 
 	"github.com/spanmart/spanmart/emulator/tasksemu"
+	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 )
 
@@ -282,4 +283,14 @@ func (s *Stack) AdminDo(ctx context.Context, method, name, path string, body any
 		return nil, err
 	}
 	return s.Do(ctx, method, name, path, body, append([]string{"Authorization", "Bearer " + token}, headers...)...)
+}
+
+// WarehouseDo is Do on fulfillment with the warehouse's ID token: for the warehouse's actions
+// (POST /v1/shipments/{id}/ship and /fail).
+func (s *Stack) WarehouseDo(ctx context.Context, method, path string, body any, headers ...string) (*Response, error) {
+	token, err := s.WarehouseToken(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Do(ctx, method, topology.Fulfillment, path, body, append([]string{"Authorization", "Bearer " + token}, headers...)...)
 }

@@ -23,6 +23,10 @@ const (
 	ServiceAccount = "relay@" + Project + ".iam.gserviceaccount.com" // Account(topology.Relay)
 	// Operator is the account allowed on the services' operator endpoints (ADMIN_ALLOWED_EMAILS).
 	Operator = "operator@" + Project + ".iam.gserviceaccount.com"
+	// Warehouse is the warehouse's account, allowed to ship and fail shipments on fulfillment
+	// (WAREHOUSE_ALLOWED_EMAILS): its ID tokens come from the Tasks emulator's metadata endpoint,
+	// as the operator's do.
+	Warehouse = "warehouse@" + Project + ".iam.gserviceaccount.com"
 	// OrdersAccount is orders' own identity: its audit reads the gateway's operator endpoints
 	// (the reconciliation), so it is allowed there too.
 	OrdersAccount = "orders@" + Project + ".iam.gserviceaccount.com" // Account(topology.Orders)
@@ -116,6 +120,7 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 		case topology.Orders:
 			env = append(env, st.ordersEnv()...)
 		case topology.Fulfillment:
+			env = append(env, "WAREHOUSE_ALLOWED_EMAILS="+Warehouse)
 			if st.CarrierAfter != "" {
 				env = append(env, "CARRIER_SIMULATE_AFTER="+st.CarrierAfter)
 			}

@@ -38,8 +38,9 @@ func envMap(env []string) map[string]string {
 }
 
 // Every deployable gets the variables it reads on Cloud Run, once each, pointed at the local
-// stack: consumers their database, OIDC issuer and audience and the relay; the gateway the
-// sandbox's keys; the relay every source and every consumer's URL.
+// stack: consumers their database, OIDC issuer and audience and the relay; fulfillment the
+// warehouse's account; the gateway the sandbox's keys; the relay every source and every
+// consumer's URL.
 func TestEnvOfEveryDeployable(t *testing.T) {
 	st := stack()
 	for _, s := range topology.Services() {
@@ -88,6 +89,8 @@ func TestEnvOfEveryDeployable(t *testing.T) {
 			want["FULFILLMENT_URL"], want["GATEWAY_URL"] = "http://svc-fulfillment", "http://svc-gateway-abstraction"
 			want["SERVICE_ACCOUNT"] = localenv.OrdersAccount
 			want["CUSTOMER_ISSUER"], want["CUSTOMER_AUDIENCE"] = "http://127.0.0.1:6", localenv.Project
+		case topology.Fulfillment: // the warehouse ships, with its account's ID tokens
+			want["WAREHOUSE_ALLOWED_EMAILS"] = localenv.Warehouse
 		case topology.Notifications:
 			want["SMTP_ADDR"], want["SMTP_FROM"] = st.SMTPAddr, localenv.MailFrom
 			want["SMTP_TIMEOUT"], want["NOTIFICATIONS_RESUME_AFTER"] = "2s", "4s"
