@@ -374,7 +374,8 @@ func TestCancelRacesTheAuthorization(t *testing.T) {
 }
 
 // A shipment that cannot be made after the customer paid (a konbini slip: the money is taken when
-// the slip is paid): the order is cancelled, the money refunded and the stock released.
+// the slip is paid): the stock is released and the money refunded; KOMOJU pays a konbini refund
+// out later, so the order waits CANCELLING for it and is CANCELLED only once it is paid out.
 func TestShipmentFailsAfterPayment(t *testing.T) {
 	s := harness.Start(t, harness.Options{Seed: paymentSeed})
 	id := placePaid(t, s, "cust-ship-fail", 1, pay{"method": "konbini", "store": "lawson"})
@@ -384,6 +385,14 @@ func TestShipmentFailsAfterPayment(t *testing.T) {
 	}
 	waitStatus(t, s, id, "CONFIRMED")
 	warehouse(t, s, id, "fail")
+	p := waitPayment(t, s, id, "REFUND_PENDING")
+	waitCompensations(t, s, id, waitingForMoney)
+	if o := getOrder(t, s, id); o.Status != "CANCELLING" {
+		t.Errorf("order %s while its refund is pending, want CANCELLING", o.Status)
+	}
+	if err := s.Paysim.PayOutKomojuRefund(p.ProviderID); err != nil {
+		t.Fatal(err)
+	}
 	waitStatus(t, s, id, "CANCELLED shipment_failed")
 	snap := waitSagaSettled(t, s)
 	if snap.Payments[id] != "REFUNDED" || snap.Stock["A1"] != "50/0" || snap.Shipments[id] != "FAILED" {

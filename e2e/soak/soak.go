@@ -128,6 +128,10 @@ func StackOptions() harness.Options {
 		},
 		Paysim: func(o *paysim.Options) {
 			o.WalletBalances = map[string]int64{richWallet: richBalance, poorWallet: poorBalance}
+			// KOMOJU pays a paid slip's refund out a day or two later; scaled down like the rest,
+			// so that a cancelled paid slip waits for its money seconds (REFUND_PENDING, the order
+			// CANCELLING) and drains without a clock jump.
+			o.KomojuRefundPayout = 5 * time.Second
 		},
 	}
 }
