@@ -22,14 +22,17 @@ import (
 // The whole order saga of issue 12 on the whole system: reserve → authorize → confirm → ship →
 // capture → complete, the customer's cancel with its tracked compensations, a failed shipment, a
 // failed capture, and the e-mails the customers get (the harness's mail server is a real SMTP
-// server in-process: internal/mailtest). The warehouse ships through fulfillment's API, as a
-// warehouse client would (the dev stack's simulated carrier does the same call by itself).
+// server in-process: internal/mailtest). The warehouse ships through fulfillment's API with its
+// account's ID token, as a warehouse client would (the dev stack's simulated carrier calls the same
+// use case by itself).
 
 // shipmentJSON is fulfillment's view of a shipment (GET /v1/shipments).
 type shipmentJSON struct {
 	ShipmentID string `json:"shipment_id"`
 	OrderID    string `json:"order_id"`
 	Status     string `json:"status"`
+	ShippedBy  string `json:"shipped_by"`
+	FailedBy   string `json:"failed_by"`
 }
 
 // shipmentOf waits for the order's shipment (created on order.confirmed) and returns it.
@@ -53,20 +56,31 @@ func shipmentOf(t *testing.T, s *harness.Stack, orderID string) shipmentJSON {
 }
 
 // warehouse makes the warehouse's call on the order's shipment: "ship" (with a carrier and a
-// tracking number) or "fail" (with a reason), and returns the answer.
+// tracking number) or "fail" (with a reason), with the warehouse's ID token, and returns the
+// answer, which records the warehouse's account as who did it. The same call without a token is
+// refused first (401) and changes nothing.
 func warehouse(t *testing.T, s *harness.Stack, orderID, action string) *harness.Response {
 	t.Helper()
+	ctx := context.Background()
 	sh := shipmentOf(t, s, orderID)
 	body := map[string]string{"carrier": "yamato", "tracking_number": "YT-" + orderID[:8]}
 	if action == "fail" {
 		body = map[string]string{"reason": "carrier_rejected"}
 	}
-	r, err := s.Do(context.Background(), http.MethodPost, "fulfillment", "/v1/shipments/"+sh.ShipmentID+"/"+action, body)
+	path := "/v1/shipments/" + sh.ShipmentID + "/" + action
+	if r, err := s.Do(ctx, http.MethodPost, "fulfillment", path, body); err != nil || r.Status != http.StatusUnauthorized {
+		t.Fatalf("%s shipment %s without a token: %v %v, want 401", action, sh.ShipmentID, r, err)
+	}
+	r, err := s.WarehouseDo(ctx, http.MethodPost, path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != http.StatusOK {
+	var got shipmentJSON
+	if r.Status != http.StatusOK || r.JSON(&got) != nil {
 		t.Fatalf("%s shipment %s: %s", action, sh.ShipmentID, r)
+	}
+	if by := map[string]string{"ship": got.ShippedBy, "fail": got.FailedBy}[action]; by != harness.Warehouse {
+		t.Errorf("%s shipment %s: answered %+v, want it done by %s", action, sh.ShipmentID, got, harness.Warehouse)
 	}
 	return r
 }

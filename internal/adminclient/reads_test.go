@@ -302,7 +302,7 @@ func TestReads(t *testing.T) {
 			t.Errorf("notifications %+v, %v", ns, err)
 		}
 		ss, err := c.Shipments(ctx, adminclienttest.OrderID)
-		if err != nil || len(ss) != 1 || ss[0].ShipmentID != adminclienttest.ShipmentID || ss[0].Carrier != nil || ss[0].ShippedAt != nil {
+		if err != nil || len(ss) != 1 || ss[0].ShipmentID != adminclienttest.ShipmentID || ss[0].Carrier != nil || ss[0].ShippedAt != nil || ss[0].ShippedBy != nil {
 			t.Errorf("shipments %+v, %v", ss, err)
 		}
 		r, err := c.Reservation(ctx, adminclienttest.OrderID)

@@ -80,8 +80,9 @@ type ReservationLine struct {
 	Status   string `json:"status"`
 }
 
-// Shipment is one of fulfillment's shipments. Carrier, TrackingNumber and ShippedAt are nil until
-// it ships, FailureReason unless it failed.
+// Shipment is one of fulfillment's shipments. Carrier, TrackingNumber, ShippedAt and ShippedBy are
+// nil until it ships, FailureReason and FailedBy unless it failed. ShippedBy and FailedBy are who
+// did it: the warehouse's (or an operator's) verified account, or "carrier-simulator".
 type Shipment struct {
 	ShipmentID     string         `json:"shipment_id"`
 	OrderID        string         `json:"order_id"`
@@ -90,6 +91,8 @@ type Shipment struct {
 	Carrier        *string        `json:"carrier"`
 	TrackingNumber *string        `json:"tracking_number"`
 	FailureReason  *string        `json:"failure_reason"`
+	ShippedBy      *string        `json:"shipped_by"`
+	FailedBy       *string        `json:"failed_by"`
 	Lines          []ShipmentLine `json:"lines"`
 	CreatedAt      time.Time      `json:"created_at"`
 	UpdatedAt      time.Time      `json:"updated_at"`

@@ -24,9 +24,10 @@ import (
 )
 
 const (
-	testAudience = "http://fulfillment.test"
-	relayEmail   = "relay@spanmart.test"
-	operatorMail = "ops@spanmart.test"
+	testAudience   = "http://fulfillment.test"
+	relayEmail     = "relay@spanmart.test"
+	operatorMail   = "ops@spanmart.test"
+	warehouseEmail = "warehouse@spanmart.test"
 )
 
 // fulfillment is the service run in process against a fresh database, with the deliveries' tokens
@@ -62,13 +63,14 @@ func startFulfillment(t *testing.T, extra map[string]string) *fulfillment {
 	t.Cleanup(idp.Close)
 
 	vars := map[string]string{
-		"SPANNER_DATABASE":     name,
-		"PORT":                 "0",
-		"OIDC_ISSUER":          idp.URL,
-		"OIDC_AUDIENCE":        testAudience,
-		"OIDC_ALLOWED_EMAILS":  relayEmail,
-		"EVENTS_MAX_ATTEMPTS":  "10",
-		"ADMIN_ALLOWED_EMAILS": operatorMail,
+		"SPANNER_DATABASE":         name,
+		"PORT":                     "0",
+		"OIDC_ISSUER":              idp.URL,
+		"OIDC_AUDIENCE":            testAudience,
+		"OIDC_ALLOWED_EMAILS":      relayEmail,
+		"EVENTS_MAX_ATTEMPTS":      "10",
+		"ADMIN_ALLOWED_EMAILS":     operatorMail,
+		"WAREHOUSE_ALLOWED_EMAILS": warehouseEmail,
 		// Short, so that an early event is dead-lettered within the test (production: 2h).
 		"EVENTS_EARLY_PATIENCE": "50ms",
 	}

@@ -19,9 +19,10 @@ func TestBinary(t *testing.T) {
 		Schemas: []string{dbschema.Fulfillment},
 		Env: func(dbs []string) map[string]string {
 			return map[string]string{
-				"SPANNER_DATABASE":    dbs[0],
-				"OIDC_AUDIENCE":       "http://fulfillment.test",
-				"OIDC_ALLOWED_EMAILS": "relay@spanmart.test",
+				"SPANNER_DATABASE":         dbs[0],
+				"OIDC_AUDIENCE":            "http://fulfillment.test",
+				"OIDC_ALLOWED_EMAILS":      "relay@spanmart.test",
+				"WAREHOUSE_ALLOWED_EMAILS": "warehouse@spanmart.test",
 			}
 		},
 		Load: loadConfig,

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"go.uber.org/zap"
 
+	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/app"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/carrier"
@@ -35,7 +37,15 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	// One service for every entry point: the public API, the event handlers and the simulated
 	// carrier use the same use cases and repository.
 	svc := app.New(store.New(client), nudger, app.NewMetrics(srv.Registry))
-	httpapi.Register(srv.Echo, svc)
+	// The warehouse's actions take ID tokens from the deliveries' issuer for the service's URL, as
+	// the operator endpoints do, of the warehouses' and the operators' accounts.
+	warehouses, err := outboxlib.NewVerifier(outboxlib.VerifierConfig{
+		Issuer: cfg.Events.Issuer, Audiences: []string{cfg.Events.Audience}, AllowedEmails: cfg.warehouseCallers(),
+	})
+	if err != nil {
+		return fmt.Errorf("warehouse actions: %w", err)
+	}
+	httpapi.Register(srv.Echo, svc, warehouses)
 
 	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry)
 	if err != nil {

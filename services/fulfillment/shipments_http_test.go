@@ -62,12 +62,41 @@ type shipmentJSON struct {
 	Carrier        string `json:"carrier"`
 	TrackingNumber string `json:"tracking_number"`
 	FailureReason  string `json:"failure_reason"`
+	ShippedBy      string `json:"shipped_by"`
+	FailedBy       string `json:"failed_by"`
+}
+
+// post sends a warehouse action with the given Authorization header ("" for none) and returns the
+// status and the shipment answered (zero for a problem).
+func post(t *testing.T, url, authorization, body string) (int, shipmentJSON) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sh shipmentJSON
+	if resp.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(resp.Body).Decode(&sh); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.StatusCode, sh
 }
 
 // TestShipmentsWithTheSimulatedCarrier runs the service with the simulated carrier on: confirmed
 // orders get shipments, which the carrier ships (or fails, for a SKU it rejects) through the same
-// use cases as the warehouse's HTTP actions; the relay is nudged for their events, a cancellation
-// after shipping is reported, and the transitions are counted at /metrics.
+// use cases as the warehouse's HTTP actions, recorded as done by the carrier; the relay is nudged
+// for their events, a cancellation after shipping is reported, and the transitions are counted at
+// /metrics.
 func TestShipmentsWithTheSimulatedCarrier(t *testing.T) {
 	relay, relayURL := startRelay(t)
 	f := startFulfillment(t, map[string]string{
@@ -103,27 +132,22 @@ func TestShipmentsWithTheSimulatedCarrier(t *testing.T) {
 		return shipmentOf("o-good").Status != "PENDING" && shipmentOf("o-bad").Status != "PENDING"
 	})
 	good, bad := shipmentOf("o-good"), shipmentOf("o-bad")
-	if good.Status != "SHIPPED" || good.Carrier != carrier.Name || good.TrackingNumber != carrier.TrackingNumber(good.ShipmentID) || good.ShipmentID != shipment.IDFor("o-good") {
+	if good.Status != "SHIPPED" || good.Carrier != carrier.Name || good.TrackingNumber != carrier.TrackingNumber(good.ShipmentID) ||
+		good.ShipmentID != shipment.IDFor("o-good") || good.ShippedBy != carrier.Actor {
 		t.Errorf("shipment of o-good = %+v, want shipped by the simulated carrier", good)
 	}
-	if bad.Status != "FAILED" || bad.FailureReason != shipment.ReasonCarrierRejected {
-		t.Errorf("shipment of o-bad = %+v, want failed (carrier_rejected)", bad)
+	if bad.Status != "FAILED" || bad.FailureReason != shipment.ReasonCarrierRejected || bad.FailedBy != carrier.Actor {
+		t.Errorf("shipment of o-bad = %+v, want failed (carrier_rejected) by the simulated carrier", bad)
 	}
 	platformtest.Eventually(t, "the relay nudged for both shipments' events", func() bool {
 		return relay.nudged(good.ShipmentID) && relay.nudged(bad.ShipmentID)
 	})
 
-	// The warehouse repeating the carrier's request changes nothing.
-	resp, err := http.Post(f.url+"/v1/shipments/"+good.ShipmentID+"/ship", "application/json",
-		strings.NewReader(`{"carrier":"`+carrier.Name+`","tracking_number":"`+good.TrackingNumber+`"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var again shipmentJSON
-	json.NewDecoder(resp.Body).Decode(&again)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || again.Version != good.Version {
-		t.Errorf("repeated ship = %s %+v, want 200 at version %d", resp.Status, again, good.Version)
+	// The warehouse repeating the carrier's request changes nothing: the carrier stays who shipped.
+	repeat := `{"carrier":"` + carrier.Name + `","tracking_number":"` + good.TrackingNumber + `"}`
+	status, again := post(t, f.url+"/v1/shipments/"+good.ShipmentID+"/ship", "Bearer "+f.token(t, testAudience, warehouseEmail), repeat)
+	if status != http.StatusOK || again.Version != good.Version || again.ShippedBy != carrier.Actor {
+		t.Errorf("repeated ship = %d %+v, want 200 at version %d, by %s", status, again, good.Version, carrier.Actor)
 	}
 
 	// Cancelled after shipping: reported, once.
@@ -142,5 +166,54 @@ func TestShipmentsWithTheSimulatedCarrier(t *testing.T) {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("/metrics has no %s", want)
 		}
+	}
+}
+
+// TestWarehouseAccounts runs the service as configured in production: its warehouse's actions take
+// an ID token for its URL of a warehouse's account (WAREHOUSE_ALLOWED_EMAILS) or an operator's
+// (ADMIN_ALLOWED_EMAILS, but not the console's, a delegate); not the relay's, which delivers events.
+// The account that ships is recorded; a repeat by another keeps it.
+func TestWarehouseAccounts(t *testing.T) {
+	const console = "console@spanmart.test"
+	f := startFulfillment(t, map[string]string{
+		"ADMIN_ALLOWED_EMAILS":  operatorMail + "," + console,
+		"ADMIN_DELEGATE_EMAILS": console,
+	})
+	relayToken := f.token(t, testAudience, relayEmail)
+	for _, e := range []struct {
+		e           outboxlib.Event
+		predecessor int64
+	}{
+		{orderEvent(t, "order.created", "o-1", 1, `{"order_id":"o-1","lines":[{"sku":"A1","quantity":2}]}`), 0},
+		{orderEvent(t, "order.confirmed", "o-1", 3, `{"order_id":"o-1","status":"CONFIRMED"}`), 1},
+	} {
+		if status, outcome, _ := f.deliver(t, e.e, relayToken, outboxlib.HeaderPredecessorVersion, fmt.Sprint(e.predecessor)); status != http.StatusOK || outcome != outboxlib.OutcomeApplied {
+			t.Fatalf("%s: %d %q, want 200 applied", e.e.Type, status, outcome)
+		}
+	}
+	ship := f.url + "/v1/shipments/" + shipment.IDFor("o-1") + "/ship"
+	const body = `{"carrier":"yamato","tracking_number":"YT-1"}`
+	bearer := func(audience, account string) string { return "Bearer " + f.token(t, audience, account) }
+	for _, tt := range []struct {
+		name, auth string
+		status     int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"the warehouse's token for another audience", bearer("http://orders.test", warehouseEmail), http.StatusUnauthorized},
+		{"the relay's token", "Bearer " + relayToken, http.StatusForbidden},
+		{"the console's own token", bearer(testAudience, console), http.StatusForbidden},
+		{"an operator's token", bearer(testAudience, operatorMail), http.StatusOK},
+		{"the warehouse's token, a repeat", bearer(testAudience, warehouseEmail), http.StatusOK},
+	} {
+		status, sh := post(t, ship, tt.auth, body)
+		if status != tt.status {
+			t.Errorf("%s: POST ship = %d, want %d", tt.name, status, tt.status)
+		}
+		if status == http.StatusOK && (sh.Status != "SHIPPED" || sh.Version != 2 || sh.ShippedBy != operatorMail) {
+			t.Errorf("%s: shipment %+v, want SHIPPED at version 2 by %s", tt.name, sh, operatorMail)
+		}
+	}
+	if got := f.outboxTypes(t); got["shipment.shipped"] != 1 {
+		t.Errorf("outbox events by type = %v, want one shipment.shipped", got)
 	}
 }

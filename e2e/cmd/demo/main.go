@@ -228,7 +228,8 @@ func (d *demo) konbini(ctx context.Context) error {
 }
 
 // shipAndComplete has the warehouse ship an order's shipment (POST /v1/shipments/{id}/ship on
-// fulfillment, as the dev stack's simulated carrier does by itself) and waits for the capture.
+// fulfillment with the warehouse account's ID token; the dev stack's simulated carrier ships by
+// itself) and waits for the capture.
 func (d *demo) shipAndComplete(ctx context.Context, id string) error {
 	var list struct {
 		Items []struct {
@@ -243,11 +244,12 @@ func (d *demo) shipAndComplete(ctx context.Context, id string) error {
 	}
 	sh := list.Items[0].ShipmentID
 	body := map[string]string{"carrier": "yamato", "tracking_number": "YT-" + id[:8]}
-	r, err := d.s.Do(ctx, http.MethodPost, "fulfillment", "/v1/shipments/"+sh+"/ship", body)
+	r, err := d.s.WarehouseDo(ctx, http.MethodPost, "/v1/shipments/"+sh+"/ship", body)
 	if err != nil || r.Status != http.StatusOK {
 		return fmt.Errorf("ship %s: %v %v", sh, r, err)
 	}
-	say("the warehouse ships it: POST /v1/shipments/%s/ship (yamato YT-%s) → shipment.shipped, the stock leaves", sh, id[:8])
+	say("the warehouse ships it: POST /v1/shipments/%s/ship (yamato YT-%s) with %s's ID token → shipment.shipped, the stock leaves",
+		sh, id[:8], harness.Warehouse)
 	if err := d.waitStatus(ctx, id, "COMPLETED"); err != nil {
 		return err
 	}

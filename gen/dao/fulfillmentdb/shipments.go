@@ -25,6 +25,8 @@ const (
 	ShipmentColUpdatedAt      = "UpdatedAt"
 	ShipmentColShippedAt      = "ShippedAt"
 	ShipmentColFailureReason  = "FailureReason"
+	ShipmentColShippedBy      = "ShippedBy"
+	ShipmentColFailedBy       = "FailedBy"
 )
 
 // Shipment is a row of table Shipments, primary key (ShipmentId).
@@ -39,15 +41,17 @@ type Shipment struct {
 	UpdatedAt      time.Time          `spanner:"UpdatedAt"`      // TIMESTAMP NOT NULL allow_commit_timestamp
 	ShippedAt      spanner.NullTime   `spanner:"ShippedAt"`      // TIMESTAMP allow_commit_timestamp
 	FailureReason  spanner.NullString `spanner:"FailureReason"`  // STRING
+	ShippedBy      spanner.NullString `spanner:"ShippedBy"`      // STRING
+	FailedBy       spanner.NullString `spanner:"FailedBy"`       // STRING
 }
 
 // ShipmentColumns returns the columns of table Shipments in schema order.
 func ShipmentColumns() []string {
-	return []string{ShipmentColShipmentId, ShipmentColOrderId, ShipmentColStatus, ShipmentColCarrier, ShipmentColTrackingNumber, ShipmentColVersion, ShipmentColCreatedAt, ShipmentColUpdatedAt, ShipmentColShippedAt, ShipmentColFailureReason}
+	return []string{ShipmentColShipmentId, ShipmentColOrderId, ShipmentColStatus, ShipmentColCarrier, ShipmentColTrackingNumber, ShipmentColVersion, ShipmentColCreatedAt, ShipmentColUpdatedAt, ShipmentColShippedAt, ShipmentColFailureReason, ShipmentColShippedBy, ShipmentColFailedBy}
 }
 
 // shipmentWriteColumns are the columns mutations write: every column but generated ones.
-var shipmentWriteColumns = []string{ShipmentColShipmentId, ShipmentColOrderId, ShipmentColStatus, ShipmentColCarrier, ShipmentColTrackingNumber, ShipmentColVersion, ShipmentColCreatedAt, ShipmentColUpdatedAt, ShipmentColShippedAt, ShipmentColFailureReason}
+var shipmentWriteColumns = []string{ShipmentColShipmentId, ShipmentColOrderId, ShipmentColStatus, ShipmentColCarrier, ShipmentColTrackingNumber, ShipmentColVersion, ShipmentColCreatedAt, ShipmentColUpdatedAt, ShipmentColShippedAt, ShipmentColFailureReason, ShipmentColShippedBy, ShipmentColFailedBy}
 
 // shipmentKeyColumns are the primary key columns of table Shipments.
 var shipmentKeyColumns = []string{ShipmentColShipmentId}
@@ -73,7 +77,7 @@ func ReadShipmentRows(ctx context.Context, r dao.Reader, keys spanner.KeySet) ([
 }
 
 func (s *Shipment) values() []any {
-	return []any{s.ShipmentId, s.OrderId, s.Status, s.Carrier, s.TrackingNumber, s.Version, s.CreatedAt, s.UpdatedAt, s.ShippedAt, s.FailureReason}
+	return []any{s.ShipmentId, s.OrderId, s.Status, s.Carrier, s.TrackingNumber, s.Version, s.CreatedAt, s.UpdatedAt, s.ShippedAt, s.FailureReason, s.ShippedBy, s.FailedBy}
 }
 
 // Insert returns a mutation inserting s; it fails at commit if the row exists.

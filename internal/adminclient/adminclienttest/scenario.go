@@ -252,7 +252,7 @@ func (s *Stack) peersScenario() {
 		`"created_at":"2026-03-01T10:00:00.15Z","sent_at":"2026-03-01T10:00:00.4Z"}]}`, `{"notifications":[]}`))
 	s.Reply(topology.Notifications, "POST /admin/sweep", 200, `{"resumed":0,"sent":0,"bounced":0,"failed":0,"retry":0,"failures":[]}`)
 	s.Handle(topology.Fulfillment, "GET /v1/shipments", byOrder(`{"items":[{"shipment_id":"`+ShipmentID+`","order_id":"`+OrderID+`","status":"PENDING","version":1,`+
-		`"carrier":null,"tracking_number":null,"failure_reason":null,"lines":[{"sku":"A1","quantity":2}],"created_at":"2026-03-01T10:00:01.44Z","updated_at":"2026-03-01T10:00:01.44Z","shipped_at":null}]}`, `{"items":[]}`))
+		`"carrier":null,"tracking_number":null,"failure_reason":null,"shipped_by":null,"failed_by":null,"lines":[{"sku":"A1","quantity":2}],"created_at":"2026-03-01T10:00:01.44Z","updated_at":"2026-03-01T10:00:01.44Z","shipped_at":null}]}`, `{"items":[]}`))
 	s.Reply(topology.Fulfillment, "GET /v1/reservations/"+OrderID, 200, `{"order_id":"`+OrderID+`","status":"HELD","version":2,`+
 		`"lines":[{"sku":"A1","quantity":2,"status":"HELD"}],"created_at":"2026-03-01T10:00:00.09Z","updated_at":"2026-03-01T10:00:01.44Z"}`)
 }

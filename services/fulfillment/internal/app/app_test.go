@@ -22,6 +22,12 @@ import (
 
 var env *spannertest.Env
 
+// Who acts on the shipments: a warehouse's account and an operator's.
+const (
+	warehouse = "warehouse@spanmart-test.iam.gserviceaccount.com"
+	operator  = "oncall@spanmart-test.iam.gserviceaccount.com"
+)
+
 func TestMain(m *testing.M) { os.Exit(spannertest.Main(m, &env)) }
 
 // nudges records the aggregates the service nudged the relay for.
@@ -73,9 +79,10 @@ func (f *fixture) confirmed(t *testing.T, orderID string, lines ...inventory.Lin
 	return ft.Confirm(t, f.client, f.svc, orderID, lines...)
 }
 
-// TestShipConcurrentRepeats sends the same ship request many times at once: the shipment ships
-// once, its stock leaves the warehouse once, one event is emitted and one nudge sent, and every
-// request answers with the shipped shipment.
+// TestShipConcurrentRepeats sends the same ship request many times at once, from two accounts: the
+// shipment ships once, by the account of the request that shipped it (the others, of either
+// account, change nothing), its stock leaves the warehouse once, one event is emitted and one nudge
+// sent, and every request answers with the shipped shipment.
 func TestShipConcurrentRepeats(t *testing.T) {
 	f := newFixture(t)
 	id := f.confirmed(t, "o-1", inventory.Line{SKU: "A1", Quantity: 2}, inventory.Line{SKU: "B2", Quantity: 1})
@@ -87,36 +94,40 @@ func TestShipConcurrentRepeats(t *testing.T) {
 		results = make([]*shipment.Shipment, requests)
 		changed = make([]bool, requests)
 		errs    = make([]error, requests)
+		by      = func(i int) string { return []string{warehouse, operator}[i%2] }
 	)
 	for i := range requests {
 		wg.Go(func() {
 			<-start
-			results[i], changed[i], errs[i] = f.svc.Ship(context.Background(), id, "yamato", "1234-5678")
+			results[i], changed[i], errs[i] = f.svc.Ship(context.Background(), id, "yamato", "1234-5678", by(i))
 		})
 	}
 	close(start)
 	wg.Wait()
-	shipped := 0
+	shipped, shipper := 0, ""
 	for i := range requests {
 		if errs[i] != nil {
 			t.Fatalf("request %d: %v", i, errs[i])
 		}
 		if changed[i] {
-			shipped++
-		}
-		if s := results[i]; s.Status() != shipment.Shipped || s.Version() != 2 || s.ShippedAt().IsZero() {
-			t.Errorf("request %d answered %+v, want SHIPPED at version 2 with a ShippedAt", i, s.Snapshot())
+			shipped, shipper = shipped+1, by(i)
 		}
 	}
 	if shipped != 1 {
-		t.Errorf("%d requests shipped the shipment, want 1", shipped)
+		t.Fatalf("%d requests shipped the shipment, want 1", shipped)
+	}
+	for i, s := range results {
+		if s.Status() != shipment.Shipped || s.Version() != 2 || s.ShippedAt().IsZero() || s.ShippedBy() != shipper {
+			t.Errorf("request %d answered %+v, want SHIPPED at version 2 with a ShippedAt, by %s", i, s.Snapshot(), shipper)
+		}
 	}
 
 	ft.Check(t, "inventory: the lines left once", []ft.StockRow{ft.Stock("A1", 3, 0), ft.Stock("B2", 2, 0)}, ft.Inventory(t, f.client))
 	ft.Check(t, "reservations", []ft.ReservationRow{ft.Held("o-1", "A1", 2, "SHIPPED"), ft.Held("o-1", "B2", 1, "SHIPPED")}, ft.Reservations(t, f.client))
 	ft.Check(t, "decisions: shipping emits no inventory event", []ft.Decision{ft.Decided("o-1", "SHIPPED", 1)}, ft.Decisions(t, f.client))
-	ft.Check(t, "shipments", []ft.ShipmentRow{{ID: id, OrderID: "o-1", Status: "SHIPPED", Carrier: "yamato", TrackingNumber: "1234-5678", Version: 2, Shipped: true}},
+	ft.Check(t, "shipments", []ft.ShipmentRow{{ID: id, OrderID: "o-1", Status: "SHIPPED", Carrier: "yamato", TrackingNumber: "1234-5678", ShippedBy: shipper, Version: 2, Shipped: true}},
 		ft.Shipments(t, f.client))
+	// Who shipped is fulfillment's record only: the event's payload is as it was.
 	ft.Check(t, "shipment.shipped", []ft.OutboxRow{{
 		Type: "shipment.shipped", AggregateType: "shipment", AggregateID: id, Version: 1, Pending: true,
 		Payload: ft.JS(t, `{"shipment_id":"`+id+`","order_id":"o-1","carrier":"yamato","tracking_number":"1234-5678",
@@ -139,11 +150,11 @@ func TestShipRefusals(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	id := f.confirmed(t, "o-1", inventory.Line{SKU: "A1", Quantity: 1})
-	if _, _, err := f.svc.Ship(ctx, id, "yamato", "T-1"); err != nil {
+	if _, _, err := f.svc.Ship(ctx, id, "yamato", "T-1", warehouse); err != nil {
 		t.Fatal(err)
 	}
 	failed := f.confirmed(t, "o-2", inventory.Line{SKU: "A1", Quantity: 1})
-	if _, _, err := f.svc.Fail(ctx, failed, shipment.ReasonCarrierRejected); err != nil {
+	if _, _, err := f.svc.Fail(ctx, failed, shipment.ReasonCarrierRejected, warehouse); err != nil {
 		t.Fatal(err)
 	}
 	cancelled := f.confirmed(t, "o-3", inventory.Line{SKU: "A1", Quantity: 1})
@@ -166,7 +177,7 @@ func TestShipRefusals(t *testing.T) {
 		{"no tracking number", id, "yamato", "", shipment.ErrInvalid},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, _, err := f.svc.Ship(ctx, tt.id, tt.carrier, tt.tracking); !errors.Is(err, tt.want) {
+			if _, _, err := f.svc.Ship(ctx, tt.id, tt.carrier, tt.tracking, warehouse); !errors.Is(err, tt.want) {
 				t.Errorf("Ship = %v, want %v", err, tt.want)
 			}
 		})
@@ -181,24 +192,24 @@ func TestFail(t *testing.T) {
 	ctx := context.Background()
 	id := f.confirmed(t, "o-1", inventory.Line{SKU: "A1", Quantity: 2})
 
-	s, changed, err := f.svc.Fail(ctx, id, shipment.ReasonLostBeforeHandover)
+	s, changed, err := f.svc.Fail(ctx, id, shipment.ReasonLostBeforeHandover, warehouse)
 	if err != nil || !changed || s.Status() != shipment.Failed || s.FailureReason() != shipment.ReasonLostBeforeHandover {
 		t.Fatalf("Fail = %+v, %v, %v", s, changed, err)
 	}
-	if s, changed, err := f.svc.Fail(ctx, id, shipment.ReasonLostBeforeHandover); err != nil || changed || s.Version() != 2 {
-		t.Errorf("the same failure again = %v, %v (version %d); want no change", changed, err, s.Version())
+	if s, changed, err := f.svc.Fail(ctx, id, shipment.ReasonLostBeforeHandover, operator); err != nil || changed || s.Version() != 2 || s.FailedBy() != warehouse {
+		t.Errorf("the same failure again, by an operator = %v, %v (version %d, by %q); want no change, by %s", changed, err, s.Version(), s.FailedBy(), warehouse)
 	}
-	if _, _, err := f.svc.Fail(ctx, id, shipment.ReasonCarrierRejected); !errors.Is(err, shipment.ErrConflict) {
+	if _, _, err := f.svc.Fail(ctx, id, shipment.ReasonCarrierRejected, warehouse); !errors.Is(err, shipment.ErrConflict) {
 		t.Errorf("another failure = %v, want ErrConflict", err)
 	}
-	if _, _, err := f.svc.Ship(ctx, id, "yamato", "T-1"); !errors.Is(err, shipment.ErrIllegalTransition) {
+	if _, _, err := f.svc.Ship(ctx, id, "yamato", "T-1", warehouse); !errors.Is(err, shipment.ErrIllegalTransition) {
 		t.Errorf("Ship after Fail = %v, want ErrIllegalTransition", err)
 	}
 
 	// The reservation stays held: orders answers with order.cancelled, which releases it.
 	ft.Check(t, "inventory", []ft.StockRow{ft.Stock("A1", 5, 2), ft.Stock("B2", 3, 0)}, ft.Inventory(t, f.client))
 	ft.Check(t, "decisions", []ft.Decision{ft.Decided("o-1", "HELD", 1)}, ft.Decisions(t, f.client))
-	ft.Check(t, "shipments", []ft.ShipmentRow{{ID: id, OrderID: "o-1", Status: "FAILED", FailureReason: "lost_before_handover", Version: 2}}, ft.Shipments(t, f.client))
+	ft.Check(t, "shipments", []ft.ShipmentRow{{ID: id, OrderID: "o-1", Status: "FAILED", FailureReason: "lost_before_handover", FailedBy: warehouse, Version: 2}}, ft.Shipments(t, f.client))
 	ft.Check(t, "shipment.failed", []ft.OutboxRow{{
 		Type: "shipment.failed", AggregateType: "shipment", AggregateID: id, Version: 1, Pending: true,
 		Payload: ft.JS(t, `{"shipment_id":"`+id+`","order_id":"o-1","reason":"lost_before_handover"}`),
@@ -206,10 +217,10 @@ func TestFail(t *testing.T) {
 	ft.Check(t, "nudges", []string{id}, f.nudged.got())
 
 	shipped := f.confirmed(t, "o-2", inventory.Line{SKU: "B2", Quantity: 1})
-	if _, _, err := f.svc.Ship(ctx, shipped, "yamato", "T-2"); err != nil {
+	if _, _, err := f.svc.Ship(ctx, shipped, "yamato", "T-2", warehouse); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.svc.Fail(ctx, shipped, shipment.ReasonCarrierRejected); !errors.Is(err, shipment.ErrIllegalTransition) {
+	if _, _, err := f.svc.Fail(ctx, shipped, shipment.ReasonCarrierRejected, warehouse); !errors.Is(err, shipment.ErrIllegalTransition) {
 		t.Errorf("Fail after Ship = %v, want ErrIllegalTransition", err)
 	}
 	ft.Check(t, "fulfillment_shipments_total", map[string]float64{"PENDING": 2, "FAILED": 1, "SHIPPED": 1}, ft.Counts(t, f.reg, "fulfillment_shipments_total"))
@@ -224,7 +235,7 @@ func TestCancelPendingShipment(t *testing.T) {
 	ft.Check(t, "transitions", []shipment.Status{shipment.Cancelled}, out.Transitions)
 	ft.Check(t, "shipments", []ft.ShipmentRow{{ID: id, OrderID: "o-1", Status: "CANCELLED", Version: 2}}, ft.Shipments(t, f.client))
 	ft.Check(t, "inventory", []ft.StockRow{ft.Stock("A1", 5, 0), ft.Stock("B2", 3, 0)}, ft.Inventory(t, f.client))
-	if _, _, err := f.svc.Ship(context.Background(), id, "yamato", "T-1"); !errors.Is(err, shipment.ErrIllegalTransition) {
+	if _, _, err := f.svc.Ship(context.Background(), id, "yamato", "T-1", warehouse); !errors.Is(err, shipment.ErrIllegalTransition) {
 		t.Errorf("Ship after the cancellation = %v, want ErrIllegalTransition", err)
 	}
 	ft.Check(t, "fulfillment_shipments_total", map[string]float64{"PENDING": 1, "CANCELLED": 1}, ft.Counts(t, f.reg, "fulfillment_shipments_total"))
@@ -256,7 +267,7 @@ func TestPendingShipments(t *testing.T) {
 	first := f.confirmed(t, "o-1", inventory.Line{SKU: "A1", Quantity: 1})
 	second := f.confirmed(t, "o-2", inventory.Line{SKU: "A1", Quantity: 1})
 	shipped := f.confirmed(t, "o-3", inventory.Line{SKU: "A1", Quantity: 1})
-	if _, _, err := f.svc.Ship(ctx, shipped, "yamato", "T-3"); err != nil {
+	if _, _, err := f.svc.Ship(ctx, shipped, "yamato", "T-3", warehouse); err != nil {
 		t.Fatal(err)
 	}
 	s2, err := f.svc.Shipment(ctx, second)

@@ -11,18 +11,21 @@ import (
 
 // The warehouse's actions on a shipment (the public API, and the simulated carrier of the dev
 // stack). Each runs in a read-write transaction of its own; after a commit that appended an event
-// the relay is nudged and the transition counted.
+// the relay is nudged and the transition counted. Each names who acts (by): the verified account of
+// the request, or the simulated carrier's own name. The shipment records it when it moves, and
+// keeps the first one: a repeat by another account changes nothing. It stays fulfillment's record
+// and is not in the events: no consumer has a use for a warehouse's account.
 
-// Ship hands a PENDING shipment to carrier under trackingNumber, in one transaction: the shipment
-// becomes SHIPPED (ShippedAt = the commit timestamp), its reservation SHIPPED, and each line's units
-// leave the warehouse (Inventory OnHand and Reserved drop by the quantity); shipment.shipped is
-// appended. It returns the shipment as committed and whether this call shipped it: a shipment
-// already shipped with the same carrier and tracking number is returned unchanged (a repeated
-// request), with others it is shipment.ErrConflict; a cancelled or failed one is
+// Ship records that by handed a PENDING shipment to carrier under trackingNumber, in one
+// transaction: the shipment becomes SHIPPED (ShippedAt = the commit timestamp, ShippedBy = by), its
+// reservation SHIPPED, and each line's units leave the warehouse (Inventory OnHand and Reserved
+// drop by the quantity); shipment.shipped is appended. It returns the shipment as committed and
+// whether this call shipped it: a shipment already shipped with the same carrier and tracking
+// number is returned unchanged (a repeated request), with others it is shipment.ErrConflict; a cancelled or failed one is
 // shipment.ErrIllegalTransition, an unknown id shipment.ErrNotFound, invalid details
 // shipment.ErrInvalid. Two identical requests at once ship once: both transactions read the
 // shipment, so one of them aborts, runs again and finds it shipped.
-func (s *Service) Ship(ctx context.Context, id, carrier, trackingNumber string) (*shipment.Shipment, bool, error) {
+func (s *Service) Ship(ctx context.Context, id, carrier, trackingNumber, by string) (*shipment.Shipment, bool, error) {
 	if problems := shipment.ValidateShip(carrier, trackingNumber); len(problems) > 0 {
 		return nil, false, &shipment.ValidationError{Problems: problems}
 	}
@@ -36,7 +39,7 @@ func (s *Service) Ship(ctx context.Context, id, carrier, trackingNumber string) 
 		if err != nil {
 			return err
 		}
-		changed, err := sh.Ship(carrier, trackingNumber)
+		changed, err := sh.Ship(carrier, trackingNumber, by)
 		if err != nil || !changed {
 			return err
 		}
@@ -80,12 +83,12 @@ func (s *Service) Ship(ctx context.Context, id, carrier, trackingNumber string) 
 	return s.committed(ctx, id, shipped, shipment.Shipped)
 }
 
-// Fail records that a PENDING shipment cannot be shipped, for reason: FAILED, and
-// shipment.failed is appended. The reservation stays HELD: orders answers shipment.failed with
+// Fail records that by found a PENDING shipment cannot be shipped, for reason: FAILED (FailedBy =
+// by), and shipment.failed is appended. The reservation stays HELD: orders answers shipment.failed with
 // order.cancelled, which releases it. It returns the shipment as committed and whether this call
 // failed it: a shipment already failed for the same reason is returned unchanged, for another it
 // is shipment.ErrConflict; a shipped or cancelled one is shipment.ErrIllegalTransition.
-func (s *Service) Fail(ctx context.Context, id, reason string) (*shipment.Shipment, bool, error) {
+func (s *Service) Fail(ctx context.Context, id, reason, by string) (*shipment.Shipment, bool, error) {
 	if problems := shipment.ValidateFailure(reason); len(problems) > 0 {
 		return nil, false, &shipment.ValidationError{Problems: problems}
 	}
@@ -99,7 +102,7 @@ func (s *Service) Fail(ctx context.Context, id, reason string) (*shipment.Shipme
 		if err != nil {
 			return err
 		}
-		changed, err := sh.Fail(reason)
+		changed, err := sh.Fail(reason, by)
 		if err != nil || !changed {
 			return err
 		}

@@ -3,7 +3,9 @@
 // orders complete without anyone calling POST /v1/shipments/{id}/ship. It goes through the same
 // use cases as the HTTP actions (app.Service.Ship and Fail), so everything it does is what a
 // warehouse could do. A shipment with a SKU listed in FailSKUs fails instead (reason
-// carrier_rejected), which lets a drill or the demo make a shipment fail on purpose.
+// carrier_rejected), which lets a drill or the demo make a shipment fail on purpose. The shipments
+// it moves record Actor as who shipped or failed them: it acts as the service itself, with no
+// request and so no verified account.
 //
 // It is off in production (CARRIER_SIMULATE_AFTER unset or 0).
 package carrier
@@ -24,6 +26,11 @@ import (
 // Name is the carrier the simulator ships with.
 const Name = "spanmart-sim"
 
+// Actor is who the simulator is on the shipments it ships or fails (ShippedBy, FailedBy). It is no
+// e-mail address, so no account allowed on the warehouse's API (WAREHOUSE_ALLOWED_EMAILS, which
+// takes addresses only) can be recorded as it.
+const Actor = "carrier-simulator"
+
 // DefaultBatch is how many shipments one tick handles at most.
 const DefaultBatch = 20
 
@@ -33,8 +40,8 @@ const actionTimeout = 10 * time.Second
 // Shipments is what the simulator needs of the use cases; *app.Service implements it.
 type Shipments interface {
 	PendingShipments(ctx context.Context, createdBefore time.Time, limit int) ([]*shipment.Shipment, error)
-	Ship(ctx context.Context, id, carrier, trackingNumber string) (*shipment.Shipment, bool, error)
-	Fail(ctx context.Context, id, reason string) (*shipment.Shipment, bool, error)
+	Ship(ctx context.Context, id, carrier, trackingNumber, by string) (*shipment.Shipment, bool, error)
+	Fail(ctx context.Context, id, reason, by string) (*shipment.Shipment, bool, error)
 }
 
 // Simulator ships PENDING shipments older than After.
@@ -144,11 +151,11 @@ func (s *Simulator) handle(ctx context.Context, sh *shipment.Shipment) bool {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), actionTimeout)
 	defer cancel()
 	if sku, fail := s.failing(sh); fail {
-		_, changed, err = s.Shipments.Fail(actx, sh.ID(), shipment.ReasonCarrierRejected)
+		_, changed, err = s.Shipments.Fail(actx, sh.ID(), shipment.ReasonCarrierRejected, Actor)
 		fields = append(fields, zap.String("action", "fail"), zap.String("reason", shipment.ReasonCarrierRejected), zap.String("sku", sku))
 	} else {
 		tracking := TrackingNumber(sh.ID())
-		_, changed, err = s.Shipments.Ship(actx, sh.ID(), Name, tracking)
+		_, changed, err = s.Shipments.Ship(actx, sh.ID(), Name, tracking, Actor)
 		fields = append(fields, zap.String("action", "ship"), zap.String("carrier", Name), zap.String("tracking_number", tracking))
 	}
 	switch {

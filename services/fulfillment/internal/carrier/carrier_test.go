@@ -85,8 +85,8 @@ func TestRun(t *testing.T) {
 
 	ft.Check(t, "shipments", []ft.ShipmentRow{
 		{ID: cancelled, OrderID: "o-cancelled", Status: "CANCELLED", Version: 2},
-		{ID: bad, OrderID: "o-bad", Status: "FAILED", FailureReason: "carrier_rejected", Version: 2},
-		{ID: good, OrderID: "o-good", Status: "SHIPPED", Carrier: "spanmart-sim", TrackingNumber: carrier.TrackingNumber(good), Version: 2, Shipped: true},
+		{ID: bad, OrderID: "o-bad", Status: "FAILED", FailureReason: "carrier_rejected", FailedBy: carrier.Actor, Version: 2},
+		{ID: good, OrderID: "o-good", Status: "SHIPPED", Carrier: "spanmart-sim", TrackingNumber: carrier.TrackingNumber(good), ShippedBy: carrier.Actor, Version: 2, Shipped: true},
 	}, sortedByID(ft.Shipments(t, client), cancelled, bad, good))
 	ft.Check(t, "inventory: o-good shipped, o-bad still held", []ft.StockRow{ft.Stock("A1", 3, 1), ft.Stock("BAD", 5, 1)}, ft.Inventory(t, client))
 	ft.Check(t, "events", map[string]int{"inventory.reserved": 3, "inventory.released": 1, "shipment.shipped": 1, "shipment.failed": 1}, ft.OutboxTypes(t, client))

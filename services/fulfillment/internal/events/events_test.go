@@ -219,7 +219,7 @@ func TestOrderCancelled(t *testing.T) {
 		f.mustApply(t, ft.OrderCreated(t, "o-1", ft.Line{SKU: "A1", Qty: 2}))
 		f.mustApply(t, ft.OrderConfirmed(t, "o-1", 3))
 		id := shipment.IDFor("o-1")
-		if _, _, err := f.svc.Ship(context.Background(), id, "yamato", "T-1"); err != nil {
+		if _, _, err := f.svc.Ship(context.Background(), id, "yamato", "T-1", "warehouse@spanmart-test.iam.gserviceaccount.com"); err != nil {
 			t.Fatal(err)
 		}
 		f.mustApply(t, ft.OrderCancelled(t, "o-1", 4))
@@ -228,7 +228,7 @@ func TestOrderCancelled(t *testing.T) {
 		ft.Check(t, "inventory: shipped, nothing released", []ft.StockRow{ft.Stock("A1", 3, 0)}, ft.Inventory(t, f.client))
 		ft.Check(t, "reservations", []ft.ReservationRow{ft.Held("o-1", "A1", 2, "SHIPPED")}, ft.Reservations(t, f.client))
 		ft.Check(t, "decisions", []ft.Decision{ft.Decided("o-1", "SHIPPED", 2)}, ft.Decisions(t, f.client))
-		ft.Check(t, "shipments", []ft.ShipmentRow{{ID: id, OrderID: "o-1", Status: "SHIPPED", Carrier: "yamato", TrackingNumber: "T-1", Version: 2, Shipped: true}},
+		ft.Check(t, "shipments", []ft.ShipmentRow{{ID: id, OrderID: "o-1", Status: "SHIPPED", Carrier: "yamato", TrackingNumber: "T-1", ShippedBy: "warehouse@spanmart-test.iam.gserviceaccount.com", Version: 2, Shipped: true}},
 			ft.Shipments(t, f.client))
 		ft.Check(t, "release_failed event", []ft.OutboxRow{{
 			Type: "inventory.release_failed", AggregateType: "reservation", AggregateID: "o-1", Version: 2, Pending: true,
@@ -241,7 +241,7 @@ func TestOrderCancelled(t *testing.T) {
 		f.mustApply(t, ft.OrderCreated(t, "o-1", ft.Line{SKU: "A1", Qty: 2}))
 		f.mustApply(t, ft.OrderConfirmed(t, "o-1", 3))
 		id := shipment.IDFor("o-1")
-		if _, _, err := f.svc.Fail(context.Background(), id, shipment.ReasonLostBeforeHandover); err != nil {
+		if _, _, err := f.svc.Fail(context.Background(), id, shipment.ReasonLostBeforeHandover, "warehouse@spanmart-test.iam.gserviceaccount.com"); err != nil {
 			t.Fatal(err)
 		}
 		ft.Check(t, "inventory: still held after the failure", []ft.StockRow{ft.Stock("A1", 5, 2)}, ft.Inventory(t, f.client))
@@ -249,7 +249,7 @@ func TestOrderCancelled(t *testing.T) {
 
 		ft.Check(t, "inventory", []ft.StockRow{ft.Stock("A1", 5, 0)}, ft.Inventory(t, f.client))
 		ft.Check(t, "decisions", []ft.Decision{ft.Decided("o-1", "RELEASED", 2)}, ft.Decisions(t, f.client))
-		ft.Check(t, "shipments", []ft.ShipmentRow{{ID: id, OrderID: "o-1", Status: "FAILED", FailureReason: "lost_before_handover", Version: 2}},
+		ft.Check(t, "shipments", []ft.ShipmentRow{{ID: id, OrderID: "o-1", Status: "FAILED", FailureReason: "lost_before_handover", FailedBy: "warehouse@spanmart-test.iam.gserviceaccount.com", Version: 2}},
 			ft.Shipments(t, f.client))
 		ft.Check(t, "events by type", map[string]int{"inventory.reserved": 1, "shipment.failed": 1, "inventory.released": 1}, ft.OutboxTypes(t, f.client))
 	})

@@ -163,6 +163,7 @@ func Decisions(t testing.TB, client *spanner.Client) []Decision {
 type ShipmentRow struct {
 	ID, OrderID, Status                    string
 	Carrier, TrackingNumber, FailureReason string
+	ShippedBy, FailedBy                    string
 	Version                                int64
 	Shipped                                bool
 }
@@ -179,7 +180,7 @@ func Shipments(t testing.TB, client *spanner.Client) []ShipmentRow {
 		out = append(out, ShipmentRow{
 			ID: r.ShipmentId, OrderID: r.OrderId, Status: r.Status, Carrier: r.Carrier.StringVal,
 			TrackingNumber: r.TrackingNumber.StringVal, FailureReason: r.FailureReason.StringVal,
-			Version: r.Version, Shipped: r.ShippedAt.Valid,
+			ShippedBy: r.ShippedBy.StringVal, FailedBy: r.FailedBy.StringVal, Version: r.Version, Shipped: r.ShippedAt.Valid,
 		})
 	}
 	return out

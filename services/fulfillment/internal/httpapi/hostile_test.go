@@ -19,9 +19,10 @@ import (
 // goWords are words of Go, not of the API, that no problem may show a client.
 var goWords = []string{"Go struct", "Go value", "ShipRequest", "FailRequest", "string into", "json: ", "map["}
 
-// TestHostileWarehouseRequests: every malformed request to the warehouse's POST
-// /v1/shipments/{id}/ship and /fail gets a 4xx problem in the API's words, and nothing in the
-// database changes: the pending shipment, the stock and the outbox are as they were.
+// TestHostileWarehouseRequests: every malformed request of the warehouse (with its valid ID token)
+// to POST /v1/shipments/{id}/ship and /fail gets a 4xx problem in the API's words, and nothing in
+// the database changes: the pending shipment, the stock and the outbox are as they were. The
+// requests without a valid token are TestWarehouseIdentity's.
 func TestHostileWarehouseRequests(t *testing.T) {
 	base, client, svc := serve(t)
 	ft.Run(t, client, func(ctx context.Context, txn app.Txn) (app.Outcome, error) {
@@ -34,6 +35,7 @@ func TestHostileWarehouseRequests(t *testing.T) {
 		t.Fatalf("shipments before: %v, want the pending one", before.shipments)
 	}
 	const good = `{"carrier":"yamato","tracking_number":"T-1"}`
+	auth := "Bearer " + token(t, audience, warehouse)
 	huge := `{"carrier":"yamato","tracking_number":"` + strings.Repeat("9", platform.DefaultMaxBodyBytes) + `"}`
 	for _, tt := range []struct {
 		name, path, body string
@@ -73,7 +75,7 @@ func TestHostileWarehouseRequests(t *testing.T) {
 		{"fail: an unknown shipment", "/v1/shipments/" + shipment.IDFor("o-unknown") + "/fail", `{"reason":"carrier_rejected"}`, 0, 404, "not found"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			status, ct, body := rawPost(t, base, tt.path, tt.body, tt.shortBy)
+			status, ct, body := rawPost(t, base, tt.path, auth, tt.body, tt.shortBy)
 			if status != tt.status {
 				t.Fatalf("POST %.80s: %d %s, want %d", tt.path, status, body, tt.status)
 			}
@@ -92,22 +94,22 @@ func TestHostileWarehouseRequests(t *testing.T) {
 			}
 		})
 	}
-	if diff := cmp.Diff(before, readWarehouse(t, client), cmp.AllowUnexported(warehouse{})); diff != "" {
+	if diff := cmp.Diff(before, readWarehouse(t, client), cmp.AllowUnexported(warehouseRows{})); diff != "" {
 		t.Errorf("the hostile requests changed the database (-before +after):\n%s", diff)
 	}
 }
 
-// warehouse is what a warehouse action may change: every shipment, the stock and the outbox.
-type warehouse struct {
+// warehouseRows are what a warehouse action may change: every shipment, the stock and the outbox.
+type warehouseRows struct {
 	shipments []string
 	stock     []string
 	outbox    int64
 }
 
-func readWarehouse(t *testing.T, client *spanner.Client) warehouse {
+func readWarehouse(t *testing.T, client *spanner.Client) warehouseRows {
 	t.Helper()
 	ctx := context.Background()
-	var w warehouse
+	var w warehouseRows
 	rows := func(sql string, into *[]string) {
 		err := client.Single().Query(ctx, spanner.Statement{SQL: sql}).Do(func(r *spanner.Row) error {
 			var s string
@@ -121,7 +123,8 @@ func readWarehouse(t *testing.T, client *spanner.Client) warehouse {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	rows(`SELECT CONCAT(ShipmentId, " ", Status, " ", CAST(Version AS STRING), " ", IFNULL(Carrier, "-"), " ", IFNULL(TrackingNumber, "-"), " ", IFNULL(FailureReason, "-"))
+	rows(`SELECT CONCAT(ShipmentId, " ", Status, " ", CAST(Version AS STRING), " ", IFNULL(Carrier, "-"), " ", IFNULL(TrackingNumber, "-"), " ", IFNULL(FailureReason, "-"),
+		" ", IFNULL(ShippedBy, "-"), " ", IFNULL(FailedBy, "-"))
 		FROM Shipments ORDER BY ShipmentId`, &w.shipments)
 	rows(`SELECT CONCAT(Sku, " ", CAST(OnHand AS STRING), " ", CAST(Reserved AS STRING)) FROM Inventory ORDER BY Sku`, &w.stock)
 	err := client.Single().Query(ctx, spanner.Statement{SQL: "SELECT COUNT(*) FROM OutboxEvents"}).Do(func(r *spanner.Row) error {
@@ -133,11 +136,11 @@ func readWarehouse(t *testing.T, client *spanner.Client) warehouse {
 	return w
 }
 
-// rawPost sends a JSON POST byte by byte (so that a body shorter than its Content-Length can be
-// sent) and returns the status, the content type and the body.
-func rawPost(t *testing.T, base, path, body string, shortBy int) (int, string, string) {
+// rawPost sends a JSON POST with an Authorization header byte by byte (so that a body shorter than
+// its Content-Length can be sent) and returns the status, the content type and the body.
+func rawPost(t *testing.T, base, path, authorization, body string, shortBy int) (int, string, string) {
 	t.Helper()
 	status, header, b := platformtest.RawPost(t, base, platformtest.RawRequest{Path: path,
-		Header: map[string]string{"Content-Type": "application/json"}, Body: body, ShortBy: shortBy})
+		Header: map[string]string{"Content-Type": "application/json", "Authorization": authorization}, Body: body, ShortBy: shortBy})
 	return status, header.Get("Content-Type"), string(b)
 }

@@ -1,7 +1,8 @@
 // Package httpapi is the public HTTP API of the fulfillment service (api/openapi.yaml): stock
-// levels, order reservations, shipments, and the warehouse's actions on a shipment (ship, fail).
-// It decodes requests, calls the use cases of package app and renders their answers; errors are
-// problem+json through the platform's error handler, with the domain's errors mapped by
+// levels, order reservations, shipments, and the warehouse's actions on a shipment (ship, fail),
+// which take a Google ID token of an allowed account (warehouse.go) and record that account on the
+// shipment. It decodes requests, calls the use cases of package app and renders their answers;
+// errors are problem+json through the platform's error handler, with the domain's errors mapped by
 // ErrorMapper.
 package httpapi
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/app"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/inventory"
@@ -39,22 +41,24 @@ type Service interface {
 	Reservation(ctx context.Context, orderID string) (app.Reservation, error)
 	Shipment(ctx context.Context, id string) (*shipment.Shipment, error)
 	ShipmentsOfOrder(ctx context.Context, orderID string) ([]*shipment.Shipment, error)
-	Ship(ctx context.Context, id, carrier, trackingNumber string) (*shipment.Shipment, bool, error)
-	Fail(ctx context.Context, id, reason string) (*shipment.Shipment, bool, error)
+	Ship(ctx context.Context, id, carrier, trackingNumber, by string) (*shipment.Shipment, bool, error)
+	Fail(ctx context.Context, id, reason, by string) (*shipment.Shipment, bool, error)
 }
 
 var _ Service = (*app.Service)(nil)
 
-// Register adds the public routes to e.
-func Register(e *echo.Echo, svc Service) {
+// Register adds the public routes to e. The warehouse's actions take the ID tokens warehouses
+// allows (its accounts are the warehouses' and the operators'; nil allows nobody).
+func Register(e *echo.Echo, svc Service, warehouses *outboxlib.Verifier) {
 	h := &handler{svc: svc}
+	warehouse := warehouseOnly(warehouses)
 	e.GET("/v1/inventory", h.listInventory)
 	e.GET("/v1/inventory/:sku", h.getInventory)
 	e.GET("/v1/reservations/:order_id", h.getReservation)
 	e.GET("/v1/shipments", h.listShipments)
 	e.GET("/v1/shipments/:id", h.getShipment)
-	e.POST("/v1/shipments/:id/ship", h.ship)
-	e.POST("/v1/shipments/:id/fail", h.fail)
+	e.POST("/v1/shipments/:id/ship", h.ship, warehouse)
+	e.POST("/v1/shipments/:id/fail", h.fail, warehouse)
 }
 
 type handler struct {
@@ -91,8 +95,10 @@ type ReservationLine struct {
 	Status   string `json:"status"`
 }
 
-// Shipment is the representation of a shipment. Carrier, TrackingNumber and ShippedAt are null
-// until it ships, FailureReason unless it failed.
+// Shipment is the representation of a shipment. Carrier, TrackingNumber, ShippedAt and ShippedBy
+// are null until it ships, FailureReason and FailedBy unless it failed. ShippedBy and FailedBy are
+// who did it: the verified account of the request, or "carrier-simulator" (null for a shipment
+// moved before fulfillment recorded it).
 type Shipment struct {
 	ShipmentID     string         `json:"shipment_id"`
 	OrderID        string         `json:"order_id"`
@@ -101,6 +107,8 @@ type Shipment struct {
 	Carrier        *string        `json:"carrier"`
 	TrackingNumber *string        `json:"tracking_number"`
 	FailureReason  *string        `json:"failure_reason"`
+	ShippedBy      *string        `json:"shipped_by"`
+	FailedBy       *string        `json:"failed_by"`
 	Lines          []ShipmentLine `json:"lines"`
 	CreatedAt      time.Time      `json:"created_at"`
 	UpdatedAt      time.Time      `json:"updated_at"`
@@ -137,6 +145,7 @@ func shipmentJSON(s *shipment.Shipment) Shipment {
 	out := Shipment{
 		ShipmentID: s.ID(), OrderID: s.OrderID(), Status: string(s.Status()), Version: s.Version(),
 		Carrier: optional(s.Carrier()), TrackingNumber: optional(s.TrackingNumber()), FailureReason: optional(s.FailureReason()),
+		ShippedBy: optional(s.ShippedBy()), FailedBy: optional(s.FailedBy()),
 		Lines: []ShipmentLine{}, CreatedAt: s.CreatedAt().UTC(), UpdatedAt: s.UpdatedAt().UTC(),
 	}
 	for _, l := range s.Lines() {
@@ -215,18 +224,18 @@ func (h *handler) getShipment(c echo.Context) error {
 }
 
 // ship and fail answer 200 with the shipment, whether this request moved it or an identical one
-// did before.
+// did before (by the same account or another: the shipment keeps the first).
 func (h *handler) ship(c echo.Context) error {
 	var req ShipRequest
 	return h.act(c, &req, func(ctx context.Context, id string) (*shipment.Shipment, bool, error) {
-		return h.svc.Ship(ctx, id, req.Carrier, req.TrackingNumber)
+		return h.svc.Ship(ctx, id, req.Carrier, req.TrackingNumber, actorOf(ctx))
 	})
 }
 
 func (h *handler) fail(c echo.Context) error {
 	var req FailRequest
 	return h.act(c, &req, func(ctx context.Context, id string) (*shipment.Shipment, bool, error) {
-		return h.svc.Fail(ctx, id, req.Reason)
+		return h.svc.Fail(ctx, id, req.Reason, actorOf(ctx))
 	})
 }
 

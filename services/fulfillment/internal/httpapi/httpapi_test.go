@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,7 +18,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
 	"github.com/spanmart/spanmart/pkg/dbschema"
+	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/pkg/spannertest"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/app"
@@ -29,12 +32,59 @@ import (
 
 var env *spannertest.Env
 
-func TestMain(m *testing.M) { os.Exit(spannertest.Main(m, &env)) }
+// The service's URL (the audience of its ID tokens) and the accounts its warehouse's actions take.
+const (
+	audience  = "http://fulfillment.test"
+	warehouse = "warehouse@spanmart-test.iam.gserviceaccount.com"
+	operator  = "oncall@spanmart-test.iam.gserviceaccount.com"
+)
+
+// idp signs the tests' ID tokens and serves its discovery document and JWKS over HTTP, as the
+// Tasks emulator does for the local stacks (Google in production).
+var idp struct {
+	*oidc.Issuer
+	url string
+}
+
+func TestMain(m *testing.M) {
+	hs := httptest.NewUnstartedServer(nil)
+	issuer, err := oidc.NewIssuer("http://"+hs.Listener.Addr().String(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	hs.Config.Handler = issuer.Handler()
+	hs.Start()
+	idp.Issuer, idp.url = issuer, hs.URL
+	code := spannertest.Main(m, &env)
+	hs.Close()
+	os.Exit(code)
+}
+
+// token returns an ID token of account for audience, minted now.
+func token(t *testing.T, audience, account string) string {
+	t.Helper()
+	tok, err := idp.Mint(audience, account, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// warehouses verifies the ID tokens of the warehouse's actions as run.go does: the warehouse's
+// account and the operator's, for the service's URL.
+func warehouses(t *testing.T) *outboxlib.Verifier {
+	t.Helper()
+	v, err := outboxlib.NewVerifier(outboxlib.VerifierConfig{Issuer: idp.url, Audiences: []string{audience}, AllowedEmails: []string{warehouse, operator}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
 
 func newServer(t *testing.T, client *spanner.Client) *platform.Server {
 	t.Helper()
 	srv := platform.NewServer(platform.ServerOptions{Service: "fulfillment", Version: "test", ErrorMapper: httpapi.ErrorMapper})
-	httpapi.Register(srv.Echo, app.New(store.New(client), nil, nil))
+	httpapi.Register(srv.Echo, app.New(store.New(client), nil, nil), warehouses(t))
 	return srv
 }
 
@@ -57,9 +107,16 @@ func serve(t *testing.T) (string, *spanner.Client, *app.Service) {
 	return hs.URL, client, svc
 }
 
-// do sends a request (a JSON body unless it is "") and returns the status, the content type and
-// the decoded JSON object of the answer.
-func do(t *testing.T, method, url, body string) (int, string, map[string]any) {
+// do sends a request (a JSON body unless it is "") with the given Authorization header (none if
+// "") and returns the status, the content type and the decoded JSON object of the answer.
+func do(t *testing.T, method, url, authorization, body string) (int, string, map[string]any) {
+	t.Helper()
+	status, header, m := doHeader(t, method, url, authorization, body)
+	return status, header.Get("Content-Type"), m
+}
+
+// doHeader is do, returning every header of the answer.
+func doHeader(t *testing.T, method, url, authorization, body string) (int, http.Header, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
@@ -67,6 +124,9 @@ func do(t *testing.T, method, url, body string) (int, string, map[string]any) {
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -81,12 +141,12 @@ func do(t *testing.T, method, url, body string) (int, string, map[string]any) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		t.Fatalf("%s %s: body is not a JSON object: %v: %s", method, url, err, data)
 	}
-	return resp.StatusCode, resp.Header.Get("Content-Type"), m
+	return resp.StatusCode, resp.Header, m
 }
 
 func get(t *testing.T, url string) (int, string, map[string]any) {
 	t.Helper()
-	return do(t, http.MethodGet, url, "")
+	return do(t, http.MethodGet, url, "", "")
 }
 
 func js(t *testing.T, s string) map[string]any {
@@ -208,7 +268,7 @@ func TestOpenAPIAgreesWithRouter(t *testing.T) {
 	for _, r := range e.Routes() {
 		operational[r.Method+" "+r.Path] = true
 	}
-	httpapi.Register(e, nil)
+	httpapi.Register(e, nil, nil)
 	var routed []string
 	colon := regexp.MustCompile(`:([A-Za-z0-9_]+)`)
 	for _, r := range e.Routes() {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/spanner"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/spanmart/spanmart/pkg/platform"
@@ -16,14 +17,15 @@ import (
 	"github.com/spanmart/spanmart/services/fulfillment/internal/shipment"
 )
 
+// post sends a warehouse action as the warehouse: with an ID token of its account.
 func post(t *testing.T, url, body string) (int, string, map[string]any) {
 	t.Helper()
-	return do(t, http.MethodPost, url, body)
+	return do(t, http.MethodPost, url, "Bearer "+token(t, audience, warehouse), body)
 }
 
-// shipments serves the API with four shipments: pending (o-held's), shipped, failed and
-// cancelled, and returns the URL and their ids.
-func shipments(t *testing.T) (url string, ids map[string]string) {
+// shipments serves the API with four shipments: pending (o-held's), shipped (by the warehouse),
+// failed (by the operator) and cancelled, and returns the URL, the database and their ids.
+func shipments(t *testing.T) (url string, client *spanner.Client, ids map[string]string) {
 	t.Helper()
 	url, client, svc := serve(t)
 	ctx := context.Background()
@@ -47,16 +49,16 @@ func shipments(t *testing.T) (url string, ids map[string]string) {
 			t.Fatalf("shipment of %s: %v", orderID, err)
 		}
 	}
-	if _, _, err := svc.Ship(ctx, ids["shipped"], "yamato", "T-1"); err != nil {
+	if _, _, err := svc.Ship(ctx, ids["shipped"], "yamato", "T-1", warehouse); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := svc.Fail(ctx, ids["failed"], shipment.ReasonCarrierRejected); err != nil {
+	if _, _, err := svc.Fail(ctx, ids["failed"], shipment.ReasonCarrierRejected, operator); err != nil {
 		t.Fatal(err)
 	}
 	ft.Run(t, client, func(ctx context.Context, txn app.Txn) (app.Outcome, error) {
 		return svc.Cancel(ctx, txn, "o-cancelled")
 	})
-	return url, ids
+	return url, client, ids
 }
 
 // withoutTimes checks that the timestamps of a shipment are RFC 3339 (shipped_at only once
@@ -84,23 +86,26 @@ func withoutTimes(t *testing.T, m map[string]any) map[string]any {
 
 func pending(id string) string {
 	return `{"shipment_id":"` + id + `","order_id":"o-held","status":"PENDING","version":1,
-		"carrier":null,"tracking_number":null,"failure_reason":null,
+		"carrier":null,"tracking_number":null,"failure_reason":null,"shipped_by":null,"failed_by":null,
 		"lines":[{"sku":"A1","quantity":2},{"sku":"B2","quantity":1}]}`
 }
 
 func TestGetShipments(t *testing.T) {
-	url, ids := shipments(t)
+	url, _, ids := shipments(t)
 	for _, tt := range []struct {
 		path string
 		want string
 	}{
 		{"/v1/shipments/" + ids["held"], pending(ids["held"])},
 		{"/v1/shipments/" + ids["shipped"], `{"shipment_id":"` + ids["shipped"] + `","order_id":"o-shipped","status":"SHIPPED","version":2,
-			"carrier":"yamato","tracking_number":"T-1","failure_reason":null,"lines":[{"sku":"B2","quantity":1}]}`},
+			"carrier":"yamato","tracking_number":"T-1","failure_reason":null,"shipped_by":"` + warehouse + `","failed_by":null,
+			"lines":[{"sku":"B2","quantity":1}]}`},
 		{"/v1/shipments/" + ids["failed"], `{"shipment_id":"` + ids["failed"] + `","order_id":"o-failed","status":"FAILED","version":2,
-			"carrier":null,"tracking_number":null,"failure_reason":"carrier_rejected","lines":[{"sku":"B2","quantity":1}]}`},
+			"carrier":null,"tracking_number":null,"failure_reason":"carrier_rejected","shipped_by":null,"failed_by":"` + operator + `",
+			"lines":[{"sku":"B2","quantity":1}]}`},
 		{"/v1/shipments/" + ids["cancelled"], `{"shipment_id":"` + ids["cancelled"] + `","order_id":"o-cancelled","status":"CANCELLED","version":2,
-			"carrier":null,"tracking_number":null,"failure_reason":null,"lines":[{"sku":"A1","quantity":1}]}`},
+			"carrier":null,"tracking_number":null,"failure_reason":null,"shipped_by":null,"failed_by":null,
+			"lines":[{"sku":"A1","quantity":1}]}`},
 		{"/v1/shipments?order_id=o-held", `{"items":[` + pending(ids["held"]) + `]}`},
 		{"/v1/shipments?order_id=o-rejected", `{"items":[]}`},
 		{"/v1/shipments?order_id=o-unknown", `{"items":[]}`},
@@ -141,7 +146,7 @@ func TestGetShipments(t *testing.T) {
 // TestShipAndFail sends every request the two actions distinguish and checks the status, the
 // answer and what is left in the database.
 func TestShipAndFail(t *testing.T) {
-	url, ids := shipments(t)
+	url, _, ids := shipments(t)
 	action := func(name, action string) string { return url + "/v1/shipments/" + ids[name] + "/" + action }
 	for _, tt := range []struct {
 		name   string
@@ -205,7 +210,7 @@ func TestShipAndFail(t *testing.T) {
 
 // TestValidationListsProblems: a request with several problems lists each one.
 func TestValidationListsProblems(t *testing.T) {
-	url, ids := shipments(t)
+	url, _, ids := shipments(t)
 	status, _, got := post(t, url+"/v1/shipments/"+ids["held"]+"/ship", `{"carrier":"","tracking_number":"`+strings.Repeat("x", 65)+`"}`)
 	if status != http.StatusBadRequest {
 		t.Fatalf("status %d, want 400", status)

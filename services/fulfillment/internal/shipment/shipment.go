@@ -11,8 +11,8 @@
 //	PENDING → CANCELLED (the order was cancelled first)
 //
 // SHIPPED, FAILED and CANCELLED are final. Ship and Fail are idempotent: asking for the state the
-// shipment is already in, with the same details, changes nothing; with other details it is a
-// conflict (ErrConflict). Version counts the shipment's changes (1 when created); it is not the
+// shipment is already in, with the same details, changes nothing (whoever asks: the shipment keeps
+// who moved it first); with other details it is a conflict (ErrConflict). Version counts the shipment's changes (1 when created); it is not the
 // version of its events: a shipment emits one event in its life (shipment.shipped or
 // shipment.failed), at version 1.
 package shipment
@@ -32,6 +32,10 @@ import (
 
 // MaxDetailLen is the longest carrier, tracking number or failure reason (STRING(64) columns).
 const MaxDetailLen = 64
+
+// MaxActorLen is the longest record of who shipped or failed a shipment (STRING(320) columns, as
+// long as the longest e-mail address).
+const MaxActorLen = 320
 
 // Reasons of a failed shipment that the warehouse and the simulated carrier use; any other reason
 // of 1..MaxDetailLen characters is accepted too.
@@ -90,6 +94,8 @@ type Shipment struct {
 	carrier        string
 	trackingNumber string
 	failureReason  string
+	shippedBy      string
+	failedBy       string
 	lines          []inventory.Line
 	version        int64
 	createdAt      time.Time
@@ -126,6 +132,8 @@ type Snapshot struct {
 	Carrier        string // SHIPPED only
 	TrackingNumber string // SHIPPED only
 	FailureReason  string // FAILED only
+	ShippedBy      string // SHIPPED only, and not always (see Shipment.ShippedBy)
+	FailedBy       string // FAILED only, and not always
 	Lines          []inventory.Line
 	Version        int64
 	CreatedAt      time.Time
@@ -151,6 +159,9 @@ func Restore(s Snapshot) (*Shipment, error) {
 	if s.Status == Failed && s.FailureReason == "" {
 		problems = append(problems, "a failed shipment needs its reason")
 	}
+	if (s.ShippedBy != "" && s.Status != Shipped) || (s.FailedBy != "" && s.Status != Failed) {
+		problems = append(problems, fmt.Sprintf("a %s shipment records who shipped (%q) or failed (%q) it", s.Status, s.ShippedBy, s.FailedBy))
+	}
 	if len(problems) > 0 {
 		// Not ErrInvalid: a stored shipment that cannot be restored is the service's fault, never
 		// the caller's.
@@ -158,7 +169,8 @@ func Restore(s Snapshot) (*Shipment, error) {
 	}
 	return &Shipment{
 		id: s.ID, orderID: s.OrderID, status: s.Status, carrier: s.Carrier, trackingNumber: s.TrackingNumber,
-		failureReason: s.FailureReason, lines: append([]inventory.Line(nil), s.Lines...), version: s.Version,
+		failureReason: s.FailureReason, shippedBy: s.ShippedBy, failedBy: s.FailedBy,
+		lines: append([]inventory.Line(nil), s.Lines...), version: s.Version,
 		createdAt: s.CreatedAt, updatedAt: s.UpdatedAt, shippedAt: s.ShippedAt,
 	}, nil
 }
@@ -167,7 +179,7 @@ func Restore(s Snapshot) (*Shipment, error) {
 func (s *Shipment) Snapshot() Snapshot {
 	return Snapshot{
 		ID: s.id, OrderID: s.orderID, Status: s.status, Carrier: s.carrier, TrackingNumber: s.trackingNumber,
-		FailureReason: s.failureReason, Lines: s.Lines(), Version: s.version,
+		FailureReason: s.failureReason, ShippedBy: s.shippedBy, FailedBy: s.failedBy, Lines: s.Lines(), Version: s.version,
 		CreatedAt: s.createdAt, UpdatedAt: s.updatedAt, ShippedAt: s.shippedAt,
 	}
 }
@@ -190,6 +202,14 @@ func (s *Shipment) TrackingNumber() string { return s.trackingNumber }
 // FailureReason returns why a failed shipment could not be shipped, "" otherwise.
 func (s *Shipment) FailureReason() string { return s.failureReason }
 
+// ShippedBy returns who shipped a shipped shipment: the verified account of the warehouse's (or an
+// operator's) request, or the simulated carrier. "" otherwise, and for a shipment shipped before
+// fulfillment recorded it.
+func (s *Shipment) ShippedBy() string { return s.shippedBy }
+
+// FailedBy returns who failed a failed shipment, as ShippedBy.
+func (s *Shipment) FailedBy() string { return s.failedBy }
+
 // Lines returns the SKUs and quantities the shipment ships, in SKU order.
 func (s *Shipment) Lines() []inventory.Line { return append([]inventory.Line(nil), s.lines...) }
 
@@ -206,13 +226,18 @@ func (s *Shipment) UpdatedAt() time.Time { return s.updatedAt }
 // ShippedAt returns when the shipment was shipped, as the store read it; zero unless SHIPPED.
 func (s *Shipment) ShippedAt() time.Time { return s.shippedAt }
 
-// Ship records that the shipment was handed to carrier under trackingNumber: PENDING → SHIPPED. It
+// Ship records that by handed the shipment to carrier under trackingNumber: PENDING → SHIPPED. It
 // reports whether the shipment changed: shipping a shipment already shipped with the same carrier
-// and tracking number changes nothing (a repeated request); with others it is ErrConflict. A
-// failed or cancelled shipment cannot ship (ErrIllegalTransition); invalid details are ErrInvalid.
-func (s *Shipment) Ship(carrier, trackingNumber string) (changed bool, err error) {
+// and tracking number changes nothing (a repeated request, by whoever: the first actor stays
+// recorded); with others it is ErrConflict. A failed or cancelled shipment cannot ship
+// (ErrIllegalTransition); invalid details are ErrInvalid. An empty or overlong by is an error
+// that is not the caller's (ErrInvalid is): who acts is never written by the caller.
+func (s *Shipment) Ship(carrier, trackingNumber, by string) (changed bool, err error) {
 	if problems := ValidateShip(carrier, trackingNumber); len(problems) > 0 {
 		return false, &ValidationError{Problems: problems}
+	}
+	if err := validateActor(s.id, by); err != nil {
+		return false, err
 	}
 	if s.status == Shipped {
 		if s.carrier == carrier && s.trackingNumber == trackingNumber {
@@ -224,17 +249,21 @@ func (s *Shipment) Ship(carrier, trackingNumber string) (changed bool, err error
 	if err := s.moveTo(Shipped); err != nil {
 		return false, err
 	}
-	s.carrier, s.trackingNumber = carrier, trackingNumber
+	s.carrier, s.trackingNumber, s.shippedBy = carrier, trackingNumber, by
 	return true, nil
 }
 
-// Fail records that the shipment cannot be shipped, for reason: PENDING → FAILED. It reports
-// whether the shipment changed: failing a failed shipment for the same reason changes nothing;
-// for another reason it is ErrConflict. A shipped or cancelled shipment cannot fail
-// (ErrIllegalTransition); an invalid reason is ErrInvalid.
-func (s *Shipment) Fail(reason string) (changed bool, err error) {
+// Fail records that by found the shipment cannot be shipped, for reason: PENDING → FAILED. It
+// reports whether the shipment changed: failing a failed shipment for the same reason changes
+// nothing (by whoever: the first actor stays recorded); for another reason it is ErrConflict. A
+// shipped or cancelled shipment cannot fail (ErrIllegalTransition); an invalid reason is
+// ErrInvalid, an empty or overlong by an error that is not the caller's, as for Ship.
+func (s *Shipment) Fail(reason, by string) (changed bool, err error) {
 	if problems := ValidateFailure(reason); len(problems) > 0 {
 		return false, &ValidationError{Problems: problems}
+	}
+	if err := validateActor(s.id, by); err != nil {
+		return false, err
 	}
 	if s.status == Failed {
 		if s.failureReason == reason {
@@ -245,7 +274,7 @@ func (s *Shipment) Fail(reason string) (changed bool, err error) {
 	if err := s.moveTo(Failed); err != nil {
 		return false, err
 	}
-	s.failureReason = reason
+	s.failureReason, s.failedBy = reason, by
 	return true, nil
 }
 
@@ -280,6 +309,17 @@ func ValidateShip(carrier, trackingNumber string) []string {
 // ValidateFailure returns the problems of a failure reason: 1..MaxDetailLen printable characters.
 func ValidateFailure(reason string) []string {
 	return validateDetail("reason", reason)
+}
+
+// validateActor checks who acts on shipment id: 1..MaxActorLen printable characters. A bad one is
+// the service's fault (an action that reached the use case without a verified identity), not
+// ErrInvalid.
+func validateActor(id, by string) error {
+	if strings.TrimSpace(by) == "" || !utf8.ValidString(by) || utf8.RuneCountInString(by) > MaxActorLen ||
+		strings.IndexFunc(by, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return fmt.Errorf("shipment %s: who acts must be 1 to %d printable characters, got %q", id, MaxActorLen, by)
+	}
+	return nil
 }
 
 func validateDetail(name, v string) []string {

@@ -36,15 +36,21 @@ func TestCanTransitionToEveryPair(t *testing.T) {
 
 var lines = []inventory.Line{{SKU: "A1", Quantity: 2}}
 
+// The accounts of two warehouses: a repeat by the other changes nothing either.
+const (
+	warehouse = "warehouse@p.iam.gserviceaccount.com"
+	other     = "other-warehouse@p.iam.gserviceaccount.com"
+)
+
 // at returns a shipment in status s at version 3, with the details that status carries.
 func at(t *testing.T, s Status) *Shipment {
 	t.Helper()
 	snap := Snapshot{ID: IDFor("o1"), OrderID: "o1", Status: s, Lines: lines, Version: 3}
 	switch s {
 	case Shipped:
-		snap.Carrier, snap.TrackingNumber = "yamato", "T1"
+		snap.Carrier, snap.TrackingNumber, snap.ShippedBy = "yamato", "T1", warehouse
 	case Failed:
-		snap.FailureReason = ReasonCarrierRejected
+		snap.FailureReason, snap.FailedBy = ReasonCarrierRejected, warehouse
 	}
 	sh, err := Restore(snap)
 	if err != nil {
@@ -54,8 +60,9 @@ func at(t *testing.T, s Status) *Shipment {
 }
 
 // TestTransitions calls every action from every status: a legal move changes the status and bumps
-// the version by one; a repeat of the state the shipment is in (same details) changes nothing; a
-// repeat with other details is ErrConflict; anything else is a TransitionError and changes nothing.
+// the version by one; a repeat of the state the shipment is in (same details, by the same actor or
+// another) changes nothing, the first actor included; a repeat with other details is ErrConflict;
+// anything else is a TransitionError and changes nothing.
 func TestTransitions(t *testing.T) {
 	actions := []struct {
 		name string
@@ -65,11 +72,13 @@ func TestTransitions(t *testing.T) {
 		// ErrConflict (the same action with other details).
 		repeat, conflict []Status
 	}{
-		{"ship", func(s *Shipment) (bool, error) { return s.Ship("yamato", "T1") }, Shipped, []Status{Shipped}, nil},
-		{"ship with another tracking number", func(s *Shipment) (bool, error) { return s.Ship("yamato", "T2") }, Shipped, nil, []Status{Shipped}},
-		{"ship with another carrier", func(s *Shipment) (bool, error) { return s.Ship("sagawa", "T1") }, Shipped, nil, []Status{Shipped}},
-		{"fail", func(s *Shipment) (bool, error) { return s.Fail(ReasonCarrierRejected) }, Failed, []Status{Failed}, nil},
-		{"fail for another reason", func(s *Shipment) (bool, error) { return s.Fail(ReasonLostBeforeHandover) }, Failed, nil, []Status{Failed}},
+		{"ship", func(s *Shipment) (bool, error) { return s.Ship("yamato", "T1", warehouse) }, Shipped, []Status{Shipped}, nil},
+		{"ship, by another warehouse", func(s *Shipment) (bool, error) { return s.Ship("yamato", "T1", other) }, Shipped, []Status{Shipped}, nil},
+		{"ship with another tracking number", func(s *Shipment) (bool, error) { return s.Ship("yamato", "T2", warehouse) }, Shipped, nil, []Status{Shipped}},
+		{"ship with another carrier", func(s *Shipment) (bool, error) { return s.Ship("sagawa", "T1", warehouse) }, Shipped, nil, []Status{Shipped}},
+		{"fail", func(s *Shipment) (bool, error) { return s.Fail(ReasonCarrierRejected, warehouse) }, Failed, []Status{Failed}, nil},
+		{"fail, by another warehouse", func(s *Shipment) (bool, error) { return s.Fail(ReasonCarrierRejected, other) }, Failed, []Status{Failed}, nil},
+		{"fail for another reason", func(s *Shipment) (bool, error) { return s.Fail(ReasonLostBeforeHandover, warehouse) }, Failed, nil, []Status{Failed}},
 		// A shipment that never left stays as it is when its order is cancelled.
 		{"cancel", (*Shipment).Cancel, Cancelled, []Status{Cancelled, Failed}, nil},
 	}
@@ -129,18 +138,48 @@ func contains(ss []Status, s Status) bool {
 
 func TestShipRecordsDetails(t *testing.T) {
 	s := at(t, Pending)
-	if _, err := s.Ship("yamato", "T1"); err != nil {
+	if _, err := s.Ship("yamato", "T1", other); err != nil {
 		t.Fatal(err)
 	}
-	if s.Carrier() != "yamato" || s.TrackingNumber() != "T1" || s.FailureReason() != "" {
+	if s.Carrier() != "yamato" || s.TrackingNumber() != "T1" || s.ShippedBy() != other || s.FailureReason() != "" || s.FailedBy() != "" {
 		t.Errorf("shipped shipment = %+v", s.Snapshot())
 	}
 	f := at(t, Pending)
-	if _, err := f.Fail("dropped"); err != nil {
+	if _, err := f.Fail("dropped", other); err != nil {
 		t.Fatal(err)
 	}
-	if f.FailureReason() != "dropped" || f.Carrier() != "" {
+	if f.FailureReason() != "dropped" || f.FailedBy() != other || f.Carrier() != "" || f.ShippedBy() != "" {
 		t.Errorf("failed shipment = %+v", f.Snapshot())
+	}
+}
+
+// TestActorIsRequired: an action without a proper actor changes nothing and is no ErrInvalid:
+// who acts comes from the verified identity, so a bad one is the service's fault, not the caller's.
+func TestActorIsRequired(t *testing.T) {
+	for name, by := range map[string]string{
+		"empty":             "",
+		"blank":             " ",
+		"too long":          strings.Repeat("a", MaxActorLen-12) + "@example.com" + "x",
+		"control character": "ops\n@example.com",
+		"not UTF-8":         "ops\xff@example.com",
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := at(t, Pending)
+			before := s.Snapshot()
+			if changed, err := s.Ship("yamato", "T1", by); err == nil || changed || errors.Is(err, ErrInvalid) {
+				t.Errorf("Ship by %q = %v, %v; want an error that is not ErrInvalid", by, changed, err)
+			}
+			if changed, err := s.Fail(ReasonCarrierRejected, by); err == nil || changed || errors.Is(err, ErrInvalid) {
+				t.Errorf("Fail by %q = %v, %v; want an error that is not ErrInvalid", by, changed, err)
+			}
+			if diff := cmp.Diff(before, s.Snapshot()); diff != "" {
+				t.Errorf("the shipment changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+	s := at(t, Pending)
+	if _, err := s.Ship("yamato", "T1", strings.Repeat("配", MaxActorLen)); err != nil {
+		t.Errorf("Ship by %d characters: %v", MaxActorLen, err)
 	}
 }
 
@@ -170,11 +209,11 @@ func TestValidation(t *testing.T) {
 				t.Errorf("ValidateFailure = %q, want %d problems", got, tt.wantFail)
 			}
 			s := at(t, Pending)
-			if _, err := s.Ship(tt.carrier, tt.tracking); (err != nil) != (tt.wantShip > 0) || (err != nil && !errors.Is(err, ErrInvalid)) {
+			if _, err := s.Ship(tt.carrier, tt.tracking, warehouse); (err != nil) != (tt.wantShip > 0) || (err != nil && !errors.Is(err, ErrInvalid)) {
 				t.Errorf("Ship = %v", err)
 			}
 			s = at(t, Pending)
-			if _, err := s.Fail(tt.reason); (err != nil) != (tt.wantFail > 0) || (err != nil && !errors.Is(err, ErrInvalid)) {
+			if _, err := s.Fail(tt.reason, warehouse); (err != nil) != (tt.wantFail > 0) || (err != nil && !errors.Is(err, ErrInvalid)) {
 				t.Errorf("Fail = %v", err)
 			}
 		})
@@ -230,9 +269,26 @@ func TestRestoreRefusesImpossibleStates(t *testing.T) {
 		"version 0":               {ID: "s", OrderID: "o1", Status: Pending},
 		"shipped without carrier": {ID: "s", OrderID: "o1", Status: Shipped, TrackingNumber: "T1", Version: 2},
 		"failed without a reason": {ID: "s", OrderID: "o1", Status: Failed, Version: 2},
+		"pending, shipped by":     {ID: "s", OrderID: "o1", Status: Pending, ShippedBy: warehouse, Version: 1},
+		"shipped, failed by": {ID: "s", OrderID: "o1", Status: Shipped, Carrier: "yamato", TrackingNumber: "T1",
+			ShippedBy: warehouse, FailedBy: warehouse, Version: 2},
+		"cancelled, failed by": {ID: "s", OrderID: "o1", Status: Cancelled, FailedBy: warehouse, Version: 2},
 	} {
 		if _, err := Restore(snap); err == nil || errors.Is(err, ErrInvalid) {
 			t.Errorf("Restore(%s) = %v, want an error that is not the caller's (ErrInvalid)", name, err)
+		}
+	}
+}
+
+// TestRestoreWithoutActor: a shipment shipped or failed before fulfillment recorded who did it has
+// no actor, and is still a shipment.
+func TestRestoreWithoutActor(t *testing.T) {
+	for _, snap := range []Snapshot{
+		{ID: "s", OrderID: "o1", Status: Shipped, Carrier: "yamato", TrackingNumber: "T1", Version: 2},
+		{ID: "s", OrderID: "o1", Status: Failed, FailureReason: ReasonCarrierRejected, Version: 2},
+	} {
+		if s, err := Restore(snap); err != nil || s.ShippedBy() != "" || s.FailedBy() != "" {
+			t.Errorf("Restore(%s without an actor) = %v, %v", snap.Status, s, err)
 		}
 	}
 }

@@ -205,6 +205,7 @@ func (t *tx) SaveShipment(ctx context.Context, s *shipment.Shipment, created boo
 	row := fulfillmentdb.Shipment{
 		ShipmentId: snap.ID, OrderId: snap.OrderID, Status: string(snap.Status), Version: snap.Version,
 		Carrier: nullString(snap.Carrier), TrackingNumber: nullString(snap.TrackingNumber), FailureReason: nullString(snap.FailureReason),
+		ShippedBy: nullString(snap.ShippedBy), FailedBy: nullString(snap.FailedBy),
 		UpdatedAt: spanner.CommitTimestamp,
 	}
 	if snap.Status == shipment.Shipped {
@@ -216,7 +217,7 @@ func (t *tx) SaveShipment(ctx context.Context, s *shipment.Shipment, created boo
 	}
 	m, err := row.UpdateColumns(fulfillmentdb.ShipmentColStatus, fulfillmentdb.ShipmentColVersion, fulfillmentdb.ShipmentColCarrier,
 		fulfillmentdb.ShipmentColTrackingNumber, fulfillmentdb.ShipmentColFailureReason, fulfillmentdb.ShipmentColShippedAt,
-		fulfillmentdb.ShipmentColUpdatedAt)
+		fulfillmentdb.ShipmentColShippedBy, fulfillmentdb.ShipmentColFailedBy, fulfillmentdb.ShipmentColUpdatedAt)
 	if err != nil {
 		return err
 	}
@@ -364,7 +365,7 @@ func restoreShipment(row *fulfillmentdb.Shipment, ls []inventory.Line) (*shipmen
 	return shipment.Restore(shipment.Snapshot{
 		ID: row.ShipmentId, OrderID: row.OrderId, Status: shipment.Status(row.Status),
 		Carrier: row.Carrier.StringVal, TrackingNumber: row.TrackingNumber.StringVal, FailureReason: row.FailureReason.StringVal,
-		Lines: ls, Version: row.Version,
+		ShippedBy: row.ShippedBy.StringVal, FailedBy: row.FailedBy.StringVal, Lines: ls, Version: row.Version,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt, ShippedAt: row.ShippedAt.Time,
 	})
 }
