@@ -56,11 +56,6 @@ const (
 	ShipmentFailed         = "shipment.failed"
 )
 
-// Handler is what Register needs of an outboxlib consumer.
-type Handler interface {
-	Handle(eventType string, h outboxlib.HandlerFunc, opts ...outboxlib.HandlerOption)
-}
-
 // Handlers returns the handler of every consumed event type, applying them through svc.
 func Handlers(svc *app.Service) map[string]outboxlib.HandlerFunc {
 	h := &handlers{svc: svc}
@@ -87,7 +82,7 @@ func Handlers(svc *app.Service) map[string]outboxlib.HandlerFunc {
 // Register adds every handler to c, in the library's default order per aggregate: a payment's
 // payment.authorized after its payment.pending, a reservation's inventory.released after its
 // inventory.reserved.
-func Register(c Handler, svc *app.Service) {
+func Register(c outboxlib.Registrar, svc *app.Service) {
 	for typ, h := range Handlers(svc) {
 		c.Handle(typ, h)
 	}
