@@ -77,6 +77,9 @@ func (q *queue) dispatchReadyLocked(s *Server, now time.Time) time.Duration {
 		// Resume, UpdateQueue and finished attempts poke the dispatcher.
 		return idleWait
 	}
+	if now.Before(q.throttledUntil) {
+		return q.throttledUntil.Sub(now) // system throttling (throttleLocked)
+	}
 	for {
 		t := q.nextDueLocked()
 		if t == nil {
@@ -177,6 +180,7 @@ func (q *queue) run(s *Server, a attempt) {
 	pb := t.pb
 	pb.DispatchCount++
 	q.attempts[outcomeClass(out)]++
+	q.throttleLocked(s, out, now)
 	if out.code != 0 {
 		pb.ResponseCount++
 	}
@@ -340,4 +344,28 @@ func responseStatus(out outcome) *spb.Status {
 		st.Message = out.err.Error()
 	}
 	return st
+}
+
+// throttleLocked is Cloud Tasks' system throttling, as the emulator models it. Production backs a
+// whole queue off, beyond the failing task's own retry, when its target answers 429 (Too Many
+// Requests) or 503 (Service Unavailable): "Cloud Tasks will use a higher backoff rate" for the
+// queue, without saying how much. The model: the k-th 429 or 503 answer since the queue's last 2xx
+// pauses every dispatch of the queue (RunTask excepted) for the queue's own back-off of retry k
+// (min_backoff, doubling up to max_backoff); a 2xx answer starts the count again. Any other failure
+// (a 500, a 409, a timeout, a refused connection) backs off only its own task. So a consumer that
+// answers 503 for one task slows every task of its queue, which is why a consumer answers 503 only
+// for a fault of its own (docs/architecture.md, "Delivery contract"). s.mu is held.
+func (q *queue) throttleLocked(s *Server, out outcome, now time.Time) {
+	switch {
+	case out.code == http.StatusTooManyRequests || out.code == http.StatusServiceUnavailable:
+		q.throttleSteps++
+		pause := q.policy().Backoff(q.throttleSteps)
+		if until := now.Add(pause); until.After(q.throttledUntil) {
+			q.throttledUntil = until
+			q.throttles++
+			s.opts.Logf("tasksemu: queue %s throttled for %v (answer %d; %d of them since the last 2xx)", q.name(), pause, out.code, q.throttleSteps)
+		}
+	case out.code >= 200 && out.code < 300:
+		q.throttleSteps = 0
+	}
 }

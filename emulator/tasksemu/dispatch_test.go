@@ -484,3 +484,51 @@ func TestRetryAfterIgnoredOnOtherStatuses(t *testing.T) {
 	// A 409's Retry-After is not considered: the retry follows min_backoff (10ms), not 30s.
 	tg.waitDeliveries(t, 2, 10*time.Second)
 }
+
+// TestSystemThrottling: a 503 (or a 429) pauses the whole queue for the queue's back-off, so a
+// task created after it waits too; a 500 backs off only its own task.
+func TestSystemThrottling(t *testing.T) {
+	for _, c := range []struct {
+		code      int
+		throttles bool
+	}{{http.StatusServiceUnavailable, true}, {http.StatusTooManyRequests, true}, {http.StatusInternalServerError, false}} {
+		t.Run(strconv.Itoa(c.code), func(t *testing.T) {
+			tg := newTarget(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/failing" {
+					w.WriteHeader(c.code)
+				}
+			})
+			const backoff = 2 * time.Second
+			q := createQueue(t, ct, &cloudtaskspb.Queue{RetryConfig: &cloudtaskspb.RetryConfig{
+				MaxAttempts: 3, MinBackoff: durationpb.New(backoff), MaxBackoff: durationpb.New(4 * backoff), MaxDoublings: 2,
+			}}).Name
+			createTask(t, ct, q, httpTask(tg.URL+"/failing"))
+			failed := tg.waitDeliveries(t, 1, 10*time.Second)[0]
+			createTask(t, ct, q, httpTask(tg.URL+"/other"))
+			var other delivery
+			eventually(t, 20*time.Second, "the other task's delivery", func() bool {
+				for _, d := range tg.deliveries() {
+					if d.uri == "/other" {
+						other = d
+						return true
+					}
+				}
+				return false
+			})
+			gap := other.at.Sub(failed.at)
+			if c.throttles && gap < backoff {
+				t.Errorf("the other task was dispatched %v after the %d, within the queue's pause of %v", gap, c.code, backoff)
+			}
+			if !c.throttles && gap >= backoff {
+				t.Errorf("the other task waited %v after a %d, which backs off only its own task", gap, c.code)
+			}
+			st, ok := emu.snapshotStatus()[q]
+			if !ok {
+				t.Fatalf("no status of %s", q)
+			}
+			if (st.Throttles > 0) != c.throttles {
+				t.Errorf("%d throttling pauses after a %d", st.Throttles, c.code)
+			}
+		})
+	}
+}

@@ -34,6 +34,7 @@ type QueueStatus struct {
 	Depth                int     `json:"depth"`                   // pending tasks, including those in flight
 	OldestTaskAgeSeconds float64 `json:"oldest_task_age_seconds"` // since the oldest pending task was created; 0 when empty
 	InFlight             int     `json:"in_flight"`               // dispatches waiting for a response
+	Throttles            int64   `json:"throttles"`               // system throttling pauses since the queue was created (429 and 503 answers)
 }
 
 // snapshotStatus returns every queue's status by name.
@@ -43,7 +44,7 @@ func (s *Server) snapshotStatus() map[string]QueueStatus {
 	defer s.mu.Unlock()
 	out := make(map[string]QueueStatus, len(s.queues))
 	for name, q := range s.queues {
-		st := QueueStatus{Name: name, State: q.pb.State.String(), Depth: len(q.tasks), InFlight: q.inflight}
+		st := QueueStatus{Name: name, State: q.pb.State.String(), Depth: len(q.tasks), InFlight: q.inflight, Throttles: q.throttles}
 		for _, t := range q.tasks {
 			st.OldestTaskAgeSeconds = max(st.OldestTaskAgeSeconds, now.Sub(t.pb.CreateTime.AsTime()).Seconds())
 		}
@@ -126,6 +127,10 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		}
 		return "0"
 	})
+	fmt.Fprintf(&b, "# HELP tasksemu_queue_throttles_total System throttling pauses of the queue (its target answered 429 or 503).\n# TYPE tasksemu_queue_throttles_total counter\n")
+	for _, q := range queues {
+		fmt.Fprintf(&b, "tasksemu_queue_throttles_total{queue=%q} %d\n", q.Name, q.Throttles)
+	}
 	b.WriteString("# HELP tasksemu_attempts_total Finished dispatch attempts by outcome (2xx, 4xx, 5xx, timeout, error).\n# TYPE tasksemu_attempts_total counter\n")
 	for _, c := range counts {
 		fmt.Fprintf(&b, "tasksemu_attempts_total{queue=%q,outcome=%q} %d\n", c.queue, c.class, c.n)

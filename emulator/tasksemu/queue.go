@@ -32,6 +32,11 @@ type queue struct {
 	bucket   *retry.Bucket       // safe for concurrent use
 	inflight int
 	attempts map[string]int64 // finished attempts by outcome class (2xx, 4xx, 5xx, timeout, error), for /metrics
+	// System throttling (throttleLocked): no dispatch before throttledUntil; throttleSteps counts the
+	// 429 and 503 answers since the last 2xx.
+	throttledUntil time.Time
+	throttleSteps  int
+	throttles      int64 // pauses started, for /metrics
 
 	// Set by start; wake is buffered so a signal is never lost while the dispatcher is busy.
 	wake     chan struct{}
