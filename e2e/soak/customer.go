@@ -22,6 +22,11 @@ type customerOrder struct {
 		Instructions *struct{} `json:"instructions"`
 	} `json:"payment"`
 	AttentionReason string `json:"attention_reason"`
+	// Timeline is the events of the order, with their commit times.
+	Timeline []struct {
+		EventType string    `json:"event_type"`
+		At        time.Time `json:"at"`
+	} `json:"timeline"`
 }
 
 // state is the order's status with its reason, as the checker compares them: "COMPLETED",

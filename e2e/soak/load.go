@@ -74,6 +74,8 @@ type Order struct {
 	Problem string
 
 	mu sync.Mutex
+	// reads are when each of the customer's reads of the order (waitFor) got its answer.
+	reads []time.Time
 }
 
 func (o *Order) note(format string, args ...any) {
@@ -270,8 +272,13 @@ func (l *load) waitFor(ctx context.Context, o *Order, what string, cond func(cus
 			o.note("read while waiting for %s: %v", what, err)
 		case cond(got):
 			return got, nil
-		case terminal(got.Status):
-			return got, fmt.Errorf("%w: %s while waiting for %s", errMovedOn, got.state(), what)
+		default:
+			o.mu.Lock()
+			o.reads = append(o.reads, time.Now())
+			o.mu.Unlock()
+			if terminal(got.Status) {
+				return got, fmt.Errorf("%w: %s while waiting for %s", errMovedOn, got.state(), what)
+			}
 		}
 		if time.Now().After(deadline) {
 			return got, fmt.Errorf("not %s within %s (it is %s)", what, l.cfg.ActWait, got.state())
@@ -378,11 +385,46 @@ func (l *load) cancelAtOnce(ctx context.Context, o *Order) { l.cancel(ctx, o, "a
 // cancelConfirmed cancels once the order is confirmed: before the carrier ships it, usually.
 func (l *load) cancelConfirmed(ctx context.Context, o *Order) {
 	got, err := l.waitFor(ctx, o, "CONFIRMED", func(got customerOrder) bool { return got.Status == "CONFIRMED" })
+	if errors.Is(err, errMovedOn) && got.Status == "COMPLETED" && o.missed(got, "order.confirmed", "order.shipped") {
+		// A fault (orders down, the machine stalled) kept the customer from reading the order
+		// while it was CONFIRMED: by the next read it had shipped, so there was nothing to cancel.
+		o.expect("COMPLETED")
+		o.note("shipped before the customer could see it CONFIRMED (no read answered in between)")
+		return
+	}
 	if err != nil {
 		l.movedOn(o, got, err)
 		return
 	}
 	l.cancel(ctx, o, "CONFIRMED", true)
+}
+
+// missed reports whether the order went from event from to event to (its timeline's commit
+// times) with none of the customer's reads answered in between. Every read answered while the
+// order was between them would have shown it (the API reads strongly), so the customer never had
+// the chance to act on that state. A read answered in between that did not show it was stale, and
+// missed is false: the wait's failure stands.
+func (o *Order) missed(got customerOrder, from, to string) bool {
+	var start, end time.Time
+	for _, e := range got.Timeline {
+		switch e.EventType {
+		case from:
+			start = e.At
+		case to:
+			end = e.At
+		}
+	}
+	if start.IsZero() || end.IsZero() || end.Before(start) {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, r := range o.reads {
+		if !r.Before(start) && r.Before(end) {
+			return false
+		}
+	}
+	return true
 }
 
 // cancelUnpaidSlip cancels an order whose slip the customer decided not to pay.
