@@ -75,5 +75,6 @@
 // IDTokenVerifier is the one verifier of OpenID Connect ID tokens in the repository: signature by
 // the issuer's JWKS (discovered, cached, rotated), issuer, audience, expiry, lifetime and subject.
 // pkg/outboxlib builds the event consumers' and operators' checks of Google tokens on it (adding
-// the accounts it allows); orders verifies its customers' Identity Platform tokens with it.
+// the accounts it allows); orders verifies its customers' Identity Platform tokens with it, and the
+// console the ES256 assertions Identity-Aware Proxy signs (VerifyToken, Algorithms).
 package platform

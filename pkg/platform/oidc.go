@@ -59,6 +59,11 @@ type IDTokenVerifierConfig struct {
 	Audiences []string
 	// JWKSURL, when set, is where the issuer's keys are, and no discovery document is read.
 	JWKSURL string
+	// Algorithms are the accepted signature algorithms (the header's alg); nil means RS256, that
+	// of Google's and Identity Platform's ID tokens. Identity-Aware Proxy signs its assertions
+	// ES256 (services/console). A token of another algorithm is refused before any key is looked
+	// up, so an issuer's key is only ever used with the algorithms its verifier names.
+	Algorithms []jose.SignatureAlgorithm
 	// MaxLifetime bounds exp - iat; zero means DefaultMaxIDTokenLifetime.
 	MaxLifetime time.Duration
 	// HTTPClient fetches the discovery document and the keys; nil means a client with a 10 s
@@ -83,14 +88,16 @@ type IDToken struct {
 	AuthTime time.Time
 }
 
-// IDTokenVerifier checks OpenID Connect ID tokens presented as "Authorization: Bearer <JWT>": an
-// RS256 signature by a key of the issuer's JWKS (picked by the header's kid), the issuer, an
+// IDTokenVerifier checks OpenID Connect ID tokens presented as "Authorization: Bearer <JWT>" (Verify)
+// or as a bare JWT (VerifyToken, for a token carried in a header of its own): an RS256 signature
+// (or one of Algorithms) by a key of the issuer's JWKS (picked by the header's kid), the issuer, an
 // accepted audience, exp and iat (both required, one minute of skew, iat not in the future, a
 // lifetime exp - iat of at most MaxLifetime plus that skew), nbf and auth_time (when present) not
 // in the future, and a non-empty sub. It is the one verifier of the repository: the event
 // consumers' and operators' Google ID tokens (pkg/outboxlib, which adds the accounts it allows)
-// and the customers' Identity Platform tokens (services/orders) go through it with different
-// configurations.
+// the customers' Identity Platform tokens (services/orders) and the operators' Identity-Aware
+// Proxy assertions (services/console: ES256, IAP's issuer and key set) go through it with
+// different configurations.
 //
 // The discovery document and the JWKS are fetched on first use and cached; a token naming an
 // unknown key id triggers a re-fetch at most every 30 s (key rotation), and while the issuer is
@@ -133,6 +140,11 @@ func NewIDTokenVerifier(cfg IDTokenVerifierConfig) (*IDTokenVerifier, error) {
 	if cfg.MaxLifetime < 0 {
 		problems = append(problems, "the maximum lifetime must not be negative")
 	}
+	for _, alg := range cfg.Algorithms {
+		if !slices.Contains(asymmetricAlgorithms, alg) {
+			problems = append(problems, fmt.Sprintf("algorithm %q is not an asymmetric signature algorithm", alg))
+		}
+	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("id token verifier: %s", strings.Join(problems, "; "))
 	}
@@ -142,11 +154,23 @@ func NewIDTokenVerifier(cfg IDTokenVerifierConfig) (*IDTokenVerifier, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if len(cfg.Algorithms) == 0 {
+		cfg.Algorithms = []jose.SignatureAlgorithm{jose.RS256}
+	}
+	cfg.Algorithms = slices.Clone(cfg.Algorithms)
 	client := cfg.HTTPClient
 	if client == nil {
 		client = &http.Client{Timeout: jwksFetchTimeout}
 	}
 	return &IDTokenVerifier{cfg: cfg, client: client}, nil
+}
+
+// asymmetricAlgorithms are the algorithms Algorithms may name: those verified with a public key of
+// a JWKS. A shared-secret algorithm (HS256) would make the issuer's public key a secret anyone can
+// sign with.
+var asymmetricAlgorithms = []jose.SignatureAlgorithm{
+	jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512,
+	jose.ES256, jose.ES384, jose.ES512, jose.EdDSA,
 }
 
 // idTokenClaims are the claims Verify reads.
@@ -166,6 +190,16 @@ func (v *IDTokenVerifier) Verify(ctx context.Context, authorizationHeader string
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return IDToken{}, fmt.Errorf("%w: no bearer token", ErrUnauthenticated)
 	}
+	return v.VerifyToken(ctx, token)
+}
+
+// VerifyToken checks a token given bare (the JWT itself, as Identity-Aware Proxy's
+// x-goog-iap-jwt-assertion header carries it) exactly as Verify checks a bearer token.
+func (v *IDTokenVerifier) VerifyToken(ctx context.Context, token string) (IDToken, error) {
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return IDToken{}, fmt.Errorf("%w: no token", ErrUnauthenticated)
+	}
 	if len(token) > maxBearerLen {
 		return IDToken{}, fmt.Errorf("%w: token of %d bytes, more than %d", ErrUnauthenticated, len(token), maxBearerLen)
 	}
@@ -173,7 +207,7 @@ func (v *IDTokenVerifier) Verify(ctx context.Context, authorizationHeader string
 	if t, ok := v.cached(sum); ok {
 		return t, nil
 	}
-	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256})
+	tok, err := jwt.ParseSigned(token, v.cfg.Algorithms)
 	if err != nil {
 		return IDToken{}, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
 	}
