@@ -14,6 +14,15 @@
 // POST /token is a development endpoint: it exists only here. In production nothing mints a
 // customer's token on request; the customer signs in with Identity Platform and its client SDK
 // (Firebase Auth's getIdToken) hands the app the token it sends to the order API.
+//
+// It is also the local stand-in for Identity-Aware Proxy's signed header (iap.go): IAP, in front
+// of the operators' console in production, signs every request it lets through with an ES256 JWT
+// in x-goog-iap-jwt-assertion (issuer https://cloud.google.com/iap, its keys a JWK set). authemu
+// signs the same assertions with an ES256 key of its own, served as a JWK set:
+//
+//	GET  /iap/verify/public_key-jwk           the IAP signing key as a JWK set (IAPJWKSURL)
+//	POST /iap/assertion {"email": "operator@example.com"}
+//	                                         an assertion for that user, as text/plain
 package authemu
 
 import (
@@ -58,6 +67,11 @@ type Options struct {
 	// DataDir keeps the signing key (DataDir/KeyFile), so tokens minted before a restart still
 	// verify after it; "" keeps it in memory.
 	DataDir string
+	// IAPIssuer is the iss of the IAP assertions; "" is IAPIssuer, IAP's own (the verifier is
+	// given the key set's URL, so the issuer need not be where authemu listens).
+	IAPIssuer string
+	// IAPAudience is the aud of the IAP assertions; "" is DefaultIAPAudience.
+	IAPAudience string
 	// Logf receives one line per token minted (default: none).
 	Logf func(format string, args ...any)
 }
@@ -70,6 +84,7 @@ type Server struct {
 	issuer *oidc.Issuer // discovery document and JWKS
 	signer jose.Signer  // the issuer's key, with its kid
 	forger jose.Signer  // another key under the same kid: Forge
+	iap    *iapIssuer   // the IAP assertions' ES256 key (iap.go)
 	now    func() time.Time
 }
 
@@ -99,12 +114,16 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("authemu: %w", err)
 	}
+	iap, err := newIAPIssuer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("authemu: %w", err)
+	}
 	var lc net.ListenConfig
 	lis, err := lc.Listen(ctx, "tcp", net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)))
 	if err != nil {
 		return nil, fmt.Errorf("authemu: listen: %w", err)
 	}
-	s := &Server{opts: opts, lis: lis, now: time.Now}
+	s := &Server{opts: opts, lis: lis, iap: iap, now: time.Now}
 	if s.issuer, err = oidc.NewIssuer(s.URL(), key); err != nil {
 		lis.Close()
 		return nil, fmt.Errorf("authemu: %w", err)
@@ -120,6 +139,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	mux.Handle("GET /.well-known/openid-configuration", s.issuer.Handler())
 	mux.Handle("GET /jwks", s.issuer.Handler())
 	mux.HandleFunc("POST /token", s.serveToken)
+	mux.HandleFunc("GET "+IAPJWKSPath, s.serveIAPKeys)
+	mux.HandleFunc("POST "+IAPAssertionPath, s.serveIAPAssertion)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(lis)
 	return s, nil

@@ -116,7 +116,8 @@ func TestMintedTokensThatMustFail(t *testing.T) {
 }
 
 // TestKeyKeptInDataDir: with a data dir, a restarted issuer (on the same port, as the dev stack
-// restarts it) signs with the same key, so tokens minted before the restart still verify.
+// restarts it) signs with the same keys, so tokens and IAP assertions minted before the restart
+// still verify.
 func TestKeyKeptInDataDir(t *testing.T) {
 	dir := t.TempDir()
 	first, err := authemu.Start(context.Background(), authemu.Options{Audience: "p", DataDir: dir})
@@ -124,6 +125,10 @@ func TestKeyKeptInDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok, err := first.Token("ali", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertion, err := first.IAPAssertion("operator@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,5 +151,8 @@ func TestKeyKeptInDataDir(t *testing.T) {
 	defer second.Close()
 	if got, err := verifier(t, second).Verify(context.Background(), "Bearer "+tok); err != nil || got.Subject != "ali" {
 		t.Errorf("a token of the first run after the restart: %+v, %v", got, err)
+	}
+	if got, err := iapVerifier(t, second, second.IAPAudience()).VerifyToken(context.Background(), assertion); err != nil || got.Email != "operator@example.com" {
+		t.Errorf("an IAP assertion of the first run after the restart: %+v, %v", got, err)
 	}
 }

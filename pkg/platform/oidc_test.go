@@ -179,12 +179,58 @@ func TestIDTokenVerifierJWKSURL(t *testing.T) {
 	}
 }
 
+// TestIDTokenVerifierAlgorithms: a verifier takes the algorithms it is configured with and no
+// other. Identity-Aware Proxy's ES256 assertion (authemu's stand-in for it, given bare as its
+// header carries it) verifies with Algorithms ES256 and the key set's URL; the RS256 default
+// refuses it, and the ES256 verifier refuses an RS256 token and an unsigned one, whatever they say.
+func TestIDTokenVerifierAlgorithms(t *testing.T) {
+	ctx := context.Background()
+	s := startAuthemu(t)
+	es256 := customerVerifier(t, s, platform.IDTokenVerifierConfig{
+		Issuer: s.IAPIssuer(), Audiences: []string{s.IAPAudience()}, JWKSURL: s.IAPJWKSURL(),
+		Algorithms: []jose.SignatureAlgorithm{jose.ES256}, MaxLifetime: authemu.IAPLifetime,
+	})
+	rs256 := customerVerifier(t, s, platform.IDTokenVerifierConfig{
+		Issuer: s.IAPIssuer(), Audiences: []string{s.IAPAudience()}, JWKSURL: s.IAPJWKSURL(),
+	})
+	assertion, err := s.IAPAssertion("operator@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := es256.VerifyToken(ctx, assertion); err != nil || got.Email != "operator@example.com" {
+		t.Errorf("ES256 verifier, IAP assertion: %+v, %v", got, err)
+	}
+	if got, err := es256.Verify(ctx, "Bearer "+assertion); err != nil || got.Email != "operator@example.com" {
+		t.Errorf("ES256 verifier, the assertion as a bearer: %+v, %v", got, err)
+	}
+	if _, err := rs256.VerifyToken(ctx, assertion); !errors.Is(err, platform.ErrUnauthenticated) {
+		t.Errorf("RS256 verifier, ES256 assertion: %v, want ErrUnauthenticated", err)
+	}
+	rsToken, err := s.Mint(authemu.Claims{Subject: "op", Email: "operator@example.com", EmailVerified: true, Issuer: s.IAPIssuer(), Audience: s.IAPAudience()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, payload, _ := strings.Cut(assertion, ".")
+	payload, _, _ = strings.Cut(payload, ".")
+	for name, tok := range map[string]string{
+		"RS256":    rsToken,
+		"unsigned": "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0." + payload + ".", // {"alg":"none","typ":"JWT"}
+		"empty":    " ",
+	} {
+		if _, err := es256.VerifyToken(ctx, tok); !errors.Is(err, platform.ErrUnauthenticated) {
+			t.Errorf("ES256 verifier, %s token: %v, want ErrUnauthenticated", name, err)
+		}
+	}
+}
+
 func TestNewIDTokenVerifierConfig(t *testing.T) {
 	for name, cfg := range map[string]platform.IDTokenVerifierConfig{
 		"no issuer":         {Audiences: []string{"a"}},
 		"no audience":       {Issuer: "https://x"},
 		"an empty audience": {Issuer: "https://x", Audiences: []string{"a", ""}},
 		"negative lifetime": {Issuer: "https://x", Audiences: []string{"a"}, MaxLifetime: -time.Second},
+		"a shared secret":   {Issuer: "https://x", Audiences: []string{"a"}, Algorithms: []jose.SignatureAlgorithm{jose.ES256, jose.HS256}},
+		"no signature":      {Issuer: "https://x", Audiences: []string{"a"}, Algorithms: []jose.SignatureAlgorithm{"none"}},
 	} {
 		if _, err := platform.NewIDTokenVerifier(cfg); err == nil {
 			t.Errorf("%s: accepted", name)
