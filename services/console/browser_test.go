@@ -11,13 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/spanmart/spanmart/emulator/authemu"
 	"github.com/spanmart/spanmart/internal/adminclient"
 	"github.com/spanmart/spanmart/internal/adminclient/adminclienttest"
 	"github.com/spanmart/spanmart/internal/browsertest"
 	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/platform/platformtest"
+	"github.com/spanmart/spanmart/services/console/internal/auth"
 	"github.com/spanmart/spanmart/services/console/internal/consoletest"
 )
 
@@ -38,6 +41,12 @@ type stack struct {
 
 func startStack(t *testing.T) *stack {
 	t.Helper()
+	return startStackWith(t, func(map[string]string) {})
+}
+
+// startStackWith starts the stack with the console's environment changed by edit.
+func startStackWith(t *testing.T, edit func(env map[string]string)) *stack {
+	t.Helper()
 	s := &stack{issuer: consoletest.NewIssuer(t), fakes: adminclienttest.Start(t)}
 	s.sc = consoletest.Install(s.fakes, time.Now())
 	// The console asks the metadata server for its tokens, as on Cloud Run: here the issuer.
@@ -55,6 +64,7 @@ func startStack(t *testing.T) *stack {
 	for _, c := range topology.Consumers() {
 		env[c.URLVar] = s.fakes.URL(c.Name)
 	}
+	edit(env)
 	cfg, err := loadConfig(platformtest.Getenv(env))
 	if err != nil {
 		t.Fatal(err)
@@ -311,4 +321,66 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("the stuck order's trace: %q", got)
 		}
 	})
+}
+
+// TestBrowserBehindIAP signs in through Identity-Aware Proxy in a real headless Chromium: the
+// console configured as in production behind IAP (CONSOLE_IAP_AUDIENCE; IAP's issuer and key set
+// those of the local identity emulator), the browser's every request carrying the emulator's
+// assertion of the operator as IAP adds it. Without it the console refuses the page (401, saying
+// the console is reached through IAP); with it the overview names the operator, a dead letter is
+// replayed on the operator's behalf (the form's CSRF token keyed with the console's cookie), and
+// the sign-out hands over to IAP's.
+func TestBrowserBehindIAP(t *testing.T) {
+	iap := consoletest.StartIAP(t)
+	s := startStackWith(t, func(env map[string]string) {
+		delete(env, "OIDC_ISSUER")
+		delete(env, "OIDC_AUDIENCE")
+		env["CONSOLE_IAP_AUDIENCE"] = iap.IAPAudience()
+		env["CONSOLE_IAP_ISSUER"] = iap.IAPIssuer()
+		env["CONSOLE_IAP_JWKS_URL"] = iap.IAPJWKSURL()
+	})
+	ctx := browsertest.Start(t) // skips the test where no browser is installed
+
+	do(t, ctx, chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.ID("refusal")))
+	if got := eval[string](t, ctx, `document.querySelector("h1").textContent`); got != "401 Unauthorized" {
+		t.Errorf("around the proxy: %q, want 401 Unauthorized", got)
+	}
+	if got := eval[string](t, ctx, `document.querySelector("main").textContent`); !strings.Contains(got, "Identity-Aware Proxy") || strings.Contains(got, "/login?token=") {
+		t.Errorf("the refusal around the proxy says %q: want IAP named and no ID-token sign-in", got)
+	}
+
+	// From here on, the browser's requests (the pages, the forms, the overview's refresh) carry
+	// IAP's assertion of the operator, as IAP adds it to every request it lets through.
+	assertion := consoletest.Assertion(t, iap, authemu.IAPClaims{Email: consoletest.Operator})
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
+		Headers: network.Headers{auth.HeaderIAPAssertion: assertion},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, chromedp.Navigate(s.url+"/"), chromedp.WaitVisible(chromedp.ID("sources")))
+	if got := eval[string](t, ctx, `document.getElementById("operator").textContent`); got != consoletest.Operator {
+		t.Errorf("signed in through IAP as %q, want %s", got, consoletest.Operator)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("refresh-status").textContent.startsWith("updated")`)); err != nil {
+		t.Fatalf("the overview did not refresh through IAP: %v", err)
+	}
+	if got := eval[string](t, ctx, `document.cookie`); got != "" {
+		t.Errorf("document.cookie = %q, want nothing readable (the CSRF cookie is HttpOnly)", got)
+	}
+
+	row := `tr[data-event="` + consoletest.StockDeadLetter1 + `"]`
+	const reason = "TEE-M added to the catalog (#128), through IAP"
+	do(t, ctx, chromedp.Navigate(s.url+"/failed"), chromedp.WaitVisible(chromedp.CSS(row)),
+		chromedp.SendKeys(chromedp.CSS(row+` input[name=reason]`), reason),
+		chromedp.Click(chromedp.CSS(row+` button`)),
+		chromedp.WaitVisible(chromedp.ID("results")))
+	s.checkReplay(t, topology.Fulfillment, "/admin/deadletters/"+consoletest.StockDeadLetter1+"/replay", reason)
+
+	do(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/logout"] button`)), chromedp.WaitVisible(chromedp.ID("sources")))
+	if got := eval[string](t, ctx, `location.pathname + location.search`); got != auth.IAPSignOut {
+		t.Errorf("the sign-out went to %s, want IAP's %s", got, auth.IAPSignOut)
+	}
 }

@@ -13,7 +13,7 @@ import (
 
 // run serves until ctx is done, then shuts down gracefully.
 func run(ctx context.Context, cfg config, log *zap.Logger) error {
-	authn, err := auth.New(auth.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, Allowed: cfg.Operators})
+	authn, err := auth.New(auth.Config{Issuer: cfg.Issuer, Audience: cfg.Audience, IAP: cfg.IAP, Allowed: cfg.Operators})
 	if err != nil {
 		return err
 	}
@@ -32,5 +32,9 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	srv := platform.NewServer(cfg.ServerOptions(log))
 	srv.Echo.Pre(auth.HideLoginToken)
 	console.Register(srv.Echo)
-	return srv.Run(ctx, cfg.Config, zap.String("audience", cfg.Audience), zap.Strings("operators", cfg.Operators))
+	signIn := zap.String("audience", cfg.Audience)
+	if authn.BehindIAP() {
+		signIn = zap.String("iap_audience", cfg.IAP.Audience)
+	}
+	return srv.Run(ctx, cfg.Config, signIn, zap.Strings("operators", cfg.Operators))
 }

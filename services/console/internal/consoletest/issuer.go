@@ -1,7 +1,8 @@
 // Package consoletest is what the console's tests share: a test OIDC issuer that also answers the
-// metadata server's identity endpoint (as the Tasks emulator does on the dev stack), and a
-// scenario of the services' answers installed on adminclienttest's fakes, which record every
-// request the console makes.
+// metadata server's identity endpoint (as the Tasks emulator does on the dev stack), the local
+// identity emulator signing Identity-Aware Proxy's assertions (StartIAP), and a scenario of the
+// services' answers installed on adminclienttest's fakes, which record every request the console
+// makes.
 package consoletest
 
 import (

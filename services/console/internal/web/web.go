@@ -9,7 +9,7 @@
 //	GET  /orders?q=        find an order by id (or a customer's stuck orders)
 //	GET  /orders/{id}      an order's trace across the services, hop by hop
 //	GET  /stuck            orders' stuck-order detector and reconciliation
-//	GET  /login?token=     sign in (package auth); POST /logout signs out
+//	GET  /login?token=     sign in (package auth; behind Identity-Aware Proxy, IAP signs in); POST /logout signs out
 //
 // Every page and the API are behind auth.Guard; every call to a service names the signed-in
 // operator in X-Spanmart-On-Behalf-Of (adminclient.WithOnBehalfOf) and carries the console's own
@@ -149,7 +149,9 @@ func (s *Server) refusePage(c echo.Context, r auth.Refusal) error {
 	if r.Status == http.StatusUnauthorized {
 		c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer error="invalid_token"`)
 	}
-	return s.render(c, r.Status, "signin", signinView{Status: r.Status, Detail: r.Detail, Title: http.StatusText(r.Status), Audience: s.auth.Audience()})
+	return s.render(c, r.Status, "signin", signinView{
+		Status: r.Status, Detail: r.Detail, Title: http.StatusText(r.Status), Audience: s.auth.Audience(), IAP: s.auth.BehindIAP(),
+	})
 }
 
 // signinView is the refusal page.
@@ -158,6 +160,9 @@ type signinView struct {
 	Title    string
 	Detail   string
 	Audience string // the console's URL: the audience of the token to sign in with
+	// IAP: the console is behind Identity-Aware Proxy, which signs the operators in; there is no
+	// token to paste.
+	IAP bool
 }
 
 // errorView is a page's own error (a bad request, an unknown order).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/spanmart/spanmart/emulator/authemu"
 	"github.com/spanmart/spanmart/internal/adminclient"
 	"github.com/spanmart/spanmart/internal/adminclient/adminclienttest"
 	"github.com/spanmart/spanmart/internal/topology"
@@ -28,19 +29,36 @@ import (
 type fixture struct {
 	url    string
 	issuer *consoletest.Issuer
+	iap    *authemu.Server // behind Identity-Aware Proxy: IAP's stand-in (newIAPFixture)
 	stack  *adminclienttest.Stack
 	sc     *consoletest.Scenario
 	logs   *platformtest.Logs
 	http   *http.Client
 }
 
+// newFixture is the console whose operators sign in with an ID token.
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{issuer: consoletest.NewIssuer(t), stack: adminclienttest.Start(t)}
+	return startFixture(t, &fixture{issuer: consoletest.NewIssuer(t)}, func(f *fixture) auth.Config {
+		return auth.Config{Issuer: f.issuer.URL, Audience: f.url, Allowed: []string{consoletest.Operator}}
+	})
+}
+
+// newIAPFixture is the console behind Identity-Aware Proxy, whose assertions authemu signs.
+func newIAPFixture(t *testing.T) *fixture {
+	t.Helper()
+	return startFixture(t, &fixture{issuer: consoletest.NewIssuer(t), iap: consoletest.StartIAP(t)}, func(f *fixture) auth.Config {
+		return auth.Config{IAP: consoletest.IAPConfig(f.iap), Allowed: []string{consoletest.Operator}}
+	})
+}
+
+func startFixture(t *testing.T, f *fixture, authConfig func(*fixture) auth.Config) *fixture {
+	t.Helper()
+	f.stack = adminclienttest.Start(t)
 	f.sc = consoletest.Install(f.stack, time.Now())
 	ln := platformtest.Listen(t)
 	f.url = "http://" + ln.Addr().String()
-	authn, err := auth.New(auth.Config{Issuer: f.issuer.URL, Audience: f.url, Allowed: []string{consoletest.Operator}})
+	authn, err := auth.New(authConfig(f))
 	if err != nil {
 		t.Fatal(err)
 	}
