@@ -665,6 +665,59 @@ func TestCloudBuildWarehouses(t *testing.T) {
 	}
 }
 
+// TestCloudBuildConsoleBehindIAP: with _CONSOLE_IAP_AUDIENCE the console is deployed to take IAP's
+// signed header only (CONSOLE_IAP_AUDIENCE and no OIDC_AUDIENCE: it refuses both at once), still
+// for the operators, and IAP's service agent is its only invoker (the operators go through IAP);
+// without it, nothing of IAP is deployed. An audience that is not one of IAP's stops the build
+// before anything runs.
+func TestCloudBuildConsoleBehindIAP(t *testing.T) {
+	const aud = "/projects/" + testProjectNumber + "/global/backendServices/4242424242"
+	iapAgent := "serviceAccount:service-" + testProjectNumber + "@gcp-sa-iap.iam.gserviceaccount.com"
+	invokers := func(bl build, svc string) []string {
+		var out []string
+		for _, c := range bl.find("gcloud", "run", "services", "add-iam-policy-binding", svc) {
+			_, flags := parseFlags(c.argv[5:])
+			out = append(out, flags["member"]...)
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	bl := runBuild(t, testOperators, "_CONSOLE_IAP_AUDIENCE", aud)
+	env := bl.deploys[topology.Console].env
+	if env["CONSOLE_IAP_AUDIENCE"] != aud || env["OIDC_AUDIENCE"] != "" || env["OIDC_ISSUER"] != "" {
+		t.Errorf("console behind IAP: CONSOLE_IAP_AUDIENCE=%q OIDC_AUDIENCE=%q OIDC_ISSUER=%q, want only IAP's audience %q",
+			env["CONSOLE_IAP_AUDIENCE"], env["OIDC_AUDIENCE"], env["OIDC_ISSUER"], aud)
+	}
+	if got := list(env["CONSOLE_ALLOWED_EMAILS"]); !slices.Equal(got, sorted(testOperators...)) {
+		t.Errorf("console behind IAP: CONSOLE_ALLOWED_EMAILS = %v, want the operators", got)
+	}
+	if got := invokers(bl, topology.Console); !slices.Equal(got, []string{iapAgent}) {
+		t.Errorf("console behind IAP is invoked by %v, want only IAP's service agent", got)
+	}
+	if got := invokers(bl, topology.Relay); !slices.Contains(got, "user:alice@example.com") {
+		t.Errorf("behind IAP the operators lost the relay: its invokers are %v", got)
+	}
+
+	bl = runBuild(t, testOperators)
+	if _, set := bl.deploys[topology.Console].env["CONSOLE_IAP_AUDIENCE"]; set {
+		t.Error("without _CONSOLE_IAP_AUDIENCE the console is given CONSOLE_IAP_AUDIENCE")
+	}
+	if got := invokers(bl, topology.Console); slices.Contains(got, iapAgent) {
+		t.Errorf("without IAP, IAP's service agent invokes the console: %v", got)
+	}
+
+	for _, bad := range []string{"https://console-" + testProjectNumber + ".asia-northeast1.run.app", "projects/1/global/backendServices/2"} {
+		bl, err := tryBuild(t, testOperators, "_CONSOLE_IAP_AUDIENCE", bad)
+		if err == nil || !strings.Contains(err.Error(), "_CONSOLE_IAP_AUDIENCE") {
+			t.Errorf("_CONSOLE_IAP_AUDIENCE=%s: err = %v, want a failure naming it", bad, err)
+		}
+		if len(bl.commands) != 0 {
+			t.Errorf("_CONSOLE_IAP_AUDIENCE=%s: %d commands ran before the check", bad, len(bl.commands))
+		}
+	}
+}
+
 // TestCloudBuildRefusesToDeployWithoutOperators: the console requires an operator
 // (CONSOLE_ALLOWED_EMAILS), so a build without _OPERATOR_EMAILS stops before anything else.
 func TestCloudBuildRefusesToDeployWithoutOperators(t *testing.T) {
