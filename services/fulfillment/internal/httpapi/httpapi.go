@@ -1,8 +1,9 @@
 // Package httpapi is the public HTTP API of the fulfillment service (api/openapi.yaml): stock
 // levels, order reservations, shipments, and the warehouse's actions on a shipment (ship, fail),
 // which take a Google ID token of an allowed account (warehouse.go) and record that account on the
-// shipment. It decodes requests, calls the use cases of package app and renders their answers;
-// errors are problem+json through the platform's error handler, with the domain's errors mapped by
+// shipment. It decodes requests, calls the use cases of package app and renders their answers in
+// the wire types of services/fulfillment/api, which its clients decode too; errors are
+// problem+json through the platform's error handler, with the domain's errors mapped by
 // ErrorMapper.
 package httpapi
 
@@ -11,12 +12,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/services/fulfillment/api"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/app"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/inventory"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/shipment"
@@ -52,104 +53,32 @@ var _ Service = (*app.Service)(nil)
 func Register(e *echo.Echo, svc Service, warehouses *outboxlib.Verifier) {
 	h := &handler{svc: svc}
 	warehouse := warehouseOnly(warehouses)
-	e.GET("/v1/inventory", h.listInventory)
-	e.GET("/v1/inventory/:sku", h.getInventory)
-	e.GET("/v1/reservations/:order_id", h.getReservation)
-	e.GET("/v1/shipments", h.listShipments)
-	e.GET("/v1/shipments/:id", h.getShipment)
-	e.POST("/v1/shipments/:id/ship", h.ship, warehouse)
-	e.POST("/v1/shipments/:id/fail", h.fail, warehouse)
+	e.GET(api.PathInventory, h.listInventory)
+	e.GET(api.PathInventory+"/:sku", h.getInventory)
+	e.GET(api.PathReservations+"/:order_id", h.getReservation)
+	e.GET(api.PathShipments, h.listShipments)
+	e.GET(api.PathShipments+"/:id", h.getShipment)
+	e.POST(api.PathShipments+"/:id/ship", h.ship, warehouse)
+	e.POST(api.PathShipments+"/:id/fail", h.fail, warehouse)
 }
 
 type handler struct {
 	svc Service
 }
 
-// Stock is the representation of a SKU's stock level.
-type Stock struct {
-	SKU       string `json:"sku"`
-	OnHand    int64  `json:"on_hand"`
-	Reserved  int64  `json:"reserved"`
-	Available int64  `json:"available"`
+func stockJSON(s inventory.Stock) api.Stock {
+	return api.Stock{SKU: s.SKU(), OnHand: s.OnHand(), Reserved: s.Reserved(), Available: s.Available()}
 }
 
-// StockList is the response of GET /v1/inventory.
-type StockList struct {
-	Items []Stock `json:"items"`
-}
-
-// Reservation is the representation of an order's reservation.
-type Reservation struct {
-	OrderID   string            `json:"order_id"`
-	Status    string            `json:"status"`
-	Version   int64             `json:"version"`
-	Lines     []ReservationLine `json:"lines"`
-	CreatedAt time.Time         `json:"created_at"`
-	UpdatedAt time.Time         `json:"updated_at"`
-}
-
-// ReservationLine is one SKU of a reservation.
-type ReservationLine struct {
-	SKU      string `json:"sku"`
-	Quantity int64  `json:"quantity"`
-	Status   string `json:"status"`
-}
-
-// Shipment is the representation of a shipment. Carrier, TrackingNumber, ShippedAt and ShippedBy
-// are null until it ships, FailureReason and FailedBy unless it failed. ShippedBy and FailedBy are
-// who did it: the verified account of the request, or "carrier-simulator" (null for a shipment
-// moved before fulfillment recorded it).
-type Shipment struct {
-	ShipmentID     string         `json:"shipment_id"`
-	OrderID        string         `json:"order_id"`
-	Status         string         `json:"status"`
-	Version        int64          `json:"version"`
-	Carrier        *string        `json:"carrier"`
-	TrackingNumber *string        `json:"tracking_number"`
-	FailureReason  *string        `json:"failure_reason"`
-	ShippedBy      *string        `json:"shipped_by"`
-	FailedBy       *string        `json:"failed_by"`
-	Lines          []ShipmentLine `json:"lines"`
-	CreatedAt      time.Time      `json:"created_at"`
-	UpdatedAt      time.Time      `json:"updated_at"`
-	ShippedAt      *time.Time     `json:"shipped_at"`
-}
-
-// ShipmentLine is one SKU of a shipment.
-type ShipmentLine struct {
-	SKU      string `json:"sku"`
-	Quantity int64  `json:"quantity"`
-}
-
-// ShipmentList is the response of GET /v1/shipments.
-type ShipmentList struct {
-	Items []Shipment `json:"items"`
-}
-
-// ShipRequest is the body of POST /v1/shipments/{id}/ship.
-type ShipRequest struct {
-	Carrier        string `json:"carrier"`
-	TrackingNumber string `json:"tracking_number"`
-}
-
-// FailRequest is the body of POST /v1/shipments/{id}/fail.
-type FailRequest struct {
-	Reason string `json:"reason"`
-}
-
-func stockJSON(s inventory.Stock) Stock {
-	return Stock{SKU: s.SKU(), OnHand: s.OnHand(), Reserved: s.Reserved(), Available: s.Available()}
-}
-
-func shipmentJSON(s *shipment.Shipment) Shipment {
-	out := Shipment{
+func shipmentJSON(s *shipment.Shipment) api.Shipment {
+	out := api.Shipment{
 		ShipmentID: s.ID(), OrderID: s.OrderID(), Status: string(s.Status()), Version: s.Version(),
 		Carrier: optional(s.Carrier()), TrackingNumber: optional(s.TrackingNumber()), FailureReason: optional(s.FailureReason()),
 		ShippedBy: optional(s.ShippedBy()), FailedBy: optional(s.FailedBy()),
-		Lines: []ShipmentLine{}, CreatedAt: s.CreatedAt().UTC(), UpdatedAt: s.UpdatedAt().UTC(),
+		Lines: []api.ShipmentLine{}, CreatedAt: s.CreatedAt().UTC(), UpdatedAt: s.UpdatedAt().UTC(),
 	}
 	for _, l := range s.Lines() {
-		out.Lines = append(out.Lines, ShipmentLine{SKU: l.SKU, Quantity: l.Quantity})
+		out.Lines = append(out.Lines, api.ShipmentLine{SKU: l.SKU, Quantity: l.Quantity})
 	}
 	if t := s.ShippedAt(); !t.IsZero() {
 		t = t.UTC()
@@ -170,7 +99,7 @@ func (h *handler) listInventory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := StockList{Items: make([]Stock, 0, len(stock))}
+	out := api.StockList{Items: make([]api.Stock, 0, len(stock))}
 	for _, s := range stock {
 		out.Items = append(out.Items, stockJSON(s))
 	}
@@ -190,12 +119,12 @@ func (h *handler) getReservation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := Reservation{
-		OrderID: r.OrderID, Status: string(r.Status), Version: r.Version, Lines: make([]ReservationLine, 0, len(r.Lines)),
+	out := api.Reservation{
+		OrderID: r.OrderID, Status: string(r.Status), Version: r.Version, Lines: make([]api.ReservationLine, 0, len(r.Lines)),
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 	for _, l := range r.Lines {
-		out.Lines = append(out.Lines, ReservationLine{SKU: l.SKU, Quantity: l.Quantity, Status: l.Status})
+		out.Lines = append(out.Lines, api.ReservationLine{SKU: l.SKU, Quantity: l.Quantity, Status: l.Status})
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -208,7 +137,7 @@ func (h *handler) listShipments(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := ShipmentList{Items: make([]Shipment, 0, len(ss))}
+	out := api.ShipmentList{Items: make([]api.Shipment, 0, len(ss))}
 	for _, s := range ss {
 		out.Items = append(out.Items, shipmentJSON(s))
 	}
@@ -226,14 +155,14 @@ func (h *handler) getShipment(c echo.Context) error {
 // ship and fail answer 200 with the shipment, whether this request moved it or an identical one
 // did before (by the same account or another: the shipment keeps the first).
 func (h *handler) ship(c echo.Context) error {
-	var req ShipRequest
+	var req api.ShipRequest
 	return h.act(c, &req, func(ctx context.Context, id string) (*shipment.Shipment, bool, error) {
 		return h.svc.Ship(ctx, id, req.Carrier, req.TrackingNumber, actorOf(ctx))
 	})
 }
 
 func (h *handler) fail(c echo.Context) error {
-	var req FailRequest
+	var req api.FailRequest
 	return h.act(c, &req, func(ctx context.Context, id string) (*shipment.Shipment, bool, error) {
 		return h.svc.Fail(ctx, id, req.Reason, actorOf(ctx))
 	})
