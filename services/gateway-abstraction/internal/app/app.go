@@ -660,13 +660,13 @@ func (s *Service) webhookPayment(ctx context.Context, tx Tx, providerName string
 
 // SweepReport is what one sweep did.
 type SweepReport struct {
-	Resumed int `json:"resumed"` // STARTED intents carried out
-	Checked int `json:"checked"` // payments the provider was asked about
-	Changed int `json:"changed"` // of those, payments that moved
+	Resumed int // STARTED intents carried out
+	Checked int // payments the provider was asked about
+	Changed int // of those, payments that moved
 	// RefundsPending counts the payments asked about whose refund the provider had accepted and
 	// still not paid out (REFUND_PENDING, asked about again after ReconcileAfter).
-	RefundsPending int      `json:"refunds_pending"`
-	Failures       []string `json:"failures"` // what could not be done (retried by the next sweep)
+	RefundsPending int
+	Failures       []string // what could not be done (retried by the next sweep)
 }
 
 // SweepLimit is the most intents and payments one sweep handles (each); the next sweep takes the rest.

@@ -1,21 +1,21 @@
 // Package httpapi is the gateway's HTTP surface: the providers' webhooks (public, authenticated by
 // the providers' signatures), and the operators' reads of payments and the reconciliation sweep
-// (behind an operator's ID token, as Cloud Scheduler presents one).
+// (behind an operator's ID token, as Cloud Scheduler presents one). Its answers are the wire types
+// of services/gateway-abstraction/api, which its clients decode too.
 package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
 	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/services/gateway-abstraction/api"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/app"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/payment"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/provider"
@@ -34,28 +34,17 @@ var ErrorMapper = platform.MapErrors(map[error]int{
 	payment.ErrIllegalTransition: http.StatusConflict,
 })
 
-// Paths.
-const (
-	PathWebhooks = "/webhooks/:provider" // POST; :provider is "stripe" or "komoju"
-	PathSweep    = "/admin/sweep"        // POST, operator
-	PathPayments = "/admin/payments"     // GET ?order_id=, operator
-)
-
 // Register adds the routes to e; operators guards the operators' routes.
 func Register(e *echo.Echo, svc *app.Service, operators echo.MiddlewareFunc) {
 	h := &handler{svc: svc}
-	e.POST(PathWebhooks, h.webhook)
-	e.POST(PathSweep, h.sweep, operators)
-	e.GET(PathPayments, h.listPayments, operators)
-	e.GET(PathPayments+"/:id", h.getPayment, operators)
+	e.POST(api.PathWebhooks+"/:provider", h.webhook)
+	e.POST(api.PathSweep, h.sweep, operators)
+	e.GET(api.PathPayments, h.listPayments, operators)
+	e.GET(api.PathPayments+"/:id", h.getPayment, operators)
 }
 
 type handler struct {
 	svc *app.Service
-}
-
-type webhookResult struct {
-	Result string `json:"result"`
 }
 
 func (h *handler) webhook(c echo.Context) error {
@@ -78,7 +67,7 @@ func (h *handler) webhook(c echo.Context) error {
 		return err
 	}
 	log.Info("webhook", zap.String("result", string(res)))
-	return c.JSON(http.StatusOK, webhookResult{string(res)})
+	return c.JSON(http.StatusOK, api.WebhookResult{Result: string(res)})
 }
 
 // sweep is POST /admin/sweep. Its log line carries what the sweep decided about each payment
@@ -100,31 +89,13 @@ func (h *handler) sweep(c echo.Context) error {
 	} else {
 		log.Info("sweep")
 	}
-	return c.JSON(http.StatusOK, rep)
+	return c.JSON(http.StatusOK, api.Sweep{
+		Resumed: rep.Resumed, Checked: rep.Checked, Changed: rep.Changed, RefundsPending: rep.RefundsPending, Failures: rep.Failures,
+	})
 }
 
-// Payment is a payment in responses.
-type Payment struct {
-	ID                string          `json:"id"`
-	OrderID           string          `json:"order_id"`
-	CustomerID        string          `json:"customer_id"`
-	Method            string          `json:"method"`
-	Provider          string          `json:"provider"`
-	Status            string          `json:"status"`
-	AmountMinor       int64           `json:"amount_minor"`
-	Currency          string          `json:"currency"`
-	ProviderPaymentID string          `json:"provider_payment_id,omitempty"`
-	FailureReason     string          `json:"failure_reason,omitempty"`
-	ExpiresAt         *time.Time      `json:"expires_at,omitempty"`
-	Slip              json.RawMessage `json:"slip,omitempty"`
-	// CancelRequested: the order was cancelled while the authorization was in flight; the
-	// payment is voided as soon as the provider's answer lands.
-	CancelRequested bool  `json:"cancel_requested"`
-	Version         int64 `json:"version"`
-}
-
-func toPayment(p *payment.Payment) Payment {
-	out := Payment{
+func toPayment(p *payment.Payment) api.Payment {
+	out := api.Payment{
 		ID: p.ID(), OrderID: p.OrderID(), CustomerID: p.CustomerID(), Method: strings.ToLower(string(p.Method())),
 		Provider: p.Method().Provider(), Status: string(p.Status()), AmountMinor: p.AmountMinor(), Currency: p.Currency(),
 		ProviderPaymentID: p.ProviderPaymentID(), FailureReason: string(p.FailureReason()), Slip: p.Slip(),
@@ -145,10 +116,6 @@ func (h *handler) getPayment(c echo.Context) error {
 	return c.JSON(http.StatusOK, toPayment(p))
 }
 
-type paymentList struct {
-	Payments []Payment `json:"payments"`
-}
-
 func (h *handler) listPayments(c echo.Context) error {
 	orderID := c.QueryParam("order_id")
 	if orderID == "" {
@@ -158,7 +125,7 @@ func (h *handler) listPayments(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := paymentList{Payments: make([]Payment, len(ps))}
+	out := api.PaymentList{Payments: make([]api.Payment, len(ps))}
 	for i, p := range ps {
 		out.Payments[i] = toPayment(p)
 	}
