@@ -23,8 +23,7 @@ import (
 	"github.com/spanmart/spanmart/pkg/faults"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform/platformtest"
-	"github.com/spanmart/spanmart/services/notifications/internal/app"
-	"github.com/spanmart/spanmart/services/notifications/internal/httpapi"
+	"github.com/spanmart/spanmart/services/notifications/api"
 )
 
 const (
@@ -206,14 +205,14 @@ func (s *system) confirmUnsent(t *testing.T, orderID string, fail func()) event 
 
 // sweepUntil runs the sweep (POST /admin/sweep, as Cloud Scheduler does) until done holds for its
 // report.
-func (s *system) sweepUntil(t *testing.T, what string, done func(app.SweepReport) bool) {
+func (s *system) sweepUntil(t *testing.T, what string, done func(api.Sweep) bool) {
 	t.Helper()
 	platformtest.Eventually(t, what, func() bool {
 		status, body := s.do(t, http.MethodPost, "/admin/sweep", s.token(t, operatorEmail))
 		if status != http.StatusOK {
 			t.Fatalf("sweep: %d %s", status, body)
 		}
-		var rep app.SweepReport
+		var rep api.Sweep
 		if err := json.Unmarshal(body, &rep); err != nil {
 			t.Fatalf("sweep: %v: %s", err, body)
 		}
@@ -222,7 +221,7 @@ func (s *system) sweepUntil(t *testing.T, what string, done func(app.SweepReport
 }
 
 // sent is a sweepUntil condition: the sweep sent an e-mail.
-func sent(rep app.SweepReport) bool { return rep.Sent == 1 }
+func sent(rep api.Sweep) bool { return rep.Sent == 1 }
 
 func (s *system) do(t *testing.T, method, path, token string) (int, []byte) {
 	t.Helper()
@@ -242,15 +241,13 @@ func (s *system) do(t *testing.T, method, path, token string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-func (s *system) notifications(t *testing.T, orderID string) []httpapi.Notification {
+func (s *system) notifications(t *testing.T, orderID string) []api.Notification {
 	t.Helper()
 	status, body := s.do(t, http.MethodGet, "/admin/notifications?order_id="+orderID, s.token(t, operatorEmail))
 	if status != http.StatusOK {
 		t.Fatalf("GET /admin/notifications: %d %s", status, body)
 	}
-	var list struct {
-		Notifications []httpapi.Notification
-	}
+	var list api.NotificationList
 	if err := json.Unmarshal(body, &list); err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +255,7 @@ func (s *system) notifications(t *testing.T, orderID string) []httpapi.Notificat
 }
 
 // only returns the order's one notification, failing unless there is exactly one.
-func (s *system) only(t *testing.T, orderID string) httpapi.Notification {
+func (s *system) only(t *testing.T, orderID string) api.Notification {
 	t.Helper()
 	ns := s.notifications(t, orderID)
 	if len(ns) != 1 {
@@ -554,7 +551,7 @@ func TestRetriesExhausted(t *testing.T) {
 	s := startSystem(t)
 	orderID := uuid.NewString()
 	conf := s.confirmUnsent(t, orderID, func() { s.mail.Refuse(-1) })
-	s.sweepUntil(t, "sweeps until the e-mail fails", func(rep app.SweepReport) bool { return rep.Failed == 1 })
+	s.sweepUntil(t, "sweeps until the e-mail fails", func(rep api.Sweep) bool { return rep.Failed == 1 })
 	if n := s.only(t, orderID); n.Status != "FAILED" || n.Attempts != 3 || !strings.Contains(n.LastError, "421") {
 		t.Errorf("notification %+v, want FAILED after 3 attempts", n)
 	}

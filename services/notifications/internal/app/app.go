@@ -455,12 +455,12 @@ func smtpFields(err error) []zap.Field {
 
 // SweepReport is what one sweep did.
 type SweepReport struct {
-	Resumed  int      `json:"resumed"` // due notifications attempted
-	Sent     int      `json:"sent"`
-	Bounced  int      `json:"bounced"`
-	Failed   int      `json:"failed"`   // attempts exhausted
-	Retry    int      `json:"retry"`    // still PENDING, tried again later
-	Failures []string `json:"failures"` // outcomes that could not be recorded (retried by the next sweep)
+	Resumed  int // due notifications attempted
+	Sent     int
+	Bounced  int
+	Failed   int      // attempts exhausted
+	Retry    int      // still PENDING, tried again later
+	Failures []string // outcomes that could not be recorded (retried by the next sweep)
 }
 
 // SweepLimit is the most notifications one sweep attempts; the next sweep takes the rest. Each

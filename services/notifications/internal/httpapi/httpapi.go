@@ -1,6 +1,7 @@
 // Package httpapi is the notifications service's HTTP surface beyond the event consumer's: the
 // operators' sweep of unsent e-mails (as Cloud Scheduler calls it) and their read of an order's
-// notifications, both behind an operator's ID token.
+// notifications, both behind an operator's ID token. Its answers are the wire types of
+// services/notifications/api, which its client decodes too.
 package httpapi
 
 import (
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/services/notifications/api"
 	"github.com/spanmart/spanmart/services/notifications/internal/app"
 	"github.com/spanmart/spanmart/services/notifications/internal/notification"
 )
@@ -21,17 +23,11 @@ var ErrorMapper = platform.MapErrors(map[error]int{
 	notification.ErrNotFound: http.StatusNotFound,
 })
 
-// Paths.
-const (
-	PathSweep         = "/admin/sweep"         // POST, operator
-	PathNotifications = "/admin/notifications" // GET ?order_id=, operator
-)
-
 // Register adds the routes to e; operators guards them.
 func Register(e *echo.Echo, svc *app.Service, operators echo.MiddlewareFunc) {
 	h := &handler{svc: svc}
-	e.POST(PathSweep, h.sweep, operators)
-	e.GET(PathNotifications, h.list, operators)
+	e.POST(api.PathSweep, h.sweep, operators)
+	e.GET(api.PathNotifications, h.list, operators)
 }
 
 type handler struct {
@@ -51,28 +47,9 @@ func (h *handler) sweep(c echo.Context) error {
 	} else {
 		platform.Logger(ctx).Info("sweep", fields...)
 	}
-	return c.JSON(http.StatusOK, rep)
-}
-
-// Notification is a notification in responses. The recipient and the bodies are left out: an
-// operator needs to know what happened, not to read the customer's mail.
-type Notification struct {
-	EventID       string     `json:"event_id"`
-	EventType     string     `json:"event_type"`
-	Template      string     `json:"template"`
-	Language      string     `json:"language"`
-	Subject       string     `json:"subject"`
-	Status        string     `json:"status"`
-	Attempts      int64      `json:"attempts"`
-	LastError     string     `json:"last_error,omitempty"`
-	MessageID     string     `json:"message_id"`
-	CreatedAt     time.Time  `json:"created_at"`
-	SentAt        *time.Time `json:"sent_at,omitempty"`
-	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
-}
-
-type notificationList struct {
-	Notifications []Notification `json:"notifications"`
+	return c.JSON(http.StatusOK, api.Sweep{
+		Resumed: rep.Resumed, Sent: rep.Sent, Bounced: rep.Bounced, Failed: rep.Failed, Retry: rep.Retry, Failures: rep.Failures,
+	})
 }
 
 func (h *handler) list(c echo.Context) error {
@@ -84,9 +61,9 @@ func (h *handler) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := notificationList{Notifications: make([]Notification, len(ns))}
+	out := api.NotificationList{Notifications: make([]api.Notification, len(ns))}
 	for i, n := range ns {
-		out.Notifications[i] = Notification{
+		out.Notifications[i] = api.Notification{
 			EventID: n.EventID(), EventType: n.EventType(), Template: n.Template(), Language: string(n.Language()),
 			Subject: n.Content().Subject, Status: string(n.Status()), Attempts: n.Attempts(), LastError: n.LastError(),
 			MessageID: n.MessageID(), CreatedAt: n.CreatedAt().UTC(), SentAt: optionalTime(n.SentAt()),
