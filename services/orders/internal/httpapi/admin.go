@@ -10,16 +10,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/services/orders/api"
 	"github.com/spanmart/spanmart/services/orders/internal/app"
 	"github.com/spanmart/spanmart/services/orders/internal/order"
-)
-
-// Operator routes (README, "Stuck orders and reconciliation").
-const (
-	PathStuckOrders    = "/admin/stuck-orders"   // GET: the detector, live
-	PathReconciliation = "/admin/reconciliation" // GET: the reconciliation, live
-	PathAudit          = "/admin/audit"          // POST: both, logged and published as gauges (Cloud Scheduler)
-	PathOrder          = "/admin/orders/:id"     // GET: any customer's order, with its timeline
 )
 
 // RegisterAdmin adds the operators' routes to e, each guarded by operators (the event consumer's
@@ -28,10 +21,10 @@ const (
 // answers for its own customer only.
 func RegisterAdmin(e *echo.Echo, svc *app.Service, audit *app.Audit, operators echo.MiddlewareFunc) {
 	h := &adminHandler{svc: svc, audit: audit}
-	e.GET(PathStuckOrders, h.stuckOrders, operators)
-	e.GET(PathReconciliation, h.reconciliation, operators)
-	e.POST(PathAudit, h.run, operators)
-	e.GET(PathOrder, h.order, operators)
+	e.GET(api.PathStuckOrders, h.stuckOrders, operators)
+	e.GET(api.PathReconciliation, h.reconciliation, operators)
+	e.POST(api.PathAudit, h.run, operators)
+	e.GET(api.PathAdminOrders+"/:id", h.order, operators)
 }
 
 type adminHandler struct {
@@ -49,106 +42,10 @@ func (h *adminHandler) order(c echo.Context) error {
 	return c.JSON(http.StatusOK, toOrder(o, timeline))
 }
 
-// StuckOrder is a stuck order in the detector's report.
-type StuckOrder struct {
-	OrderID    string    `json:"order_id"`
-	CustomerID string    `json:"customer_id"`
-	Status     string    `json:"status"`
-	Since      time.Time `json:"since"`
-	For        string    `json:"for"` // a Go duration, to the second: "1h2m3s"
-	ForSeconds int64     `json:"for_seconds"`
-	WaitingFor string    `json:"waiting_for"`
-	// PendingCompensations are a cancelling order's compensations still pending (stock, payment).
-	PendingCompensations []order.CompensationKind `json:"pending_compensations,omitempty"`
-	CancelReason         string                   `json:"cancel_reason,omitempty"`
-	SlipExpiresAt        *time.Time               `json:"slip_expires_at,omitempty"`
-}
-
-// StuckReport is the response of GET /admin/stuck-orders.
-type StuckReport struct {
-	CheckedAt  time.Time         `json:"checked_at"`
-	StuckAfter map[string]string `json:"stuck_after"` // by status, Go durations
-	Counts     map[string]int    `json:"counts"`      // by watched status
-	// Truncated lists the statuses whose list stopped at the limit: more orders may be stuck.
-	Truncated []string     `json:"truncated"`
-	Orders    []StuckOrder `json:"orders"`
-}
-
-// Fulfillment is what fulfillment said about an order: its reservation's status (null: none), or
-// why it did not answer.
-type Fulfillment struct {
-	Reservation *string `json:"reservation"`
-	Error       string  `json:"error,omitempty"`
-}
-
-// Gateway is what the gateway said about an order: its payments (null when it did not answer),
-// or why it did not answer.
-type Gateway struct {
-	Payments []PeerPayment `json:"payments"`
-	Error    string        `json:"error,omitempty"`
-}
-
-// PeerPayment is one of the gateway's payments of an order.
-type PeerPayment struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-}
-
-// Mismatch is a settled order the peers' records contradict.
-type Mismatch struct {
-	OrderID     string      `json:"order_id"`
-	Status      string      `json:"status"`
-	Since       time.Time   `json:"since"`
-	Check       string      `json:"check"`
-	Problems    []string    `json:"problems"`
-	Fulfillment Fulfillment `json:"fulfillment"`
-	Gateway     Gateway     `json:"gateway"`
-}
-
-// Flagged is an order NEEDS_ATTENTION, with what the peers say.
-type Flagged struct {
-	OrderID         string      `json:"order_id"`
-	Since           time.Time   `json:"since"`
-	AttentionReason string      `json:"attention_reason"`
-	Fulfillment     Fulfillment `json:"fulfillment"`
-	Gateway         Gateway     `json:"gateway"`
-}
-
-// Window bounds the orders a reconciliation compared: last changed in [from, to).
-type Window struct {
-	From time.Time `json:"from"`
-	To   time.Time `json:"to"`
-}
-
-// Reconciliation is the response of GET /admin/reconciliation. Without peers it is only
-// {"configured": false, "detail": ...}.
-type Reconciliation struct {
-	Configured bool      `json:"configured"`
-	Detail     string    `json:"detail,omitempty"`
-	CheckedAt  time.Time `json:"checked_at,omitzero"`
-	Window     Window    `json:"window,omitzero"`
-	Checked    *int      `json:"checked,omitzero"` // orders both peers answered for
-	// Partial is true when a peer did not answer for some order: Unchecked counts those orders by
-	// peer, Unreachable gives each such peer's first error.
-	Partial     *bool             `json:"partial,omitzero"`
-	Unchecked   map[string]int    `json:"unchecked,omitempty"`
-	Unreachable map[string]string `json:"unreachable,omitempty"`
-	// Truncated lists the statuses with more settled orders in the window than one batch.
-	Truncated  []string   `json:"truncated,omitzero"`
-	Mismatches []Mismatch `json:"mismatches,omitzero"`
-	Flagged    []Flagged  `json:"flagged,omitzero"`
-}
-
-// AuditReport is the response of POST /admin/audit.
-type AuditReport struct {
-	Stuck          StuckReport    `json:"stuck"`
-	Reconciliation Reconciliation `json:"reconciliation"`
-}
-
-func toStuckReport(r app.StuckReport) StuckReport {
-	out := StuckReport{
+func toStuckReport(r app.StuckReport) api.StuckReport {
+	out := api.StuckReport{
 		CheckedAt: r.At.UTC(), StuckAfter: map[string]string{}, Counts: map[string]int{},
-		Truncated: statuses(r.Truncated), Orders: make([]StuckOrder, 0, len(r.Orders)),
+		Truncated: statuses(r.Truncated), Orders: make([]api.StuckOrder, 0, len(r.Orders)),
 	}
 	for s, d := range r.StuckAfter {
 		out.StuckAfter[string(s)] = d.String()
@@ -157,10 +54,13 @@ func toStuckReport(r app.StuckReport) StuckReport {
 		out.Counts[string(s)] = n
 	}
 	for _, o := range r.Orders {
-		s := StuckOrder{
+		s := api.StuckOrder{
 			OrderID: o.OrderID, CustomerID: o.CustomerID, Status: string(o.Status), Since: o.Since.UTC(),
 			For: o.For.Truncate(time.Second).String(), ForSeconds: int64(o.For / time.Second), WaitingFor: o.WaitingFor,
-			PendingCompensations: o.Pending, CancelReason: o.CancelReason,
+			CancelReason: o.CancelReason,
+		}
+		for _, k := range o.Pending {
+			s.PendingCompensations = append(s.PendingCompensations, string(k))
 		}
 		if !o.SlipExpiresAt.IsZero() {
 			t := o.SlipExpiresAt.UTC()
@@ -179,44 +79,43 @@ func statuses(ss []order.Status) []string {
 	return out
 }
 
-func toPeers(o app.Observed) (Fulfillment, Gateway) {
-	f := Fulfillment{Error: o.ReservationError}
+func toPeers(o app.Observed) (api.PeerFulfillment, api.PeerGateway) {
+	f := api.PeerFulfillment{Error: o.ReservationError}
 	if f.Error == "" && o.Reservation.Found {
 		s := o.Reservation.Status
 		f.Reservation = &s
 	}
-	g := Gateway{Error: o.PaymentsError}
+	g := api.PeerGateway{Error: o.PaymentsError}
 	if g.Error == "" {
-		g.Payments = make([]PeerPayment, len(o.Payments))
+		g.Payments = make([]api.PeerPayment, len(o.Payments))
 		for i, p := range o.Payments {
-			g.Payments[i] = PeerPayment{ID: p.ID, Status: p.Status}
+			g.Payments[i] = api.PeerPayment{ID: p.ID, Status: p.Status}
 		}
 	}
 	return f, g
 }
 
-func toReconciliation(r app.Reconciliation) Reconciliation {
+func toReconciliation(r app.Reconciliation) api.Reconciliation {
 	if !r.Configured {
-		return Reconciliation{Detail: "no peers to compare with: FULFILLMENT_URL and GATEWAY_URL are not set"}
+		return api.Reconciliation{Detail: "no peers to compare with: FULFILLMENT_URL and GATEWAY_URL are not set"}
 	}
-	checked, partial := r.Checked, r.Partial()
-	out := Reconciliation{
-		Configured: true, CheckedAt: r.At.UTC(), Window: Window{From: r.From.UTC(), To: r.To.UTC()}, Checked: &checked,
-		Partial: &partial, Truncated: statuses(r.Truncated), Mismatches: []Mismatch{}, Flagged: []Flagged{},
+	out := api.Reconciliation{
+		Configured: true, CheckedAt: r.At.UTC(), Window: api.Window{From: r.From.UTC(), To: r.To.UTC()}, Checked: r.Checked,
+		Partial: r.Partial(), Truncated: statuses(r.Truncated), Mismatches: []api.Mismatch{}, Flagged: []api.Flagged{},
 	}
-	if partial {
+	if out.Partial {
 		out.Unchecked, out.Unreachable = r.Unchecked, r.Unreachable
 	}
 	for _, m := range r.Mismatches {
 		f, g := toPeers(m.Observed)
-		out.Mismatches = append(out.Mismatches, Mismatch{
+		out.Mismatches = append(out.Mismatches, api.Mismatch{
 			OrderID: m.OrderID, Status: string(m.Status), Since: m.Since.UTC(), Check: m.Check, Problems: m.Problems,
 			Fulfillment: f, Gateway: g,
 		})
 	}
 	for _, fl := range r.Flagged {
 		f, g := toPeers(fl.Observed)
-		out.Flagged = append(out.Flagged, Flagged{OrderID: fl.OrderID, Since: fl.Since.UTC(), AttentionReason: fl.Reason, Fulfillment: f, Gateway: g})
+		out.Flagged = append(out.Flagged, api.Flagged{OrderID: fl.OrderID, Since: fl.Since.UTC(), AttentionReason: fl.Reason, Fulfillment: f, Gateway: g})
 	}
 	return out
 }
@@ -292,5 +191,5 @@ func (h *adminHandler) run(c echo.Context) error {
 	log.Info("audit", zap.Int("stuck", len(rep.Stuck.Orders)), zap.Bool("reconciliation_configured", rec.Configured),
 		zap.Int("checked", rec.Checked), zap.Int("mismatches", len(rec.Mismatches)), zap.Int("flagged", len(rec.Flagged)),
 		zap.Bool("partial", rec.Partial()))
-	return c.JSON(http.StatusOK, AuditReport{Stuck: toStuckReport(rep.Stuck), Reconciliation: toReconciliation(rep.Reconciliation)})
+	return c.JSON(http.StatusOK, api.AuditReport{Stuck: toStuckReport(rep.Stuck), Reconciliation: toReconciliation(rep.Reconciliation)})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/pkg/platform/platformtest"
+	"github.com/spanmart/spanmart/services/orders/api"
 	"github.com/spanmart/spanmart/services/orders/internal/app"
 	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
 	"github.com/spanmart/spanmart/services/orders/internal/order"
@@ -85,7 +86,7 @@ func newFakePeers(t *testing.T) *fakePeers {
 			w.Write([]byte(`{"type":"about:blank","title":"Forbidden","status":403,"detail":"the caller is not an operator of this service"}`))
 			return
 		}
-		type payment struct { // the gateway's httpapi.Payment
+		type payment struct { // the gateway's api.Payment
 			ID          string `json:"id"`
 			OrderID     string `json:"order_id"`
 			CustomerID  string `json:"customer_id"`
@@ -337,16 +338,15 @@ func TestAuditHealthy(t *testing.T) {
 	f.cancel(t, cancelling)
 	f.age(t, cancelling, 5*time.Minute)
 
-	stuck := decode[httpapi.StuckReport](t, f.call(t, http.MethodGet, httpapi.PathStuckOrders))
-	want := httpapi.StuckReport{CheckedAt: f.now, StuckAfter: defaultStuckAfter, Counts: zeroCounts, Truncated: []string{}, Orders: []httpapi.StuckOrder{}}
+	stuck := decode[api.StuckReport](t, f.call(t, http.MethodGet, api.PathStuckOrders))
+	want := api.StuckReport{CheckedAt: f.now, StuckAfter: defaultStuckAfter, Counts: zeroCounts, Truncated: []string{}, Orders: []api.StuckOrder{}}
 	if diff := cmp.Diff(want, stuck); diff != "" {
 		t.Errorf("stuck orders (-want +got):\n%s", diff)
 	}
-	rec := decode[httpapi.Reconciliation](t, f.call(t, http.MethodGet, httpapi.PathReconciliation))
-	checked, partial := 5, false
-	wantRec := httpapi.Reconciliation{
-		Configured: true, CheckedAt: f.now, Window: httpapi.Window{From: f.now.Add(-24 * time.Hour), To: f.now.Add(-2 * time.Minute)},
-		Checked: &checked, Partial: &partial, Truncated: []string{}, Mismatches: []httpapi.Mismatch{}, Flagged: []httpapi.Flagged{},
+	rec := decode[api.Reconciliation](t, f.call(t, http.MethodGet, api.PathReconciliation))
+	wantRec := api.Reconciliation{
+		Configured: true, CheckedAt: f.now, Window: api.Window{From: f.now.Add(-24 * time.Hour), To: f.now.Add(-2 * time.Minute)},
+		Checked: 5, Truncated: []string{}, Mismatches: []api.Mismatch{}, Flagged: []api.Flagged{},
 	}
 	if diff := cmp.Diff(wantRec, rec); diff != "" {
 		t.Errorf("reconciliation (-want +got):\n%s", diff)
@@ -379,35 +379,35 @@ func TestStuckOrders(t *testing.T) {
 	f.apply(t, money, releaseStock)
 	moneyAt := f.age(t, money, 45*time.Minute)
 
-	want := httpapi.StuckReport{
+	want := api.StuckReport{
 		CheckedAt: f.now, StuckAfter: defaultStuckAfter, Truncated: []string{},
 		Counts: map[string]int{"PENDING": 1, "AWAITING_PAYMENT": 2, "CONFIRMED": 1, "SHIPPED": 1, "CANCELLING": 2},
-		Orders: []httpapi.StuckOrder{
+		Orders: []api.StuckOrder{
 			{OrderID: pending, CustomerID: "cust-1", Status: "PENDING", Since: pendingAt, For: "10m0s", ForSeconds: 600, WaitingFor: "inventory decision"},
 			{OrderID: lapsed, CustomerID: "cust-1", Status: "AWAITING_PAYMENT", Since: lapsedAt, For: "72h0m0s", ForSeconds: 72 * 3600, WaitingFor: "payment authorization", SlipExpiresAt: &expired},
 			{OrderID: awaiting, CustomerID: "cust-1", Status: "AWAITING_PAYMENT", Since: awaitingAt, For: "2h0m0s", ForSeconds: 7200, WaitingFor: "payment authorization"},
 			{OrderID: confirmed, CustomerID: "cust-1", Status: "CONFIRMED", Since: confirmedAt, For: "49h0m0s", ForSeconds: 49 * 3600, WaitingFor: "shipment"},
 			{OrderID: shipped, CustomerID: "cust-1", Status: "SHIPPED", Since: shippedAt, For: "2h0m0s", ForSeconds: 7200, WaitingFor: "capture"},
 			{OrderID: both, CustomerID: "cust-1", Status: "CANCELLING", Since: bothAt, For: "1h0m0s", ForSeconds: 3600, WaitingFor: "stock release and payment void/refund",
-				PendingCompensations: []order.CompensationKind{order.CompensateStock, order.CompensatePayment}, CancelReason: "customer_request"},
+				PendingCompensations: []string{"stock", "payment"}, CancelReason: "customer_request"},
 			{OrderID: money, CustomerID: "cust-1", Status: "CANCELLING", Since: moneyAt, For: "45m0s", ForSeconds: 2700, WaitingFor: "payment void/refund",
-				PendingCompensations: []order.CompensationKind{order.CompensatePayment}, CancelReason: "customer_request"},
+				PendingCompensations: []string{"payment"}, CancelReason: "customer_request"},
 		},
 	}
-	got := decode[httpapi.StuckReport](t, f.call(t, http.MethodGet, httpapi.PathStuckOrders))
+	got := decode[api.StuckReport](t, f.call(t, http.MethodGet, api.PathStuckOrders))
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("GET %s (-want +got):\n%s", httpapi.PathStuckOrders, diff)
+		t.Errorf("GET %s (-want +got):\n%s", api.PathStuckOrders, diff)
 	}
 	if m := f.metrics(t, "orders_"); len(m) != 0 || len(f.errorLines(t, "stuck order")) != 0 {
 		t.Errorf("GET had side effects: gauges %v, logs %v", m, f.logs.Entries(t))
 	}
 
-	audit := decode[httpapi.AuditReport](t, f.call(t, http.MethodPost, httpapi.PathAudit))
+	audit := decode[api.AuditReport](t, f.call(t, http.MethodPost, api.PathAudit))
 	if diff := cmp.Diff(want, audit.Stuck); diff != "" {
-		t.Errorf("POST %s: stuck (-want +got):\n%s", httpapi.PathAudit, diff)
+		t.Errorf("POST %s: stuck (-want +got):\n%s", api.PathAudit, diff)
 	}
-	if diff := cmp.Diff(httpapi.Reconciliation{Detail: "no peers to compare with: FULFILLMENT_URL and GATEWAY_URL are not set"}, audit.Reconciliation); diff != "" {
-		t.Errorf("POST %s: reconciliation (-want +got):\n%s", httpapi.PathAudit, diff)
+	if diff := cmp.Diff(api.Reconciliation{Detail: "no peers to compare with: FULFILLMENT_URL and GATEWAY_URL are not set"}, audit.Reconciliation); diff != "" {
+		t.Errorf("POST %s: reconciliation (-want +got):\n%s", api.PathAudit, diff)
 	}
 	if diff := cmp.Diff([]string{pending, lapsed, awaiting, confirmed, shipped, both, money}, f.errorLines(t, "stuck order")); diff != "" {
 		t.Errorf("ERROR lines (-want +got):\n%s", diff)
@@ -422,7 +422,7 @@ func TestStuckOrders(t *testing.T) {
 
 	// A stuck order that moves on is no longer reported, and its gauge goes back to zero.
 	f.apply(t, shipped, capture)
-	f.call(t, http.MethodPost, httpapi.PathAudit)
+	f.call(t, http.MethodPost, api.PathAudit)
 	if m := f.metrics(t, "orders_"); !cmp.Equal(m[len(m)-1], `orders_stuck{status="SHIPPED"} 0`) {
 		t.Errorf("after the capture: %v", m)
 	}
@@ -450,17 +450,17 @@ func TestStuckOrdersWaitingForAPayout(t *testing.T) {
 	late, lateAt := paidSlip(6*24*time.Hour, true, "REFUND_PENDING")
 	stock, stockAt := paidSlip(time.Hour, false, "REFUND_PENDING")
 	voiding, voidingAt := paidSlip(90*time.Minute, true, "REFUND_REQUESTED")
-	payout := []order.CompensationKind{order.CompensatePayment}
-	want := []httpapi.StuckOrder{
+	payout := []string{"payment"}
+	want := []api.StuckOrder{
 		{OrderID: late, CustomerID: "cust-1", Status: "CANCELLING", Since: lateAt, For: "144h0m0s", ForSeconds: 144 * 3600,
 			WaitingFor: "refund payout by the payment provider", PendingCompensations: payout, CancelReason: "customer_request"},
 		{OrderID: voiding, CustomerID: "cust-1", Status: "CANCELLING", Since: voidingAt, For: "1h30m0s", ForSeconds: 5400,
 			WaitingFor: "payment void/refund", PendingCompensations: payout, CancelReason: "customer_request"},
 		{OrderID: stock, CustomerID: "cust-1", Status: "CANCELLING", Since: stockAt, For: "1h0m0s", ForSeconds: 3600,
-			WaitingFor: "stock release and refund payout by the payment provider", PendingCompensations: []order.CompensationKind{order.CompensateStock, order.CompensatePayment},
+			WaitingFor: "stock release and refund payout by the payment provider", PendingCompensations: []string{"stock", "payment"},
 			CancelReason: "customer_request"},
 	}
-	got := decode[httpapi.StuckReport](t, f.call(t, http.MethodGet, httpapi.PathStuckOrders))
+	got := decode[api.StuckReport](t, f.call(t, http.MethodGet, api.PathStuckOrders))
 	if diff := cmp.Diff(want, got.Orders); diff != "" || got.Counts["CANCELLING"] != 3 { // oldest change first
 		t.Errorf("stuck orders, %d cancelling (-want +got):\n%s", got.Counts["CANCELLING"], diff)
 	}
@@ -469,7 +469,7 @@ func TestStuckOrdersWaitingForAPayout(t *testing.T) {
 	f.peers.mu.Lock()
 	f.peers.refuse = true
 	f.peers.mu.Unlock()
-	got = decode[httpapi.StuckReport](t, f.call(t, http.MethodGet, httpapi.PathStuckOrders))
+	got = decode[api.StuckReport](t, f.call(t, http.MethodGet, api.PathStuckOrders))
 	if got.Counts["CANCELLING"] != 4 {
 		t.Errorf("with the gateway refusing: %d cancelling orders stuck, want 4: %+v", got.Counts["CANCELLING"], got.Orders)
 	}
@@ -495,7 +495,7 @@ func TestStuckOrdersLimit(t *testing.T) {
 	for range 2 { // exactly the limit: not truncated
 		f.order(t, cardPayment, 10*time.Minute)
 	}
-	got := decode[httpapi.StuckReport](t, f.call(t, http.MethodGet, httpapi.PathStuckOrders))
+	got := decode[api.StuckReport](t, f.call(t, http.MethodGet, api.PathStuckOrders))
 	var awaiting []string
 	for _, o := range got.Orders {
 		if o.Status == "AWAITING_PAYMENT" {
@@ -560,8 +560,8 @@ func TestReconciliationMismatches(t *testing.T) {
 	old, _ := f.order(t, cardPayment, 25*time.Hour, reserve, authorize, ship, capture) // outside the window
 	f.peers.set(old, "HELD", "AUTHORIZED")
 
-	rec := decode[httpapi.Reconciliation](t, f.call(t, http.MethodGet, httpapi.PathReconciliation))
-	if rec.Checked == nil || *rec.Checked != 9 || rec.Partial == nil || *rec.Partial {
+	rec := decode[api.Reconciliation](t, f.call(t, http.MethodGet, api.PathReconciliation))
+	if rec.Checked != 9 || rec.Partial {
 		t.Errorf("checked %v, partial %v; want 9, false", rec.Checked, rec.Partial)
 	}
 	var got []wantMismatch
@@ -573,10 +573,10 @@ func TestReconciliationMismatches(t *testing.T) {
 	}
 	// What the peers said is in the report, as they said it.
 	released := "RELEASED"
-	wantPeers := httpapi.Mismatch{
+	wantPeers := api.Mismatch{
 		OrderID: x2, Status: "CANCELLED", Check: "cancelled", Since: rec.Mismatches[5].Since, Problems: wants[5].problems,
-		Fulfillment: httpapi.Fulfillment{Reservation: &released},
-		Gateway:     httpapi.Gateway{Payments: []httpapi.PeerPayment{{ID: paymentID(x2, 0), Status: "AUTHORIZED"}}},
+		Fulfillment: api.PeerFulfillment{Reservation: &released},
+		Gateway:     api.PeerGateway{Payments: []api.PeerPayment{{ID: paymentID(x2, 0), Status: "AUTHORIZED"}}},
 	}
 	if diff := cmp.Diff(wantPeers, rec.Mismatches[5]); diff != "" {
 		t.Errorf("mismatch of %s (-want +got):\n%s", x2, diff)
@@ -585,10 +585,10 @@ func TestReconciliationMismatches(t *testing.T) {
 		t.Errorf("no reservation is shown as %+v, want null", m.Fulfillment)
 	}
 	shippedStatus := "SHIPPED"
-	wantFlagged := []httpapi.Flagged{{
+	wantFlagged := []api.Flagged{{
 		OrderID: flagged, Since: flaggedAt, AttentionReason: "capture_failed_declined",
-		Fulfillment: httpapi.Fulfillment{Reservation: &shippedStatus},
-		Gateway:     httpapi.Gateway{Payments: []httpapi.PeerPayment{{ID: paymentID(flagged, 0), Status: "CAPTURE_FAILED"}}},
+		Fulfillment: api.PeerFulfillment{Reservation: &shippedStatus},
+		Gateway:     api.PeerGateway{Payments: []api.PeerPayment{{ID: paymentID(flagged, 0), Status: "CAPTURE_FAILED"}}},
 	}}
 	if diff := cmp.Diff(wantFlagged, rec.Flagged); diff != "" {
 		t.Errorf("flagged (-want +got):\n%s", diff)
@@ -597,7 +597,7 @@ func TestReconciliationMismatches(t *testing.T) {
 		t.Errorf("GET set gauges: %v", m)
 	}
 
-	f.call(t, http.MethodPost, httpapi.PathAudit)
+	f.call(t, http.MethodPost, api.PathAudit)
 	var wantIDs []string
 	for _, w := range wants {
 		wantIDs = append(wantIDs, w.id)
@@ -614,13 +614,13 @@ func TestReconciliationMismatches(t *testing.T) {
 		t.Errorf("gauges (-want +got):\n%s", diff)
 	}
 	// One order on its own: what it alone would report, without a whole run.
-	one := decode[httpapi.Reconciliation](t, f.call(t, http.MethodGet, httpapi.PathReconciliation+"?order_id="+x2))
+	one := decode[api.Reconciliation](t, f.call(t, http.MethodGet, api.PathReconciliation+"?order_id="+x2))
 	if len(one.Mismatches) != 1 || one.Mismatches[0].OrderID != x2 || len(one.Flagged) != 0 {
 		t.Errorf("reconciliation of %s alone = %+v, want its one mismatch", x2, one)
 	}
 	for q, want := range map[string]int{"?order_id=nope": http.StatusBadRequest, "?order_id=" + uuid.NewString(): http.StatusNotFound} {
-		if r := (&fixture{url: f.url}).do(t, http.MethodGet, httpapi.PathReconciliation+q, "", ""); r.status != want {
-			t.Errorf("GET %s%s = %d, want %d", httpapi.PathReconciliation, q, r.status, want)
+		if r := (&fixture{url: f.url}).do(t, http.MethodGet, api.PathReconciliation+q, "", ""); r.status != want {
+			t.Errorf("GET %s%s = %d, want %d", api.PathReconciliation, q, r.status, want)
 		}
 	}
 	if diff := cmp.Diff([]string{flagged}, f.errorLines(t, "order needs attention")); diff != "" {
@@ -659,8 +659,8 @@ func TestReconciliationPartial(t *testing.T) {
 			}
 			tt.breakPeer(f.peers)
 
-			rep := decode[httpapi.AuditReport](t, f.call(t, http.MethodPost, httpapi.PathAudit)).Reconciliation
-			if rep.Partial == nil || !*rep.Partial || *rep.Checked != 0 {
+			rep := decode[api.AuditReport](t, f.call(t, http.MethodPost, api.PathAudit)).Reconciliation
+			if !rep.Partial || rep.Checked != 0 {
 				t.Fatalf("partial %v, checked %v; want true, 0", rep.Partial, rep.Checked)
 			}
 			if diff := cmp.Diff(map[string]int{tt.peer: 5}, rep.Unchecked); diff != "" {

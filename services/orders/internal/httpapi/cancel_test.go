@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/spanmart/spanmart/gen/dao/ordersdb"
-	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
+	"github.com/spanmart/spanmart/services/orders/api"
 	"github.com/spanmart/spanmart/services/orders/internal/orderstest"
 )
 
@@ -32,7 +32,7 @@ func (f *fixture) place(t *testing.T) string {
 	if resp.status != http.StatusCreated {
 		t.Fatalf("POST = %d %s", resp.status, resp.body)
 	}
-	return decode[httpapi.Order](t, resp.body).ID
+	return decode[api.Order](t, resp.body).ID
 }
 
 func TestCancelOrder(t *testing.T) {
@@ -42,18 +42,18 @@ func TestCancelOrder(t *testing.T) {
 	if resp.status != http.StatusAccepted {
 		t.Fatalf("cancel = %d %s, want 202", resp.status, resp.body)
 	}
-	got := decode[httpapi.Order](t, resp.body)
+	got := decode[api.Order](t, resp.body)
 	if got.Status != "CANCELLING" || got.CancelReason == nil || *got.CancelReason != "customer_request" || len(got.Compensations) != 1 {
 		t.Errorf("cancelled order = %+v", got)
 	}
 	// The same key again: the stored response, marked replayed; the order is not touched again.
 	again := f.do(t, http.MethodPost, "/v1/orders/"+id+"/cancel", "c1", "{}")
-	if again.status != http.StatusAccepted || again.header.Get(httpapi.HeaderIdempotentReplayed) != "true" || string(again.body) != string(resp.body) {
-		t.Errorf("replay = %d %q %s", again.status, again.header.Get(httpapi.HeaderIdempotentReplayed), again.body)
+	if again.status != http.StatusAccepted || again.header.Get(api.HeaderIdempotentReplayed) != "true" || string(again.body) != string(resp.body) {
+		t.Errorf("replay = %d %q %s", again.status, again.header.Get(api.HeaderIdempotentReplayed), again.body)
 	}
 	// Another key: the order is already cancelling, answered as it is.
 	other := f.do(t, http.MethodPost, "/v1/orders/"+id+"/cancel", "c2", "")
-	if other.status != http.StatusOK || decode[httpapi.Order](t, other.body).Status != "CANCELLING" {
+	if other.status != http.StatusOK || decode[api.Order](t, other.body).Status != "CANCELLING" {
 		t.Errorf("second cancel = %d %s, want 200 CANCELLING", other.status, other.body)
 	}
 	s := orderstest.Read(t, f.client)
@@ -96,7 +96,7 @@ func TestCancelOrderRefused(t *testing.T) {
 			}
 		})
 	}
-	if o := decode[httpapi.Order](t, f.do(t, http.MethodGet, "/v1/orders/"+shipped, "", "").body); o.Status != "SHIPPED" {
+	if o := decode[api.Order](t, f.do(t, http.MethodGet, "/v1/orders/"+shipped, "", "").body); o.Status != "SHIPPED" {
 		t.Errorf("a refused cancel changed the order: %s", o.Status)
 	}
 }

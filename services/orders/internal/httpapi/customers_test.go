@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/spanmart/spanmart/emulator/authemu"
+	"github.com/spanmart/spanmart/services/orders/api"
 	"github.com/spanmart/spanmart/services/orders/internal/app"
-	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
 	"github.com/spanmart/spanmart/services/orders/internal/orderstest"
 )
 
@@ -63,7 +63,7 @@ func TestUnauthenticated(t *testing.T) {
 			{http.MethodPost, "/v1/orders/" + id + "/cancel", ""},
 		} {
 			t.Run(name+" "+route.method+" "+route.path, func(t *testing.T) {
-				headers := map[string]string{"Authorization": auth, httpapi.HeaderIdempotencyKey: uuid.NewString()}
+				headers := map[string]string{"Authorization": auth, api.HeaderIdempotencyKey: uuid.NewString()}
 				if route.body != "" {
 					headers["Content-Type"] = "application/json"
 				}
@@ -190,14 +190,14 @@ func TestCustomerFromToken(t *testing.T) {
 	f := newFixture(t)
 	implicit := strings.Replace(orderBody, `"customer_id": "cust-1", `, "", 1)
 	r := f.doAs(t, "uid-Zx81", http.MethodPost, "/v1/orders", "k-implicit", implicit)
-	if r.status != http.StatusCreated || decode[httpapi.Order](t, r.body).CustomerID != "uid-Zx81" {
+	if r.status != http.StatusCreated || decode[api.Order](t, r.body).CustomerID != "uid-Zx81" {
 		t.Fatalf("POST without customer_id = %d %s, want 201 for uid-Zx81", r.status, r.body)
 	}
 	r = f.do(t, http.MethodPost, "/v1/orders", "k-explicit", implicit)
 	again := f.do(t, http.MethodPost, "/v1/orders", "k-explicit", orderBody)
-	if r.status != http.StatusCreated || again.status != http.StatusCreated || again.header.Get(httpapi.HeaderIdempotentReplayed) != "true" ||
-		decode[httpapi.Order](t, again.body).ID != decode[httpapi.Order](t, r.body).ID {
-		t.Errorf("the same order without and with customer_id under one key = %d, %d %q; want one order, replayed", r.status, again.status, again.header.Get(httpapi.HeaderIdempotentReplayed))
+	if r.status != http.StatusCreated || again.status != http.StatusCreated || again.header.Get(api.HeaderIdempotentReplayed) != "true" ||
+		decode[api.Order](t, again.body).ID != decode[api.Order](t, r.body).ID {
+		t.Errorf("the same order without and with customer_id under one key = %d, %d %q; want one order, replayed", r.status, again.status, again.header.Get(api.HeaderIdempotentReplayed))
 	}
 	before := orderstest.Read(t, f.client)
 	p := checkProblem(t, f.doAs(t, "cust-2", http.MethodPost, "/v1/orders", "k-other", orderBody), http.StatusForbidden, "customer_id must be the signed-in customer's id")
@@ -221,9 +221,9 @@ func TestIdempotencyKeyPerCustomer(t *testing.T) {
 	if first.status != http.StatusCreated || second.status != http.StatusCreated {
 		t.Fatalf("POST = %d, %d %s; want 201, 201", first.status, second.status, second.body)
 	}
-	a, b := decode[httpapi.Order](t, first.body), decode[httpapi.Order](t, second.body)
-	if a.ID == b.ID || b.CustomerID != "cust-2" || second.header.Get(httpapi.HeaderIdempotentReplayed) != "" {
-		t.Errorf("the second customer's order under the same key = %+v (replayed %q); the first's %s", b, second.header.Get(httpapi.HeaderIdempotentReplayed), a.ID)
+	a, b := decode[api.Order](t, first.body), decode[api.Order](t, second.body)
+	if a.ID == b.ID || b.CustomerID != "cust-2" || second.header.Get(api.HeaderIdempotentReplayed) != "" {
+		t.Errorf("the second customer's order under the same key = %+v (replayed %q); the first's %s", b, second.header.Get(api.HeaderIdempotentReplayed), a.ID)
 	}
 	// A third customer replaying the first customer's exact request, its customer_id included.
 	checkProblem(t, f.doAs(t, "cust-3", http.MethodPost, "/v1/orders", key, orderBody), http.StatusForbidden, "signed-in customer")
@@ -241,7 +241,7 @@ func TestIdempotencyKeyPerCustomer(t *testing.T) {
 		t.Errorf("cust-1's cancel = %d %s", r.status, r.body)
 	}
 	r := f.doAs(t, "cust-2", http.MethodPost, "/v1/orders/"+b.ID+"/cancel", "cancel-1", "")
-	if r.status != http.StatusAccepted || decode[httpapi.Order](t, r.body).ID != b.ID || r.header.Get(httpapi.HeaderIdempotentReplayed) != "" {
-		t.Errorf("cust-2's cancel under cust-1's key = %d %q %s, want its own 202", r.status, r.header.Get(httpapi.HeaderIdempotentReplayed), r.body)
+	if r.status != http.StatusAccepted || decode[api.Order](t, r.body).ID != b.ID || r.header.Get(api.HeaderIdempotentReplayed) != "" {
+		t.Errorf("cust-2's cancel under cust-1's key = %d %q %s, want its own 202", r.status, r.header.Get(api.HeaderIdempotentReplayed), r.body)
 	}
 }

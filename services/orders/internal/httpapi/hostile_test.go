@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/spanmart/spanmart/pkg/platform/platformtest"
-	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
+	"github.com/spanmart/spanmart/services/orders/api"
 	"github.com/spanmart/spanmart/services/orders/internal/orderstest"
 )
 
@@ -58,7 +58,7 @@ func TestHostileOrderRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			headers := map[string]string{httpapi.HeaderIdempotencyKey: uuid.NewString()}
+			headers := map[string]string{api.HeaderIdempotencyKey: uuid.NewString()}
 			if tt.contentType != "" {
 				headers["Content-Type"] = tt.contentType
 			}
@@ -81,7 +81,7 @@ func TestHostileOrderRequests(t *testing.T) {
 func TestContentTypeWithParameters(t *testing.T) {
 	f := newFixture(t)
 	for _, ct := range []string{"application/json; charset=utf-8", "application/json;charset=UTF-8"} {
-		r := f.send(t, http.MethodPost, "/v1/orders", map[string]string{httpapi.HeaderIdempotencyKey: uuid.NewString(), "Content-Type": ct}, orderBody)
+		r := f.send(t, http.MethodPost, "/v1/orders", map[string]string{api.HeaderIdempotencyKey: uuid.NewString(), "Content-Type": ct}, orderBody)
 		if r.status != http.StatusCreated {
 			t.Errorf("Content-Type %q: %d %s, want 201", ct, r.status, r.body)
 		}
@@ -114,17 +114,17 @@ func TestUpperCaseOrderID(t *testing.T) {
 	id := f.place(t)
 	upper := strings.ToUpper(id)
 	g := f.do(t, http.MethodGet, "/v1/orders/"+upper, "", "")
-	if g.status != http.StatusOK || decode[httpapi.Order](t, g.body).ID != id {
+	if g.status != http.StatusOK || decode[api.Order](t, g.body).ID != id {
 		t.Fatalf("GET %s = %d %s, want 200 with order %s", upper, g.status, g.body, id)
 	}
 	c := f.do(t, http.MethodPost, "/v1/orders/"+upper+"/cancel", "cancel-upper", "")
-	if c.status != http.StatusAccepted || decode[httpapi.Order](t, c.body).ID != id {
+	if c.status != http.StatusAccepted || decode[api.Order](t, c.body).ID != id {
 		t.Fatalf("cancel %s = %d %s, want 202 with order %s", upper, c.status, c.body, id)
 	}
 	// The same key with the id in lower case is the same cancellation, replayed.
 	again := f.do(t, http.MethodPost, "/v1/orders/"+id+"/cancel", "cancel-upper", "")
-	if again.status != http.StatusAccepted || again.header.Get(httpapi.HeaderIdempotentReplayed) != "true" {
-		t.Errorf("cancel again in lower case = %d %q %s, want the replay", again.status, again.header.Get(httpapi.HeaderIdempotentReplayed), again.body)
+	if again.status != http.StatusAccepted || again.header.Get(api.HeaderIdempotentReplayed) != "true" {
+		t.Errorf("cancel again in lower case = %d %q %s, want the replay", again.status, again.header.Get(api.HeaderIdempotentReplayed), again.body)
 	}
 }
 
@@ -161,7 +161,7 @@ func TestCancelBody(t *testing.T) {
 		{"invalid UTF-8", "application/json", "{\"\xff\": 1}", http.StatusBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			headers := map[string]string{httpapi.HeaderIdempotencyKey: uuid.NewString()}
+			headers := map[string]string{api.HeaderIdempotencyKey: uuid.NewString()}
 			if tc.contentType != "" {
 				headers["Content-Type"] = tc.contentType
 			}
@@ -186,7 +186,7 @@ func TestCancelBody(t *testing.T) {
 func TestHostileRequestsPerEndpoint(t *testing.T) {
 	f := newFixture(t)
 	mine := f.place(t)
-	theirs := decode[httpapi.Order](t, f.doAs(t, "cust-2", http.MethodPost, "/v1/orders", uuid.NewString(), strings.Replace(orderBody, `"customer_id": "cust-1", `, "", 1)).body).ID
+	theirs := decode[api.Order](t, f.doAs(t, "cust-2", http.MethodPost, "/v1/orders", uuid.NewString(), strings.Replace(orderBody, `"customer_id": "cust-1", `, "", 1)).body).ID
 	if r := f.do(t, http.MethodPost, "/v1/orders", "used-key", orderBody); r.status != http.StatusCreated {
 		t.Fatalf("POST = %d %s", r.status, r.body)
 	}
@@ -264,13 +264,13 @@ func TestHostileRequestsPerEndpoint(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			headers := map[string]string{httpapi.HeaderIdempotencyKey: uuid.NewString()}
+			headers := map[string]string{api.HeaderIdempotencyKey: uuid.NewString()}
 			switch tt.key {
 			case "":
 			case "none":
-				headers[httpapi.HeaderIdempotencyKey] = ""
+				headers[api.HeaderIdempotencyKey] = ""
 			default:
-				headers[httpapi.HeaderIdempotencyKey] = tt.key
+				headers[api.HeaderIdempotencyKey] = tt.key
 			}
 			switch tt.auth {
 			case "":

@@ -1,5 +1,6 @@
-// Package httpapi is the public HTTP API of the orders service (api/openapi.yaml): routes,
-// request and response types, and the mapping of domain errors to problem+json statuses.
+// Package httpapi is the public HTTP API of the orders service (api/openapi.yaml): routes, the
+// rendering of orders in the wire types of services/orders/api (which its clients decode too),
+// and the mapping of domain errors to problem+json statuses.
 package httpapi
 
 import (
@@ -10,19 +11,13 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/services/orders/api"
 	"github.com/spanmart/spanmart/services/orders/internal/app"
 	"github.com/spanmart/spanmart/services/orders/internal/order"
-)
-
-// Headers of the idempotency contract.
-const (
-	HeaderIdempotencyKey     = "Idempotency-Key"
-	HeaderIdempotentReplayed = "Idempotent-Replayed"
 )
 
 // ErrorMapper maps the domain and use-case errors to statuses, for platform.ServerOptions.
@@ -43,113 +38,36 @@ var ErrorMapper = platform.MapErrors(map[error]int{
 // the catalog is public.
 func Register(e *echo.Echo, svc *app.Service, customers *Customers) {
 	h := &handler{svc: svc}
-	e.POST("/v1/orders", h.placeOrder, customers.Middleware)
-	e.GET("/v1/orders/:id", h.getOrder, customers.Middleware)
-	e.POST("/v1/orders/:id/cancel", h.cancelOrder, customers.Middleware)
-	e.GET("/v1/products", h.listProducts)
+	e.POST(api.PathOrders, h.placeOrder, customers.Middleware)
+	e.GET(api.PathOrders+"/:id", h.getOrder, customers.Middleware)
+	e.POST(api.PathOrders+"/:id/cancel", h.cancelOrder, customers.Middleware)
+	e.GET(api.PathProducts, h.listProducts)
 }
 
 type handler struct {
 	svc *app.Service
 }
 
-// Line is an order line in responses.
-type Line struct {
-	SKU            string `json:"sku"`
-	Quantity       int64  `json:"quantity"`
-	UnitPriceMinor int64  `json:"unit_price_minor"`
-	LineTotalMinor int64  `json:"line_total_minor"`
-}
-
-// TimelineEntry is an event in an order's timeline.
-type TimelineEntry struct {
-	Seq              int64     `json:"seq"`
-	Direction        string    `json:"direction"`
-	EventType        string    `json:"event_type"`
-	EventID          string    `json:"event_id"`
-	AggregateType    string    `json:"aggregate_type"`
-	AggregateVersion int64     `json:"aggregate_version"`
-	At               time.Time `json:"at"`
-}
-
-// Order is the representation of an order. POST returns it without a timeline (the commit
-// timestamps are not known inside the transaction that stores the response); GET includes it.
-// Email and Payment are absent for an order placed before payments existed (and Email when the
-// customer gave none).
-type Order struct {
-	ID           string          `json:"id"`
-	CustomerID   string          `json:"customer_id"`
-	Email        string          `json:"email,omitempty"`
-	Status       string          `json:"status"`
-	Currency     string          `json:"currency"`
-	TotalMinor   int64           `json:"total_minor"`
-	Version      int64           `json:"version"`
-	CancelReason *string         `json:"cancel_reason"`
-	Language     string          `json:"language"`
-	Payment      *Payment        `json:"payment,omitempty"`
-	Shipment     *order.Shipment `json:"shipment,omitempty"`
-	// Compensations is what a cancellation waits for (stock, payment) and how each ended; absent
-	// for an order that was never cancelling.
-	Compensations   []order.Compensation `json:"compensations,omitempty"`
-	AttentionReason string               `json:"attention_reason,omitempty"`
-	Lines           []Line               `json:"lines"`
-	Timeline        []TimelineEntry      `json:"timeline,omitempty"`
-}
-
-// Payment is an order's payment: the method and its detail as the request gave them, and the slip
-// of a konbini or bank transfer payment once the gateway issued it.
-type Payment struct {
-	Method        string        `json:"method"`
-	PaymentMethod string        `json:"payment_method,omitempty"`
-	Store         string        `json:"store,omitempty"`
-	Instructions  *Instructions `json:"instructions,omitempty"`
-}
-
-// Instructions is how the customer pays a slip: at a konbini (store, codes) or by bank transfer
-// (the account), until ExpiresAt.
-type Instructions struct {
-	Method           string       `json:"method"`
-	Store            string       `json:"store,omitempty"`
-	PaymentCode      string       `json:"payment_code,omitempty"`
-	ConfirmationCode string       `json:"confirmation_code,omitempty"`
-	InstructionsURL  string       `json:"instructions_url,omitempty"`
-	Bank             *BankAccount `json:"bank,omitempty"`
-	ExpiresAt        *time.Time   `json:"expires_at,omitempty"`
-}
-
-// BankAccount is the account a bank transfer is paid into.
-type BankAccount struct {
-	BankName      string `json:"bank_name,omitempty"`
-	BranchName    string `json:"branch_name,omitempty"`
-	AccountType   string `json:"account_type,omitempty"`
-	AccountNumber string `json:"account_number,omitempty"`
-	AccountHolder string `json:"account_holder,omitempty"`
-}
-
-// Product is a catalog entry.
-type Product struct {
-	SKU         string `json:"sku"`
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	PriceMinor  int64  `json:"price_minor"`
-	Currency    string `json:"currency"`
-}
-
-func toOrder(o *order.Order, timeline []app.TimelineEntry) Order {
-	out := Order{
+func toOrder(o *order.Order, timeline []app.TimelineEntry) api.Order {
+	out := api.Order{
 		ID: o.ID(), CustomerID: o.CustomerID(), Email: o.Email(), Status: string(o.Status()), Currency: o.Currency(),
-		TotalMinor: o.TotalMinor(), Version: o.Version(), Payment: toPayment(o), Lines: []Line{},
-		Language: string(o.Language()), Shipment: o.Shipment(), Compensations: o.Compensations(),
-		AttentionReason: o.AttentionReason(),
+		TotalMinor: o.TotalMinor(), Version: o.Version(), Payment: toPayment(o), Lines: []api.Line{},
+		Language: string(o.Language()), AttentionReason: o.AttentionReason(),
 	}
 	if r := o.CancelReason(); r != "" {
 		out.CancelReason = &r
 	}
+	if sh := o.Shipment(); sh != nil {
+		out.Shipment = &api.Shipment{ShipmentID: sh.ID, Carrier: sh.Carrier, TrackingNumber: sh.TrackingNumber}
+	}
+	for _, c := range o.Compensations() {
+		out.Compensations = append(out.Compensations, api.Compensation{Kind: string(c.Kind), State: string(c.State), Outcome: c.Outcome})
+	}
 	for _, l := range o.Lines() {
-		out.Lines = append(out.Lines, Line{SKU: l.SKU, Quantity: l.Quantity, UnitPriceMinor: l.UnitPriceMinor, LineTotalMinor: l.Quantity * l.UnitPriceMinor})
+		out.Lines = append(out.Lines, api.Line{SKU: l.SKU, Quantity: l.Quantity, UnitPriceMinor: l.UnitPriceMinor, LineTotalMinor: l.Quantity * l.UnitPriceMinor})
 	}
 	for _, t := range timeline {
-		out.Timeline = append(out.Timeline, TimelineEntry{
+		out.Timeline = append(out.Timeline, api.TimelineEntry{
 			Seq: t.Seq, Direction: t.Direction, EventType: t.EventType, EventID: t.EventID,
 			AggregateType: t.AggregateType, AggregateVersion: t.AggregateVersion, At: t.At.UTC(),
 		})
@@ -159,12 +77,12 @@ func toOrder(o *order.Order, timeline []app.TimelineEntry) Order {
 
 // toPayment returns the order's payment, nil for an order placed before payments existed (unless
 // the gateway issued it a slip all the same).
-func toPayment(o *order.Order) *Payment {
+func toPayment(o *order.Order) *api.Payment {
 	p, in := o.Payment(), o.PaymentInstructions()
 	if p.IsZero() && in == nil {
 		return nil
 	}
-	out := &Payment{Method: string(p.Method)}
+	out := &api.Payment{Method: string(p.Method)}
 	switch p.Method.DetailField() {
 	case order.FieldPaymentMethod:
 		out.PaymentMethod = p.Detail
@@ -175,12 +93,12 @@ func toPayment(o *order.Order) *Payment {
 		if out.Method == "" {
 			out.Method = string(in.Method)
 		}
-		out.Instructions = &Instructions{
+		out.Instructions = &api.Instructions{
 			Method: string(in.Method), Store: in.Store, PaymentCode: in.PaymentCode,
 			ConfirmationCode: in.ConfirmationCode, InstructionsURL: in.InstructionsURL,
 		}
 		if b := in.Bank; b != nil {
-			out.Instructions.Bank = &BankAccount{
+			out.Instructions.Bank = &api.BankAccount{
 				BankName: b.BankName, BranchName: b.BranchName, AccountType: b.AccountType,
 				AccountNumber: b.AccountNumber, AccountHolder: b.AccountHolder,
 			}
@@ -193,7 +111,7 @@ func toPayment(o *order.Order) *Payment {
 	return out
 }
 
-func location(id string) string { return "/v1/orders/" + id }
+func location(id string) string { return api.PathOrders + "/" + id }
 
 func (h *handler) placeOrder(c echo.Context) error {
 	key, err := idempotencyKey(c)
@@ -219,16 +137,16 @@ func (h *handler) placeOrder(c echo.Context) error {
 }
 
 func idempotencyKey(c echo.Context) (string, error) {
-	key := c.Request().Header.Get(HeaderIdempotencyKey)
+	key := c.Request().Header.Get(api.HeaderIdempotencyKey)
 	if key == "" || len(key) > app.MaxIdempotencyKeyLen {
-		return "", platform.NewProblem(http.StatusBadRequest, fmt.Sprintf("header %s is required (1 to %d characters)", HeaderIdempotencyKey, app.MaxIdempotencyKeyLen))
+		return "", platform.NewProblem(http.StatusBadRequest, fmt.Sprintf("header %s is required (1 to %d characters)", api.HeaderIdempotencyKey, app.MaxIdempotencyKeyLen))
 	}
 	return key, nil
 }
 
 func reply(c echo.Context, resp app.Response) error {
 	if resp.Replayed {
-		c.Response().Header().Set(HeaderIdempotentReplayed, "true")
+		c.Response().Header().Set(api.HeaderIdempotentReplayed, "true")
 	}
 	return c.JSONBlob(resp.Status, resp.Body)
 }
@@ -326,11 +244,9 @@ func (h *handler) listProducts(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Products []Product `json:"products"`
-	}{Products: []Product{}}
+	out := api.ProductList{Products: []api.Product{}}
 	for _, p := range ps {
-		out.Products = append(out.Products, Product{SKU: p.SKU, Name: p.Name, Description: p.Description, PriceMinor: p.PriceMinor, Currency: p.Currency})
+		out.Products = append(out.Products, api.Product{SKU: p.SKU, Name: p.Name, Description: p.Description, PriceMinor: p.PriceMinor, Currency: p.Currency})
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/pkg/platform/platformtest"
 	"github.com/spanmart/spanmart/pkg/spannertest"
+	"github.com/spanmart/spanmart/services/orders/api"
 	"github.com/spanmart/spanmart/services/orders/internal/app"
 	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
 	"github.com/spanmart/spanmart/services/orders/internal/orderstest"
@@ -129,7 +130,7 @@ func (f *fixture) doAs(t *testing.T, customer, method, path, key, body string) r
 		headers["Content-Type"] = "application/json"
 	}
 	if key != "" {
-		headers[httpapi.HeaderIdempotencyKey] = key
+		headers[api.HeaderIdempotencyKey] = key
 	}
 	return f.send(t, method, path, headers, body)
 }
@@ -180,11 +181,11 @@ func TestPlaceOrder(t *testing.T) {
 	if resp.status != http.StatusCreated {
 		t.Fatalf("POST = %d %s, want 201", resp.status, resp.body)
 	}
-	got := decode[httpapi.Order](t, resp.body)
-	want := httpapi.Order{
+	got := decode[api.Order](t, resp.body)
+	want := api.Order{
 		ID: got.ID, CustomerID: "cust-1", Email: "ali@example.com", Status: "PENDING", Currency: "JPY", TotalMinor: 1300, Version: 1,
-		Language: "ja", Payment: &httpapi.Payment{Method: "card", PaymentMethod: "pm_card_visa"},
-		Lines: []httpapi.Line{{SKU: "A1", Quantity: 2, UnitPriceMinor: 150, LineTotalMinor: 300}, {SKU: "B2", Quantity: 1, UnitPriceMinor: 1000, LineTotalMinor: 1000}},
+		Language: "ja", Payment: &api.Payment{Method: "card", PaymentMethod: "pm_card_visa"},
+		Lines: []api.Line{{SKU: "A1", Quantity: 2, UnitPriceMinor: 150, LineTotalMinor: 300}, {SKU: "B2", Quantity: 1, UnitPriceMinor: 1000, LineTotalMinor: 1000}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("body (-want +got):\n%s", diff)
@@ -192,7 +193,7 @@ func TestPlaceOrder(t *testing.T) {
 	if loc := resp.header.Get("Location"); loc != "/v1/orders/"+got.ID {
 		t.Errorf("Location = %q", loc)
 	}
-	if resp.header.Get(httpapi.HeaderIdempotentReplayed) != "" {
+	if resp.header.Get(api.HeaderIdempotentReplayed) != "" {
 		t.Error("a first response is marked replayed")
 	}
 	if n := f.nudges.Load(); n != 1 {
@@ -240,7 +241,7 @@ func TestPlaceOrder(t *testing.T) {
 	if g.status != http.StatusOK {
 		t.Fatalf("GET = %d %s", g.status, g.body)
 	}
-	read := decode[httpapi.Order](t, g.body)
+	read := decode[api.Order](t, g.body)
 	if len(read.Timeline) != 1 || read.Timeline[0].EventID != e.EventId || read.Timeline[0].At.IsZero() || read.Timeline[0].Direction != "emitted" {
 		t.Errorf("timeline = %+v", read.Timeline)
 	}
@@ -262,7 +263,7 @@ func TestReplay(t *testing.T) {
 	if !bytes.Equal(compact(t, first.body), compact(t, second.body)) {
 		t.Errorf("replayed body differs:\n%s\n%s", first.body, second.body)
 	}
-	if second.header.Get(httpapi.HeaderIdempotentReplayed) != "true" || second.header.Get("Location") != first.header.Get("Location") {
+	if second.header.Get(api.HeaderIdempotentReplayed) != "true" || second.header.Get("Location") != first.header.Get("Location") {
 		t.Errorf("replay headers = %v", second.header)
 	}
 	s := orderstest.Read(t, f.client)
@@ -315,8 +316,8 @@ func TestConcurrentDuplicates(t *testing.T) {
 		if r.status != http.StatusCreated {
 			t.Fatalf("a concurrent duplicate got %d %s", r.status, r.body)
 		}
-		ids[decode[httpapi.Order](t, r.body).ID] = true
-		if r.header.Get(httpapi.HeaderIdempotentReplayed) == "true" {
+		ids[decode[api.Order](t, r.body).ID] = true
+		if r.header.Get(api.HeaderIdempotentReplayed) == "true" {
 			replays++
 		}
 	}
@@ -411,8 +412,8 @@ func TestListProducts(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("GET /v1/products = %d %s", r.status, r.body)
 	}
-	got := decode[struct{ Products []httpapi.Product }](t, r.body)
-	want := []httpapi.Product{
+	got := decode[struct{ Products []api.Product }](t, r.body)
+	want := []api.Product{
 		{SKU: "A1", Name: "Alpha", Description: "the first", PriceMinor: 150, Currency: "JPY"},
 		{SKU: "B2", Name: "Beta", PriceMinor: 1000, Currency: "JPY"},
 		{SKU: "C3", Name: "Gamma", PriceMinor: 999, Currency: "USD"},

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/spanmart/spanmart/services/orders/api"
 	"github.com/spanmart/spanmart/services/orders/internal/app"
 	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
 	"github.com/spanmart/spanmart/services/orders/internal/order"
@@ -112,16 +113,16 @@ func TestOpenAPISchemas(t *testing.T) {
 
 	for name, v := range map[string]any{
 		"PlaceOrderRequest":   app.PlaceOrderRequest{},
-		"Order":               httpapi.Order{},
-		"OrderPayment":        httpapi.Payment{},
-		"PaymentInstructions": httpapi.Instructions{},
+		"Order":               api.Order{},
+		"OrderPayment":        api.Payment{},
+		"PaymentInstructions": api.Instructions{},
 	} {
 		if diff := cmp.Diff(jsonFields(reflect.TypeOf(v)), names(schema(name))); diff != "" {
 			t.Errorf("%s: Go fields (-) and schema properties (+) differ:\n%s", name, diff)
 		}
 	}
 	bank := props(schema("PaymentInstructions"))["bank"].(map[string]any)
-	if diff := cmp.Diff(jsonFields(reflect.TypeOf(httpapi.BankAccount{})), names(bank)); diff != "" {
+	if diff := cmp.Diff(jsonFields(reflect.TypeOf(api.BankAccount{})), names(bank)); diff != "" {
 		t.Errorf("PaymentInstructions.bank differs:\n%s", diff)
 	}
 	req := schema("PlaceOrderRequest")

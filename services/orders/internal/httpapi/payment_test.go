@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
+	"github.com/spanmart/spanmart/services/orders/api"
 	"github.com/spanmart/spanmart/services/orders/internal/order"
 	"github.com/spanmart/spanmart/services/orders/internal/orderstest"
 )
@@ -30,21 +30,21 @@ func TestPlaceOrderEveryMethod(t *testing.T) {
 		name    string
 		members string
 		email   string
-		want    httpapi.Payment
+		want    api.Payment
 	}{
-		{"card", `"payment": {"method": "card", "payment_method": "pm_card_visa"}`, "", httpapi.Payment{Method: "card", PaymentMethod: "pm_card_visa"}},
-		{"card with email", `"email": "ali@example.com", "payment": {"method": "card", "payment_method": "pm_1NnLz2AbCdEfGh"}`, "ali@example.com", httpapi.Payment{Method: "card", PaymentMethod: "pm_1NnLz2AbCdEfGh"}},
-		{"wallet", `"payment": {"method": "wallet"}`, "", httpapi.Payment{Method: "wallet"}},
-		{"wallet null members", `"email": null, "payment": {"method": "wallet", "store": null}`, "", httpapi.Payment{Method: "wallet"}},
-		{"bank transfer", `"email": "ali@example.com", "payment": {"method": "bank_transfer"}`, "ali@example.com", httpapi.Payment{Method: "bank_transfer"}},
+		{"card", `"payment": {"method": "card", "payment_method": "pm_card_visa"}`, "", api.Payment{Method: "card", PaymentMethod: "pm_card_visa"}},
+		{"card with email", `"email": "ali@example.com", "payment": {"method": "card", "payment_method": "pm_1NnLz2AbCdEfGh"}`, "ali@example.com", api.Payment{Method: "card", PaymentMethod: "pm_1NnLz2AbCdEfGh"}},
+		{"wallet", `"payment": {"method": "wallet"}`, "", api.Payment{Method: "wallet"}},
+		{"wallet null members", `"email": null, "payment": {"method": "wallet", "store": null}`, "", api.Payment{Method: "wallet"}},
+		{"bank transfer", `"email": "ali@example.com", "payment": {"method": "bank_transfer"}`, "ali@example.com", api.Payment{Method: "bank_transfer"}},
 	}
 	for _, store := range order.KonbiniStores() {
 		tests = append(tests, struct {
 			name    string
 			members string
 			email   string
-			want    httpapi.Payment
-		}{"konbini " + store, `"email": "ali@example.com", "payment": {"method": "konbini", "store": "` + store + `"}`, "ali@example.com", httpapi.Payment{Method: "konbini", Store: store}})
+			want    api.Payment
+		}{"konbini " + store, `"email": "ali@example.com", "payment": {"method": "konbini", "store": "` + store + `"}`, "ali@example.com", api.Payment{Method: "konbini", Store: store}})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,11 +52,11 @@ func TestPlaceOrderEveryMethod(t *testing.T) {
 			if resp.status != http.StatusCreated {
 				t.Fatalf("POST = %d %s", resp.status, resp.body)
 			}
-			got := decode[httpapi.Order](t, resp.body)
+			got := decode[api.Order](t, resp.body)
 			if diff := cmp.Diff(&tt.want, got.Payment); diff != "" || got.Email != tt.email {
 				t.Errorf("payment (-want +got):\n%s\nemail %q, want %q", diff, got.Email, tt.email)
 			}
-			g := decode[httpapi.Order](t, f.do(t, http.MethodGet, "/v1/orders/"+got.ID, "", "").body)
+			g := decode[api.Order](t, f.do(t, http.MethodGet, "/v1/orders/"+got.ID, "", "").body)
 			if diff := cmp.Diff(got.Payment, g.Payment); diff != "" || g.Email != tt.email {
 				t.Errorf("GET payment (-post +get):\n%s", diff)
 			}
