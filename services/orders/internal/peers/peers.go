@@ -1,6 +1,8 @@
 // Package peers reads what fulfillment and the gateway record about an order, through their HTTP
 // APIs, for the audit's reconciliation (app.Peers): fulfillment's GET /v1/reservations/{order_id}
-// and the gateway's operator read GET /admin/payments?order_id=. It never reads their databases.
+// and the gateway's operator read GET /admin/payments?order_id=, decoded into the peers' own wire
+// types (services/fulfillment/api, services/gateway-abstraction/api). It never reads their
+// databases.
 // The HTTP clients carry the authentication (a Google ID token of the orders service's account
 // for each peer's URL, from platform.IDTokenSource); each read is bounded by Timeout.
 package peers
@@ -15,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	fulfillmentapi "github.com/spanmart/spanmart/services/fulfillment/api"
+	gatewayapi "github.com/spanmart/spanmart/services/gateway-abstraction/api"
 	"github.com/spanmart/spanmart/services/orders/internal/app"
 )
 
@@ -52,28 +56,11 @@ func New(cfg Config) *Client {
 	return &Client{cfg: cfg}
 }
 
-// reservation is fulfillment's answer (services/fulfillment/internal/httpapi.Reservation; only
-// the fields the reconciliation uses).
-type reservation struct {
-	OrderID string `json:"order_id"`
-	Status  string `json:"status"`
-}
-
-// paymentList is the gateway's answer (services/gateway-abstraction/internal/httpapi: paymentList
-// of Payment; only the fields the reconciliation uses).
-type paymentList struct {
-	Payments []struct {
-		ID      string `json:"id"`
-		OrderID string `json:"order_id"`
-		Status  string `json:"status"`
-	} `json:"payments"`
-}
-
 // Reservation implements app.Peers: 404 is "no reservation" (fulfillment has not decided on the
 // order, or never heard of it).
 func (c *Client) Reservation(ctx context.Context, orderID string) (app.PeerReservation, error) {
-	u := c.cfg.FulfillmentURL + "/v1/reservations/" + url.PathEscape(orderID)
-	var r reservation
+	u := c.cfg.FulfillmentURL + fulfillmentapi.PathReservations + "/" + url.PathEscape(orderID)
+	var r fulfillmentapi.Reservation
 	found, err := get(ctx, c.cfg.Fulfillment, app.PeerFulfillment, u, &r)
 	switch {
 	case err != nil:
@@ -88,8 +75,8 @@ func (c *Client) Reservation(ctx context.Context, orderID string) (app.PeerReser
 
 // Payments implements app.Peers.
 func (c *Client) Payments(ctx context.Context, orderID string) ([]app.PeerPayment, error) {
-	u := c.cfg.GatewayURL + "/admin/payments?order_id=" + url.QueryEscape(orderID)
-	var l paymentList
+	u := c.cfg.GatewayURL + gatewayapi.PathPayments + "?order_id=" + url.QueryEscape(orderID)
+	var l gatewayapi.PaymentList
 	found, err := get(ctx, c.cfg.Gateway, app.PeerGateway, u, &l)
 	if err != nil {
 		return nil, err

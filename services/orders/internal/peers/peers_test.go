@@ -29,8 +29,8 @@ func answer(t *testing.T, status int, body string, gotURL *string) string {
 	return srv.URL
 }
 
-// The answers are in the shapes of services/fulfillment/internal/httpapi.Reservation and
-// services/gateway-abstraction/internal/httpapi's payment list.
+// The answers are written out as JSON, in the shapes of services/fulfillment/api.Reservation and
+// services/gateway-abstraction/api.PaymentList, which the client decodes.
 func TestReservation(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
