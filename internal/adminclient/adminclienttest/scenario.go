@@ -58,7 +58,7 @@ var Hops = []Hop{
 }
 
 // Scenario installs answers on every route the client reads, in the shapes the services write
-// (pkg/outboxlib, pkg/outboxlib/relay, relay/api.go, services/*/internal/httpapi):
+// (pkg/outboxlib, pkg/outboxlib/relay, relay/api.go, services/*/api):
 //
 //   - the relay: OutboxStatus with the gateway's source holding one quarantined event and one
 //     pending for 7 minutes; the quarantined list; the events of OrderID's aggregates (Hops); the
@@ -246,7 +246,7 @@ func (s *Stack) peersScenario() {
 	}
 	s.Handle(topology.Gateway, "GET /admin/payments", byOrder(`{"payments":[{"id":"`+PaymentID+`","order_id":"`+OrderID+`","customer_id":"ali",`+
 		`"method":"card","provider":"stripe","status":"AUTHORIZED","amount_minor":2400,"currency":"JPY","provider_payment_id":"pi_3Pq","cancel_requested":false,"version":2}]}`, `{"payments":[]}`))
-	s.Reply(topology.Gateway, "POST /admin/sweep", 200, `{"resumed":0,"checked":1,"changed":0,"failures":[]}`)
+	s.Reply(topology.Gateway, "POST /admin/sweep", 200, `{"resumed":0,"checked":1,"changed":0,"refunds_pending":1,"failures":[]}`)
 	s.Handle(topology.Notifications, "GET /admin/notifications", byOrder(`{"notifications":[{"event_id":"`+EventOrderCreated+`","event_type":"order.created",`+
 		`"template":"order_received","language":"ja","subject":"ご注文を承りました","status":"SENT","attempts":1,"message_id":"<m1@spanmart.example>",`+
 		`"created_at":"2026-03-01T10:00:00.15Z","sent_at":"2026-03-01T10:00:00.4Z"}]}`, `{"notifications":[]}`))
