@@ -99,6 +99,27 @@ func TestRoutesFollowTheRoster(t *testing.T) {
 	}
 }
 
+// TestAPIPackagesStandAlone: a service's wire types (services/<svc>/api) are imported by the
+// service and by its clients (internal/adminclient, other services), so they import the standard
+// library only: never the service's internal packages, a client, or anything that pulls either in.
+func TestAPIPackagesStandAlone(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./services/.../api").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	var apis int
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "github.com/spanmart/spanmart/services/") && strings.HasSuffix(pkg, "/api") {
+			apis++
+			continue
+		}
+		t.Errorf("a services/*/api package depends on %s", pkg)
+	}
+	if apis == 0 {
+		t.Error("go list found no services/*/api package")
+	}
+}
+
 // TestGoModIsTidy fails when `go mod tidy` would change go.mod or go.sum (a dependency used
 // directly but marked indirect, one no longer used, a missing checksum).
 func TestGoModIsTidy(t *testing.T) {
