@@ -13,6 +13,10 @@ package topology
 import (
 	"strings"
 	"time"
+
+	gatewayapi "github.com/spanmart/spanmart/services/gateway-abstraction/api"
+	notificationsapi "github.com/spanmart/spanmart/services/notifications/api"
+	ordersapi "github.com/spanmart/spanmart/services/orders/api"
 )
 
 // Service is one deployable.
@@ -150,11 +154,12 @@ const (
 
 // jobs: the payment sweep (resume unfinished provider calls, ask about payments whose webhook is
 // late), the e-mail sweep (send e-mails left unsent, or waiting out a back-off) and orders' audit
-// (stuck orders, reconciliation).
+// (stuck orders, reconciliation). The paths are the services' own (their api packages, which
+// import nothing of the repository).
 var jobs = []Job{
-	{Name: "payments-sweep", Service: Gateway, Path: "/admin/sweep"},
-	{Name: "notifications-sweep", Service: Notifications, Path: "/admin/sweep"},
-	{Name: "orders-audit", Service: Orders, Path: "/admin/audit"},
+	{Name: "payments-sweep", Service: Gateway, Path: gatewayapi.PathSweep},
+	{Name: "notifications-sweep", Service: Notifications, Path: notificationsapi.PathSweep},
+	{Name: "orders-audit", Service: Orders, Path: ordersapi.PathAudit},
 }
 
 // Jobs returns Cloud Scheduler's jobs.
