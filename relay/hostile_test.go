@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
+	"github.com/spanmart/spanmart/emulator/oidc"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/pkg/platform/platformtest"

@@ -1,6 +1,6 @@
 // Package authemu is the local stand-in for Identity Platform (Firebase Auth), the issuer of the
 // customers' ID tokens in production: an OpenID Connect issuer that serves its discovery document
-// and JWKS (emulator/tasksemu/oidc, the repository's one RS256 issuer) and mints customer ID tokens
+// and JWKS (emulator/oidc, the repository's one RS256 issuer) and mints customer ID tokens
 // shaped like Identity Platform's, so that the orders service verifies them with the code it runs
 // in production (platform.IDTokenVerifier), only its CUSTOMER_ISSUER and CUSTOMER_AUDIENCE differ.
 //
@@ -44,7 +44,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
-	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
+	"github.com/spanmart/spanmart/emulator/oidc"
 )
 
 // TokenLifetime is how long a minted token is valid: Identity Platform's ID tokens expire after

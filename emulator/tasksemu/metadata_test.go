@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
+	"github.com/spanmart/spanmart/emulator/oidc"
 )
 
 // metadataClient is the official metadata client pointed at s, as a service finds it through

@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
-	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
+	"github.com/spanmart/spanmart/emulator/oidc"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 )
 

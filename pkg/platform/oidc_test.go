@@ -17,7 +17,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/spanmart/spanmart/emulator/authemu"
-	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
+	"github.com/spanmart/spanmart/emulator/oidc"
 	"github.com/spanmart/spanmart/pkg/platform"
 )
 

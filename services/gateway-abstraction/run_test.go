@@ -15,8 +15,8 @@ import (
 	"cloud.google.com/go/spanner"
 	"github.com/google/uuid"
 
+	"github.com/spanmart/spanmart/emulator/oidc"
 	"github.com/spanmart/spanmart/emulator/paysim"
-	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 	"github.com/spanmart/spanmart/pkg/platform/platformtest"

@@ -16,7 +16,7 @@ import (
 	"cloud.google.com/go/spanner"
 	"github.com/google/uuid"
 
-	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
+	"github.com/spanmart/spanmart/emulator/oidc"
 	"github.com/spanmart/spanmart/gen/dao/notificationsdb"
 	"github.com/spanmart/spanmart/internal/mailtest"
 	"github.com/spanmart/spanmart/pkg/dbschema"

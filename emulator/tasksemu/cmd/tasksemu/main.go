@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spanmart/spanmart/emulator/oidc"
 	"github.com/spanmart/spanmart/emulator/tasksemu"
-	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
 	"github.com/spanmart/spanmart/internal/emucmd"
 )
 

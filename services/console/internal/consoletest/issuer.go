@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spanmart/spanmart/emulator/tasksemu/oidc"
+	"github.com/spanmart/spanmart/emulator/oidc"
 	"github.com/spanmart/spanmart/internal/localenv"
 	"github.com/spanmart/spanmart/internal/topology"
 )

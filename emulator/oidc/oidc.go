@@ -2,6 +2,10 @@
 // (Authorization: Bearer <RS256 JWT>), and publishes the signing key as an OpenID discovery
 // document and a JWKS, so services under test verify the tokens with the same code they use
 // against Google's issuer.
+//
+// It is the local stacks' one Google-style issuer: the Tasks emulator signs its tasks' and the
+// metadata server's tokens with it, authemu builds the customers' identity provider on it, and
+// tests mint, forge and verify tokens with it. It imports nothing of the repository.
 package oidc
 
 import (
