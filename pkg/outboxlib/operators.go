@@ -56,20 +56,13 @@ type operatorKey struct{}
 func (o *Operators) Middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(ec echo.Context) error {
 		who, err := o.verify(ec.Request())
-		log := platform.Logger(ec.Request().Context()).With(zap.String("path", ec.Path()))
 		switch {
-		case errors.Is(err, ErrNotAllowed):
-			log.Warn("operator endpoint refused: not an operator", zap.String("reason", err.Error()))
-			return platform.NewProblem(http.StatusForbidden, "the caller is not an operator of this service")
-		case errors.Is(err, ErrUnauthenticated):
-			log.Warn("operator endpoint refused: bad token", zap.String("reason", err.Error()))
-			ec.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer error="invalid_token"`)
-			return platform.NewProblem(http.StatusUnauthorized, "a valid ID token of an operator is required")
 		case errors.Is(err, errNoOperators):
-			log.Warn("operator endpoint refused: no operator accounts configured (ADMIN_ALLOWED_EMAILS)")
+			platform.Logger(ec.Request().Context()).Warn("operator endpoint refused: no operator accounts configured (ADMIN_ALLOWED_EMAILS)",
+				zap.String("path", ec.Path()))
 			return platform.NewProblem(http.StatusForbidden, "no operator accounts are configured for this service")
 		case err != nil:
-			return platform.NewProblem(http.StatusServiceUnavailable, "token keys unavailable").Wrap(err)
+			return operatorRefusals.Refuse(ec, err)
 		}
 		req := ec.Request()
 		ec.SetRequest(req.WithContext(context.WithValue(req.Context(), operatorKey{}, who)))
@@ -78,6 +71,9 @@ func (o *Operators) Middleware(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 var errNoOperators = errors.New("no operator accounts configured")
+
+var operatorRefusals = Refusals{Log: "operator endpoint refused", NotAllowed: "the caller is not an operator of this service",
+	Unauthenticated: "a valid ID token of an operator is required"}
 
 // verify returns who the operator of r is: the token's account, or "operator via delegate".
 func (o *Operators) verify(r *http.Request) (string, error) {
@@ -106,4 +102,31 @@ func (o *Operators) verify(r *http.Request) (string, error) {
 func OperatorOf(ctx context.Context) string {
 	who, _ := ctx.Value(operatorKey{}).(string)
 	return who
+}
+
+// Refusals is how a guard built on a Verifier answers a caller it does not let through, in the
+// words of the callers it admits (Operators' middleware, fulfillment's warehouse guard).
+type Refusals struct {
+	Log             string // the start of the WARN line, e.g. "operator endpoint refused"
+	NotAllowed      string // the 403's detail: a valid token of an account not allowed
+	Unauthenticated string // the 401's detail: no valid token
+}
+
+// Refuse answers err, an error of Verifier.Verify or of a guard's own check: 403 for an account
+// not allowed (ErrNotAllowed), 401 with WWW-Authenticate for no valid token (ErrUnauthenticated),
+// 503 while the issuer's keys cannot be had (anything else). Each refusal is logged with its
+// reason; a problem, never a 500.
+func (r Refusals) Refuse(ec echo.Context, err error) error {
+	log := platform.Logger(ec.Request().Context()).With(zap.String("path", ec.Path()))
+	switch {
+	case errors.Is(err, ErrNotAllowed):
+		log.Warn(r.Log+": account not allowed", zap.String("reason", err.Error()))
+		return platform.NewProblem(http.StatusForbidden, r.NotAllowed)
+	case errors.Is(err, ErrUnauthenticated):
+		log.Warn(r.Log+": bad token", zap.String("reason", err.Error()))
+		ec.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer error="invalid_token"`)
+		return platform.NewProblem(http.StatusUnauthorized, r.Unauthenticated)
+	default:
+		return platform.NewProblem(http.StatusServiceUnavailable, "token keys unavailable").Wrap(err)
+	}
 }

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -19,34 +18,31 @@ import (
 // same way (signature by a key of the issuer, issuer, audience, lifetime, a verified e-mail on its
 // list). The verified account is who acts, recorded on the shipment (actorOf): never a field the
 // caller writes. Anything else is a problem and changes nothing: 401 with WWW-Authenticate for no
-// valid token, 403 for an account that is not allowed, 503 while the issuer's keys cannot be had.
+// valid token, 403 for an account that is not allowed, 503 while the issuer's keys cannot be had
+// (outboxlib.Refusals, as the operators' guard answers).
 // A nil v refuses everyone (403).
 func warehouseOnly(v *outboxlib.Verifier) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
-			log := platform.Logger(req.Context()).With(zap.String("path", c.Path()))
 			if v == nil {
-				log.Warn("warehouse action refused: no warehouse accounts configured (WAREHOUSE_ALLOWED_EMAILS)")
+				platform.Logger(req.Context()).Warn("warehouse action refused: no warehouse accounts configured (WAREHOUSE_ALLOWED_EMAILS)",
+					zap.String("path", c.Path()))
 				return platform.NewProblem(http.StatusForbidden, "no warehouse accounts are configured for this service")
 			}
 			who, err := v.Verify(req.Context(), req.Header.Get(echo.HeaderAuthorization))
-			switch {
-			case errors.Is(err, outboxlib.ErrNotAllowed):
-				log.Warn("warehouse action refused: account not allowed", zap.String("reason", err.Error()))
-				return platform.NewProblem(http.StatusForbidden, "the caller's account may not ship or fail shipments")
-			case errors.Is(err, outboxlib.ErrUnauthenticated):
-				log.Warn("warehouse action refused: bad token", zap.String("reason", err.Error()))
-				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer error="invalid_token"`)
-				return platform.NewProblem(http.StatusUnauthorized, "a valid Google ID token of a warehouse's account is required")
-			case err != nil:
-				return platform.NewProblem(http.StatusServiceUnavailable, "token keys unavailable").Wrap(err)
+			if err != nil {
+				return warehouseRefusals.Refuse(c, err)
 			}
 			c.SetRequest(req.WithContext(context.WithValue(req.Context(), actorKey{}, who)))
 			return next(c)
 		}
 	}
 }
+
+var warehouseRefusals = outboxlib.Refusals{Log: "warehouse action refused",
+	NotAllowed:      "the caller's account may not ship or fail shipments",
+	Unauthenticated: "a valid Google ID token of a warehouse's account is required"}
 
 type actorKey struct{}
 
