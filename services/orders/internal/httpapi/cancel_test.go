@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/spanmart/spanmart/gen/dao/ordersdb"
+	"github.com/spanmart/spanmart/pkg/platform/platformtest"
 	"github.com/spanmart/spanmart/services/orders/api"
 	"github.com/spanmart/spanmart/services/orders/internal/orderstest"
 )
@@ -77,25 +78,16 @@ func TestCancelOrderRefused(t *testing.T) {
 	f := newFixture(t)
 	shipped := f.place(t)
 	f.setStatus(t, shipped, "SHIPPED")
-	tests := []struct {
-		name, path, key, body string
-		want                  int
-	}{
-		{"shipped", "/v1/orders/" + shipped + "/cancel", "k1", "", http.StatusConflict},
-		{"unknown order", "/v1/orders/00000000-0000-4000-8000-000000000000/cancel", "k2", "", http.StatusNotFound},
-		{"not a uuid", "/v1/orders/nope/cancel", "k3", "", http.StatusBadRequest},
-		{"no key", "/v1/orders/" + shipped + "/cancel", "", "", http.StatusBadRequest},
-		{"a body", "/v1/orders/" + shipped + "/cancel", "k4", `{"reason": "changed my mind"}`, http.StatusBadRequest},
-		{"not json", "/v1/orders/" + shipped + "/cancel", "k5", `cancel!`, http.StatusBadRequest},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := f.do(t, http.MethodPost, tt.path, tt.key, tt.body)
-			if r.status != tt.want || r.header.Get("Content-Type") != "application/problem+json" {
-				t.Errorf("= %d %s %s, want %d problem+json", r.status, r.header.Get("Content-Type"), r.body, tt.want)
-			}
-		})
-	}
+	noKey := orderHeaders(t, "")
+	delete(noKey, api.HeaderIdempotencyKey)
+	platformtest.RefuseAll(t, f.url, []platformtest.Hostile{
+		{Name: "shipped", Path: "/v1/orders/" + shipped + "/cancel", Header: orderHeaders(t, ""), Status: http.StatusConflict},
+		{Name: "unknown order", Path: "/v1/orders/00000000-0000-4000-8000-000000000000/cancel", Header: orderHeaders(t, ""), Status: http.StatusNotFound},
+		{Name: "not a uuid", Path: "/v1/orders/nope/cancel", Header: orderHeaders(t, ""), Status: http.StatusBadRequest},
+		{Name: "no key", Path: "/v1/orders/" + shipped + "/cancel", Header: noKey, Status: http.StatusBadRequest},
+		{Name: "a body", Path: "/v1/orders/" + shipped + "/cancel", Header: orderHeaders(t, "application/json"), Body: `{"reason": "changed my mind"}`, Status: http.StatusBadRequest},
+		{Name: "not json", Path: "/v1/orders/" + shipped + "/cancel", Header: orderHeaders(t, "application/json"), Body: `cancel!`, Status: http.StatusBadRequest},
+	})
 	if o := decode[api.Order](t, f.do(t, http.MethodGet, "/v1/orders/"+shipped, "", "").body); o.Status != "SHIPPED" {
 		t.Errorf("a refused cancel changed the order: %s", o.Status)
 	}
