@@ -87,17 +87,14 @@ func TestConsumerRefusesHostileDeliveries(t *testing.T) {
 			if tt.change != nil {
 				tt.change(h)
 			}
+			if tt.auth != "" {
+				h["Authorization"] = tt.auth
+			}
 			body := string(ev.Payload)
 			if tt.body != nil {
 				body = tt.body(ev)
 			}
-			status, ct, answer := postEvent(t, f.url, h, tt.auth, body, tt.shortBy)
-			if status != tt.status {
-				t.Fatalf("status %d %s, want %d", status, answer, tt.status)
-			}
-			if ct != platform.ContentTypeProblem || !strings.Contains(answer, fmt.Sprintf(`"status":%d`, tt.status)) || !strings.Contains(answer, tt.detail) {
-				t.Errorf("answer %s %s, want a %d problem mentioning %q", ct, answer, tt.status, tt.detail)
-			}
+			platformtest.Refuse(t, f.url, platformtest.Hostile{Name: tt.name, Path: outboxlib.PathEvents, Header: h, Body: body, ShortBy: tt.shortBy, Status: tt.status, Detail: tt.detail})
 		})
 	}
 	for i, id := range ids {
@@ -139,9 +136,10 @@ func TestConsumerRefusesHostileDeliveries(t *testing.T) {
 	outboxlib.SetVerifierClock(f.verifier, func() time.Time { return time.Now().Add(2 * time.Hour) })
 	t.Cleanup(func() { outboxlib.SetVerifierClock(f.verifier, time.Now) })
 	ev := stockEvent(t, "sku-hostile-expired", 1, 1, "")
-	if status, _, answer := postEvent(t, f.url, ev.Headers(), relay, string(ev.Payload), 0); status != http.StatusUnauthorized {
-		t.Errorf("an expired token: %d %s, want 401", status, answer)
-	}
+	h := ev.Headers()
+	h["Authorization"] = relay
+	expired := platformtest.Hostile{Name: "an expired token", Path: outboxlib.PathEvents, Header: h, Body: string(ev.Payload), Status: http.StatusUnauthorized}
+	t.Run(expired.Name, func(t *testing.T) { platformtest.Refuse(t, f.url, expired) })
 	if f.processed(t, ev.ID) || f.onHand(t, ev.AggregateID) != 0 {
 		t.Error("a delivery with an expired token was applied")
 	}
@@ -176,19 +174,4 @@ func forgedToken(t *testing.T, audience string) string {
 		t.Fatal(err)
 	}
 	return tok
-}
-
-// postEvent sends POST /events over a plain TCP connection (so that a body shorter than its
-// Content-Length can be sent) and returns the status, content type and body of the answer.
-func postEvent(t *testing.T, base string, headers map[string]string, auth, body string, shortBy int) (int, string, string) {
-	t.Helper()
-	h := map[string]string{}
-	for k, v := range headers {
-		h[k] = v
-	}
-	if auth != "" {
-		h["Authorization"] = auth
-	}
-	status, header, answer := platformtest.RawPost(t, base, platformtest.RawRequest{Path: outboxlib.PathEvents, Header: h, Body: body, ShortBy: shortBy})
-	return status, header.Get("Content-Type"), string(answer)
 }
