@@ -4,18 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/spanmart/spanmart/emulator/oidc"
 	"github.com/spanmart/spanmart/pkg/dbschema"
-	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/pkg/platform/platformtest"
 )
 
@@ -64,51 +60,21 @@ func TestHostileNudges(t *testing.T) {
 		t.Fatal(err)
 	}
 	service := mint(relayAudience, ordersSA, now)
-	for _, tt := range []struct {
-		name, query, auth string
-		status            int
-		detail            string
-	}{
-		{"no token", "", "", 401, ""},
-		{"an empty bearer token", "", "Bearer ", 401, ""},
-		{"basic credentials", "", "Basic b3JkZXJzOnB3", 401, ""},
-		{"a token signed with another key", "", "Bearer " + forged, 401, ""},
-		{"an expired token", "", "Bearer " + mint(relayAudience, ordersSA, now.Add(-2*time.Hour)), 401, ""},
-		{"a token for another audience", "", "Bearer " + mint("https://orders.test", ordersSA, now), 401, ""},
-		{"another service's token", "", "Bearer " + mint(relayAudience, "intruder@spanmart-test.iam.gserviceaccount.com", now), 403, ""},
-		{"an operator's token", "", "Bearer " + mint(relayAudience, operatorSA, now), 403, ""},
-		{"a negative shard", "?source=orders&shard=-1", "Bearer " + service, 400, `shard "-1"`},
-		{"an overflowing shard", "?source=orders&shard=9223372036854775808", "Bearer " + service, 400, "shard"},
-		{"an escape sequence in the source", "?source=%1b%5b2J&shard=1", "Bearer " + service, 400, `source "\x1b[2J"`},
-		{"a source of another service", "?source=payments&shard=1", "Bearer " + service, 400, `source "payments"`},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			req, err := http.NewRequest(http.MethodPost, url+"/nudge"+tt.query, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tt.auth != "" {
-				req.Header.Set("Authorization", tt.auth)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != tt.status || resp.Header.Get("Content-Type") != platform.ContentTypeProblem {
-				t.Fatalf("POST /nudge%s: %d %s %s, want a %d problem", tt.query, resp.StatusCode, resp.Header.Get("Content-Type"), b, tt.status)
-			}
-			var p struct {
-				Status int
-				Title  string
-				Detail string
-			}
-			if err := json.Unmarshal(b, &p); err != nil || p.Status != tt.status || p.Title == "" || !strings.Contains(p.Detail, tt.detail) {
-				t.Errorf("problem %s (%v), want status %d and a detail mentioning %q", b, err, tt.status, tt.detail)
-			}
-		})
-	}
+	auth := func(v string) map[string]string { return map[string]string{"Authorization": v} }
+	platformtest.RefuseAll(t, url, []platformtest.Hostile{
+		{Name: "no token", Path: "/nudge", Status: 401},
+		{Name: "an empty bearer token", Path: "/nudge", Header: auth("Bearer "), Status: 401},
+		{Name: "basic credentials", Path: "/nudge", Header: auth("Basic b3JkZXJzOnB3"), Status: 401},
+		{Name: "a token signed with another key", Path: "/nudge", Header: auth("Bearer " + forged), Status: 401},
+		{Name: "an expired token", Path: "/nudge", Header: auth("Bearer " + mint(relayAudience, ordersSA, now.Add(-2*time.Hour))), Status: 401},
+		{Name: "a token for another audience", Path: "/nudge", Header: auth("Bearer " + mint("https://orders.test", ordersSA, now)), Status: 401},
+		{Name: "another service's token", Path: "/nudge", Header: auth("Bearer " + mint(relayAudience, "intruder@spanmart-test.iam.gserviceaccount.com", now)), Status: 403},
+		{Name: "an operator's token", Path: "/nudge", Header: auth("Bearer " + mint(relayAudience, operatorSA, now)), Status: 403},
+		{Name: "a negative shard", Path: "/nudge?source=orders&shard=-1", Header: auth("Bearer " + service), Status: 400, Detail: `shard "-1"`},
+		{Name: "an overflowing shard", Path: "/nudge?source=orders&shard=9223372036854775808", Header: auth("Bearer " + service), Status: 400, Detail: "shard"},
+		{Name: "an escape sequence in the source", Path: "/nudge?source=%1b%5b2J&shard=1", Header: auth("Bearer " + service), Status: 400, Detail: `source "\x1b[2J"`},
+		{Name: "a source of another service", Path: "/nudge?source=payments&shard=1", Header: auth("Bearer " + service), Status: 400, Detail: `source "payments"`},
+	})
 	if code, body := post(t, url+"/nudge", "", service); code != http.StatusNoContent {
 		t.Errorf("the service's own nudge: %d %v, want 204", code, body)
 	}
