@@ -26,6 +26,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/spanmart/spanmart/internal/localcloud"
 	"github.com/spanmart/spanmart/internal/localenv"
 	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/dbschema"
@@ -455,7 +456,7 @@ var secretName = regexp.MustCompile(`(?i)(PASSWORD|SECRET|_KEY$|TOKEN|CREDENTIAL
 // localStack is the dev stack as internal/localenv describes it (the dev stack's addresses).
 func localStack() localenv.Stack {
 	return localenv.Stack{
-		Instance: "projects/" + localenv.Project + "/instances/dev", SpannerAddr: "127.0.0.1:9010",
+		Instance: "projects/" + localcloud.Project + "/instances/dev", SpannerAddr: "127.0.0.1:9010",
 		TasksAddr: "127.0.0.1:8123", TasksHTTP: "http://127.0.0.1:8124", PaysimURL: "http://127.0.0.1:12111", AuthURL: "http://127.0.0.1:8125",
 		SMTPAddr: "127.0.0.1:1025", LogLevel: "info", CarrierAfter: "5s",
 		URL: func(name string) string {
@@ -1188,7 +1189,7 @@ func TestComposeRunsTheRoster(t *testing.T) {
 	settings := fmt.Sprintf("max_attempts=%s&max_retry_duration=%s&min_backoff=%s&max_backoff=%s&max_doublings=%s&max_dispatches_per_second=%s&max_concurrent_dispatches=%s",
 		q["max-attempts"], goDuration(q["max-retry-duration"]), goDuration(q["min-backoff"]), goDuration(q["max-backoff"]),
 		q["max-doublings"], q["max-dispatches-per-second"], q["max-concurrent-dispatches"])
-	want := []string{"-host=127.0.0.1", "-port=" + port(st.TasksAddr), "-http-port=" + port(st.TasksHTTP), "-service-account=" + localenv.ServiceAccount}
+	want := []string{"-host=127.0.0.1", "-port=" + port(st.TasksAddr), "-http-port=" + port(st.TasksHTTP), "-service-account=" + localcloud.ServiceAccount}
 	for _, id := range topology.Queues() {
 		want = append(want, "-queue="+localenv.Queue(id)+"?"+settings)
 	}
@@ -1203,7 +1204,7 @@ func TestComposeRunsTheRoster(t *testing.T) {
 	if pay := f.Services["paysim"]; pay.Build.Args["SERVICE"] != "emulator/paysim/cmd/paysim" || !cmp.Equal(want, pay.Command) {
 		t.Errorf("compose paysim: build %+v, command %q; want the sandbox with %q", pay.Build, pay.Command, want)
 	}
-	want = []string{"-host=127.0.0.1", "-port=" + port(st.AuthURL), "-audience=" + localenv.CustomerAudience}
+	want = []string{"-host=127.0.0.1", "-port=" + port(st.AuthURL), "-audience=" + localcloud.CustomerAudience}
 	if auth := f.Services["auth"]; auth.Build.Args["SERVICE"] != "emulator/authemu/cmd/authemu" || !cmp.Equal(want, auth.Command) {
 		t.Errorf("compose auth: build %+v, command %q; want the customers' identity provider with %q", auth.Build, auth.Command, want)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spanmart/spanmart/e2e/harness"
 	"github.com/spanmart/spanmart/internal/browsertest"
-	"github.com/spanmart/spanmart/internal/localenv"
+	"github.com/spanmart/spanmart/internal/localcloud"
 	"github.com/spanmart/spanmart/internal/topology"
 )
 
@@ -82,7 +82,7 @@ func TestOperatorReplaysADeadLetterInTheConsole(t *testing.T) {
 	waitStatus(t, s, id, "CANCELLED customer_request")
 	waitSettled(t, s)
 	rows := query(t, s, "fulfillment", "SELECT ReplayReason, ReplayedBy FROM DeadLetters WHERE EventId = @id", map[string]any{"id": poison.ID})
-	if want := harness.Operator + " via " + localenv.Account(topology.Console); len(rows) != 1 || rows[0][0] != "order.created has arrived" || rows[0][1] != want {
+	if want := harness.Operator + " via " + localcloud.Account(topology.Console); len(rows) != 1 || rows[0][0] != "order.created has arrived" || rows[0][1] != want {
 		t.Errorf("the replay recorded %v, want the reason and %q", rows, want)
 	}
 

@@ -11,7 +11,7 @@ import (
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
 
 	"github.com/spanmart/spanmart/e2e/harness"
-	"github.com/spanmart/spanmart/internal/localenv"
+	"github.com/spanmart/spanmart/internal/localcloud"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 )
 
@@ -41,7 +41,7 @@ func TestSubscriberOverTwoQueuesInTheStack(t *testing.T) {
 	}
 	second := relay.SubscriberQueue(harness.QueueName("orders-inbox-b"))
 	harness.FastQueue(second)
-	if _, err := tc.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: localenv.Location, Queue: second}); err != nil {
+	if _, err := tc.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: localcloud.Location, Queue: second}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tc.PauseQueue(ctx, &cloudtaskspb.PauseQueueRequest{Name: second.Name}); err != nil {

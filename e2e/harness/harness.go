@@ -40,6 +40,7 @@ import (
 	"github.com/spanmart/spanmart/emulator/paysim"
 	"github.com/spanmart/spanmart/emulator/spanneremu"
 	"github.com/spanmart/spanmart/emulator/tasksemu"
+	"github.com/spanmart/spanmart/internal/localcloud"
 	"github.com/spanmart/spanmart/internal/localenv"
 	"github.com/spanmart/spanmart/internal/localscheduler"
 	"github.com/spanmart/spanmart/internal/mailtest"
@@ -50,16 +51,16 @@ import (
 
 // Names of the local Google Cloud resources, as in the dev stack.
 const (
-	Project        = localenv.Project
+	Project        = localcloud.Project
 	Instance       = "projects/" + Project + "/instances/e2e"
-	Location       = localenv.Location
-	ServiceAccount = localenv.ServiceAccount
+	Location       = localcloud.Location
+	ServiceAccount = localcloud.ServiceAccount
 	// Operator is the account allowed to use the services' operator endpoints (ADMIN_ALLOWED_EMAILS);
 	// OperatorToken gets its ID token.
-	Operator = localenv.Operator
+	Operator = localcloud.Operator
 	// Warehouse is the account allowed to ship and fail shipments on fulfillment
 	// (WAREHOUSE_ALLOWED_EMAILS); WarehouseToken gets its ID token.
-	Warehouse = localenv.Warehouse
+	Warehouse = localcloud.Warehouse
 )
 
 // DatabaseName is the full name of a service database ("orders", "fulfillment", "payments",
@@ -283,7 +284,7 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if s.Mail, err = mailtest.Start(); err != nil {
 		return nil, fmt.Errorf("start the mail server: %w", err)
 	}
-	if s.Customers, err = authemu.Start(ctx, authemu.Options{Audience: localenv.CustomerAudience}); err != nil {
+	if s.Customers, err = authemu.Start(ctx, authemu.Options{Audience: localcloud.CustomerAudience}); err != nil {
 		return nil, fmt.Errorf("start the customers' identity provider: %w", err)
 	}
 	for _, p := range processes {

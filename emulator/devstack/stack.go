@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spanmart/spanmart/internal/localcloud"
 	"github.com/spanmart/spanmart/internal/localenv"
 	"github.com/spanmart/spanmart/internal/localscheduler"
 	"github.com/spanmart/spanmart/internal/topology"
@@ -21,9 +22,9 @@ import (
 
 // Names of the local Google Cloud resources.
 const (
-	project  = localenv.Project
+	project  = localcloud.Project
 	instance = "projects/" + project + "/instances/dev"
-	location = localenv.Location
+	location = localcloud.Location
 )
 
 func databaseName(db string) string { return instance + "/databases/" + db }
@@ -237,7 +238,7 @@ func (st *stack) startEmulators(ctx context.Context) error {
 		name: "authemu",
 		bin:  st.bin("authemu"),
 		args: append([]string{"-host", host, "-port", strconv.Itoa(st.port(authPort)),
-			"-audience", localenv.CustomerAudience, "-data-dir", st.state.auth()}, verbose...),
+			"-audience", localcloud.CustomerAudience, "-data-dir", st.state.auth()}, verbose...),
 		readyText: "authemu: ready on",
 	})
 	if err != nil {
@@ -301,10 +302,10 @@ func (st *stack) local() localenv.Stack {
 
 // operatorAccount may use the services' operator endpoints; the README shows how to get its ID token
 // from the Tasks emulator.
-const operatorAccount = localenv.Operator
+const operatorAccount = localcloud.Operator
 
 // relayServiceAccount is the identity the relay asks Cloud Tasks to sign task tokens as.
-const relayServiceAccount = localenv.ServiceAccount
+const relayServiceAccount = localcloud.ServiceAccount
 
 // serviceNamed returns the service called name; the list is fixed, so a miss is a programming error.
 func serviceNamed(name string) service {

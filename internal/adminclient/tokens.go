@@ -21,7 +21,7 @@ type MetadataOptions struct {
 	// Account is the service account whose tokens are asked for (its e-mail); "" is the metadata
 	// server's default account. On Cloud Run the metadata server knows only the service's own
 	// account; the dev stack's Tasks emulator mints a token for any account, e.g.
-	// localenv.Operator.
+	// localcloud.Operator.
 	Account string
 	// Host is the metadata server to ask, host:port (an http:// prefix is allowed), e.g. the dev
 	// stack's Tasks emulator at 127.0.0.1:8124; "" asks the one the metadata client finds

@@ -12,27 +12,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spanmart/spanmart/internal/localcloud"
 	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 )
 
-// Local Google Cloud names and identities, shared by the stacks (each has its own instance).
-const (
-	Project        = "spanmart-local"
-	Location       = "projects/" + Project + "/locations/us-central1"
-	ServiceAccount = "relay@" + Project + ".iam.gserviceaccount.com" // Account(topology.Relay)
-	// Operator is the account allowed on the services' operator endpoints (ADMIN_ALLOWED_EMAILS).
-	Operator = "operator@" + Project + ".iam.gserviceaccount.com"
-	// Warehouse is the warehouse's account, allowed to ship and fail shipments on fulfillment
-	// (WAREHOUSE_ALLOWED_EMAILS): its ID tokens come from the Tasks emulator's metadata endpoint,
-	// as the operator's do.
-	Warehouse = "warehouse@" + Project + ".iam.gserviceaccount.com"
-	// OrdersAccount is orders' own identity: its audit reads the gateway's operator endpoints
-	// (the reconciliation), so it is allowed there too.
-	OrdersAccount = "orders@" + Project + ".iam.gserviceaccount.com" // Account(topology.Orders)
-	// MailFrom is the sender of the customers' e-mails on a local stack.
-	MailFrom = "Spanmart <no-reply@spanmart.example>"
-)
+// MailFrom is the sender of the customers' e-mails on a local stack.
+const MailFrom = "Spanmart <no-reply@spanmart.example>"
 
 // The payment sandbox's keys and webhook secrets on a local stack: test values of the sandbox's
 // own, never a provider's.
@@ -79,7 +65,7 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 		"PORT=" + strconv.Itoa(st.Port(name)),
 		"SPANNER_EMULATOR_HOST=" + st.SpannerAddr,
 		"CLOUD_TASKS_EMULATOR_HOST=" + st.TasksAddr,
-		"GOOGLE_CLOUD_PROJECT=" + Project,
+		"GOOGLE_CLOUD_PROJECT=" + localcloud.Project,
 		"LOG_LEVEL=" + st.LogLevel,
 		"K_SERVICE=" + name,
 		// Every process has an identity of its own, as on Cloud Run: its ID tokens (a nudge of the
@@ -87,10 +73,10 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 		// the metadata server, which the Tasks emulator answers locally. It also makes Google's
 		// libraries look for credentials there, which the emulators do not ask for.
 		"GCE_METADATA_HOST=" + strings.TrimPrefix(st.TasksHTTP, "http://"),
-		"SERVICE_ACCOUNT=" + Account(svc.Name),
+		"SERVICE_ACCOUNT=" + localcloud.Account(svc.Name),
 		// Who may call the operator endpoints (/admin/*, replays): the operator and the console,
 		// which acts on behalf of the operator it verified (ADMIN_DELEGATE_EMAILS).
-		"ADMIN_DELEGATE_EMAILS=" + Account(topology.Console),
+		"ADMIN_DELEGATE_EMAILS=" + localcloud.Account(topology.Console),
 		// One processor, as each Cloud Run instance has (cloudbuild.yaml: --cpu=1, GOMAXPROCS=1):
 		// Go would otherwise size its scheduler to every core of this machine, and its idle
 		// processors would spin looking for work (a fifth of the services' CPU in the bench).
@@ -98,12 +84,12 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 	}
 	switch {
 	case svc.Database != "":
-		admins := Operator + "," + Account(topology.Console)
+		admins := localcloud.Operator + "," + localcloud.Account(topology.Console)
 		if svc.Name == topology.Gateway {
-			admins += "," + OrdersAccount // orders' reconciliation reads payments
+			admins += "," + localcloud.OrdersAccount // orders' reconciliation reads payments
 		}
 		if topology.HasJob(svc.Name) {
-			admins += "," + Account(topology.Scheduler) // the local scheduler's jobs (internal/localscheduler)
+			admins += "," + localcloud.Account(topology.Scheduler) // the local scheduler's jobs (internal/localscheduler)
 		}
 		// Consumers accept only tasks whose OIDC token the Tasks emulator signed for them, on the
 		// relay's behalf: in production the issuer is Google and the e-mail the relay's account.
@@ -111,7 +97,7 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 			"SPANNER_DATABASE="+st.Database(svc.Database),
 			"OIDC_ISSUER="+st.TasksHTTP,
 			"OIDC_AUDIENCE="+st.URL(name),
-			"OIDC_ALLOWED_EMAILS="+ServiceAccount,
+			"OIDC_ALLOWED_EMAILS="+localcloud.ServiceAccount,
 			"ADMIN_ALLOWED_EMAILS="+admins,
 			"RELAY_URL="+st.URL(topology.Relay))
 		switch svc.Name {
@@ -120,7 +106,7 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 		case topology.Orders:
 			env = append(env, st.ordersEnv()...)
 		case topology.Fulfillment:
-			env = append(env, "WAREHOUSE_ALLOWED_EMAILS="+Warehouse)
+			env = append(env, "WAREHOUSE_ALLOWED_EMAILS="+localcloud.Warehouse)
 			if st.CarrierAfter != "" {
 				env = append(env, "CARRIER_SIMULATE_AFTER="+st.CarrierAfter)
 			}
@@ -137,7 +123,7 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 		env = append(env,
 			"OIDC_ISSUER="+st.TasksHTTP,
 			"OIDC_AUDIENCE="+st.URL(name),
-			"CONSOLE_ALLOWED_EMAILS="+Operator,
+			"CONSOLE_ALLOWED_EMAILS="+localcloud.Operator,
 			"RELAY_URL="+st.URL(topology.Relay))
 		return append(env, topology.RelayURLEnv(func(s topology.Service) string { return st.URL(s.Name) })...)
 	}
@@ -147,28 +133,21 @@ func (st Stack) Env(name string, svc topology.Service) []string {
 	}
 	for _, s := range topology.Services() {
 		if s.Database != "" {
-			nudgers = append(nudgers, Account(s.Name))
+			nudgers = append(nudgers, localcloud.Account(s.Name))
 		}
 	}
 	return append(append(env,
 		"RELAY_SOURCES="+strings.Join(sources, ","),
-		"RELAY_SERVICE_ACCOUNT="+ServiceAccount,
-		"TASKS_LOCATION="+Location,
+		"RELAY_SERVICE_ACCOUNT="+localcloud.ServiceAccount,
+		"TASKS_LOCATION="+localcloud.Location,
 		// Its operator endpoints and the nudge take ID tokens the Tasks emulator signs, like the
 		// consumers' deliveries: the operator's and the console's, and the services' own.
 		"OIDC_ISSUER="+st.TasksHTTP,
 		"OIDC_AUDIENCE="+st.URL(name),
-		"ADMIN_ALLOWED_EMAILS="+Operator+","+Account(topology.Console),
+		"ADMIN_ALLOWED_EMAILS="+localcloud.Operator+","+localcloud.Account(topology.Console),
 		"NUDGE_ALLOWED_EMAILS="+strings.Join(nudgers, ",")),
 		topology.RelayURLEnv(func(s topology.Service) string { return st.URL(s.Name) })...)
 }
-
-// Account is the local service account of the deployable called name: name@spanmart-local....
-func Account(name string) string { return name + "@" + Project + ".iam.gserviceaccount.com" }
-
-// CustomerAudience is the aud of the customers' ID tokens on a local stack: the project id, as
-// Identity Platform's tokens carry theirs.
-const CustomerAudience = Project
 
 // ordersEnv lets orders' audit read fulfillment and the gateway (the reconciliation), with ID
 // tokens for its own account, and names who signs its customers' ID tokens: the local stand-in of
@@ -176,7 +155,7 @@ const CustomerAudience = Project
 func (st Stack) ordersEnv() []string {
 	return []string{
 		"FULFILLMENT_URL=" + st.URL(topology.Fulfillment), "GATEWAY_URL=" + st.URL(topology.Gateway),
-		"CUSTOMER_ISSUER=" + st.AuthURL, "CUSTOMER_AUDIENCE=" + CustomerAudience,
+		"CUSTOMER_ISSUER=" + st.AuthURL, "CUSTOMER_AUDIENCE=" + localcloud.CustomerAudience,
 	}
 }
 

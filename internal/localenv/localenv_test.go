@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spanmart/spanmart/internal/localcloud"
 	"github.com/spanmart/spanmart/internal/localenv"
 	"github.com/spanmart/spanmart/internal/topology"
 )
@@ -52,14 +53,14 @@ func TestEnvOfEveryDeployable(t *testing.T) {
 		}
 		want := map[string]string{
 			"K_SERVICE": s.Name, "LOG_LEVEL": "debug", "SPANNER_EMULATOR_HOST": "127.0.0.1:1",
-			"GCE_METADATA_HOST": "127.0.0.1:3", "SERVICE_ACCOUNT": localenv.Account(s.Name),
-			"ADMIN_DELEGATE_EMAILS": localenv.Account(topology.Console),
+			"GCE_METADATA_HOST": "127.0.0.1:3", "SERVICE_ACCOUNT": localcloud.Account(s.Name),
+			"ADMIN_DELEGATE_EMAILS": localcloud.Account(topology.Console),
 		}
-		operators := localenv.Operator + "," + localenv.Account(topology.Console)
+		operators := localcloud.Operator + "," + localcloud.Account(topology.Console)
 		switch {
 		case s.Name == topology.Console:
 			want["OIDC_AUDIENCE"] = "http://svc-console"
-			want["CONSOLE_ALLOWED_EMAILS"] = localenv.Operator
+			want["CONSOLE_ALLOWED_EMAILS"] = localcloud.Operator
 			want["RELAY_URL"] = "http://svc-relay"
 			for _, c := range topology.Consumers() {
 				want[c.URLVar] = "http://svc-" + c.Name
@@ -70,7 +71,7 @@ func TestEnvOfEveryDeployable(t *testing.T) {
 			if n := strings.Count(env["NUDGE_ALLOWED_EMAILS"], ","); n != len(topology.Databases())-1 {
 				t.Errorf("relay: NUDGE_ALLOWED_EMAILS %q does not list every service", env["NUDGE_ALLOWED_EMAILS"])
 			}
-			want["TASKS_LOCATION"] = localenv.Location
+			want["TASKS_LOCATION"] = localcloud.Location
 			for _, c := range topology.Consumers() {
 				want[c.URLVar] = "http://svc-" + c.Name
 			}
@@ -87,23 +88,23 @@ func TestEnvOfEveryDeployable(t *testing.T) {
 		switch s.Name {
 		case topology.Orders: // its audit reads its peers, as its own account; its customers sign in
 			want["FULFILLMENT_URL"], want["GATEWAY_URL"] = "http://svc-fulfillment", "http://svc-gateway-abstraction"
-			want["SERVICE_ACCOUNT"] = localenv.OrdersAccount
-			want["CUSTOMER_ISSUER"], want["CUSTOMER_AUDIENCE"] = "http://127.0.0.1:6", localenv.Project
+			want["SERVICE_ACCOUNT"] = localcloud.OrdersAccount
+			want["CUSTOMER_ISSUER"], want["CUSTOMER_AUDIENCE"] = "http://127.0.0.1:6", localcloud.Project
 		case topology.Fulfillment: // the warehouse ships, with its account's ID tokens
-			want["WAREHOUSE_ALLOWED_EMAILS"] = localenv.Warehouse
+			want["WAREHOUSE_ALLOWED_EMAILS"] = localcloud.Warehouse
 		case topology.Notifications:
 			want["SMTP_ADDR"], want["SMTP_FROM"] = st.SMTPAddr, localenv.MailFrom
 			want["SMTP_TIMEOUT"], want["NOTIFICATIONS_RESUME_AFTER"] = "2s", "4s"
 		}
 		if s.Name == topology.Gateway {
-			want["ADMIN_ALLOWED_EMAILS"] = operators + "," + localenv.OrdersAccount
+			want["ADMIN_ALLOWED_EMAILS"] = operators + "," + localcloud.OrdersAccount
 			want["STRIPE_API_URL"], want["KOMOJU_API_URL"] = "http://127.0.0.1:4", "http://127.0.0.1:4"
 			want["STRIPE_WEBHOOK_SECRET"] = localenv.StripeWebhookSecret
 		} else if _, ok := env["STRIPE_API_KEY"]; ok {
 			t.Errorf("%s is given the gateway's provider keys", s.Name)
 		}
 		if topology.HasJob(s.Name) { // Cloud Scheduler's jobs call it, as scheduler@ (internal/localscheduler)
-			want["ADMIN_ALLOWED_EMAILS"] += "," + localenv.Account(topology.Scheduler)
+			want["ADMIN_ALLOWED_EMAILS"] += "," + localcloud.Account(topology.Scheduler)
 		}
 		for k, v := range want {
 			if env[k] != v {

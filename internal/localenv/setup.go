@@ -12,12 +12,13 @@ import (
 
 	"github.com/spanmart/spanmart/gen/dao/fulfillmentdb"
 	"github.com/spanmart/spanmart/gen/dao/ordersdb"
+	"github.com/spanmart/spanmart/internal/localcloud"
 	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 )
 
 // Queue is the full name of a subscriber queue of a local stack.
-func Queue(id string) string { return Location + "/queues/" + id }
+func Queue(id string) string { return localcloud.Location + "/queues/" + id }
 
 // CreateQueues creates every consumer's inbox queue (the roster's) with the relay's settings for
 // a subscriber queue, changed by adjust when it is not nil. A queue that exists is kept as it is,
@@ -29,7 +30,7 @@ func CreateQueues(ctx context.Context, tc *cloudtasks.Client, adjust func(*cloud
 		if adjust != nil {
 			adjust(q)
 		}
-		_, err := tc.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: Location, Queue: q})
+		_, err := tc.CreateQueue(ctx, &cloudtaskspb.CreateQueueRequest{Parent: localcloud.Location, Queue: q})
 		switch status.Code(err) {
 		case codes.OK:
 			created = append(created, q.Name)

@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spanmart/spanmart/internal/localenv"
+	"github.com/spanmart/spanmart/internal/localcloud"
 	"github.com/spanmart/spanmart/internal/topology"
 )
 
@@ -62,7 +62,7 @@ func New(cfg Config) *Scheduler {
 		cfg.Every = topology.JobEvery
 	}
 	if cfg.Account == "" {
-		cfg.Account = localenv.Account(topology.Scheduler)
+		cfg.Account = localcloud.Account(topology.Scheduler)
 	}
 	if cfg.HTTP == nil {
 		cfg.HTTP = http.DefaultClient

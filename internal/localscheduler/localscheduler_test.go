@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/spanmart/spanmart/emulator/tasksemu"
-	"github.com/spanmart/spanmart/internal/localenv"
+	"github.com/spanmart/spanmart/internal/localcloud"
 	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
 )
@@ -35,7 +35,7 @@ func TestJobsCallTheirServicesAsTheScheduler(t *testing.T) {
 		t.Cleanup(srv.Close)
 		urls[svc] = srv.URL
 		v, err := outboxlib.NewVerifier(outboxlib.VerifierConfig{Issuer: issuer, Audiences: []string{srv.URL},
-			AllowedEmails: []string{localenv.Account(topology.Scheduler)}})
+			AllowedEmails: []string{localcloud.Account(topology.Scheduler)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestJobsCallTheirServicesAsTheScheduler(t *testing.T) {
 			t.Errorf("job %s: %v", j.Name, err)
 		}
 	}
-	want := localenv.Account(topology.Scheduler)
+	want := localcloud.Account(topology.Scheduler)
 	for _, j := range topology.Jobs() {
 		if got := calls[j.Service]; len(got) != 1 || got[0] != "POST "+j.Path+" "+want {
 			t.Errorf("%s was called %q, want once: POST %s %s", j.Service, got, j.Path, want)

@@ -1,8 +1,8 @@
 // Package topology is the roster of Spanmart's deployables, written once: each service's name
 // (binary, Cloud Run service, K_SERVICE, subscriber name in relay/routes.yaml), Go package, Spanner
 // database, dev-stack port, inbox queues and the variable that carries its URL to the relay.
-// Everything that lists services (the dev stack, the e2e harness, the bench and the demo,
-// pkg/dbschema) derives its list from here; a root test checks relay/routes.yaml and
+// Everything that lists services (the dev stack, the e2e harness, the bench and the demo) derives
+// its list from here; the databases are pkg/dbschema's; a root test checks relay/routes.yaml and
 // cloudbuild.yaml against it.
 //
 // The payment gateway keeps the names it has in production resources: service
@@ -17,6 +17,8 @@ import (
 	gatewayapi "github.com/spanmart/spanmart/services/gateway-abstraction/api"
 	notificationsapi "github.com/spanmart/spanmart/services/notifications/api"
 	ordersapi "github.com/spanmart/spanmart/services/orders/api"
+
+	"github.com/spanmart/spanmart/pkg/dbschema"
 )
 
 // Service is one deployable.
@@ -48,10 +50,10 @@ const (
 // services in start order: consumers first, the relay (which delivers to them), then the console
 // (which reads them all).
 var services = []Service{
-	{Name: Orders, Package: "./services/orders", Database: "orders", DevPort: 8081, Queues: []string{"orders-inbox"}, URLVar: "ORDERS_URL"},
-	{Name: Fulfillment, Package: "./services/fulfillment", Database: "fulfillment", DevPort: 8082, Queues: []string{"fulfillment-inbox"}, URLVar: "FULFILLMENT_URL"},
-	{Name: Gateway, Package: "./services/gateway-abstraction", Database: "payments", DevPort: 8083, Queues: []string{"gateway-inbox"}, URLVar: "GATEWAY_URL"},
-	{Name: Notifications, Package: "./services/notifications", Database: "notifications", DevPort: 8084, Queues: []string{"notifications-inbox"}, URLVar: "NOTIFICATIONS_URL"},
+	{Name: Orders, Package: "./services/orders", Database: dbschema.Orders, DevPort: 8081, Queues: []string{"orders-inbox"}, URLVar: "ORDERS_URL"},
+	{Name: Fulfillment, Package: "./services/fulfillment", Database: dbschema.Fulfillment, DevPort: 8082, Queues: []string{"fulfillment-inbox"}, URLVar: "FULFILLMENT_URL"},
+	{Name: Gateway, Package: "./services/gateway-abstraction", Database: dbschema.Payments, DevPort: 8083, Queues: []string{"gateway-inbox"}, URLVar: "GATEWAY_URL"},
+	{Name: Notifications, Package: "./services/notifications", Database: dbschema.Notifications, DevPort: 8084, Queues: []string{"notifications-inbox"}, URLVar: "NOTIFICATIONS_URL"},
 	{Name: Relay, Package: "./relay", DevPort: 8085},
 	{Name: Console, Package: "./services/console", DevPort: 8086},
 }

@@ -3,10 +3,12 @@ package topology_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/spanmart/spanmart/internal/topology"
+	"github.com/spanmart/spanmart/pkg/dbschema"
 )
 
 // Every entry is complete and unique: names, packages, databases, ports, queues and variables.
@@ -60,5 +62,13 @@ func TestRosterIsConsistent(t *testing.T) {
 	}
 	if s, ok := topology.OwnerOf("payments"); !ok || s.Name != "gateway-abstraction" {
 		t.Errorf("OwnerOf(payments) = %+v, %v", s, ok)
+	}
+}
+
+// The roster's databases are exactly pkg/dbschema's, in its order: no database without an owner,
+// no owner naming a database without a schema.
+func TestDatabasesFollowTheSchema(t *testing.T) {
+	if got, want := topology.Databases(), dbschema.Names(); !slices.Equal(got, want) {
+		t.Errorf("the roster's databases %v, want pkg/dbschema's %v in its order", got, want)
 	}
 }

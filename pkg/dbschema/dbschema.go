@@ -6,6 +6,7 @@ package dbschema
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	fulfillmentschema "github.com/spanmart/spanmart/services/fulfillment/schema"
@@ -13,7 +14,6 @@ import (
 	notificationsschema "github.com/spanmart/spanmart/services/notifications/schema"
 	ordersschema "github.com/spanmart/spanmart/services/orders/schema"
 
-	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/migrate"
 	outboxschema "github.com/spanmart/spanmart/pkg/outboxlib/schema"
 )
@@ -29,34 +29,34 @@ const (
 	Notifications = "notifications"
 )
 
-// own is the service's own migration stream of each database.
-var own = map[string]migrate.Stream{
-	Orders:        {Name: Orders, Dir: "services/orders/schema", FS: ordersschema.Migrations},
-	Fulfillment:   {Name: Fulfillment, Dir: "services/fulfillment/schema", FS: fulfillmentschema.Migrations},
-	Payments:      {Name: Payments, Dir: "services/gateway-abstraction/schema", FS: paymentsschema.Migrations},
-	Notifications: {Name: Notifications, Dir: "services/notifications/schema", FS: notificationsschema.Migrations},
+// databases in the order the services that own them start (internal/topology's roster, whose
+// Database fields name these constants; its test checks that the two agree): each is the outbox
+// stream followed by the service's own.
+var databases = []migrate.Database{
+	{Name: Orders, Streams: []migrate.Stream{Outbox, {Name: Orders, Dir: "services/orders/schema", FS: ordersschema.Migrations}}},
+	{Name: Fulfillment, Streams: []migrate.Stream{Outbox, {Name: Fulfillment, Dir: "services/fulfillment/schema", FS: fulfillmentschema.Migrations}}},
+	{Name: Payments, Streams: []migrate.Stream{Outbox, {Name: Payments, Dir: "services/gateway-abstraction/schema", FS: paymentsschema.Migrations}}},
+	{Name: Notifications, Streams: []migrate.Stream{Outbox, {Name: Notifications, Dir: "services/notifications/schema", FS: notificationsschema.Migrations}}},
 }
 
-// Databases returns every service database, in the roster's order (internal/topology), each the
-// outbox stream followed by its service's own.
-func Databases() []migrate.Database {
-	var out []migrate.Database
-	for _, db := range topology.Databases() {
-		stream, ok := own[db]
-		if !ok {
-			panic(fmt.Sprintf("dbschema: the roster's database %q has no migration stream", db))
-		}
-		out = append(out, migrate.Database{Name: db, Streams: []migrate.Stream{Outbox, stream}})
+// Databases returns every service database.
+func Databases() []migrate.Database { return slices.Clone(databases) }
+
+// Names returns the name of every service database.
+func Names() []string {
+	out := make([]string, len(databases))
+	for i, d := range databases {
+		out[i] = d.Name
 	}
 	return out
 }
 
 // Lookup returns the database called name.
 func Lookup(name string) (migrate.Database, error) {
-	for _, d := range Databases() {
+	for _, d := range databases {
 		if d.Name == name {
 			return d, nil
 		}
 	}
-	return migrate.Database{}, fmt.Errorf("unknown database %q (want one of %s)", name, strings.Join(topology.Databases(), ", "))
+	return migrate.Database{}, fmt.Errorf("unknown database %q (want one of %s)", name, strings.Join(Names(), ", "))
 }

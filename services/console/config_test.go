@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/spanmart/spanmart/emulator/authemu"
+	"github.com/spanmart/spanmart/internal/localcloud"
 	"github.com/spanmart/spanmart/internal/localenv"
 	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
@@ -37,7 +38,7 @@ func TestLoadConfigTakesTheLocalStacksEnvironment(t *testing.T) {
 		return fmt.Sprintf("http://127.0.0.1:%d", s.DevPort)
 	}
 	st := localenv.Stack{
-		Instance: "projects/" + localenv.Project + "/instances/dev", TasksHTTP: "http://127.0.0.1:8124", LogLevel: "info",
+		Instance: "projects/" + localcloud.Project + "/instances/dev", TasksHTTP: "http://127.0.0.1:8124", LogLevel: "info",
 		URL: url, Port: func(name string) int { s, _ := topology.Lookup(name); return s.DevPort },
 	}
 	vars := map[string]string{}
@@ -58,8 +59,8 @@ func TestLoadConfigTakesTheLocalStacksEnvironment(t *testing.T) {
 	if diff := cmp.Diff(want, cfg.URLs); diff != "" {
 		t.Errorf("URLs (-want +got):\n%s", diff)
 	}
-	if cfg.Issuer != st.TasksHTTP || cfg.Audience != url(topology.Console) || cfg.ServiceAccount != localenv.Account(topology.Console) ||
-		!cmp.Equal(cfg.Operators, []string{localenv.Operator}) || cfg.Refresh != 5*time.Second {
+	if cfg.Issuer != st.TasksHTTP || cfg.Audience != url(topology.Console) || cfg.ServiceAccount != localcloud.Account(topology.Console) ||
+		!cmp.Equal(cfg.Operators, []string{localcloud.Operator}) || cfg.Refresh != 5*time.Second {
 		t.Errorf("config = %+v", cfg)
 	}
 	// In production the issuer is Google's.
@@ -76,7 +77,7 @@ func TestLoadConfigTakesTheLocalStacksEnvironment(t *testing.T) {
 // IAP's issuer or key set without IAP, and a key set that is not a URL.
 func TestLoadConfigBehindIAP(t *testing.T) {
 	base := func(more ...string) map[string]string {
-		env := map[string]string{"CONSOLE_ALLOWED_EMAILS": localenv.Operator, "RELAY_URL": "https://relay.example.com"}
+		env := map[string]string{"CONSOLE_ALLOWED_EMAILS": localcloud.Operator, "RELAY_URL": "https://relay.example.com"}
 		for _, s := range topology.Consumers() {
 			env[s.URLVar] = "https://" + s.Name + ".example.com"
 		}

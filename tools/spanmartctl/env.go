@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/spanmart/spanmart/internal/adminclient"
-	"github.com/spanmart/spanmart/internal/localenv"
+	"github.com/spanmart/spanmart/internal/localcloud"
 	"github.com/spanmart/spanmart/internal/topology"
 )
 
@@ -18,7 +18,7 @@ const devTasksHTTPPort = 8124
 const devHost = "127.0.0.1"
 
 // devOperator is the account the dev stack allows on every operator endpoint.
-func devOperator() string { return localenv.Operator }
+func devOperator() string { return localcloud.Operator }
 
 // Environment variables of -env prod.
 const (

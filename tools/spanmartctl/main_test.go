@@ -19,7 +19,7 @@ import (
 	"github.com/spanmart/spanmart/emulator/tasksemu"
 	"github.com/spanmart/spanmart/internal/adminclient"
 	"github.com/spanmart/spanmart/internal/adminclient/adminclienttest"
-	"github.com/spanmart/spanmart/internal/localenv"
+	"github.com/spanmart/spanmart/internal/localcloud"
 	"github.com/spanmart/spanmart/internal/topology"
 )
 
@@ -579,7 +579,7 @@ func TestDevEnvironment(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, localenv.Operator},
+		{nil, localcloud.Operator},
 		{[]string{"-as", "console@spanmart-local.iam.gserviceaccount.com"}, "console@spanmart-local.iam.gserviceaccount.com"},
 	} {
 		before := len(f.Requests(""))

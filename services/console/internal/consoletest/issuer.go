@@ -13,15 +13,15 @@ import (
 	"time"
 
 	"github.com/spanmart/spanmart/emulator/oidc"
-	"github.com/spanmart/spanmart/internal/localenv"
+	"github.com/spanmart/spanmart/internal/localcloud"
 	"github.com/spanmart/spanmart/internal/topology"
 )
 
 // Accounts of the tests: those of the dev stack.
 var (
-	Operator       = localenv.Operator                  // allowed on the console
-	ConsoleAccount = localenv.Account(topology.Console) // the console's own
-	Stranger       = "someone@example.com"              // a valid token of an account that is no operator
+	Operator       = localcloud.Operator                  // allowed on the console
+	ConsoleAccount = localcloud.Account(topology.Console) // the console's own
+	Stranger       = "someone@example.com"                // a valid token of an account that is no operator
 )
 
 // Issuer is an OIDC issuer on an httptest server: discovery document, JWKS and
