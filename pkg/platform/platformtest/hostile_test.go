@@ -81,8 +81,6 @@ func answers(w http.ResponseWriter, r *http.Request) {
 		problem(400, pj, `<html>bad request</html>`)
 	case "/go":
 		problem(400, pj, `{"type":"about:blank","title":"Bad Request","status":400,"detail":"json: cannot unmarshal string into Go struct field PlaceOrderRequest.lines of type int64"}`)
-	case "/leak":
-		problem(400, pj, `{"type":"about:blank","title":"Bad Request","status":400,"detail":"malformed webhook: json: unexpected end of JSON input"}`)
 	case "/untitled":
 		problem(400, pj, `{"type":"about:blank","status":400,"detail":"the order is not valid"}`)
 	case "/silent":
@@ -114,9 +112,6 @@ func TestRefuse(t *testing.T) {
 		{"a body that is no JSON", platformtest.Hostile{Path: "/html", Status: 400}, "not a problem"},
 		{"another detail", platformtest.Hostile{Path: "/order", Header: json, Body: "{}", Status: 400, Detail: "customer_id"}, `mentioning "customer_id"`},
 		{"Go words", platformtest.Hostile{Path: "/go", Status: 400, Detail: "cannot unmarshal"}, "speaks Go"},
-		{"a known Go term", platformtest.Hostile{Path: "/leak", Status: 400, Detail: "malformed webhook", KnownGoTerm: "json: "}, ""},
-		{"a known Go term and another", platformtest.Hostile{Path: "/go", Status: 400, KnownGoTerm: "json: "}, `speaks Go ("Go struct")`},
-		{"a known Go term no longer shown", platformtest.Hostile{Path: "/order", Header: json, Body: "{}", Status: 400, KnownGoTerm: "json: "}, "no longer shows"},
 		{"no title", platformtest.Hostile{Path: "/untitled", Status: 400}, "a title"},
 		{"no detail", platformtest.Hostile{Path: "/silent", Status: 400}, "a detail"},
 		{"another status in the problem", platformtest.Hostile{Path: "/status", Status: 400}, "want status 400"},

@@ -56,8 +56,13 @@ func (p *Provider) ParseWebhook(h http.Header, body []byte, now time.Time) (prov
 	case errors.Is(err, webhook.ErrNotSigned), errors.Is(err, webhook.ErrInvalidHeader),
 		errors.Is(err, webhook.ErrNoValidSignature), errors.Is(err, webhook.ErrTooOld):
 		return provider.Notification{}, fmt.Errorf("%w: %v", provider.ErrSignature, err)
+	case err != nil && !json.Valid(body):
+		// Verified, but not JSON: stripe-go's error quotes encoding/json's, which is not the
+		// caller's business.
+		return provider.Notification{}, fmt.Errorf("%w: the signed body is not JSON", provider.ErrMalformed)
 	case err != nil:
-		// Verified, but not an event of the API version stripe-go decodes, or not JSON.
+		// Verified JSON, but not an event of the API version stripe-go decodes (its error names
+		// both versions).
 		return provider.Notification{}, fmt.Errorf("%w: %v", provider.ErrMalformed, err)
 	}
 	return decodeEvent(ev)
