@@ -8,10 +8,12 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 	"github.com/spanmart/spanmart/pkg/platform"
 )
@@ -20,6 +22,8 @@ import (
 // POST /nudge the services' own accounts' (NUDGE_ALLOWED_EMAILS), every other one an operator's
 // (outboxlib.Operators: ADMIN_ALLOWED_EMAILS, and a delegate acting for one); anything else is a
 // 401 or 403 problem and changes nothing. A replay records who did it (the verified identity).
+// The bodies are pkg/outboxlib/outboxapi's types and the paths its Path constants, which the
+// operators' client (internal/adminclient) decodes and calls.
 //
 //	POST /nudge[?source=S&shard=N]                    204: wake the shard loops (services call it after a
 //	                                                  commit, naming their source and the event's shard);
@@ -36,7 +40,7 @@ import (
 //	POST /v1/ledger/{source}/events/{id}/replay       202: replay a missing delivery, body {"reason": "..."}
 func registerAPI(srv *platform.Server, core *relay.Relay, operators, nudgers *outboxlib.Operators) {
 	e := srv.Echo
-	e.POST("/nudge", func(c echo.Context) error {
+	e.POST(outboxapi.PathNudge, func(c echo.Context) error {
 		source, shardParam := c.QueryParam("source"), c.QueryParam("shard")
 		if source == "" && shardParam == "" {
 			core.Nudge()
@@ -50,22 +54,25 @@ func registerAPI(srv *platform.Server, core *relay.Relay, operators, nudgers *ou
 		}
 		return c.NoContent(http.StatusNoContent)
 	}, nudgers.Middleware)
+	// Everything under /v1 is behind the operators' guard, unknown paths included (the group's
+	// catch-all route): a caller without an operator's token learns nothing of the routes.
 	v1 := e.Group("/v1", operators.Middleware)
-	v1.GET("/outbox", func(c echo.Context) error {
+	under := func(path string) string { return strings.TrimPrefix(path, "/v1") } // outboxapi's paths, in v1
+	v1.GET(under(outboxapi.PathOutbox), func(c echo.Context) error {
 		st, err := core.Status(c.Request().Context())
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, map[string]any{"owner": core.Owner(), "sources": st})
+		return c.JSON(http.StatusOK, outboxapi.OutboxStatus{Owner: core.Owner(), Sources: st})
 	})
-	v1.GET("/outbox/quarantined", func(c echo.Context) error {
+	v1.GET(under(outboxapi.PathQuarantined), func(c echo.Context) error {
 		evs, err := core.Quarantined(c.Request().Context())
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, map[string]any{"events": nonNil(evs)})
+		return c.JSON(http.StatusOK, outboxapi.EventList{Events: nonNil(evs)})
 	})
-	v1.GET("/outbox/events", func(c echo.Context) error {
+	v1.GET(under(outboxapi.PathOutboxEvents), func(c echo.Context) error {
 		typ, id := c.QueryParam("aggregate_type"), c.QueryParam("aggregate_id")
 		if typ == "" || id == "" {
 			return platform.NewProblem(http.StatusBadRequest, "aggregate_type and aggregate_id are required")
@@ -74,47 +81,46 @@ func registerAPI(srv *platform.Server, core *relay.Relay, operators, nudgers *ou
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, map[string]any{"events": nonNil(evs)})
+		return c.JSON(http.StatusOK, outboxapi.EventList{Events: nonNil(evs)})
 	})
-	v1.POST("/outbox/:source/events/:id/replay", func(c echo.Context) error {
+	v1.POST(under(outboxapi.PathOutbox)+"/:source/events/:id/replay", func(c echo.Context) error {
 		return serveReplay(c, core.Replay)
 	})
-	v1.GET("/ledger", func(c echo.Context) error {
+	v1.GET(under(outboxapi.PathLedger), func(c echo.Context) error {
 		all, _ := strconv.ParseBool(c.QueryParam("all"))
-		out := []map[string]any{}
+		out := outboxapi.LedgerList{Sources: []outboxapi.LedgerSource{}}
 		for _, st := range core.SourceNames() {
 			missing, err := core.Missing(c.Request().Context(), st, all, 0)
 			if err != nil {
 				return err
 			}
-			out = append(out, map[string]any{"source": st, "missing": missing})
+			out.Sources = append(out.Sources, outboxapi.LedgerSource{Source: st, Missing: missing})
 		}
-		return c.JSON(http.StatusOK, map[string]any{"sources": out})
+		return c.JSON(http.StatusOK, out)
 	})
-	v1.POST("/ledger/audit", func(c echo.Context) error {
+	v1.POST(under(outboxapi.PathLedgerAudit), func(c echo.Context) error {
 		res, err := core.Audit(c.Request().Context())
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, map[string]any{"audits": res})
+		return c.JSON(http.StatusOK, outboxapi.AuditList{Audits: res})
 	})
-	v1.POST("/ledger/:source/events/:id/replay", func(c echo.Context) error {
+	v1.POST(under(outboxapi.PathLedger)+"/:source/events/:id/replay", func(c echo.Context) error {
 		return serveReplay(c, core.ReplayMissing)
 	})
 }
 
-func nonNil(evs []relay.EventInfo) []relay.EventInfo {
+func nonNil(evs []outboxapi.Event) []outboxapi.Event {
 	if evs == nil {
-		return []relay.EventInfo{}
+		return []outboxapi.Event{}
 	}
 	return evs
 }
 
-// serveReplay reads {"reason": "..."} and calls replay(source, id, reason): 202, or a problem.
+// serveReplay reads an outboxapi.ReplayRequest and calls replay(source, id, reason): 202 with an
+// outboxapi.Replay, or a problem.
 func serveReplay(c echo.Context, replay func(ctx context.Context, source, id, reason string) error) error {
-	var body struct {
-		Reason string `json:"reason"`
-	}
+	var body outboxapi.ReplayRequest
 	data, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		return err
@@ -136,5 +142,5 @@ func serveReplay(c echo.Context, replay func(ctx context.Context, source, id, re
 	case err != nil:
 		return err
 	}
-	return c.JSON(http.StatusAccepted, map[string]string{"source": source, "event_id": id, "status": "replayed"})
+	return c.JSON(http.StatusAccepted, outboxapi.Replay{Source: source, EventID: id, Status: outboxapi.StatusReplayed})
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/spanmart/spanmart/emulator/tasksemu/retry"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/pkg/platform/platformtest"
@@ -446,10 +447,7 @@ func TestRun(t *testing.T) {
 	}
 	platformtest.Eventually(t, "order.created to reach fulfillment", func() bool { return cons.count("/fulfillment/events", ev.ID) == 1 })
 
-	var status struct {
-		Owner   string
-		Sources []relay.SourceStatus
-	}
+	var status outboxapi.OutboxStatus
 	platformtest.Eventually(t, "the event to be published", func() bool {
 		if err := json.Unmarshal(get("/v1/outbox"), &status); err != nil {
 			t.Fatal(err)
@@ -494,7 +492,7 @@ func TestRun(t *testing.T) {
 	}
 
 	// An aggregate's events across the sources, with where they are; no quarantined row.
-	var trace struct{ Events []relay.EventInfo }
+	var trace outboxapi.EventList
 	platformtest.Eventually(t, "the replayed event to be published again", func() bool {
 		if err := json.Unmarshal(get("/v1/outbox/events?aggregate_type=order&aggregate_id="+ev.AggregateID), &trace); err != nil {
 			t.Fatal(err)
@@ -504,7 +502,7 @@ func TestRun(t *testing.T) {
 	if e := trace.Events[0]; e.EventID != ev.ID || e.Source != "orders" || e.CommittedAt.IsZero() || !cmp.Equal(e.Subscribers, []string{"fulfillment", "notifications"}) {
 		t.Errorf("events of the order = %+v", trace.Events)
 	}
-	var quarantined struct{ Events []relay.EventInfo }
+	var quarantined outboxapi.EventList
 	if err := json.Unmarshal(get("/v1/outbox/quarantined"), &quarantined); err != nil || quarantined.Events == nil || len(quarantined.Events) != 0 {
 		t.Errorf("quarantined = %+v (%v), want an empty list", quarantined, err)
 	}

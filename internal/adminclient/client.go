@@ -290,11 +290,6 @@ func snippet(b []byte) string {
 	return s
 }
 
-// reasonBody is the body of every replay.
-type reasonBody struct {
-	Reason string `json:"reason"`
-}
-
 func checkReason(reason string) error {
 	if strings.TrimSpace(reason) == "" {
 		return ErrNoReason

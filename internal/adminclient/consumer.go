@@ -2,75 +2,41 @@ package adminclient
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
 )
+
+// The consumers' answers are the outbox pipeline's own wire types (pkg/outboxlib/outboxapi), the
+// same in every consumer: these names are aliases of them.
 
 // ConsumerStatus is a consumer's GET /admin/status. The counts of Events are since the process
 // that answered started (Since); DeadLetters and Failing come from the consumer's database.
-type ConsumerStatus struct {
-	Consumer string `json:"consumer"`
-	// DeadLetters counts the dead letters not replayed yet.
-	DeadLetters int64 `json:"dead_letters"`
-	// Failing counts the events with failed answers not applied yet (the queue retries them).
-	Failing int64       `json:"failing"`
-	Since   time.Time   `json:"since"`
-	Events  EventCounts `json:"events"`
-	// Lag is commit → applied over the last 1000 events applied.
-	Lag LagSummary `json:"lag_seconds"`
-}
+type ConsumerStatus = outboxapi.ConsumerStatus
 
 // EventCounts counts the deliveries by outcome (pkg/outboxlib's Outcome* values).
-type EventCounts struct {
-	Applied      int64 `json:"applied"`
-	Duplicate    int64 `json:"duplicate"`
-	Early        int64 `json:"early"` // deferrals: the predecessor was not applied yet
-	Transient    int64 `json:"transient"`
-	DeadLettered int64 `json:"dead_lettered"`
-	Stale        int64 `json:"stale"`
-	Rejected     int64 `json:"rejected"`
-}
+type EventCounts = outboxapi.EventCounts
 
-// LagSummary is the distribution of commit → applied, in seconds.
-type LagSummary struct {
-	Count int64   `json:"count"`
-	P50   float64 `json:"p50"`
-	P99   float64 `json:"p99"`
-}
+// LagSummary is the distribution of a latency (commit → applied, commit → published), in seconds.
+type LagSummary = outboxapi.LagSummary
 
-// DeadLetter is a parked event as the consumer shows it (pkg/outboxlib.DeadLetter).
-type DeadLetter struct {
-	EventID    string            `json:"event_id"`
-	EventType  string            `json:"event_type"`
-	Source     string            `json:"source"`     // ce-source, e.g. "//spanmart/orders"
-	Attributes map[string]string `json:"attributes"` // every ce-* header of the delivery
-	// Body is the request body when it is JSON; BodyBytes holds it otherwise.
-	Body         json.RawMessage `json:"body,omitempty"`
-	BodyBytes    []byte          `json:"body_bytes,omitempty"`
-	Attempts     int64           `json:"attempts"`
-	LastError    string          `json:"last_error"`
-	DeadAt       time.Time       `json:"dead_at"`
-	ReplayedAt   *time.Time      `json:"replayed_at,omitempty"`
-	ReplayReason string          `json:"replay_reason,omitempty"`
-	ReplayedBy   string          `json:"replayed_by,omitempty"`
-}
-
-// Replayed reports whether the dead letter was replayed.
-func (d DeadLetter) Replayed() bool { return d.ReplayedAt != nil }
+// DeadLetter is a parked event as the consumer shows it.
+type DeadLetter = outboxapi.DeadLetter
 
 // DeadLetterQuery selects dead letters.
 type DeadLetterQuery struct {
 	All   bool // the replayed ones too
-	Limit int  // at most this many, newest first; 0 is the consumer's default and cap, 1000
+	Limit int  // at most this many, newest first; 0 is the consumer's default and cap, outboxapi.MaxDeadLettersListed
 }
 
-// DeadLetterReplay is the result of a dead letter's replay: Outcome is pkg/outboxlib's
-// ("applied", "duplicate", or "stale" when a later version of the aggregate was applied
-// meanwhile). Consumer and EventID are the request's.
+// DeadLetterReplay is the result of a dead letter's replay: Outcome is the consumer's answer
+// (outboxapi.ReplayOutcome: "applied", "duplicate", or "stale" when a later version of the
+// aggregate was applied meanwhile); Consumer and EventID are the request's, which the answer does
+// not repeat. (The client's own type, not a wire type: spanmartctl prints it.)
 type DeadLetterReplay struct {
 	Consumer string `json:"consumer"`
 	EventID  string `json:"event_id"`
@@ -79,7 +45,7 @@ type DeadLetterReplay struct {
 
 // MaxProcessedPerRequest is the most event ids GET /admin/processed takes; Processed splits
 // longer lists.
-const MaxProcessedPerRequest = 100
+const MaxProcessedPerRequest = outboxapi.MaxProcessedIDs
 
 // ConsumerStatus reads GET {consumer}/admin/status.
 func (c *Client) ConsumerStatus(ctx context.Context, consumer string) (ConsumerStatus, error) {
@@ -87,7 +53,7 @@ func (c *Client) ConsumerStatus(ctx context.Context, consumer string) (ConsumerS
 		return ConsumerStatus{}, err
 	}
 	var out ConsumerStatus
-	err := c.do(ctx, request{service: consumer, method: http.MethodGet, path: "/admin/status"}, &out)
+	err := c.do(ctx, request{service: consumer, method: http.MethodGet, path: outboxapi.PathStatus}, &out)
 	return out, err
 }
 
@@ -104,10 +70,8 @@ func (c *Client) DeadLetters(ctx context.Context, consumer string, q DeadLetterQ
 	if q.Limit > 0 {
 		query.Set("limit", strconv.Itoa(q.Limit))
 	}
-	var out struct {
-		DeadLetters []DeadLetter `json:"dead_letters"`
-	}
-	err := c.do(ctx, request{service: consumer, method: http.MethodGet, path: "/admin/deadletters", query: query}, &out)
+	var out outboxapi.DeadLetterList
+	err := c.do(ctx, request{service: consumer, method: http.MethodGet, path: outboxapi.PathDeadLetters, query: query}, &out)
 	return out.DeadLetters, err
 }
 
@@ -139,11 +103,10 @@ func (c *Client) ReplayDeadLetter(ctx context.Context, consumer, eventID, reason
 	if err := checkReason(reason); err != nil {
 		return DeadLetterReplay{}, err
 	}
-	out := DeadLetterReplay{Consumer: consumer, EventID: eventID}
+	var out outboxapi.ReplayOutcome
 	err := c.do(ctx, request{service: consumer, method: http.MethodPost,
-		path: "/admin/deadletters/" + url.PathEscape(eventID) + "/replay", body: reasonBody{reason}}, &out)
-	out.Consumer, out.EventID = consumer, eventID
-	return out, err
+		path: outboxapi.PathDeadLetters + "/" + url.PathEscape(eventID) + "/replay", body: outboxapi.ReplayRequest{Reason: reason}}, &out)
+	return DeadLetterReplay{Consumer: consumer, EventID: eventID, Outcome: out.Outcome}, err
 }
 
 // Processed returns when the consumer processed each of eventIDs (its ProcessedEvents row: an
@@ -157,13 +120,8 @@ func (c *Client) Processed(ctx context.Context, consumer string, eventIDs []stri
 	ids := dedupe(eventIDs)
 	for len(ids) > 0 {
 		n := min(len(ids), MaxProcessedPerRequest)
-		var page struct {
-			Processed []struct {
-				EventID     string    `json:"event_id"`
-				ProcessedAt time.Time `json:"processed_at"`
-			} `json:"processed"`
-		}
-		err := c.do(ctx, request{service: consumer, method: http.MethodGet, path: "/admin/processed",
+		var page outboxapi.ProcessedList
+		err := c.do(ctx, request{service: consumer, method: http.MethodGet, path: outboxapi.PathProcessed,
 			query: url.Values{"event_id": ids[:n]}}, &page)
 		if err != nil {
 			return nil, err

@@ -12,11 +12,10 @@
 //     order, its sweep; fulfillment: the reservation and the shipments of an order.
 //
 // The answers of orders, fulfillment, the gateway and notifications are the services' own wire
-// types, from the packages their HTTP APIs encode them with (services/<svc>/api): Order,
-// Reservation, Payment, ... are aliases of those, so the client cannot lack a field a service
-// writes. The relay's and the consumers' answers (written by pkg/outboxlib and its relay, whose
-// packages carry the relay's machinery) are this package's own types, checked against the
-// servers' by a test.
+// types, from the packages their HTTP APIs encode them with (services/<svc>/api); the relay's and
+// the consumers' answers are the outbox pipeline's, from pkg/outboxlib/outboxapi, which
+// pkg/outboxlib and its relay encode them with. Order, Reservation, Payment, OutboxStatus,
+// DeadLetter, ... are aliases of those, so the client cannot lack a field a server writes.
 //
 // Two calls assemble answers from several services: Overview (every outbox and every consumer at
 // once, with the problems they show) and Trace (an order's events across the services, hop by

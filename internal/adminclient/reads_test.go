@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,8 +18,7 @@ import (
 	"github.com/spanmart/spanmart/internal/adminclient"
 	"github.com/spanmart/spanmart/internal/adminclient/adminclienttest"
 	"github.com/spanmart/spanmart/internal/topology"
-	"github.com/spanmart/spanmart/pkg/outboxlib"
-	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
 	fulfillmentapi "github.com/spanmart/spanmart/services/fulfillment/api"
 	gatewayapi "github.com/spanmart/spanmart/services/gateway-abstraction/api"
 	notificationsapi "github.com/spanmart/spanmart/services/notifications/api"
@@ -39,93 +38,54 @@ func tp(s string) *time.Time {
 	return &t
 }
 
-// The client's types carry every field the servers' types of pkg/outboxlib and its relay write (the
-// services' own answers need no such check: the client's types are aliases of services/*/api): a
-// value of each server type, all fields set, encodes to JSON that decodes into the client's type
-// with no unknown field and encodes back to the same JSON object.
-func TestShapesMatchTheServers(t *testing.T) {
-	at := ts("2026-03-01T10:00:00.123456789Z")
-	for _, tt := range []struct {
-		name   string
-		server any
-		client any
-	}{
-		{"outboxlib.DeadLetter", outboxlib.DeadLetter{EventID: "e", EventType: "t", Source: "//spanmart/orders", Attributes: map[string]string{"ce-id": "e"},
-			Body: json.RawMessage(`{"a":1}`), BodyBytes: []byte{1, 2}, Attempts: 3, LastError: "x", DeadAt: at, ReplayedAt: &at, ReplayReason: "r", ReplayedBy: "o"},
-			&adminclient.DeadLetter{}},
-		{"relay.SourceStatus", relay.SourceStatus{Source: "orders", Database: "d", Pending: 1, OldestPendingAgeSeconds: 2.5, Quarantined: 3,
-			Shards:     []relay.ShardStatus{{Shard: 1, Owner: "o", Epoch: 2, ExpiresAt: &at, Live: true}},
-			PublishLag: outboxlib.LagSummary{Count: 4, P50: 0.01, P99: 0.2}}, &adminclient.SourceStatus{}},
-		{"relay.MissingDelivery", relay.MissingDelivery{Source: "s", EventID: "e", Subscriber: "orders", EventType: "t", AggregateID: "a",
-			ReplayGeneration: 1, PublishedAt: at, DetectedAt: at, ReplayedAt: &at, ReplayReason: "r"}, &adminclient.MissingDelivery{}},
-		{"relay.AuditResult", relay.AuditResult{Source: "s", Rows: 1, Confirmed: 2, Missing: 3,
-			Unconfirmed: map[string]relay.Unconfirmed{"orders": {Count: 1, OldestAgeSeconds: 2}}, Errors: map[string]string{"orders": "x"}},
-			&adminclient.LedgerAudit{}},
-		{"relay.EventInfo", relay.EventInfo{Source: "orders", EventID: "e", Type: "order.created", AggregateType: "order", AggregateID: "o",
-			AggregateVersion: 2, CommittedAt: at, PublishedAt: &at, Quarantined: true, Attempts: 3, LastError: "x", Subscribers: []string{"fulfillment"},
-			Payload: json.RawMessage(`{"order_id":"o"}`)}, &adminclient.OutboxEvent{}},
-		{"outboxlib.Status", outboxlib.Status{Consumer: "orders", DeadLetters: 1, Failing: 2, Since: at,
-			Events: map[string]int64{"applied": 1, "duplicate": 2, "stale": 3, "early": 4, "transient": 5, "dead_lettered": 6, "rejected": 7},
-			Lag:    outboxlib.LagSummary{Count: 3, P50: 0.1, P99: 0.2}}, &adminclient.ConsumerStatus{}},
-		{"outboxlib.Processed", outboxlib.Processed{EventID: "e", ProcessedAt: at}, &struct {
-			EventID     string    `json:"event_id"`
-			ProcessedAt time.Time `json:"processed_at"`
-		}{}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			assertAllFieldsSet(t, reflect.ValueOf(tt.server))
-			want, err := json.Marshal(tt.server)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dec := json.NewDecoder(bytes.NewReader(want))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(tt.client); err != nil {
-				t.Fatalf("the server's JSON does not decode into %T: %v", tt.client, err)
-			}
-			got, err := json.Marshal(tt.client)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var wantV, gotV any
-			if err := json.Unmarshal(want, &wantV); err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(got, &gotV); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(wantV, gotV); diff != "" {
-				t.Errorf("round trip through %T (-server +client):\n%s", tt.client, diff)
-			}
-		})
-	}
-}
-
-// The scenario's answers for the services' own routes, hand-written JSON in adminclienttest, have
-// the shapes the services write: each decodes into the service's wire type (services/*/api) with
-// no unknown member, and has every member the type always writes. (The fake gateway's sweep
-// lacked refunds_pending while the client's own copy of the type did.)
+// The scenario's answers, hand-written JSON in adminclienttest, have the shapes the servers write:
+// each decodes into the server's wire type (services/*/api for the services' own routes,
+// pkg/outboxlib/outboxapi for the relay's and the consumers') with no unknown member, and has
+// every member the type always writes. (The fake gateway's sweep lacked refunds_pending while the
+// client's own copy of the type did; the fake relay's sources lacked publish_lag_seconds.)
 func TestScenarioWritesTheServicesShapes(t *testing.T) {
 	stack := adminclienttest.Start(t)
 	stack.Scenario()
 	ofOrder := "?order_id=" + adminclienttest.OrderID
+	var processed string // an event fulfillment processed
+	for _, h := range adminclienttest.Hops {
+		if h.Subscriber == topology.Fulfillment && h.ProcessedAt != "" {
+			processed = h.EventID
+			break
+		}
+	}
+	replay := `{"reason":"the cause is fixed"}`
 	for _, tt := range []struct {
 		service, method, path string
 		into                  any
+		body                  string
 	}{
-		{topology.Orders, http.MethodGet, ordersapi.PathAdminOrders + "/" + adminclienttest.OrderID, &ordersapi.Order{}},
-		{topology.Orders, http.MethodGet, ordersapi.PathStuckOrders, &ordersapi.StuckReport{}},
-		{topology.Orders, http.MethodGet, ordersapi.PathReconciliation, &ordersapi.Reconciliation{}},
-		{topology.Orders, http.MethodPost, ordersapi.PathAudit, &ordersapi.AuditReport{}},
-		{topology.Fulfillment, http.MethodGet, fulfillmentapi.PathReservations + "/" + adminclienttest.OrderID, &fulfillmentapi.Reservation{}},
-		{topology.Fulfillment, http.MethodGet, fulfillmentapi.PathShipments + ofOrder, &fulfillmentapi.ShipmentList{}},
-		{topology.Gateway, http.MethodGet, gatewayapi.PathPayments + ofOrder, &gatewayapi.PaymentList{}},
-		{topology.Gateway, http.MethodPost, gatewayapi.PathSweep, &gatewayapi.Sweep{}},
-		{topology.Notifications, http.MethodGet, notificationsapi.PathNotifications + ofOrder, &notificationsapi.NotificationList{}},
-		{topology.Notifications, http.MethodPost, notificationsapi.PathSweep, &notificationsapi.Sweep{}},
+		{service: topology.Relay, method: http.MethodGet, path: outboxapi.PathOutbox, into: &outboxapi.OutboxStatus{}},
+		{service: topology.Relay, method: http.MethodGet, path: outboxapi.PathQuarantined, into: &outboxapi.EventList{}},
+		{service: topology.Relay, method: http.MethodGet, path: outboxapi.PathOutboxEvents + "?aggregate_type=order&aggregate_id=" + adminclienttest.OrderID,
+			into: &outboxapi.EventList{}},
+		{service: topology.Relay, method: http.MethodPost, path: outboxapi.PathOutbox + "/" + topology.Gateway + "/events/" + adminclienttest.EventQuarantined + "/replay",
+			into: &outboxapi.Replay{}, body: replay},
+		{service: topology.Relay, method: http.MethodGet, path: outboxapi.PathLedger, into: &outboxapi.LedgerList{}},
+		{service: topology.Relay, method: http.MethodPost, path: outboxapi.PathLedgerAudit, into: &outboxapi.AuditList{}},
+		{service: topology.Fulfillment, method: http.MethodGet, path: outboxapi.PathStatus, into: &outboxapi.ConsumerStatus{}},
+		{service: topology.Fulfillment, method: http.MethodGet, path: outboxapi.PathDeadLetters + "?all=true", into: &outboxapi.DeadLetterList{}},
+		{service: topology.Fulfillment, method: http.MethodPost, path: outboxapi.PathDeadLetters + "/" + adminclienttest.DeadLetterSKU1 + "/replay",
+			into: &outboxapi.ReplayOutcome{}, body: replay},
+		{service: topology.Fulfillment, method: http.MethodGet, path: outboxapi.PathProcessed + "?event_id=" + processed, into: &outboxapi.ProcessedList{}},
+		{service: topology.Orders, method: http.MethodGet, path: ordersapi.PathAdminOrders + "/" + adminclienttest.OrderID, into: &ordersapi.Order{}},
+		{service: topology.Orders, method: http.MethodGet, path: ordersapi.PathStuckOrders, into: &ordersapi.StuckReport{}},
+		{service: topology.Orders, method: http.MethodGet, path: ordersapi.PathReconciliation, into: &ordersapi.Reconciliation{}},
+		{service: topology.Orders, method: http.MethodPost, path: ordersapi.PathAudit, into: &ordersapi.AuditReport{}},
+		{service: topology.Fulfillment, method: http.MethodGet, path: fulfillmentapi.PathReservations + "/" + adminclienttest.OrderID, into: &fulfillmentapi.Reservation{}},
+		{service: topology.Fulfillment, method: http.MethodGet, path: fulfillmentapi.PathShipments + ofOrder, into: &fulfillmentapi.ShipmentList{}},
+		{service: topology.Gateway, method: http.MethodGet, path: gatewayapi.PathPayments + ofOrder, into: &gatewayapi.PaymentList{}},
+		{service: topology.Gateway, method: http.MethodPost, path: gatewayapi.PathSweep, into: &gatewayapi.Sweep{}},
+		{service: topology.Notifications, method: http.MethodGet, path: notificationsapi.PathNotifications + ofOrder, into: &notificationsapi.NotificationList{}},
+		{service: topology.Notifications, method: http.MethodPost, path: notificationsapi.PathSweep, into: &notificationsapi.Sweep{}},
 	} {
 		t.Run(tt.service+" "+tt.method+" "+tt.path, func(t *testing.T) {
-			req, err := http.NewRequest(tt.method, stack.URL(tt.service)+tt.path, nil)
+			req, err := http.NewRequest(tt.method, stack.URL(tt.service)+tt.path, strings.NewReader(tt.body))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +95,7 @@ func TestScenarioWritesTheServicesShapes(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			body, err := io.ReadAll(resp.Body)
-			if err != nil || resp.StatusCode != http.StatusOK {
+			if err != nil || resp.StatusCode/100 != 2 {
 				t.Fatalf("%d %s, %v", resp.StatusCode, body, err)
 			}
 			dec := json.NewDecoder(bytes.NewReader(body))
@@ -182,17 +142,6 @@ func missingMembers(want, got any, path string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// assertAllFieldsSet fails for a zero exported field of struct v: a field left out of the sample
-// would not be checked.
-func assertAllFieldsSet(t *testing.T, v reflect.Value) {
-	t.Helper()
-	for i := range v.NumField() {
-		if f := v.Type().Field(i); f.IsExported() && v.Field(i).IsZero() {
-			t.Errorf("sample %s leaves %s zero", v.Type(), f.Name)
-		}
-	}
 }
 
 // The reads decode the services' answers (the scenario's, in the services' shapes).

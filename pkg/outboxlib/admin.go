@@ -10,11 +10,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/spanmart/spanmart/gen/dao/outboxdb"
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
 	"github.com/spanmart/spanmart/pkg/platform"
 )
-
-// MaxProcessedLookup bounds the event ids of one GET /admin/processed.
-const MaxProcessedLookup = 100
 
 // LagWindowSize is how many recent latencies a LagWindow keeps.
 const LagWindowSize = 1000
@@ -41,23 +39,16 @@ func (w *LagWindow) Observe(d time.Duration) {
 }
 
 // Summary returns the window's count and quantiles.
-func (w *LagWindow) Summary() LagSummary {
+func (w *LagWindow) Summary() outboxapi.LagSummary {
 	w.mu.Lock()
 	lags := slices.Clone(w.lags)
 	w.mu.Unlock()
 	slices.Sort(lags)
-	sum := LagSummary{Count: len(lags)}
+	sum := outboxapi.LagSummary{Count: int64(len(lags))}
 	if n := len(lags); n > 0 {
 		sum.P50, sum.P99 = lags[(n-1)/2], lags[min(n-1, n*99/100)]
 	}
 	return sum
-}
-
-// LagSummary is the latency of recent events: how many, their median and 99th percentile.
-type LagSummary struct {
-	Count int     `json:"count"`
-	P50   float64 `json:"p50"`
-	P99   float64 `json:"p99"`
 }
 
 // stats is what the consumer counted since its process started, for GET /admin/status (the
@@ -80,35 +71,29 @@ func (s *stats) observe(outcome string, lag time.Duration, hasLag bool) {
 	}
 }
 
-func (s *stats) snapshot() (time.Time, map[string]int64, LagSummary) {
+func (s *stats) snapshot() (time.Time, outboxapi.EventCounts, outboxapi.LagSummary) {
 	s.mu.Lock()
-	events := make(map[string]int64, len(s.events))
-	for k, v := range s.events {
-		events[k] = v
+	events := outboxapi.EventCounts{
+		Applied:      s.events[OutcomeApplied],
+		DeadLettered: s.events[OutcomeDeadLettered],
+		Duplicate:    s.events[OutcomeDuplicate],
+		Early:        s.events[OutcomeEarly],
+		Rejected:     s.events[OutcomeRejected],
+		Stale:        s.events[OutcomeStale],
+		Transient:    s.events[OutcomeTransient],
 	}
 	s.mu.Unlock()
-	for _, o := range []string{OutcomeApplied, OutcomeDuplicate, OutcomeStale, OutcomeEarly, OutcomeTransient, OutcomeDeadLettered, OutcomeRejected} {
-		events[o] += 0
-	}
 	return s.since, events, s.lag.Summary()
 }
 
-// Status is a consumer's GET /admin/status: its backlog of trouble in the database (dead letters
-// not yet replayed; events with failed or early answers that are not applied yet) and what it did
-// since its process started (answers by outcome, the lag of its recent applications).
-type Status struct {
-	Consumer    string           `json:"consumer"`
-	DeadLetters int64            `json:"dead_letters"`
-	Failing     int64            `json:"failing"`
-	Since       time.Time        `json:"since"`
-	Events      map[string]int64 `json:"events"`
-	Lag         LagSummary       `json:"lag_seconds"`
-}
-
+// serveStatus is GET /admin/status (outboxapi.ConsumerStatus): the consumer's backlog of trouble in
+// the database (dead letters not yet replayed; events with failed or early answers that are not
+// applied yet) and what it did since its process started (answers by outcome, the lag of its
+// recent applications).
 func (c *Consumer) serveStatus(ec echo.Context) error {
 	ctx := ec.Request().Context()
 	since, events, lag := c.stats.snapshot()
-	st := Status{Consumer: c.cfg.Name, Since: since.UTC(), Events: events, Lag: lag}
+	st := outboxapi.ConsumerStatus{Consumer: c.cfg.Name, Since: since.UTC(), Events: events, Lag: lag}
 	txn := c.cfg.Client.ReadOnlyTransaction()
 	defer txn.Close()
 	for _, q := range []struct {
@@ -129,18 +114,11 @@ func (c *Consumer) serveStatus(ec echo.Context) error {
 	return ec.JSON(http.StatusOK, st)
 }
 
-// Processed is when this consumer applied an event (its ProcessedEvents row, the commit time of
-// the application).
-type Processed struct {
-	EventID     string    `json:"event_id"`
-	ProcessedAt time.Time `json:"processed_at"`
-}
-
 // serveProcessed is GET /admin/processed?event_id=A&event_id=B: which of the events this consumer
 // has applied, and when (an id not applied is absent).
 func (c *Consumer) serveProcessed(ec echo.Context) error {
 	ids := ec.QueryParams()["event_id"]
-	if len(ids) == 0 || len(ids) > MaxProcessedLookup {
+	if len(ids) == 0 || len(ids) > outboxapi.MaxProcessedIDs {
 		return platform.NewProblem(http.StatusBadRequest, "give 1 to 100 event_id parameters")
 	}
 	keys := make([]spanner.Key, len(ids))
@@ -151,12 +129,9 @@ func (c *Consumer) serveProcessed(ec echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Consumer  string      `json:"consumer"`
-		Processed []Processed `json:"processed"`
-	}{Consumer: c.cfg.Name, Processed: []Processed{}}
+	out := outboxapi.ProcessedList{Consumer: c.cfg.Name, Processed: []outboxapi.Processed{}}
 	for _, r := range rows {
-		out.Processed = append(out.Processed, Processed{EventID: r.EventId, ProcessedAt: r.ProcessedAt.UTC()})
+		out.Processed = append(out.Processed, outboxapi.Processed{EventID: r.EventId, ProcessedAt: r.ProcessedAt.UTC()})
 	}
 	return ec.JSON(http.StatusOK, out)
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/spanmart/spanmart/gen/dao/outboxdb"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
 	"github.com/spanmart/spanmart/pkg/platform"
 )
 
@@ -844,9 +845,7 @@ func TestConsumerPermanentErrorDeadLettersThenReplay(t *testing.T) {
 	}
 
 	// Operators list it over HTTP, and a replay needs a reason.
-	var list struct {
-		DeadLetters []outboxlib.DeadLetter `json:"dead_letters"`
-	}
+	var list outboxapi.DeadLetterList
 	status, _ := f.admin(t, "GET", "/admin/deadletters", "", &list)
 	if status != 200 || len(list.DeadLetters) != 1 || list.DeadLetters[0].EventID != ev.ID || string(list.DeadLetters[0].Body) != string(ev.Payload) {
 		t.Fatalf("GET /admin/deadletters = %d %+v, want the one dead letter", status, list)
@@ -1428,18 +1427,15 @@ func TestAdminStatusAndProcessed(t *testing.T) {
 	f.send(t, poison, nil)
 	f.waitResponses(t, poison.ID, count(1))
 
-	var st outboxlib.Status
+	var st outboxapi.ConsumerStatus
 	if status, _ := f.admin(t, "GET", "/admin/status", "", &st); status != http.StatusOK {
 		t.Fatalf("GET /admin/status = %d", status)
 	}
-	if st.Consumer != consumerID || st.DeadLetters != 1 || st.Events[outboxlib.OutcomeApplied] != 1 ||
-		st.Events[outboxlib.OutcomeDeadLettered] != 1 || st.Lag.Count != 1 || st.Lag.P50 <= 0 || st.Since.IsZero() {
+	if st.Consumer != consumerID || st.DeadLetters != 1 || st.Events.Applied != 1 ||
+		st.Events.DeadLettered != 1 || st.Lag.Count != 1 || st.Lag.P50 <= 0 || st.Since.IsZero() {
 		t.Errorf("status = %+v", st)
 	}
-	var got struct {
-		Consumer  string                `json:"consumer"`
-		Processed []outboxlib.Processed `json:"processed"`
-	}
+	var got outboxapi.ProcessedList
 	path := "/admin/processed?event_id=" + ok.ID + "&event_id=" + uuid.NewString()
 	if status, _ := f.admin(t, "GET", path, "", &got); status != http.StatusOK {
 		t.Fatalf("GET %s = %d", path, status)

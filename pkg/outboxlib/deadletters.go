@@ -17,28 +17,12 @@ import (
 
 	"github.com/spanmart/spanmart/gen/dao"
 	"github.com/spanmart/spanmart/gen/dao/outboxdb"
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
 	"github.com/spanmart/spanmart/pkg/platform"
 )
 
-// DeadLetter is a parked event as operators see it.
-type DeadLetter struct {
-	EventID    string            `json:"event_id"`
-	EventType  string            `json:"event_type"`
-	Source     string            `json:"source"`
-	Attributes map[string]string `json:"attributes"` // every ce-* header of the delivery
-	// Body is the request body when it is JSON; BodyBytes holds it otherwise (base64 in JSON).
-	Body         json.RawMessage `json:"body,omitempty"`
-	BodyBytes    []byte          `json:"body_bytes,omitempty"`
-	Attempts     int64           `json:"attempts"`
-	LastError    string          `json:"last_error"`
-	DeadAt       time.Time       `json:"dead_at"`
-	ReplayedAt   *time.Time      `json:"replayed_at,omitempty"`
-	ReplayReason string          `json:"replay_reason,omitempty"`
-	ReplayedBy   string          `json:"replayed_by,omitempty"`
-}
-
-func deadLetterFromRow(r *outboxdb.DeadLetter) DeadLetter {
-	d := DeadLetter{
+func deadLetterFromRow(r *outboxdb.DeadLetter) outboxapi.DeadLetter {
+	d := outboxapi.DeadLetter{
 		EventID: r.EventId, EventType: r.EventType, Source: r.Source, Attempts: r.Attempts,
 		LastError: r.LastError, DeadAt: r.DeadAt, ReplayReason: r.ReplayReason.StringVal,
 		ReplayedBy: r.ReplayedBy.StringVal,
@@ -80,10 +64,10 @@ func attributesOf(r *outboxdb.DeadLetter) (map[string]string, error) {
 }
 
 // DeadLetters lists this consumer's dead letters, newest first: only those not yet replayed unless
-// includeReplayed; at most limit (default and cap 1000).
-func (c *Consumer) DeadLetters(ctx context.Context, includeReplayed bool, limit int) ([]DeadLetter, error) {
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
+// includeReplayed; at most limit (default and cap outboxapi.MaxDeadLettersListed).
+func (c *Consumer) DeadLetters(ctx context.Context, includeReplayed bool, limit int) ([]outboxapi.DeadLetter, error) {
+	if limit <= 0 || limit > outboxapi.MaxDeadLettersListed {
+		limit = outboxapi.MaxDeadLettersListed
 	}
 	sql := "SELECT " + strings.Join(outboxdb.DeadLetterColumns(), ", ") + " FROM " + outboxdb.DeadLettersTable +
 		" WHERE Consumer = @consumer"
@@ -93,7 +77,7 @@ func (c *Consumer) DeadLetters(ctx context.Context, includeReplayed bool, limit 
 	sql += " ORDER BY DeadAt DESC, EventId LIMIT @limit"
 	it := c.cfg.Client.Single().Query(ctx, spanner.Statement{SQL: sql, Params: map[string]any{"consumer": c.cfg.Name, "limit": int64(limit)}})
 	defer it.Stop()
-	out := []DeadLetter{}
+	out := []outboxapi.DeadLetter{}
 	for {
 		row, err := it.Next()
 		if errors.Is(err, iterator.Done) {
@@ -218,17 +202,13 @@ func (c *Consumer) serveDeadLetters(ec echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return ec.JSON(http.StatusOK, map[string]any{"dead_letters": list})
+	return ec.JSON(http.StatusOK, outboxapi.DeadLetterList{DeadLetters: list})
 }
 
-// ReplayRequest is the body of POST /admin/deadletters/:id/replay. Who replays is the operator
-// whose token the request carries.
-type ReplayRequest struct {
-	Reason string `json:"reason"`
-}
-
+// serveReplay is POST /admin/deadletters/:id/replay, body outboxapi.ReplayRequest. Who replays is
+// the operator whose token the request carries.
 func (c *Consumer) serveReplay(ec echo.Context) error {
-	var body ReplayRequest
+	var body outboxapi.ReplayRequest
 	dec := json.NewDecoder(ec.Request().Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
@@ -241,7 +221,7 @@ func (c *Consumer) serveReplay(ec echo.Context) error {
 	outcome, err := c.replay(ec.Request().Context(), ec.Param("id"), body.Reason, truncate(by, 128))
 	switch {
 	case err == nil:
-		return ec.JSON(http.StatusOK, result{outcome})
+		return ec.JSON(http.StatusOK, outboxapi.ReplayOutcome{Outcome: outcome})
 	case errors.Is(err, ErrDeadLetterNotFound):
 		return platform.NewProblem(http.StatusNotFound, err.Error())
 	case errors.Is(err, ErrAlreadyReplayed), errors.Is(err, ErrEarly), errors.Is(err, ErrNoHandler):

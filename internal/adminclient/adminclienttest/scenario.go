@@ -95,7 +95,8 @@ func (s *Stack) relayScenario() {
 		for i := range 16 {
 			shards = append(shards, fmt.Sprintf(`{"shard":%d,"owner":"relay-00001-abc/7f3e","epoch":4,"expires_at":"2026-03-03T11:00:20Z","live":true}`, i))
 		}
-		sources = append(sources, fmt.Sprintf(`{"source":%q,"database":"projects/spanmart/instances/main/databases/%s","pending":%d,"oldest_pending_age_seconds":%g,"quarantined":%d,"shards":[%s]}`,
+		sources = append(sources, fmt.Sprintf(`{"source":%q,"database":"projects/spanmart/instances/main/databases/%s","pending":%d,"oldest_pending_age_seconds":%g,"quarantined":%d,"shards":[%s],`+
+			`"publish_lag_seconds":{"count":412,"p50":0.021,"p99":0.12}}`,
 			src.name, src.db, src.pending, src.oldest, src.quarantined, strings.Join(shards, ",")))
 	}
 	s.Reply(topology.Relay, "GET /v1/outbox", 200, `{"owner":"relay-00001-abc/7f3e","sources":[`+strings.Join(sources, ",")+`]}`)

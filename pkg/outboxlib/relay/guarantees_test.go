@@ -32,6 +32,7 @@ import (
 	"github.com/spanmart/spanmart/gen/dao/outboxdb"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 	"github.com/spanmart/spanmart/pkg/platform"
 )
@@ -444,7 +445,7 @@ func TestLedgerReportsDroppedDelivery(t *testing.T) {
 	cfg.LedgerMinAge = time.Millisecond
 	cfg.LedgerGrace = 100 * time.Millisecond
 	r, _ := start(t, cfg)
-	audit := func() relay.AuditResult {
+	audit := func() outboxapi.LedgerAudit {
 		t.Helper()
 		res, err := r.Audit(ctx)
 		if err != nil || len(res) != 1 {
@@ -474,7 +475,7 @@ func TestLedgerReportsDroppedDelivery(t *testing.T) {
 	}
 
 	broken.deploy(t, broken.srv.URL, 10) // the audience is fixed; the task is gone
-	var found relay.AuditResult
+	var found outboxapi.LedgerAudit
 	eventually(t, "the ledger to report the delivery missing", func() bool {
 		found = audit()
 		return found.Missing == 1
@@ -513,7 +514,7 @@ func TestLedgerReportsDroppedDelivery(t *testing.T) {
 	eventually(t, "both subscribers applied the new event", func() bool {
 		return broken.applied(t, more.AggregateID) == 1 && healthy.applied(t, more.AggregateID) == 1
 	})
-	var clean relay.AuditResult
+	var clean outboxapi.LedgerAudit
 	eventually(t, "every row settled", func() bool {
 		clean = audit()
 		return clean.Rows == 0 || (clean.Confirmed == 2*clean.Rows && clean.Rows == 2)

@@ -5,28 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"time"
 
 	"cloud.google.com/go/spanner"
-)
 
-// EventInfo is an outbox row as an operator sees it: where it is in its journey (committed, when
-// the relay published it to which subscribers, or quarantined with its last error).
-type EventInfo struct {
-	Source           string          `json:"source"`
-	EventID          string          `json:"event_id"`
-	Type             string          `json:"type"`
-	AggregateType    string          `json:"aggregate_type"`
-	AggregateID      string          `json:"aggregate_id"`
-	AggregateVersion int64           `json:"aggregate_version"`
-	CommittedAt      time.Time       `json:"committed_at"`
-	PublishedAt      *time.Time      `json:"published_at"`
-	Quarantined      bool            `json:"quarantined"`
-	Attempts         int64           `json:"attempts"`
-	LastError        string          `json:"last_error,omitempty"`
-	Subscribers      []string        `json:"subscribers"`       // the routes' subscribers of its type
-	Payload          json.RawMessage `json:"payload,omitempty"` // Quarantined only
-}
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
+)
 
 // MaxQuarantinedListed bounds Quarantined per source.
 const MaxQuarantinedListed = 200
@@ -36,8 +19,8 @@ QuarantinedAt IS NOT NULL, Attempts, IFNULL(LastError, '')`
 
 // EventsOf returns the outbox rows of one aggregate in every source (through OutboxByAggregate),
 // oldest commit first: the events of an order's trace.
-func (r *Relay) EventsOf(ctx context.Context, aggregateType, aggregateID string) ([]EventInfo, error) {
-	var out []EventInfo
+func (r *Relay) EventsOf(ctx context.Context, aggregateType, aggregateID string) ([]outboxapi.Event, error) {
+	var out []outboxapi.Event
 	for _, s := range r.sources {
 		evs, err := s.query(ctx, spanner.Statement{
 			SQL: "SELECT " + eventColumns + ` FROM OutboxEvents@{FORCE_INDEX=OutboxByAggregate}
@@ -55,8 +38,8 @@ WHERE AggregateId = @id AND AggregateType = @type`,
 
 // Quarantined returns every source's quarantined rows (at most MaxQuarantinedListed each, oldest
 // first) with their payloads and last errors: what an operator replays once the cause is fixed.
-func (r *Relay) Quarantined(ctx context.Context) ([]EventInfo, error) {
-	var out []EventInfo
+func (r *Relay) Quarantined(ctx context.Context) ([]outboxapi.Event, error) {
+	var out []outboxapi.Event
 	for _, s := range r.sources {
 		evs, err := s.query(ctx, spanner.Statement{
 			SQL: "SELECT " + eventColumns + `, Payload FROM OutboxEvents@{FORCE_INDEX=OutboxPending}
@@ -72,10 +55,10 @@ WHERE PendingShard IS NOT NULL AND QuarantinedAt IS NOT NULL ORDER BY CreatedAt 
 }
 
 // query reads outbox rows of s selected by stmt (eventColumns, then Payload when withPayload).
-func (s *source) query(ctx context.Context, stmt spanner.Statement, withPayload bool) ([]EventInfo, error) {
-	var out []EventInfo
+func (s *source) query(ctx context.Context, stmt spanner.Statement, withPayload bool) ([]outboxapi.Event, error) {
+	var out []outboxapi.Event
 	err := s.src.Client.Single().Query(ctx, stmt).Do(func(row *spanner.Row) error {
-		e := EventInfo{Source: s.src.Name}
+		e := outboxapi.Event{Source: s.src.Name}
 		var published spanner.NullTime
 		cols := []any{&e.EventID, &e.Type, &e.AggregateType, &e.AggregateID, &e.AggregateVersion, &e.CommittedAt,
 			&published, &e.Quarantined, &e.Attempts, &e.LastError}

@@ -17,6 +17,7 @@ import (
 	"github.com/spanmart/spanmart/gen/dao"
 	"github.com/spanmart/spanmart/gen/dao/outboxdb"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
 )
 
 // The delivery ledger accounts for every (event, subscriber) pair the relay published. Marking a
@@ -79,41 +80,14 @@ func (r *Relay) audited(subs []string) bool {
 	return false
 }
 
-// AuditResult is what one audit pass of a source found.
-type AuditResult struct {
-	Source    string `json:"source"`
-	Rows      int    `json:"rows"`      // published rows examined
-	Confirmed int    `json:"confirmed"` // pairs applied or dead-lettered
-	Missing   int    `json:"missing"`   // pairs newly recorded missing
-	// Unconfirmed are the pairs still waiting, per subscriber (among the rows examined).
-	Unconfirmed map[string]Unconfirmed `json:"unconfirmed"`
-	Errors      map[string]string      `json:"errors,omitempty"` // subscribers that could not be asked
-}
-
-// Unconfirmed counts a subscriber's deliveries the ledger could not confirm yet.
-type Unconfirmed struct {
-	Count            int     `json:"count"`
-	OldestAgeSeconds float64 `json:"oldest_age_seconds"` // since publication
-}
-
-// MissingDelivery is a row of MissingDeliveries as operators see it.
-type MissingDelivery struct {
-	Source           string     `json:"source"`
-	EventID          string     `json:"event_id"`
-	Subscriber       string     `json:"subscriber"`
-	EventType        string     `json:"event_type"`
-	AggregateID      string     `json:"aggregate_id"`
-	ReplayGeneration int64      `json:"replay_generation"`
-	PublishedAt      time.Time  `json:"published_at"`
-	DetectedAt       time.Time  `json:"detected_at"`
-	ReplayedAt       *time.Time `json:"replayed_at,omitempty"`
-	ReplayReason     string     `json:"replay_reason,omitempty"`
-}
+// MissingDelivery is a row of MissingDeliveries as operators see it. The name stays for the
+// callers that read the ledger through this package (the e2e tests); it is outboxapi's type.
+type MissingDelivery = outboxapi.MissingDelivery
 
 // Audit runs one audit pass on every source now (what the scheduled loop does), for operators and
 // Cloud Scheduler. It returns what it found.
-func (r *Relay) Audit(ctx context.Context) ([]AuditResult, error) {
-	var out []AuditResult
+func (r *Relay) Audit(ctx context.Context) ([]outboxapi.LedgerAudit, error) {
+	var out []outboxapi.LedgerAudit
 	for _, s := range r.sources {
 		res, err := s.audit(ctx, 0)
 		if err != nil {
@@ -178,8 +152,8 @@ const settleRows = 50
 // asked for now), and a paced audit stops when this instance no longer holds shard 0 (the new
 // holder audits from there). Rows, Confirmed and Missing add up over the passes; Unconfirmed and
 // Errors are the last pass's, which saw what is still waiting at the head.
-func (s *source) audit(ctx context.Context, pace time.Duration) (AuditResult, error) {
-	total := AuditResult{Source: s.src.Name, Unconfirmed: map[string]Unconfirmed{}, Errors: map[string]string{}}
+func (s *source) audit(ctx context.Context, pace time.Duration) (outboxapi.LedgerAudit, error) {
+	total := outboxapi.LedgerAudit{Source: s.src.Name, Unconfirmed: map[string]outboxapi.Unconfirmed{}, Errors: map[string]string{}}
 	if !s.r.ledgerEnabled() {
 		return total, nil
 	}
@@ -211,10 +185,10 @@ func (s *source) audit(ctx context.Context, pace time.Duration) (AuditResult, er
 
 // auditPass examines one batch of the oldest unaudited rows and settles what it can; settled is
 // the number of rows it took out of the index.
-func (s *source) auditPass(ctx context.Context) (res AuditResult, settled int, err error) {
+func (s *source) auditPass(ctx context.Context) (res outboxapi.LedgerAudit, settled int, err error) {
 	cfg := s.r.cfg
 	now := time.Now()
-	res = AuditResult{Source: s.src.Name, Unconfirmed: map[string]Unconfirmed{}, Errors: map[string]string{}}
+	res = outboxapi.LedgerAudit{Source: s.src.Name, Unconfirmed: map[string]outboxapi.Unconfirmed{}, Errors: map[string]string{}}
 	rows, err := s.unaudited(ctx, now.Add(-cfg.LedgerMinAge))
 	if err != nil {
 		return res, 0, err
@@ -394,7 +368,7 @@ func (s *source) settle(ctx context.Context, rows []auditRow, missing []outboxdb
 const missingCountSQL = `SELECT Subscriber, COUNT(*) FROM MissingDeliveries WHERE ReplayedAt IS NULL GROUP BY Subscriber`
 
 // ledgerGauges sets the ledger's gauges of the source from a pass and MissingDeliveries.
-func (s *source) ledgerGauges(ctx context.Context, res AuditResult) error {
+func (s *source) ledgerGauges(ctx context.Context, res outboxapi.LedgerAudit) error {
 	m := s.r.metrics
 	missing := map[string]int64{}
 	err := s.src.Client.Single().Query(ctx, spanner.Statement{SQL: missingCountSQL}).Do(func(r *spanner.Row) error {
@@ -508,7 +482,7 @@ func (r *Relay) checkLedgerHorizon(queue string, rc *cloudtaskspb.RetryConfig) e
 
 // Missing lists the missing deliveries of source, newest first: only those not replayed unless
 // all; at most limit (default and cap 1000).
-func (r *Relay) Missing(ctx context.Context, sourceName string, all bool, limit int) ([]MissingDelivery, error) {
+func (r *Relay) Missing(ctx context.Context, sourceName string, all bool, limit int) ([]outboxapi.MissingDelivery, error) {
 	s, err := r.source(sourceName)
 	if err != nil {
 		return nil, err
@@ -521,13 +495,13 @@ func (r *Relay) Missing(ctx context.Context, sourceName string, all bool, limit 
 		sql += " WHERE ReplayedAt IS NULL"
 	}
 	sql += " ORDER BY DetectedAt DESC, EventId, Subscriber LIMIT @limit"
-	out := []MissingDelivery{}
+	out := []outboxapi.MissingDelivery{}
 	err = s.src.Client.Single().Query(ctx, spanner.Statement{SQL: sql, Params: map[string]any{"limit": int64(limit)}}).Do(func(row *spanner.Row) error {
 		var m outboxdb.MissingDelivery
 		if err := row.ToStruct(&m); err != nil {
 			return err
 		}
-		md := MissingDelivery{
+		md := outboxapi.MissingDelivery{
 			Source: sourceName, EventID: m.EventId, Subscriber: m.Subscriber, EventType: m.EventType, AggregateID: m.AggregateId,
 			ReplayGeneration: m.ReplayGeneration, PublishedAt: m.PublishedAt, DetectedAt: m.DetectedAt, ReplayReason: m.ReplayReason.StringVal,
 		}

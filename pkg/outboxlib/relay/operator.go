@@ -13,37 +13,13 @@ import (
 
 	"github.com/spanmart/spanmart/gen/dao/outboxdb"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
 )
 
-// SourceStatus is the state of one source's outbox.
-type SourceStatus struct {
-	Source   string `json:"source"`
-	Database string `json:"database"`
-	// Pending counts unpublished rows that are not quarantined (including rows backing off).
-	Pending int64 `json:"pending"`
-	// OldestPendingAgeSeconds is now minus the commit time of the oldest unpublished row,
-	// quarantined rows included (0 if none): a quarantined event keeps the alert on it firing
-	// until it is replayed and published.
-	OldestPendingAgeSeconds float64       `json:"oldest_pending_age_seconds"`
-	Quarantined             int64         `json:"quarantined"`
-	Shards                  []ShardStatus `json:"shards"`
-	// PublishLag is commit → tasks created over this relay instance's last
-	// outboxlib.LagWindowSize publications of the source (replays excluded).
-	PublishLag outboxlib.LagSummary `json:"publish_lag_seconds"`
-}
-
-// ShardStatus is the lease of one pending shard.
-type ShardStatus struct {
-	Shard     int64      `json:"shard"`
-	Owner     string     `json:"owner,omitempty"` // "" when free
-	Epoch     int64      `json:"epoch"`
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-	Live      bool       `json:"live"` // held by an unexpired lease
-}
-
-// Status reads the state of every source's outbox (and updates the gauges).
-func (r *Relay) Status(ctx context.Context) ([]SourceStatus, error) {
-	out := make([]SourceStatus, 0, len(r.sources))
+// Status reads the state of every source's outbox (and updates the gauges). A source's PublishLag
+// is over this instance's last outboxlib.LagWindowSize publications of it (replays excluded).
+func (r *Relay) Status(ctx context.Context) ([]outboxapi.SourceStatus, error) {
+	out := make([]outboxapi.SourceStatus, 0, len(r.sources))
 	for _, s := range r.sources {
 		st, err := s.status(ctx)
 		if err != nil {
@@ -61,8 +37,8 @@ WHERE PendingShard IS NOT NULL`
 WHERE PendingShard IS NOT NULL AND QuarantinedAt IS NOT NULL`
 )
 
-func (s *source) status(ctx context.Context) (SourceStatus, error) {
-	st := SourceStatus{Source: s.src.Name, Database: s.src.Database, PublishLag: s.publishLag.Summary()}
+func (s *source) status(ctx context.Context) (outboxapi.SourceStatus, error) {
+	st := outboxapi.SourceStatus{Source: s.src.Name, Database: s.src.Database, PublishLag: s.publishLag.Summary()}
 	txn := s.src.Client.ReadOnlyTransaction()
 	defer txn.Close()
 	var oldest spanner.NullTime
@@ -79,7 +55,7 @@ func (s *source) status(ctx context.Context) (SourceStatus, error) {
 		leases, err = outboxdb.ReadOutboxLeaseRows(ctx, txn, spanner.KeyRange{Start: spanner.Key{int64(0)}, End: spanner.Key{int64(outboxlib.Shards)}, Kind: spanner.ClosedOpen})
 	}
 	if err != nil {
-		return SourceStatus{}, fmt.Errorf("relay: status of %s: %w", s.src.Name, err)
+		return outboxapi.SourceStatus{}, fmt.Errorf("relay: status of %s: %w", s.src.Name, err)
 	}
 	now := time.Now()
 	if oldest.Valid {
@@ -90,7 +66,7 @@ func (s *source) status(ctx context.Context) (SourceStatus, error) {
 		byShard[l.Shard] = l
 	}
 	for shard := range int64(outboxlib.Shards) {
-		ss := ShardStatus{Shard: shard}
+		ss := outboxapi.ShardStatus{Shard: shard}
 		if l := byShard[shard]; l != nil {
 			ss.Owner, ss.Epoch = l.Owner.StringVal, l.Epoch
 			if l.ExpiresAt.Valid {

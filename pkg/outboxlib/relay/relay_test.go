@@ -31,6 +31,7 @@ import (
 	"github.com/spanmart/spanmart/gen/dao/outboxdb"
 	"github.com/spanmart/spanmart/pkg/dbschema"
 	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 	"github.com/spanmart/spanmart/pkg/spannertest"
 )
@@ -224,7 +225,7 @@ func readEvent(t *testing.T, client *spanner.Client, id string) *outboxdb.Outbox
 	return row
 }
 
-func status1(t *testing.T, r *relay.Relay) relay.SourceStatus {
+func status1(t *testing.T, r *relay.Relay) outboxapi.SourceStatus {
 	t.Helper()
 	st, err := r.Status(context.Background())
 	if err != nil {
