@@ -418,13 +418,14 @@ var milestoneTypes = []string{"order.awaiting_payment", "order.confirmed", "orde
 
 // statsSince is the Spanner emulator's counters from a to b.
 func statsSince(a, b spanneremu.Stats) spanneremu.Stats {
-	out := spanneremu.Stats{Commits: b.Commits - a.Commits, LockTimeouts: b.LockTimeouts - a.LockTimeouts,
+	out := spanneremu.Stats{Commits: b.Commits - a.Commits, LockTimeouts: b.LockTimeouts - a.LockTimeouts, LockQueueWaits: b.LockQueueWaits - a.LockQueueWaits,
 		Conflicts: b.Conflicts - a.Conflicts, IdleAborts: b.IdleAborts - a.IdleAborts, Wounds: b.Wounds - a.Wounds, ReaderWaits: b.ReaderWaits - a.ReaderWaits,
 		ExclusiveWaits: b.ExclusiveWaits - a.ExclusiveWaits,
 		ByDatabase:     map[string]spanneremu.DatabaseStats{}}
 	for db, s := range b.ByDatabase {
 		d := spanneremu.DatabaseStats{Commits: s.Commits - a.ByDatabase[db].Commits, RowsWritten: s.RowsWritten - a.ByDatabase[db].RowsWritten}
 		d.ConflictsBy = countsSince(a.ByDatabase[db].ConflictsBy, s.ConflictsBy)
+		d.HeldLocks = countsSince(a.ByDatabase[db].HeldLocks, s.HeldLocks)
 		d.RPCs = countsSince(a.ByDatabase[db].RPCs, s.RPCs)
 		out.ByDatabase[db] = d
 	}

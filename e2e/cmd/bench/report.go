@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu"
 )
 
 func (b *bench) report(ws []*window, c ceilingResult) {
@@ -162,37 +164,27 @@ func (b *bench) report(ws []*window, c ceilingResult) {
 	}
 
 	fmt.Printf("\nSpanner emulator while placing (all databases): commits, and aborted transactions by cause (each retried by the client):\n\n")
-	fmt.Println("| orders/s | commits/s | aborts/s: lock wait timed out | optimistic read invalidated | wounded (wound-wait) | idle | aborts per commit | commits that waited for an older reader /s | reads that waited for an exclusive lock /s |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| orders/s | commits/s | aborts/s: lock wait timed out | optimistic read invalidated | wounded (wound-wait) | idle | aborts per commit | commits that waited for an older reader /s | reads that waited for an exclusive lock /s | lock waits in the commit queue, in units of -lock-wait, /s |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, w := range ws {
 		s := w.elapsed.Seconds()
 		st := w.spanner
-		fmt.Printf("| %v | %.0f | %.1f | %.1f | %.1f | %.1f | %.3f | %.1f | %.1f |\n", w.rate, float64(st.Commits)/s,
+		fmt.Printf("| %v | %.0f | %.1f | %.1f | %.1f | %.1f | %.3f | %.1f | %.1f | %.1f |\n", w.rate, float64(st.Commits)/s,
 			float64(st.LockTimeouts)/s, float64(st.Conflicts)/s, float64(st.Wounds)/s, float64(st.IdleAborts)/s,
 			float64(st.LockTimeouts+st.Conflicts+st.Wounds+st.IdleAborts)/math.Max(1, float64(st.Commits)), float64(st.ReaderWaits)/s,
-			float64(st.ExclusiveWaits)/s)
+			float64(st.ExclusiveWaits)/s, float64(st.LockQueueWaits)/s)
 	}
 	fmt.Printf("\nAborts by database and cause: an optimistic read invalidated, by what it covered (a key, a key range, an index range, a whole table, a query's answer), or a transaction wounded for an exclusive lock on a key of a table, per second:\n\n")
 	fmt.Println("| orders/s | read | aborts/s |")
 	fmt.Println("|---|---|---|")
 	for _, w := range ws {
-		type source struct {
-			what string
-			n    int64
-		}
-		var sources []source
-		for db, ds := range w.spanner.ByDatabase {
-			for what, n := range ds.ConflictsBy {
-				sources = append(sources, source{db + " " + what, n})
-			}
-		}
-		sort.Slice(sources, func(i, j int) bool { return sources[i].n > sources[j].n })
-		if len(sources) == 0 {
-			fmt.Printf("| %v | (none) | 0 |\n", w.rate)
-		}
-		for _, src := range sources {
-			fmt.Printf("| %v | %s | %.1f |\n", w.rate, src.what, float64(src.n)/w.elapsed.Seconds())
-		}
+		printCounts(w, func(ds spanneremu.DatabaseStats) map[string]int64 { return ds.ConflictsBy })
+	}
+	fmt.Printf("\nTransactions that took the write lock before their commit, holding it across their client's requests (every other commit of the database waits meanwhile), by database and why, per second:\n\n")
+	fmt.Println("| orders/s | why | transactions/s |")
+	fmt.Println("|---|---|---|")
+	for _, w := range ws {
+		printCounts(w, func(ds spanneremu.DatabaseStats) map[string]int64 { return ds.HeldLocks })
 	}
 	b.targets(ws)
 }
@@ -276,4 +268,26 @@ func mixLabel(b *bench, w *window) string {
 		return ""
 	}
 	return ", " + strings.Join(w.mix, ", ")
+}
+
+// printCounts prints one table row per database and key of the counts of w that pick chooses,
+// per second, the largest first.
+func printCounts(w *window, pick func(spanneremu.DatabaseStats) map[string]int64) {
+	type source struct {
+		what string
+		n    int64
+	}
+	var sources []source
+	for db, ds := range w.spanner.ByDatabase {
+		for what, n := range pick(ds) {
+			sources = append(sources, source{db + " " + what, n})
+		}
+	}
+	sort.Slice(sources, func(i, j int) bool { return sources[i].n > sources[j].n })
+	if len(sources) == 0 {
+		fmt.Printf("| %v | (none) | 0 |\n", w.rate)
+	}
+	for _, src := range sources {
+		fmt.Printf("| %v | %s | %.1f |\n", w.rate, strings.ReplaceAll(src.what, "|", "\\|"), float64(src.n)/w.elapsed.Seconds())
+	}
 }

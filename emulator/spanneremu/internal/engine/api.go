@@ -19,9 +19,10 @@ type Options struct {
 	// DataDir keeps databases across restarts when set; "" keeps them in a temporary directory
 	// removed by Close.
 	DataDir string
-	// LockWait is how long a read-write transaction waits for a lock held by another one before
-	// it is aborted (ABORTED, which the client retries), and how long a commit waits for older
-	// readers of what it writes before it goes ahead (readers.go). Default 2s.
+	// LockWait is how long a read-write transaction waits for the write lock while another one
+	// holds it across its requests before it is aborted (ABORTED, which the client retries; a
+	// wait behind other commits is not bounded: see lockValidated), and how long a commit waits
+	// for older readers of what it writes before it goes ahead (readers.go). Default 2s.
 	LockWait time.Duration
 	// IdleTimeout aborts a transaction that has seen no request for this long, releasing its
 	// locks. Default 10s.

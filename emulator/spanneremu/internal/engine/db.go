@@ -38,6 +38,10 @@ type DB struct {
 
 	// lock is the write lock: a token is held by the transaction in holder.
 	lock chan struct{}
+	// heldAcross is the transaction that holds the lock across its client's requests (it took
+	// it before its commit: HeldLocks), nil while the lock is free or held for a statement or a
+	// commit only.
+	heldAcross atomic.Pointer[Txn]
 	// compiled caches translated statements by text and parameter types.
 	compiledMu sync.Mutex
 	compiled   map[string]compiledEntry
@@ -52,6 +56,9 @@ type DB struct {
 	// conflictsBy counts the transactions aborted for an invalidated optimistic read, by what
 	// the read was, and those wounded, by table (see DatabaseStats.ConflictsBy). Guarded by mu.
 	conflictsBy map[string]int64
+	// heldLocks counts the transactions that took the write lock before their commit, by why
+	// (DatabaseStats.HeldLocks). Guarded by mu.
+	heldLocks map[string]int64
 
 	mu      sync.Mutex
 	txns    map[string]*Txn
@@ -326,6 +333,26 @@ func (db *DB) setPinned(t *Txn, on bool) {
 		delete(db.pinned, t)
 	}
 	db.mu.Unlock()
+}
+
+// countHeld counts a transaction that took the write lock before its commit, and why (see
+// DatabaseStats.HeldLocks).
+func (db *DB) countHeld(why string) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.heldLocks == nil {
+		db.heldLocks = map[string]int64{}
+	}
+	db.heldLocks[why]++
+}
+
+// heldSQL is a statement as HeldLocks names it: its first line, at most 100 bytes.
+func heldSQL(sql string) string {
+	sql = strings.Join(strings.Fields(sql), " ")
+	if len(sql) > 100 {
+		sql = sql[:100] + "..."
+	}
+	return sql
 }
 
 // countConflict counts an abort for an invalidated read of what, or a wound (see conflictsBy).

@@ -34,7 +34,7 @@ type Engine struct {
 	wg   sync.WaitGroup
 
 	stats struct {
-		commits, lockTimeouts, conflicts, idleAborts, wounds, readerWaits, exclusiveWaits atomic.Int64
+		commits, lockTimeouts, lockQueueWaits, conflicts, idleAborts, wounds, readerWaits, exclusiveWaits atomic.Int64
 	}
 }
 
@@ -44,10 +44,14 @@ type Stats struct {
 	// ByDatabase are each database's commits and rows written (keys in the commits' write sets,
 	// index rows not counted), by database id.
 	ByDatabase map[string]DatabaseStats
-	// Aborts by cause: a lock wait that timed out, an optimistic read invalidated by a
+	// Aborts by cause: a wait of LockWait for the lock another transaction held across its
+	// requests, an optimistic read invalidated by a
 	// concurrent commit, a read-write transaction abandoned past the idle timeout (read-only
 	// transactions left idle that long are ended too, uncounted: the Go client never ends them).
 	LockTimeouts, Conflicts, IdleAborts int64
+	// LockQueueWaits counts each LockWait a transaction spent waiting for the write lock while
+	// no transaction held it across requests: waits behind other commits, which do not abort.
+	LockQueueWaits int64
 	// Wounds are the transactions aborted because an older one wanted an exclusive lock they
 	// held (wound-wait, see locks.go).
 	Wounds int64
@@ -61,7 +65,7 @@ type Stats struct {
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
-	st := Stats{Commits: e.stats.commits.Load(), LockTimeouts: e.stats.lockTimeouts.Load(),
+	st := Stats{Commits: e.stats.commits.Load(), LockTimeouts: e.stats.lockTimeouts.Load(), LockQueueWaits: e.stats.lockQueueWaits.Load(),
 		Conflicts: e.stats.conflicts.Load(), IdleAborts: e.stats.idleAborts.Load(), Wounds: e.stats.wounds.Load(), ReaderWaits: e.stats.readerWaits.Load(),
 		ExclusiveWaits: e.stats.exclusiveWaits.Load(), ByDatabase: map[string]DatabaseStats{}}
 	e.mu.Lock()
@@ -71,6 +75,9 @@ func (e *Engine) Stats() Stats {
 		db.mu.Lock()
 		if len(db.conflictsBy) > 0 {
 			ds.ConflictsBy = maps.Clone(db.conflictsBy)
+		}
+		if len(db.heldLocks) > 0 {
+			ds.HeldLocks = maps.Clone(db.heldLocks)
 		}
 		db.mu.Unlock()
 		st.ByDatabase[name[strings.LastIndex(name, "/")+1:]] = ds
@@ -87,6 +94,12 @@ type DatabaseStats struct {
 	// changed), "replayed DML failed" or "schema changed"; and those wounded for an exclusive
 	// lock on a key of a table, "TABLE wounded".
 	ConflictsBy map[string]int64
+	// HeldLocks counts the read-write transactions that took the database's write lock before
+	// their commit, and so held it across their client's requests, stopping every other commit
+	// meanwhile, by why: "DML: SQL" (a statement that cannot run optimistically), "DML not exact:
+	// SQL" (one whose reads are not known keys), "DML failed: SQL", "query: SQL" (one that cannot
+	// be validated by its result), "read of a table its DML changed: TABLE", "partitioned DML".
+	HeldLocks map[string]int64
 	// RPCs counts the data API's requests on the database by method ("Commit",
 	// "ExecuteStreamingSql", ...), reads by table too ("StreamingRead(Orders)"); the gRPC
 	// layer fills it in (spanneremu.Server.Stats).

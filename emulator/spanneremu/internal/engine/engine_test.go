@@ -178,8 +178,8 @@ func TestReadsOfAReadWriteTransactionAreConsistent(t *testing.T) {
 // its transaction.
 const scanningDML = "UPDATE Singers SET Name = 'x' WHERE Name = 'nobody'"
 
-// A transaction waiting for the write lock longer than LockWait is aborted, and the holder is
-// unaffected.
+// A transaction waiting longer than LockWait for the write lock that another one holds across
+// its requests (it ran DML that scans) is aborted, and the holder is unaffected.
 func TestLockWaitAborts(t *testing.T) {
 	e, db := newTestEngine(t, Options{LockWait: 20 * time.Millisecond}, singers)
 	ctx := context.Background()
@@ -196,6 +196,36 @@ func TestLockWaitAborts(t *testing.T) {
 	}
 	if got := e.Stats().LockTimeouts; got != 1 {
 		t.Errorf("LockTimeouts = %d, want 1", got)
+	}
+}
+
+// Waiting behind other commits is a queue, not a lock conflict: a commit that waits for the write
+// lock many times LockWait, while no transaction holds it across requests, is not aborted and
+// commits once the lock is free. (On Spanner a busy database slows a transaction down; it does
+// not abort it.)
+func TestLockQueueDoesNotAbort(t *testing.T) {
+	e, db := newTestEngine(t, Options{LockWait: 20 * time.Millisecond}, singers)
+	ctx := context.Background()
+	db.lock <- struct{}{} // a commit in progress, for as long as the test holds it
+	txn, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	done := make(chan error, 1)
+	go func() {
+		_, err := txn.Commit(ctx, []*sppb.Mutation{insert("Singers", []string{"SingerId", "Name"}, row(str("9"), str("queued")))})
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Stats().LockQueueWaits < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("lock queue waits: %d, want 3", e.Stats().LockQueueWaits)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	<-db.lock
+	if err := <-done; err != nil {
+		t.Fatalf("commit after waiting in the queue: %v", err)
+	}
+	if st := e.Stats(); st.LockTimeouts != 0 || st.Commits != 1 {
+		t.Errorf("lock timeouts %d, commits %d; want 0 and 1", st.LockTimeouts, st.Commits)
 	}
 }
 

@@ -130,7 +130,7 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 			}
 		}
 		var res *Result
-		err := t.readWith(ctx, func(conn querier, schema *catalog.Schema) error {
+		err := t.readWith(ctx, "query: "+heldSQL(st.SQL), func(conn querier, schema *catalog.Schema) error {
 			c, err := t.db.compile(schema, st, stmt, declared)
 			if err != nil {
 				return err
@@ -179,10 +179,10 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 					return nil, err
 				}
 			}
-			res, err := t.runDMLOptimistic(ctx, c, args, probe, schema)
+			res, err := t.runDMLOptimistic(ctx, st.SQL, c, args, probe, schema)
 			return res, blameUntypedParams(c, err)
 		}
-		if err := t.acquireLock(ctx); err != nil {
+		if err := t.acquireLock(ctx, "DML: "+heldSQL(st.SQL)); err != nil {
 			return nil, err
 		}
 		if schema != t.db.Schema() {
@@ -330,7 +330,7 @@ func (t *Txn) runDML(ctx context.Context, c *sqlgen.Compiled, args []any, schema
 // statement whose reads are not exactly known keys (one that scans, or skipped a row, or
 // failed) keeps the lock instead, with its effects in place, as if it had taken it from the
 // start.
-func (t *Txn) runDMLOptimistic(ctx context.Context, c *sqlgen.Compiled, args, probeArgs []any, schema *catalog.Schema) (*Result, error) {
+func (t *Txn) runDMLOptimistic(ctx context.Context, sql string, c *sqlgen.Compiled, args, probeArgs []any, schema *catalog.Schema) (*Result, error) {
 	db := t.db
 	if err := t.lockValidated(ctx); err != nil {
 		return nil, err
@@ -354,9 +354,15 @@ func (t *Txn) runDMLOptimistic(ctx context.Context, c *sqlgen.Compiled, args, pr
 	if err != nil || !exact {
 		// Keep the lock: what the statement read cannot be validated later. The footprints
 		// so far were validated when the lock was taken and nothing committed since.
+		if err != nil {
+			db.countHeld("DML failed: " + heldSQL(sql))
+		} else {
+			db.countHeld("DML not exact: " + heldSQL(sql))
+		}
 		t.validated()
 		t.dml, t.dmlTables = nil, nil
 		t.hasLock = true
+		db.heldAcross.Store(t)
 		db.retainVersion()
 		if err != nil {
 			return nil, err

@@ -32,7 +32,7 @@ func (t *Txn) Read(ctx context.Context, r ReadRequest) (*Result, error) {
 		return t.optimisticRead(ctx, r)
 	}
 	var res *Result
-	err := t.readWith(ctx, func(conn querier, schema *catalog.Schema) error {
+	err := t.readWith(ctx, "read of a table its DML changed: "+r.Table, func(conn querier, schema *catalog.Schema) error {
 		q, args, cols, err := buildRead(schema, r, false)
 		if err != nil {
 			return err

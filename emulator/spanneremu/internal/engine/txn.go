@@ -357,10 +357,20 @@ func abortedError(reason string) error {
 // acquireLock takes the database write lock for a read-write transaction for the rest of its
 // life, opens its SQLite transaction and replays the DML it ran optimistically. A transaction
 // that cannot get the lock within LockWait is aborted: the client retries it, which is how
-// Spanner resolves lock conflicts too.
-func (t *Txn) acquireLock(ctx context.Context) error {
+// Spanner resolves lock conflicts too. why says what made it take the lock before its commit
+// (counted in DatabaseStats.HeldLocks: it holds the lock across its client's requests); "" at
+// commit.
+func (t *Txn) acquireLock(ctx context.Context, why string) error {
 	if t.hasLock {
 		return nil
+	}
+	if why != "" {
+		t.db.countHeld(why)
+		defer func() {
+			if t.hasLock {
+				t.db.heldAcross.Store(t)
+			}
+		}()
 	}
 	if err := t.lockValidated(ctx); err != nil {
 		return err
@@ -381,13 +391,30 @@ func (t *Txn) acquireLock(ctx context.Context) error {
 // lockValidated waits for the database write lock and checks that nothing the transaction read
 // optimistically has changed since; either failure aborts the transaction. The caller holds
 // t.mu and, on success, the lock.
+//
+// The lock is taken for a statement or a commit, a moment each; waiting behind other
+// transactions' commits is a queue, not a conflict, and is not bounded here (only by the
+// request's deadline): Spanner does not abort a transaction because its database is busy, and
+// aborting it would have its client redo all its work into the same queue. What can hold the lock
+// for long is a transaction that keeps it across its client's requests (HeldLocks): one that has
+// it when this one has waited LockWait is a lock conflict, and this one is aborted, for the
+// client to retry.
 func (t *Txn) lockValidated(ctx context.Context) error {
 	db := t.db
-	timer := time.NewTimer(db.e.opts.LockWait)
+	conflict := make(chan struct{})
+	var timer *time.Timer
+	timer = time.AfterFunc(db.e.opts.LockWait, func() {
+		if h := db.heldAcross.Load(); h != nil && h != t {
+			close(conflict)
+			return
+		}
+		db.e.stats.lockQueueWaits.Add(1)
+		timer.Reset(db.e.opts.LockWait)
+	})
 	defer timer.Stop()
 	select {
 	case db.lock <- struct{}{}:
-	case <-timer.C:
+	case <-conflict:
 		db.e.stats.lockTimeouts.Add(1)
 		t.abortLocked("Transaction was aborted because it could not acquire a lock held by a concurrent transaction in time; retry the transaction.")
 		return abortedError(t.abortReason)
@@ -555,16 +582,17 @@ func (t *Txn) releaseLock() {
 	}
 	t.db.writer.ExecContext(context.Background(), "ROLLBACK")
 	t.hasLock = false
+	t.db.heldAcross.CompareAndSwap(t, nil)
 	<-t.db.lock
 }
 
 // readWith runs fn on the connection the transaction reads through: its snapshot
 // (read-only), or the writer connection under the write lock (read-write). The caller holds t.mu.
-func (t *Txn) readWith(ctx context.Context, fn func(q querier, s *catalog.Schema) error) error {
+func (t *Txn) readWith(ctx context.Context, why string, fn func(q querier, s *catalog.Schema) error) error {
 	if t.mode == ReadOnly {
 		return t.snapshotRead(fn)
 	}
-	if err := t.acquireLock(ctx); err != nil {
+	if err := t.acquireLock(ctx, why); err != nil {
 		return err
 	}
 	return fn(t.db.writer, t.db.Schema())
@@ -643,7 +671,7 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 			return time.Time{}, err
 		}
 	}
-	if err := t.acquireLock(ctx); err != nil {
+	if err := t.acquireLock(ctx, ""); err != nil {
 		return time.Time{}, err
 	}
 	ts := db.nextCommitTimestamp()
@@ -681,6 +709,7 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 		return fail(mapError(err, nil))
 	}
 	t.hasLock = false
+	db.heldAcross.CompareAndSwap(t, nil)
 	<-db.lock
 	t.state = committed
 	t.finish()
@@ -706,7 +735,7 @@ func (db *DB) ExecutePartitionedDML(ctx context.Context, st Statement) (int64, e
 		// A partitioned update may touch much of a table: it takes the lock at once rather
 		// than run optimistically and again at commit.
 		t.mu.Lock()
-		err = t.acquireLock(ctx)
+		err = t.acquireLock(ctx, "partitioned DML")
 		t.mu.Unlock()
 		if err != nil {
 			t.Rollback()
