@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	"github.com/spanmart/spanmart/e2e/harness"
-	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
 )
 
 // ledgerEnv makes the relay's delivery ledger audit every 200 ms and ask about deliveries at once
@@ -22,12 +22,12 @@ var ledgerEnv = map[string][]string{"relay": {"RELAY_LEDGER_INTERVAL=200ms", "RE
 // ledger is GET /v1/ledger on the relay.
 type ledger struct {
 	Sources []struct {
-		Source  string                  `json:"source"`
-		Missing []relay.MissingDelivery `json:"missing"`
+		Source  string                      `json:"source"`
+		Missing []outboxapi.MissingDelivery `json:"missing"`
 	} `json:"sources"`
 }
 
-func readLedger(s *harness.Stack) (map[string][]relay.MissingDelivery, error) {
+func readLedger(s *harness.Stack) (map[string][]outboxapi.MissingDelivery, error) {
 	r, err := s.AdminDo(context.Background(), http.MethodGet, "relay", "/v1/ledger", nil)
 	if err != nil {
 		return nil, err
@@ -36,7 +36,7 @@ func readLedger(s *harness.Stack) (map[string][]relay.MissingDelivery, error) {
 	if err := r.JSON(&l); err != nil {
 		return nil, err
 	}
-	out := map[string][]relay.MissingDelivery{}
+	out := map[string][]outboxapi.MissingDelivery{}
 	for _, src := range l.Sources {
 		out[src.Source] = src.Missing
 	}
@@ -110,7 +110,7 @@ func TestLedgerReportsDroppedDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var missing []relay.MissingDelivery
+	var missing []outboxapi.MissingDelivery
 	harness.Until(t, "the ledger to report the lost delivery", func() (bool, string) {
 		l, err := readLedger(s)
 		missing = l["orders"]

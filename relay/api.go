@@ -19,7 +19,8 @@ import (
 )
 
 // registerAPI adds the relay's own endpoints. Each takes a Google ID token for the relay's URL:
-// POST /nudge the services' own accounts' (NUDGE_ALLOWED_EMAILS), every other one an operator's
+// POST /nudge the services' own accounts' (an outboxlib.Guard of NUDGE_ALLOWED_EMAILS, refusing in
+// a service's words: nudgeRefusals), every other one an operator's
 // (outboxlib.Operators: ADMIN_ALLOWED_EMAILS, and a delegate acting for one); anything else is a
 // 401 or 403 problem and changes nothing. A replay records who did it (the verified identity).
 // The bodies are pkg/outboxlib/outboxapi's types and the paths its Path constants, which the
@@ -38,7 +39,7 @@ import (
 //	                                                  (what the relay does every RELAY_LEDGER_INTERVAL;
 //	                                                  Cloud Scheduler may call it too)
 //	POST /v1/ledger/{source}/events/{id}/replay       202: replay a missing delivery, body {"reason": "..."}
-func registerAPI(srv *platform.Server, core *relay.Relay, operators, nudgers *outboxlib.Operators) {
+func registerAPI(srv *platform.Server, core *relay.Relay, operators *outboxlib.Operators, nudgers outboxlib.Guard) {
 	e := srv.Echo
 	e.POST(outboxapi.PathNudge, func(c echo.Context) error {
 		source, shardParam := c.QueryParam("source"), c.QueryParam("shard")
@@ -144,3 +145,9 @@ func serveReplay(c echo.Context, replay func(ctx context.Context, source, id, re
 	}
 	return c.JSON(http.StatusAccepted, outboxapi.Replay{Source: source, EventID: id, Status: outboxapi.StatusReplayed})
 }
+
+// nudgeRefusals are the nudge's refusals, in the words of its callers: the services.
+var nudgeRefusals = outboxlib.Refusals{Log: "nudge refused",
+	NotAllowed:      "the caller is not a service allowed to nudge the relay",
+	Unauthenticated: "a valid Google ID token of a service's account is required",
+	Unconfigured:    "no accounts are allowed to nudge the relay", Env: "NUDGE_ALLOWED_EMAILS"}

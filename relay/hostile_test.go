@@ -62,14 +62,14 @@ func TestHostileNudges(t *testing.T) {
 	service := mint(relayAudience, ordersSA, now)
 	auth := func(v string) map[string]string { return map[string]string{"Authorization": v} }
 	platformtest.RefuseAll(t, url, []platformtest.Hostile{
-		{Name: "no token", Path: "/nudge", Status: 401},
+		{Name: "no token", Path: "/nudge", Status: 401, Detail: "a valid Google ID token of a service's account is required"},
 		{Name: "an empty bearer token", Path: "/nudge", Header: auth("Bearer "), Status: 401},
 		{Name: "basic credentials", Path: "/nudge", Header: auth("Basic b3JkZXJzOnB3"), Status: 401},
 		{Name: "a token signed with another key", Path: "/nudge", Header: auth("Bearer " + forged), Status: 401},
 		{Name: "an expired token", Path: "/nudge", Header: auth("Bearer " + mint(relayAudience, ordersSA, now.Add(-2*time.Hour))), Status: 401},
 		{Name: "a token for another audience", Path: "/nudge", Header: auth("Bearer " + mint("https://orders.test", ordersSA, now)), Status: 401},
 		{Name: "another service's token", Path: "/nudge", Header: auth("Bearer " + mint(relayAudience, "intruder@spanmart-test.iam.gserviceaccount.com", now)), Status: 403},
-		{Name: "an operator's token", Path: "/nudge", Header: auth("Bearer " + mint(relayAudience, operatorSA, now)), Status: 403},
+		{Name: "an operator's token", Path: "/nudge", Header: auth("Bearer " + mint(relayAudience, operatorSA, now)), Status: 403, Detail: "the caller is not a service allowed to nudge the relay"},
 		{Name: "a negative shard", Path: "/nudge?source=orders&shard=-1", Header: auth("Bearer " + service), Status: 400, Detail: `shard "-1"`},
 		{Name: "an overflowing shard", Path: "/nudge?source=orders&shard=9223372036854775808", Header: auth("Bearer " + service), Status: 400, Detail: "shard"},
 		{Name: "an escape sequence in the source", Path: "/nudge?source=%1b%5b2J&shard=1", Header: auth("Bearer " + service), Status: 400, Detail: `source "\x1b[2J"`},

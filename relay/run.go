@@ -71,7 +71,7 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	nudgers, err := outboxlib.NewOperators(cfg.Issuer, cfg.Audience, cfg.Nudgers, nil)
+	nudgers, err := outboxlib.NewGuard(cfg.Issuer, cfg.Audience, cfg.Nudgers, nudgeRefusals)
 	if err != nil {
 		return err
 	}

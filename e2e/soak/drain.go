@@ -12,6 +12,7 @@ import (
 
 	"github.com/spanmart/spanmart/e2e/harness"
 	"github.com/spanmart/spanmart/internal/topology"
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
 )
 
 // DrainReport is how the system came to rest after the load.
@@ -108,8 +109,8 @@ func drain(ctx context.Context, s *harness.Stack, l *load, in *injector, cfg Con
 		return true, nil
 	})
 	ok = ok && step("the delivery ledger settled (every published delivery confirmed by its subscriber)", func(ctx context.Context) (bool, []string) {
-		if r, err := s.AdminDo(ctx, http.MethodPost, topology.Relay, "/v1/ledger/audit", nil); err != nil || r.Status != http.StatusOK {
-			return false, []string{fmt.Sprintf("POST /v1/ledger/audit: %v %v", r, err)}
+		if r, err := s.AdminDo(ctx, http.MethodPost, topology.Relay, outboxapi.PathLedgerAudit, nil); err != nil || r.Status != http.StatusOK {
+			return false, []string{fmt.Sprintf("POST %s: %v %v", outboxapi.PathLedgerAudit, r, err)}
 		}
 		var why []string
 		for _, db := range topology.Databases() {

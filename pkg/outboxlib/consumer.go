@@ -20,6 +20,7 @@ import (
 
 	"github.com/spanmart/spanmart/gen/dao"
 	"github.com/spanmart/spanmart/gen/dao/outboxdb"
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
 	"github.com/spanmart/spanmart/pkg/platform"
 )
 
@@ -331,16 +332,18 @@ const (
 //
 //	GET  /admin/deadletters[?all=true&limit=N]  this consumer's dead letters (not yet replayed unless all)
 //	POST /admin/deadletters/:id/replay          body {"reason": "..."}; recorded with the operator's e-mail
-//	GET  /admin/status                          dead letters, failing events, answers and lag (Status)
+//	GET  /admin/status                          dead letters, failing events, answers and lag (outboxapi.ConsumerStatus)
 //	GET  /admin/processed?event_id=A&event_id=B when this consumer applied each (for an order's trace)
 func (c *Consumer) Register(e *echo.Echo) {
 	e.POST(PathEvents, c.serveEvent)
 	e.POST(PathLedger, c.serveLedger)
-	g := e.Group("/admin", c.OperatorsOnly)
-	g.GET("/deadletters", c.serveDeadLetters)
-	g.POST("/deadletters/:id/replay", c.serveReplay)
-	g.GET("/status", c.serveStatus)
-	g.GET("/processed", c.serveProcessed)
+	// The group answers any other /admin path for operators only (401/403 before a 404), as
+	// echo's group middleware does for a group's unknown paths.
+	e.Group("/admin", c.OperatorsOnly)
+	e.GET(outboxapi.PathDeadLetters, c.serveDeadLetters, c.OperatorsOnly)
+	e.POST(outboxapi.PathDeadLetters+"/:id/replay", c.serveReplay, c.OperatorsOnly)
+	e.GET(outboxapi.PathStatus, c.serveStatus, c.OperatorsOnly)
+	e.GET(outboxapi.PathProcessed, c.serveProcessed, c.OperatorsOnly)
 }
 
 // OperatorsOnly lets through a request of an operator (ConsumerConfig.Operators, see Operators)

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/spanmart/spanmart/pkg/outboxlib/outboxapi"
 	"github.com/spanmart/spanmart/pkg/platform"
 )
 
@@ -48,7 +49,7 @@ func NewNudger(relayURL, source string) *Nudger {
 	// new one each (the default keeps 2 per host).
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
-	return &Nudger{url: strings.TrimSuffix(relayURL, "/") + "/nudge", source: source, client: &http.Client{Timeout: NudgeTimeout, Transport: tr}}
+	return &Nudger{url: strings.TrimSuffix(relayURL, "/") + outboxapi.PathNudge, source: source, client: &http.Client{Timeout: NudgeTimeout, Transport: tr}}
 }
 
 // NudgeAggregate nudges the shard of an aggregate whose events were just committed.

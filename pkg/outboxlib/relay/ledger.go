@@ -80,10 +80,6 @@ func (r *Relay) audited(subs []string) bool {
 	return false
 }
 
-// MissingDelivery is a row of MissingDeliveries as operators see it. The name stays for the
-// callers that read the ledger through this package (the e2e tests); it is outboxapi's type.
-type MissingDelivery = outboxapi.MissingDelivery
-
 // Audit runs one audit pass on every source now (what the scheduled loop does), for operators and
 // Cloud Scheduler. It returns what it found.
 func (r *Relay) Audit(ctx context.Context) ([]outboxapi.LedgerAudit, error) {

@@ -157,14 +157,14 @@ func (h *handler) getShipment(c echo.Context) error {
 func (h *handler) ship(c echo.Context) error {
 	var req api.ShipRequest
 	return h.act(c, &req, func(ctx context.Context, id string) (*shipment.Shipment, bool, error) {
-		return h.svc.Ship(ctx, id, req.Carrier, req.TrackingNumber, actorOf(ctx))
+		return h.svc.Ship(ctx, id, req.Carrier, req.TrackingNumber, outboxlib.CallerOf(ctx))
 	})
 }
 
 func (h *handler) fail(c echo.Context) error {
 	var req api.FailRequest
 	return h.act(c, &req, func(ctx context.Context, id string) (*shipment.Shipment, bool, error) {
-		return h.svc.Fail(ctx, id, req.Reason, actorOf(ctx))
+		return h.svc.Fail(ctx, id, req.Reason, outboxlib.CallerOf(ctx))
 	})
 }
 
