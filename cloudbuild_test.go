@@ -418,6 +418,11 @@ func TestCloudBuildDeploysEveryServiceAsItself(t *testing.T) {
 			"image":           bl.image(svc.Name),
 			"service-account": bl.account(svc.Name),
 			"region":          bl.vars["_REGION"],
+			"concurrency":     bl.vars["_CONCURRENCY"],
+		}
+		// Cloud Run's bound on requests at once is the process's own (pkg/platform/admission.go).
+		if got := d.env["MAX_IN_FLIGHT"]; got != d.flag("concurrency") || got == "" {
+			t.Errorf("%s: MAX_IN_FLIGHT=%q, want --concurrency's %q", svc.Name, got, d.flag("concurrency"))
 		}
 		for flag, want := range checks {
 			if got := d.flag(flag); got != want {

@@ -2,6 +2,7 @@ package platform_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -43,7 +44,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if err := env.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := platform.Config{Service: "orders", Port: 8080, LogLevel: "info", Project: "proj", MaxBodyBytes: 1 << 20}
+	want := platform.Config{Service: "orders", Port: 8080, LogLevel: "info", Project: "proj", MaxBodyBytes: 1 << 20,
+		MaxInFlight: platform.DefaultMaxInFlight, AdmissionWait: platform.DefaultAdmissionWait}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(platform.Config{}, "Version")); diff != "" {
 		t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
 	}
@@ -64,18 +66,25 @@ func TestLoadConfigFromEnv(t *testing.T) {
 		"GOOGLE_CLOUD_PROJECT": "prod",
 		"MAX_BODY_BYTES":       "2048",
 		"PPROF_ENABLED":        "TRUE",
+		"MAX_IN_FLIGHT":        "0",
+		"ADMISSION_WAIT":       "100ms",
 	}))
 	got := platform.LoadConfig(env, "orders", "proj")
 	if err := env.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := platform.Config{Service: "orders-canary", Version: "orders-00042-abc", Port: 0, LogLevel: "warn", Project: "prod", MaxBodyBytes: 2048, Profiling: true, CloudRun: true}
+	want := platform.Config{Service: "orders-canary", Version: "orders-00042-abc", Port: 0, LogLevel: "warn", Project: "prod", MaxBodyBytes: 2048, Profiling: true, CloudRun: true,
+		MaxInFlight: 0, AdmissionWait: 100 * time.Millisecond}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
 	}
 	// On Cloud Run (K_REVISION set) the front end's X-Forwarded-For entry is trusted.
 	if o := got.ServerOptions(nil); !o.TrustForwardedFor {
 		t.Error("ServerOptions.TrustForwardedFor = false on Cloud Run, want true")
+	}
+	// MAX_IN_FLIGHT=0 bounds nothing: ServerOptions' -1 (its 0 is the default).
+	if o := got.ServerOptions(nil); o.MaxInFlight != -1 || o.AdmissionWait != 100*time.Millisecond {
+		t.Errorf("ServerOptions: MaxInFlight %d, AdmissionWait %v; want -1 and 100ms", o.MaxInFlight, o.AdmissionWait)
 	}
 }
 
@@ -93,7 +102,8 @@ func TestLoadServiceConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	want2 := platform.ServiceConfig{
-		Config:   platform.Config{Service: "orders", Port: 8080, LogLevel: "info", Project: "shop-prod", MaxBodyBytes: 1 << 20},
+		Config: platform.Config{Service: "orders", Port: 8080, LogLevel: "info", Project: "shop-prod", MaxBodyBytes: 1 << 20,
+			MaxInFlight: platform.DefaultMaxInFlight, AdmissionWait: platform.DefaultAdmissionWait},
 		Database: platform.DatabaseName{Project: "shop-prod", Instance: "main", Database: "orders"},
 	}
 	if diff := cmp.Diff(want2, got, cmpopts.IgnoreFields(platform.Config{}, "Version")); diff != "" {

@@ -57,6 +57,11 @@ type ServerOptions struct {
 	// Run: Config.ServerOptions sets it when K_REVISION is set); anywhere else the header is the
 	// client's to forge.
 	TrustForwardedFor bool
+	// MaxInFlight bounds the requests the server works on at once, AdmissionWait how long one
+	// past the bound waits for a slot before it is refused with 503 (admission.go). 0 means the
+	// defaults; a negative MaxInFlight means no bound.
+	MaxInFlight   int
+	AdmissionWait time.Duration
 }
 
 // Defaults of the server's timeouts (ServerOptions).
@@ -141,7 +146,14 @@ func NewServer(o ServerOptions) *Server {
 		e.IPExtractor = lastForwardedFor
 	}
 	e.Pre(headAsGet)
-	e.Use(s.observe, s.recoverPanics, s.limitBody)
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = DefaultMaxInFlight
+	}
+	if o.AdmissionWait <= 0 {
+		o.AdmissionWait = DefaultAdmissionWait
+	}
+	s.opts = o
+	e.Use(s.observe, newAdmission(s.Registry, s.log, o.MaxInFlight, o.AdmissionWait).middleware, s.recoverPanics, s.limitBody)
 	e.GET("/", s.info)
 	e.GET(PathHealthz, s.healthz)
 	e.GET(PathReadyz, s.readyz)

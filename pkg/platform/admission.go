@@ -1,0 +1,171 @@
+package platform
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// Admission control: how much work a process takes on at once.
+//
+// Past its capacity a process that accepts every request does less work, not the same: each
+// request holds a read-write transaction, the database's commit queue grows, every request waits
+// in it, clients time out and retry, and the retries add to the queue (congestion collapse). So a
+// server works on at most MaxInFlight requests at once, as Cloud Run's --concurrency bounds an
+// instance (cloudbuild.yaml sets both from one number per service, docs/capacity.md). A request
+// past the limit waits in line, first come first served, up to AdmissionWait for a slot; one that
+// gets none by then is refused at once with 503 and Retry-After instead of piling up:
+//   - an event delivery so refused is Cloud Tasks' back-pressure: the queue slows down and the task
+//     is retried later, never lost;
+//   - a refused order is the client's to send again, with the same Idempotency-Key, after
+//     Retry-After: it cost the service next to nothing, and it is told at once rather than after a
+//     timeout.
+//
+// The operational endpoints (/healthz, /readyz, /metrics, /debug/pprof/) are never held back: a
+// probe must see a busy process as alive.
+
+// Defaults of admission control (ServerOptions, MAX_IN_FLIGHT and ADMISSION_WAIT).
+const (
+	DefaultMaxInFlight   = 32
+	DefaultAdmissionWait = 25 * time.Millisecond
+	// AdmissionRetryAfter is the Retry-After of a refusal: about the time a backlog of one
+	// limit's worth of requests takes to clear, and Cloud Tasks' unit (whole seconds).
+	AdmissionRetryAfter = time.Second
+	// shedLogEvery bounds the log lines about refusals: one per interval while they go on, with
+	// how many there were, and one when they stop.
+	shedLogEvery = 10 * time.Second
+)
+
+// admission is a server's limit on requests in flight (see above). A nil *admission admits
+// everything.
+type admission struct {
+	slots chan struct{} // one token per request in flight
+	wait  time.Duration
+	log   *zap.Logger
+
+	inFlight prometheus.Gauge
+	waiting  prometheus.Gauge
+	waited   prometheus.Histogram
+	refused  prometheus.Counter
+
+	shedding     atomic.Bool // a refusal came in the last shedLogEvery
+	mu           sync.Mutex
+	refusedSince int64     // refusals since the last line logged about them
+	lastLog      time.Time // of the last such line
+	lastRefusal  time.Time
+}
+
+func newAdmission(reg prometheus.Registerer, log *zap.Logger, limit int, wait time.Duration) *admission {
+	if limit <= 0 {
+		return nil
+	}
+	a := &admission{
+		slots: make(chan struct{}, limit),
+		wait:  wait,
+		log:   log,
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "spanmart_admission_in_flight",
+			Help: "Requests being worked on (at most MAX_IN_FLIGHT)."}),
+		waiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "spanmart_admission_waiting",
+			Help: "Requests waiting for a slot (each at most ADMISSION_WAIT)."}),
+		waited: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "spanmart_admission_wait_seconds",
+			Help:    "How long admitted requests waited for a slot.",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25}}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "spanmart_admission_refused_total",
+			Help: "Requests refused with 503 because MAX_IN_FLIGHT were in flight for ADMISSION_WAIT."}),
+	}
+	reg.MustRegister(a.inFlight, a.waiting, a.waited, a.refused)
+	return a
+}
+
+// operational reports whether path is one of the endpoints admission never holds back.
+func operational(path string) bool {
+	return path == PathHealthz || path == PathReadyz || path == PathMetrics || strings.HasPrefix(path, PathPprof)
+}
+
+// middleware admits a request, or refuses it (503, Retry-After) when no slot frees within the
+// wait.
+func (a *admission) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	if a == nil {
+		return next
+	}
+	return func(c echo.Context) error {
+		if operational(c.Request().URL.Path) {
+			return next(c)
+		}
+		start := time.Now()
+		select {
+		case a.slots <- struct{}{}:
+		default:
+			if err := a.waitForSlot(c); err != nil {
+				return err
+			}
+		}
+		a.waited.Observe(time.Since(start).Seconds())
+		a.inFlight.Inc()
+		defer func() {
+			a.inFlight.Dec()
+			<-a.slots
+		}()
+		a.admitted()
+		return next(c)
+	}
+}
+
+// waitForSlot waits up to a.wait for a slot: nil when it has one, else the refusal.
+func (a *admission) waitForSlot(c echo.Context) error {
+	a.waiting.Inc()
+	defer a.waiting.Dec()
+	timer := time.NewTimer(a.wait)
+	defer timer.Stop()
+	select {
+	case a.slots <- struct{}{}:
+		return nil
+	case <-timer.C:
+		return a.refuse(c)
+	case <-c.Request().Context().Done():
+		return c.Request().Context().Err()
+	}
+}
+
+// refuse answers a request that found no slot.
+func (a *admission) refuse(c echo.Context) error {
+	a.refused.Inc()
+	now := time.Now()
+	a.mu.Lock()
+	a.refusedSince++
+	a.lastRefusal = now
+	if !a.shedding.Load() || now.Sub(a.lastLog) >= shedLogEvery {
+		a.log.Warn("shedding load: requests refused with 503, the process working on its limit of requests at once",
+			zap.Int("max_in_flight", cap(a.slots)), zap.Duration("admission_wait", a.wait),
+			zap.Int64("refused", a.refusedSince), zap.String("path", c.Path()))
+		a.refusedSince, a.lastLog = 0, now
+		a.shedding.Store(true)
+	}
+	a.mu.Unlock()
+	c.Response().Header().Set("Retry-After", strconv.Itoa(int(AdmissionRetryAfter/time.Second)))
+	return NewProblem(http.StatusServiceUnavailable, "the service is working on as many requests as it can; retry after "+
+		strconv.Itoa(int(AdmissionRetryAfter/time.Second))+" s")
+}
+
+// admitted notes an admitted request: one that comes shedLogEvery after the last refusal ends a
+// run of them, logged with how many there were since the last line.
+func (a *admission) admitted() {
+	if !a.shedding.Load() {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.shedding.Load() || time.Since(a.lastRefusal) < shedLogEvery {
+		return
+	}
+	a.log.Info("stopped shedding load", zap.Int64("refused", a.refusedSince))
+	a.refusedSince = 0
+	a.shedding.Store(false)
+}

@@ -1,0 +1,127 @@
+package platform_test
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/pkg/platform/platformtest"
+)
+
+// metric reads the value of an unlabelled metric from the server's /metrics.
+func metric(t *testing.T, ts *testServer, name string) float64 {
+	t.Helper()
+	r := get(t, ts.url+platform.PathMetrics, nil)
+	sc := bufio.NewScanner(bytes.NewReader(r.body))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no metric %s in %s", name, r.body)
+	return 0
+}
+
+// blockingServer serves /work, whose handler holds its slot until the test releases it, with at
+// most limit requests in flight.
+func blockingServer(t *testing.T, limit int, wait time.Duration) (*testServer, chan struct{}, chan struct{}) {
+	entered, release := make(chan struct{}, 8), make(chan struct{})
+	ts := startServer(t, platform.ServerOptions{MaxInFlight: limit, AdmissionWait: wait}, func(e *echo.Echo) {
+		e.GET("/work", func(c echo.Context) error {
+			entered <- struct{}{}
+			<-release
+			return c.NoContent(http.StatusNoContent)
+		})
+	})
+	return ts, entered, release
+}
+
+// Past MaxInFlight a request is refused once AdmissionWait has passed without a slot: 503, a
+// problem and Retry-After, logged once as shedding; the operational endpoints still answer; once a
+// slot is free, requests are admitted again.
+func TestAdmissionRefusesPastTheLimit(t *testing.T) {
+	ts, entered, release := blockingServer(t, 1, 20*time.Millisecond)
+	first := make(chan response, 1)
+	go func() { first <- get(t, ts.url+"/work", nil) }()
+	<-entered
+
+	r := get(t, ts.url+"/work", nil)
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" ||
+		r.header.Get("Content-Type") != platform.ContentTypeProblem || !strings.Contains(string(r.body), "retry after 1 s") {
+		t.Errorf("request past the limit: %d, Retry-After %q, %s; want 503, Retry-After 1 and a problem", r.status, r.header.Get("Retry-After"), r.body)
+	}
+	if r := get(t, ts.url+platform.PathHealthz, nil); r.status != http.StatusOK {
+		t.Errorf("/healthz while the server is full: %d, want 200", r.status)
+	}
+	if got := metric(t, ts, "spanmart_admission_refused_total"); got != 1 {
+		t.Errorf("refused: %v, want 1", got)
+	}
+	if got := metric(t, ts, "spanmart_admission_in_flight"); got != 1 {
+		t.Errorf("in flight: %v, want 1", got)
+	}
+	line := ts.logs.Find(t, "shedding load: requests refused with 503, the process working on its limit of requests at once")
+	if line["severity"] != "WARNING" || line["max_in_flight"] != float64(1) {
+		t.Errorf("shedding log line: %v", line)
+	}
+
+	close(release)
+	if r := <-first; r.status != http.StatusNoContent {
+		t.Errorf("the request in flight: %d, want 204", r.status)
+	}
+	if r := get(t, ts.url+"/work", nil); r.status != http.StatusNoContent {
+		t.Errorf("a request once the slot is free: %d, want 204", r.status)
+	}
+}
+
+// A request past the limit waits in line for a slot, and is admitted when one frees within
+// AdmissionWait.
+func TestAdmissionWaitsForASlot(t *testing.T) {
+	ts, entered, release := blockingServer(t, 1, time.Minute)
+	results := make(chan response, 2)
+	go func() { results <- get(t, ts.url+"/work", nil) }()
+	<-entered
+	go func() { results <- get(t, ts.url+"/work", nil) }()
+	platformtest.Eventually(t, "the second request waits for a slot", func() bool {
+		return metric(t, ts, "spanmart_admission_waiting") == 1
+	})
+	release <- struct{}{} // the first ends; the second takes its slot
+	<-entered
+	close(release)
+	for range 2 {
+		if r := <-results; r.status != http.StatusNoContent {
+			t.Errorf("status %d, want 204 for both", r.status)
+		}
+	}
+	if got := metric(t, ts, "spanmart_admission_refused_total"); got != 0 {
+		t.Errorf("refused: %v, want 0", got)
+	}
+}
+
+// MaxInFlight -1 bounds nothing.
+func TestAdmissionUnbounded(t *testing.T) {
+	ts, entered, release := blockingServer(t, -1, time.Millisecond)
+	results := make(chan response, 3)
+	for range 3 {
+		go func() { results <- get(t, ts.url+"/work", nil) }()
+	}
+	for range 3 {
+		<-entered // all three in flight at once
+	}
+	close(release)
+	for range 3 {
+		if r := <-results; r.status != http.StatusNoContent {
+			t.Errorf("status %d, want 204", r.status)
+		}
+	}
+}
