@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -29,6 +30,10 @@ type window struct {
 	start, settledAt time.Time
 	placed, errs     int64
 	errSample        string
+	// shed are the orders refused with 503 (the orders service's admission control: the client
+	// may resend them), shedP99 how long their refusal took.
+	shed             int64
+	shedP99          time.Duration
 	elapsed          time.Duration // first request → last answer
 	issued           time.Duration // first request → last request sent
 	postP50, postP99 time.Duration
@@ -92,6 +97,7 @@ func (b *bench) window(ctx context.Context, rate float64, methods []string) (*wi
 	var (
 		mu   sync.Mutex
 		post []time.Duration
+		shed []time.Duration
 		wg   sync.WaitGroup
 		errs atomic.Int64
 	)
@@ -115,6 +121,10 @@ func (b *bench) window(ctx context.Context, rate float64, methods []string) (*wi
 			d := time.Since(t0)
 			mu.Lock()
 			defer mu.Unlock()
+			if errors.Is(err, errShed) {
+				shed = append(shed, d)
+				return
+			}
 			if err != nil {
 				errs.Add(1)
 				if w.errSample == "" {
@@ -142,6 +152,8 @@ func (b *bench) window(ctx context.Context, rate float64, methods []string) (*wi
 	w.spanner = statsSince(sp0, b.s.SpannerStats())
 	w.placed, w.errs = int64(len(w.methods)), errs.Load()
 	sortDur(post)
+	sortDur(shed)
+	w.shed, w.shedP99 = int64(len(shed)), pct(shed, 99)
 	w.postP50, w.postP99 = pct(post, 50), pct(post, 99)
 	w.pubAll = delta(before, placedAt, "relays", "outbox_published_events_total", "")
 	w.cpu = map[string]float64{}
@@ -174,7 +186,7 @@ func (b *bench) window(ctx context.Context, rate float64, methods []string) (*wi
 	if w.hops, err = b.hops(ctx, w.start, w.settledAt); err != nil {
 		return nil, err
 	}
-	logf("  placed %d (%d errors) in %s; %d ended, %d not within %s", w.placed, w.errs, w.elapsed.Round(time.Millisecond), w.ended, w.pending, b.o.settle)
+	logf("  placed %d (%d shed, %d errors) in %s; %d ended, %d not within %s", w.placed, w.shed, w.errs, w.elapsed.Round(time.Millisecond), w.ended, w.pending, b.o.settle)
 	return w, nil
 }
 
@@ -213,6 +225,9 @@ func (b *bench) place(ctx context.Context, method string) (string, error) {
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "" {
+		return "", errShed
+	}
 	if resp.StatusCode != http.StatusCreated {
 		return "", fmt.Errorf("POST /v1/orders: %d %.200s", resp.StatusCode, data)
 	}
@@ -224,6 +239,10 @@ func (b *bench) place(ctx context.Context, method string) (string, error) {
 	}
 	return o.ID, nil
 }
+
+// errShed is an order the orders service refused with 503 and Retry-After: shed by its admission
+// control, not an error.
+var errShed = errors.New("shed: 503 with Retry-After")
 
 // benchCustomer places every order; the sandbox funds its wallet for the whole run.
 const benchCustomer = "bench"
