@@ -21,7 +21,11 @@ import (
 // server works on at most MaxInFlight requests at once, as Cloud Run's --concurrency bounds an
 // instance (cloudbuild.yaml sets both from one number per service, docs/capacity.md). A request
 // past the limit waits in line, first come first served, up to AdmissionWait for a slot; one that
-// gets none by then is refused at once with 503 and Retry-After instead of piling up:
+// gets none by then is refused at once with 503 and Retry-After instead of piling up. A Cloud Tasks
+// delivery (it carries X-CloudTasks-TaskName) waits longer, AdmissionWaitTasks: its queue already
+// bounds how many it sends at once (max_concurrent_dispatches), and a refusal does not slow that
+// task alone but the whole queue, so a delivery is paced in line rather than refused; it is
+// refused only when even that wait is not enough.
 //   - an event delivery so refused is Cloud Tasks' back-pressure: the queue slows down and the task
 //     is retried later, never lost;
 //   - a refused order is the client's to send again, with the same Idempotency-Key, after
@@ -35,6 +39,10 @@ import (
 const (
 	DefaultMaxInFlight   = 32
 	DefaultAdmissionWait = 25 * time.Millisecond
+	// DefaultAdmissionWaitTasks is how long a Cloud Tasks delivery waits in line: well within the
+	// dispatch deadline (10 minutes for HTTP targets), and long enough that a queue dispatching
+	// more than the process takes at once is paced rather than throttled.
+	DefaultAdmissionWaitTasks = 10 * time.Second
 	// AdmissionRetryAfter is the Retry-After of a refusal: about the time a backlog of one
 	// limit's worth of requests takes to clear, and Cloud Tasks' unit (whole seconds).
 	AdmissionRetryAfter = time.Second
@@ -46,9 +54,10 @@ const (
 // admission is a server's limit on requests in flight (see above). A nil *admission admits
 // everything.
 type admission struct {
-	slots chan struct{} // one token per request in flight
-	wait  time.Duration
-	log   *zap.Logger
+	slots     chan struct{} // one token per request in flight
+	wait      time.Duration
+	waitTasks time.Duration // a Cloud Tasks delivery's
+	log       *zap.Logger
 
 	inFlight prometheus.Gauge
 	waiting  prometheus.Gauge
@@ -62,14 +71,15 @@ type admission struct {
 	lastRefusal  time.Time
 }
 
-func newAdmission(reg prometheus.Registerer, log *zap.Logger, limit int, wait time.Duration) *admission {
+func newAdmission(reg prometheus.Registerer, log *zap.Logger, limit int, wait, waitTasks time.Duration) *admission {
 	if limit <= 0 {
 		return nil
 	}
 	a := &admission{
-		slots: make(chan struct{}, limit),
-		wait:  wait,
-		log:   log,
+		slots:     make(chan struct{}, limit),
+		wait:      wait,
+		waitTasks: waitTasks,
+		log:       log,
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "spanmart_admission_in_flight",
 			Help: "Requests being worked on (at most MAX_IN_FLIGHT)."}),
 		waiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "spanmart_admission_waiting",
@@ -122,7 +132,11 @@ func (a *admission) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 func (a *admission) waitForSlot(c echo.Context) error {
 	a.waiting.Inc()
 	defer a.waiting.Dec()
-	timer := time.NewTimer(a.wait)
+	wait := a.wait
+	if c.Request().Header.Get(headerTaskName) != "" {
+		wait = a.waitTasks
+	}
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case a.slots <- struct{}{}:
@@ -134,6 +148,9 @@ func (a *admission) waitForSlot(c echo.Context) error {
 	}
 }
 
+// headerTaskName is set by Cloud Tasks on every delivery.
+const headerTaskName = "X-CloudTasks-TaskName"
+
 // refuse answers a request that found no slot.
 func (a *admission) refuse(c echo.Context) error {
 	a.refused.Inc()
@@ -143,7 +160,7 @@ func (a *admission) refuse(c echo.Context) error {
 	a.lastRefusal = now
 	if !a.shedding.Load() || now.Sub(a.lastLog) >= shedLogEvery {
 		a.log.Warn("shedding load: requests refused with 503, the process working on its limit of requests at once",
-			zap.Int("max_in_flight", cap(a.slots)), zap.Duration("admission_wait", a.wait),
+			zap.Int("max_in_flight", cap(a.slots)), zap.Duration("admission_wait", a.wait), zap.Duration("admission_wait_tasks", a.waitTasks),
 			zap.Int64("refused", a.refusedSince), zap.String("path", c.Path()))
 		a.refusedSince, a.lastLog = 0, now
 		a.shedding.Store(true)

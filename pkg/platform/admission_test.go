@@ -125,3 +125,30 @@ func TestAdmissionUnbounded(t *testing.T) {
 		}
 	}
 }
+
+// A Cloud Tasks delivery (X-CloudTasks-TaskName) waits in line far longer than another request:
+// its queue bounds how many it sends, and a refusal would slow the whole queue.
+func TestAdmissionPacesTaskDeliveries(t *testing.T) {
+	ts, entered, release := blockingServer(t, 1, time.Millisecond) // deliveries: the default 10 s
+	results := make(chan response, 2)
+	go func() { results <- get(t, ts.url+"/work", nil) }()
+	<-entered
+	if r := get(t, ts.url+"/work", nil); r.status != http.StatusServiceUnavailable {
+		t.Errorf("a request without the header past the limit: %d, want 503", r.status)
+	}
+	go func() { results <- get(t, ts.url+"/work", map[string]string{"X-CloudTasks-TaskName": "task-1"}) }()
+	platformtest.Eventually(t, "the delivery waits for a slot", func() bool {
+		return metric(t, ts, "spanmart_admission_waiting") == 1
+	})
+	release <- struct{}{}
+	<-entered
+	close(release)
+	for range 2 {
+		if r := <-results; r.status != http.StatusNoContent {
+			t.Errorf("status %d, want 204 for the first request and the delivery", r.status)
+		}
+	}
+	if got := metric(t, ts, "spanmart_admission_refused_total"); got != 1 {
+		t.Errorf("refused: %v, want 1 (the request without the header)", got)
+	}
+}

@@ -45,7 +45,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := platform.Config{Service: "orders", Port: 8080, LogLevel: "info", Project: "proj", MaxBodyBytes: 1 << 20,
-		MaxInFlight: platform.DefaultMaxInFlight, AdmissionWait: platform.DefaultAdmissionWait}
+		MaxInFlight: platform.DefaultMaxInFlight, AdmissionWait: platform.DefaultAdmissionWait, AdmissionWaitTasks: platform.DefaultAdmissionWaitTasks}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(platform.Config{}, "Version")); diff != "" {
 		t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
 	}
@@ -68,13 +68,14 @@ func TestLoadConfigFromEnv(t *testing.T) {
 		"PPROF_ENABLED":        "TRUE",
 		"MAX_IN_FLIGHT":        "0",
 		"ADMISSION_WAIT":       "100ms",
+		"ADMISSION_WAIT_TASKS": "1m",
 	}))
 	got := platform.LoadConfig(env, "orders", "proj")
 	if err := env.Err(); err != nil {
 		t.Fatal(err)
 	}
 	want := platform.Config{Service: "orders-canary", Version: "orders-00042-abc", Port: 0, LogLevel: "warn", Project: "prod", MaxBodyBytes: 2048, Profiling: true, CloudRun: true,
-		MaxInFlight: 0, AdmissionWait: 100 * time.Millisecond}
+		MaxInFlight: 0, AdmissionWait: 100 * time.Millisecond, AdmissionWaitTasks: time.Minute}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
 	}
@@ -103,7 +104,7 @@ func TestLoadServiceConfig(t *testing.T) {
 	}
 	want2 := platform.ServiceConfig{
 		Config: platform.Config{Service: "orders", Port: 8080, LogLevel: "info", Project: "shop-prod", MaxBodyBytes: 1 << 20,
-			MaxInFlight: platform.DefaultMaxInFlight, AdmissionWait: platform.DefaultAdmissionWait},
+			MaxInFlight: platform.DefaultMaxInFlight, AdmissionWait: platform.DefaultAdmissionWait, AdmissionWaitTasks: platform.DefaultAdmissionWaitTasks},
 		Database: platform.DatabaseName{Project: "shop-prod", Instance: "main", Database: "orders"},
 	}
 	if diff := cmp.Diff(want2, got, cmpopts.IgnoreFields(platform.Config{}, "Version")); diff != "" {

@@ -62,6 +62,8 @@ type ServerOptions struct {
 	// defaults; a negative MaxInFlight means no bound.
 	MaxInFlight   int
 	AdmissionWait time.Duration
+	// AdmissionWaitTasks is a Cloud Tasks delivery's wait; 0 means the default.
+	AdmissionWaitTasks time.Duration
 }
 
 // Defaults of the server's timeouts (ServerOptions).
@@ -152,8 +154,11 @@ func NewServer(o ServerOptions) *Server {
 	if o.AdmissionWait <= 0 {
 		o.AdmissionWait = DefaultAdmissionWait
 	}
+	if o.AdmissionWaitTasks <= 0 {
+		o.AdmissionWaitTasks = DefaultAdmissionWaitTasks
+	}
 	s.opts = o
-	e.Use(s.observe, newAdmission(s.Registry, s.log, o.MaxInFlight, o.AdmissionWait).middleware, s.recoverPanics, s.limitBody)
+	e.Use(s.observe, newAdmission(s.Registry, s.log, o.MaxInFlight, o.AdmissionWait, o.AdmissionWaitTasks).middleware, s.recoverPanics, s.limitBody)
 	e.GET("/", s.info)
 	e.GET(PathHealthz, s.healthz)
 	e.GET(PathReadyz, s.readyz)
