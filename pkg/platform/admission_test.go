@@ -47,6 +47,23 @@ func blockingServer(t *testing.T, limit int, wait time.Duration) (*testServer, c
 	return ts, entered, release
 }
 
+// admitTheWaiter waits until a second request waits for the slot of the one in flight, lets the
+// first end so that the second takes its slot, lets that end too, and checks both answered 204.
+func admitTheWaiter(t *testing.T, ts *testServer, entered, release chan struct{}, results chan response) {
+	t.Helper()
+	platformtest.Eventually(t, "a request waits for a slot", func() bool {
+		return metric(t, ts, "spanmart_admission_waiting") == 1
+	})
+	release <- struct{}{} // the first ends; the waiter takes its slot
+	<-entered
+	close(release)
+	for range 2 {
+		if r := <-results; r.status != http.StatusNoContent {
+			t.Errorf("status %d, want 204 for the request in flight and the one that waited", r.status)
+		}
+	}
+}
+
 // Past MaxInFlight a request is refused once AdmissionWait has passed without a slot: 503, a
 // problem and Retry-After, logged once as shedding; the operational endpoints still answer; once a
 // slot is free, requests are admitted again.
@@ -92,17 +109,7 @@ func TestAdmissionWaitsForASlot(t *testing.T) {
 	go func() { results <- get(t, ts.url+"/work", nil) }()
 	<-entered
 	go func() { results <- get(t, ts.url+"/work", nil) }()
-	platformtest.Eventually(t, "the second request waits for a slot", func() bool {
-		return metric(t, ts, "spanmart_admission_waiting") == 1
-	})
-	release <- struct{}{} // the first ends; the second takes its slot
-	<-entered
-	close(release)
-	for range 2 {
-		if r := <-results; r.status != http.StatusNoContent {
-			t.Errorf("status %d, want 204 for both", r.status)
-		}
-	}
+	admitTheWaiter(t, ts, entered, release, results)
 	if got := metric(t, ts, "spanmart_admission_refused_total"); got != 0 {
 		t.Errorf("refused: %v, want 0", got)
 	}
@@ -137,17 +144,7 @@ func TestAdmissionPacesTaskDeliveries(t *testing.T) {
 		t.Errorf("a request without the header past the limit: %d, want 503", r.status)
 	}
 	go func() { results <- get(t, ts.url+"/work", map[string]string{"X-CloudTasks-TaskName": "task-1"}) }()
-	platformtest.Eventually(t, "the delivery waits for a slot", func() bool {
-		return metric(t, ts, "spanmart_admission_waiting") == 1
-	})
-	release <- struct{}{}
-	<-entered
-	close(release)
-	for range 2 {
-		if r := <-results; r.status != http.StatusNoContent {
-			t.Errorf("status %d, want 204 for the first request and the delivery", r.status)
-		}
-	}
+	admitTheWaiter(t, ts, entered, release, results)
 	if got := metric(t, ts, "spanmart_admission_refused_total"); got != 1 {
 		t.Errorf("refused: %v, want 1 (the request without the header)", got)
 	}
