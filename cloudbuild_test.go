@@ -1057,7 +1057,7 @@ func TestAlertPoliciesFollowTheCode(t *testing.T) {
 	anchors := runbookAnchors(t)
 	severities := map[string]bool{"CRITICAL": true, "ERROR": true, "WARNING": true}
 	duration := regexp.MustCompile(`^[0-9]+s$`)
-	metricRef := regexp.MustCompile(`\b(?:outbox|orders|fulfillment|gateway|notifications)_[a-z0-9_]+\b`)
+	metricRef := regexp.MustCompile(`\b(?:outbox|orders|fulfillment|gateway|notifications|spanmart)_[a-z0-9_]+\b`)
 	grouping := regexp.MustCompile(`\b(?:by|without)\s*\(([^)]*)\)`)
 	matchers := regexp.MustCompile(`\{([^}]*)\}`)
 	matcher := regexp.MustCompile(`([a-zA-Z_]\w*)\s*(?:=~|!~|!=|=)`)

@@ -59,9 +59,11 @@ type admission struct {
 	waitTasks time.Duration // a Cloud Tasks delivery's
 	log       *zap.Logger
 
+	// The metrics, each with the service's name as its one label (service), so that an alert can
+	// name the service that sheds (monitoring/alerts/overload-requests-refused-with-503.yaml).
 	inFlight prometheus.Gauge
 	waiting  prometheus.Gauge
-	waited   prometheus.Histogram
+	waited   prometheus.Observer
 	refused  prometheus.Counter
 
 	shedding     atomic.Bool // a refusal came in the last shedLogEvery
@@ -71,27 +73,30 @@ type admission struct {
 	lastRefusal  time.Time
 }
 
-func newAdmission(reg prometheus.Registerer, log *zap.Logger, limit int, wait, waitTasks time.Duration) *admission {
+func newAdmission(reg prometheus.Registerer, log *zap.Logger, service string, limit int, wait, waitTasks time.Duration) *admission {
 	if limit <= 0 {
 		return nil
 	}
-	a := &admission{
+	inFlight := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "spanmart_admission_in_flight",
+		Help: "Requests being worked on (at most MAX_IN_FLIGHT)."}, []string{"service"})
+	waiting := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "spanmart_admission_waiting",
+		Help: "Requests waiting for a slot (each at most ADMISSION_WAIT, a delivery ADMISSION_WAIT_TASKS)."}, []string{"service"})
+	waited := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "spanmart_admission_wait_seconds",
+		Help:    "How long admitted requests waited for a slot.",
+		Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5}}, []string{"service"})
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "spanmart_admission_refused_total",
+		Help: "Requests refused with 503: MAX_IN_FLIGHT were in flight for as long as they could wait."}, []string{"service"})
+	reg.MustRegister(inFlight, waiting, waited, refused)
+	return &admission{
 		slots:     make(chan struct{}, limit),
 		wait:      wait,
 		waitTasks: waitTasks,
 		log:       log,
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "spanmart_admission_in_flight",
-			Help: "Requests being worked on (at most MAX_IN_FLIGHT)."}),
-		waiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "spanmart_admission_waiting",
-			Help: "Requests waiting for a slot (each at most ADMISSION_WAIT)."}),
-		waited: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "spanmart_admission_wait_seconds",
-			Help:    "How long admitted requests waited for a slot.",
-			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25}}),
-		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "spanmart_admission_refused_total",
-			Help: "Requests refused with 503 because MAX_IN_FLIGHT were in flight for ADMISSION_WAIT."}),
+		inFlight:  inFlight.WithLabelValues(service),
+		waiting:   waiting.WithLabelValues(service),
+		waited:    waited.WithLabelValues(service),
+		refused:   refused.WithLabelValues(service),
 	}
-	reg.MustRegister(a.inFlight, a.waiting, a.waited, a.refused)
-	return a
 }
 
 // operational reports whether path is one of the endpoints admission never holds back.

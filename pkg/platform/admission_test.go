@@ -15,13 +15,13 @@ import (
 	"github.com/spanmart/spanmart/pkg/platform/platformtest"
 )
 
-// metric reads the value of an unlabelled metric from the server's /metrics.
+// metric reads the value of a metric of the test server's service from its /metrics.
 func metric(t *testing.T, ts *testServer, name string) float64 {
 	t.Helper()
 	r := get(t, ts.url+platform.PathMetrics, nil)
 	sc := bufio.NewScanner(bytes.NewReader(r.body))
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+`{service="test"} `); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)

@@ -158,7 +158,7 @@ func NewServer(o ServerOptions) *Server {
 		o.AdmissionWaitTasks = DefaultAdmissionWaitTasks
 	}
 	s.opts = o
-	e.Use(s.observe, newAdmission(s.Registry, s.log, o.MaxInFlight, o.AdmissionWait, o.AdmissionWaitTasks).middleware, s.recoverPanics, s.limitBody)
+	e.Use(s.observe, newAdmission(s.Registry, s.log, o.Service, o.MaxInFlight, o.AdmissionWait, o.AdmissionWaitTasks).middleware, s.recoverPanics, s.limitBody)
 	e.GET("/", s.info)
 	e.GET(PathHealthz, s.healthz)
 	e.GET(PathReadyz, s.readyz)
