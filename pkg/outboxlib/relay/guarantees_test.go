@@ -550,9 +550,16 @@ func TestReplayAfterNameReuseWindowIsAbsorbed(t *testing.T) {
 	eventually(t, "applied by fulfillment and quarantined for the gateway", func() bool {
 		return fulfillment.applied(t, ev.AggregateID) == 1 && status1(t, r).Quarantined == 1
 	})
-	appliedAt := time.Now()
-	// Waits for a deadline, not for an outcome: the window is the emulator's clock rule under test.
-	eventually(t, "the name-reuse window to pass", func() bool { return time.Since(appliedAt) > 2*window })
+	// The window runs from the task's completion, which the emulator records after fulfillment
+	// answered (on a loaded machine, well after the commit seen above): wait until the queue
+	// holds no task, then for the window. Waits for a deadline, not for an outcome: the window is
+	// the emulator's clock rule under test.
+	eventually(t, "fulfillment's task completed", func() bool {
+		_, err := tc.ListTasks(ctx, &cloudtaskspb.ListTasksRequest{Parent: fulfillment.subscriber().Queues[0]}).Next()
+		return errors.Is(err, iterator.Done)
+	})
+	completedBy := time.Now()
+	eventually(t, "the name-reuse window to pass", func() bool { return time.Since(completedBy) > 2*window })
 
 	createQueue(t, tc, gateway.subscriber().Queues[0], nil)
 	if err := r.Replay(ctx, "orders", ev.ID, "gateway queue created"); err != nil {
