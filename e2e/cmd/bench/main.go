@@ -18,12 +18,20 @@
 // they publish the backlog. Mode "scale" does that with each count of relay instances in -scale
 // (default 1, 2, 4) on the same sources, and shows how the shard leases spread.
 //
+// Mode "overload" (issue 26) asks whether the stack degrades gracefully past its capacity: it
+// finds the capacity (the highest rate, from -overload-from by -overload-step, whose issue-11 p99
+// targets hold with every order accepted and ended; or -capacity), offers 3× that for three
+// -overload-window windows back to back, then 0.5× until every order accepted has ended, and
+// prints per window offered, accepted, shed and completed orders/s, the POST p99s of accepted
+// and of shed orders, commits/s and aborts per commit, and the drain time; -chart draws it.
+//
 //	go run ./e2e/cmd/bench                                   # 25 and 50 orders/s, 30 s each
 //	go run ./e2e/cmd/bench -rates 25,25,25,25 -duration 60s   # flat over time?
 //	go run ./e2e/cmd/bench -methods card -rates 50
 //	go run ./e2e/cmd/bench -mode drain -events 10000
 //	go run ./e2e/cmd/bench -mode scale -scale 1,2,4
 //	go run ./e2e/cmd/bench -rates 25,25 -ab HEAD~1          # this tree against its parent, ratios
+//	go run ./e2e/cmd/bench -mode overload -chart docs/overload.png
 //
 // The queues get -queue-rate (1000/s, the emulator's 500/s cap lifted) and -queue-concurrency
 // (500); the Tasks emulator runs in memory unless -tasks-persist.
@@ -42,6 +50,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,12 +91,20 @@ type options struct {
 	perMethod bool
 	carrier   string
 	scale     []int
+	// mode overload
+	capacity       float64
+	overloadFrom   float64
+	overloadStep   float64
+	searchWindow   time.Duration
+	overloadWindow time.Duration
+	drainTimeout   time.Duration
+	chart          string
 }
 
 func main() {
 	var o options
 	var rates string
-	flag.StringVar(&o.mode, "mode", "rate", `"rate": orders through the saga at fixed rates; "drain": relay throughput on a pre-loaded outbox; "scale": drain with each count of relays in -scale`)
+	flag.StringVar(&o.mode, "mode", "rate", `"rate": orders through the saga at fixed rates; "drain": relay throughput on a pre-loaded outbox; "scale": drain with each count of relays in -scale; "overload": 3× the capacity, then the drain (issue 26)`)
 	flag.StringVar(&rates, "rates", "25,50", "orders per second, one window per rate (mode rate)")
 	flag.DurationVar(&o.duration, "duration", 30*time.Second, "length of each rate's window")
 	methods := flag.String("methods", "card,wallet,konbini,bank_transfer", "payment methods, used in turn (mode rate)")
@@ -107,6 +124,13 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the state directory (process logs)")
 	flag.BoolVar(&o.verbose, "v", false, "print the harness's progress lines")
 	flag.StringVar(&o.profile, "profile", "", "write CPU profiles of every window to this directory: bench-wN.pprof (load generator and both emulators) and one per service and relay (orders-wN.pprof, ...)")
+	flag.Float64Var(&o.capacity, "capacity", 0, "mode overload: the capacity in orders/s; 0 searches for it (the highest rate whose issue-11 p99 targets hold)")
+	flag.Float64Var(&o.overloadFrom, "overload-from", 10, "mode overload: the capacity search's first rate, orders/s")
+	flag.Float64Var(&o.overloadStep, "overload-step", 5, "mode overload: the capacity search rises by this many orders/s per window")
+	flag.DurationVar(&o.searchWindow, "search-window", 20*time.Second, "mode overload: length of each capacity search window (each then waits up to -settle for its orders)")
+	flag.DurationVar(&o.overloadWindow, "overload-window", 60*time.Second, "mode overload: length of each of the three windows at 3× the capacity")
+	flag.DurationVar(&o.drainTimeout, "drain-timeout", 5*time.Minute, "mode overload: the longest the bench waits, after the last overload window, for every order accepted to end (offering 0.5× the capacity meanwhile)")
+	flag.StringVar(&o.chart, "chart", "", "mode overload: write a PNG chart of offered, accepted and completed orders/s and the POST p99s to this `path` (docs/overload.png)")
 	abRev := flag.String("ab", "", "A/B: run the same bench against this tree and against git revision `REV`, run by run alternating, and print the ratios this / REV of CPU per order, aborts per commit and the card orders' p99s (mode rate)")
 	abRuns := flag.Int("ab-runs", 2, "A/B: runs of each build")
 	flag.Parse()
@@ -136,7 +160,7 @@ func main() {
 		}
 		o.scale = append(o.scale, n)
 	}
-	if o.relays < 1 || (o.mode != "rate" && o.mode != "drain" && o.mode != "scale") {
+	if o.relays < 1 || !slices.Contains([]string{"rate", "drain", "scale", "overload"}, o.mode) || o.overloadFrom <= 0 || o.overloadStep <= 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -244,6 +268,8 @@ func run(ctx context.Context, o options) (err error) {
 		return b.drain(ctx)
 	case "scale":
 		return b.scale(ctx)
+	case "overload":
+		return b.overload(ctx)
 	}
 	return b.rates(ctx)
 }
@@ -269,7 +295,7 @@ func machine() {
 // own (load generator and both emulators) and one of every service and relay, all named after
 // the window's number (bench-w1.pprof, orders-w1.pprof, ...), so that a late window can be
 // compared with an early one (go tool pprof -diff_base). The returned function waits for them.
-func (b *bench) profile(ctx context.Context) (func(), error) {
+func (b *bench) profile(ctx context.Context, d time.Duration) (func(), error) {
 	if b.o.profile == "" {
 		return func() {}, nil
 	}
@@ -282,7 +308,7 @@ func (b *bench) profile(ctx context.Context) (func(), error) {
 		own.Close()
 		return nil, err
 	}
-	secs := int(b.o.duration.Seconds())
+	secs := int(d.Seconds())
 	var wg sync.WaitGroup
 	var names []string
 	for _, c := range topology.Consumers() {
@@ -295,7 +321,7 @@ func (b *bench) profile(ctx context.Context) (func(), error) {
 			if err != nil {
 				return
 			}
-			resp, err := (&http.Client{Timeout: b.o.duration + 30*time.Second}).Do(req)
+			resp, err := (&http.Client{Timeout: d + 30*time.Second}).Do(req)
 			if err != nil {
 				logf("profile %s: %v", name, err)
 				return

@@ -67,7 +67,7 @@ func (b *bench) rates(ctx context.Context) error {
 			}
 		}
 		for _, methods := range mixes {
-			w, err := b.window(ctx, r, methods)
+			w, err := b.window(ctx, r, b.o.duration, methods)
 			if err != nil {
 				return err
 			}
@@ -78,9 +78,9 @@ func (b *bench) rates(ctx context.Context) error {
 	return nil
 }
 
-func (b *bench) window(ctx context.Context, rate float64, methods []string) (*window, error) {
-	w := &window{rate: rate, mix: methods, methods: map[string]string{}, statuses: map[string]int{}}
-	logf("rate %v orders/s for %s (%s)", rate, b.o.duration, strings.Join(methods, ", "))
+func (b *bench) window(ctx context.Context, rate float64, d time.Duration, methods []string) (*window, error) {
+	w := &window{rate: rate, mix: methods, statuses: map[string]int{}}
+	logf("rate %v orders/s for %s (%s)", rate, d, strings.Join(methods, ", "))
 	before, err := b.scrapeAll(ctx)
 	if err != nil {
 		return nil, err
@@ -88,60 +88,18 @@ func (b *bench) window(ctx context.Context, rate float64, methods []string) (*wi
 	cpu0 := selfCPU()
 	sp0 := b.s.SpannerStats()
 	b.windows++
-	profiled, err := b.profile(ctx)
+	profiled, err := b.profile(ctx, d)
 	if err != nil {
 		return nil, err
 	}
 	payer := b.startSlipPayer(ctx)
 
-	var (
-		mu   sync.Mutex
-		post []time.Duration
-		shed []time.Duration
-		wg   sync.WaitGroup
-		errs atomic.Int64
-	)
-	interval := time.Duration(float64(time.Second) / rate)
-	w.start = time.Now()
-	tick := time.NewTicker(interval)
-	n := int(rate * b.o.duration.Seconds())
-	for i := 0; i < n; i++ {
-		if i > 0 {
-			select {
-			case <-ctx.Done():
-				tick.Stop()
-				return nil, ctx.Err()
-			case <-tick.C:
-			}
-		}
-		method := methods[i%len(methods)]
-		wg.Go(func() {
-			t0 := time.Now()
-			id, err := b.place(ctx, method)
-			d := time.Since(t0)
-			mu.Lock()
-			defer mu.Unlock()
-			if errors.Is(err, errShed) {
-				shed = append(shed, d)
-				return
-			}
-			if err != nil {
-				errs.Add(1)
-				if w.errSample == "" {
-					w.errSample = err.Error()
-				}
-				return
-			}
-			w.methods[id] = method
-			post = append(post, d)
-			if method == "konbini" || method == "bank_transfer" {
-				payer.watch(id)
-			}
-		})
+	pl := newPlacement(payer)
+	if err := b.placeOpenLoop(ctx, pl, rate, int(rate*d.Seconds()), methods, nil); err != nil {
+		return nil, err
 	}
-	tick.Stop()
-	w.issued = time.Since(w.start)
-	wg.Wait()
+	w.start, w.issued = pl.start, pl.issued
+	pl.wait()
 	profiled()
 	w.elapsed = time.Since(w.start)
 	placedAt, err := b.scrapeAll(ctx)
@@ -150,9 +108,9 @@ func (b *bench) window(ctx context.Context, rate float64, methods []string) (*wi
 	}
 	w.benchCPU = selfCPU() - cpu0
 	w.spanner = statsSince(sp0, b.s.SpannerStats())
-	w.placed, w.errs = int64(len(w.methods)), errs.Load()
-	sortDur(post)
-	sortDur(shed)
+	w.methods, w.errSample = pl.methods, pl.errSample
+	post, shed := pl.took(outAccepted), pl.took(outShed)
+	w.placed, w.errs = int64(len(w.methods)), int64(len(pl.took(outFailed, outTimeout)))
 	w.shed, w.shedP99 = int64(len(shed)), pct(shed, 99)
 	w.postP50, w.postP99 = pct(post, 50), pct(post, 99)
 	w.pubAll = delta(before, placedAt, "relays", "outbox_published_events_total", "")
