@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"cloud.google.com/go/spanner"
 	"github.com/spanmart/spanmart/emulator/spanneremu"
 )
 
@@ -75,6 +76,9 @@ type overloadRun struct {
 	backlog   int64 // orders accepted in the overload windows and not ended at the last one's end
 	// overloaded is the orders accepted in the overload windows, by status at the drain's end.
 	overloaded *window
+	// openPayments are the payments of those that had not ended, by method, status and whether
+	// the provider has them (openPayments).
+	openPayments map[string]int
 }
 
 func (b *bench) overload(ctx context.Context) error {
@@ -236,7 +240,63 @@ func (r *overloadRun) run(ctx context.Context) error {
 		return err
 	}
 	logf("drain: %d orders of the overload windows not ended at the last one's end, %d still open %s after it", r.backlog, r.overloaded.pending, r.drainTime.Round(time.Second))
+	if r.overloaded.pending > 0 {
+		var err error
+		if r.openPayments, err = b.openPayments(ctx, ids); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// openPayments counts the payments of the orders among ids that have not ended, by method, status
+// and whether the provider has the payment yet: where the orders that did not end wait.
+func (b *bench) openPayments(ctx context.Context, ids []string) (map[string]int, error) {
+	var open []string
+	err := b.s.DB("orders").Single().Query(ctx, spanner.Statement{
+		SQL:    "SELECT OrderId FROM Orders WHERE OrderId IN UNNEST(@ids) AND Status NOT IN ('COMPLETED', 'CANCELLED', 'NEEDS_ATTENTION')",
+		Params: map[string]any{"ids": ids},
+	}).Do(func(r *spanner.Row) error {
+		var id string
+		if err := r.Column(0, &id); err != nil {
+			return err
+		}
+		open = append(open, id)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	err = b.s.DB("payments").Single().Query(ctx, spanner.Statement{
+		SQL: `SELECT Method, Status, ProviderPaymentId IS NOT NULL, COUNT(*) FROM Payments@{FORCE_INDEX=PaymentsByOrder}
+			WHERE OrderId IN UNNEST(@ids) GROUP BY 1, 2, 3`,
+		Params: map[string]any{"ids": open},
+	}).Do(func(r *spanner.Row) error {
+		var method, status string
+		var atProvider bool
+		var n int64
+		if err := r.Columns(&method, &status, &atProvider, &n); err != nil {
+			return err
+		}
+		key := method + " " + status
+		if !atProvider {
+			key += " (not at the provider yet)"
+		}
+		out[key] = int(n)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	recorded := 0
+	for _, c := range out {
+		recorded += c
+	}
+	if missing := len(open) - recorded; missing > 0 {
+		out["no payment recorded"] = missing
+	}
+	return out, nil
 }
 
 // runPhase places orders for one phase (n of them, or until stop is closed) and counts the
@@ -372,6 +432,9 @@ func (r *overloadRun) report(search []*window) {
 		fmt.Printf("**%d had not ended** %s after it (%.1f orders/s ended meanwhile).\n", r.overloaded.pending, r.drainTime.Round(100*time.Millisecond), r.drainRate())
 	}
 	fmt.Printf("The %d orders accepted in the overload windows, by status at the drain's end: %s.\n", r.overloaded.ended+r.overloaded.pending, statusList(r.overloaded.statuses))
+	if len(r.openPayments) > 0 {
+		fmt.Printf("The payments of those not ended, by method and status: %s.\n", statusList(r.openPayments))
+	}
 	for _, ph := range r.phases {
 		if ph.pl.errSample != "" {
 			fmt.Printf("First error in %s: %s\n", ph.name, ph.pl.errSample)
