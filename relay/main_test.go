@@ -131,7 +131,7 @@ func TestLoadConfig(t *testing.T) {
 	gateway, notifications := sub("gateway-abstraction", "gateway-inbox", "gateway"), sub("notifications", "notifications-inbox", "notifications")
 	wantCfg := config{
 		Config: platform.Config{Service: "relay", Port: 9000, LogLevel: "info", Project: "shop-prod", MaxBodyBytes: 1 << 20,
-			MaxInFlight: platform.DefaultMaxInFlight, AdmissionWait: platform.DefaultAdmissionWait, AdmissionWaitTasks: platform.DefaultAdmissionWaitTasks},
+			MaxInFlight: platform.DefaultMaxInFlight, AdmissionWait: platform.DefaultAdmissionWait, AdmissionWaitCustomer: platform.DefaultAdmissionWaitCustomer},
 		Sources: []platform.DatabaseName{
 			{Project: "shop-prod", Instance: "main", Database: "orders"},
 			{Project: "shop-prod", Instance: "main", Database: "payments"},

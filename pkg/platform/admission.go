@@ -20,29 +20,31 @@ import (
 // in it, clients time out and retry, and the retries add to the queue (congestion collapse). So a
 // server works on at most MaxInFlight requests at once, as Cloud Run's --concurrency bounds an
 // instance (cloudbuild.yaml sets both from one number per service, docs/capacity.md). A request
-// past the limit waits in line, first come first served, up to AdmissionWait for a slot; one that
-// gets none by then is refused at once with 503 and Retry-After instead of piling up. A Cloud Tasks
-// delivery (it carries X-CloudTasks-TaskName) waits longer, AdmissionWaitTasks: its queue already
-// bounds how many it sends at once (max_concurrent_dispatches), and a refusal does not slow that
-// task alone but the whole queue, so a delivery is paced in line rather than refused; it is
-// refused only when even that wait is not enough.
-//   - an event delivery so refused is Cloud Tasks' back-pressure: the queue slows down and the task
-//     is retried later, never lost;
-//   - a refused order is the client's to send again, with the same Idempotency-Key, after
-//     Retry-After: it cost the service next to nothing, and it is told at once rather than after a
-//     timeout.
+// past the limit waits in line, first come first served, for a slot; one that gets none in time is
+// refused with 503 and Retry-After. How long it may wait depends on who is waiting for it:
+//   - a request of a machine that sends its work at its own pace and retries on its own schedule
+//     (a Cloud Tasks delivery, a provider's webhook, a Cloud Scheduler job) waits up to
+//     AdmissionWait (10 s): it is paced in line rather than refused, since a refusal costs it a
+//     whole retry back-off (a provider's can be minutes), and Cloud Tasks slows a whole queue for
+//     it;
+//   - a request a customer waits on (the routes a service marks with Server.CustomerFacing, such
+//     as POST /v1/orders) waits up to AdmissionWaitCustomer (25 ms), then is refused at once:
+//     the customer learns in milliseconds, not after a timeout, and sends it again with the same
+//     Idempotency-Key after Retry-After. Past capacity, new orders are what is shed, while the
+//     work already accepted is finished.
 //
 // The operational endpoints (/healthz, /readyz, /metrics, /debug/pprof/) are never held back: a
 // probe must see a busy process as alive.
 
 // Defaults of admission control (ServerOptions, MAX_IN_FLIGHT and ADMISSION_WAIT).
 const (
-	DefaultMaxInFlight   = 32
-	DefaultAdmissionWait = 25 * time.Millisecond
-	// DefaultAdmissionWaitTasks is how long a Cloud Tasks delivery waits in line: well within the
-	// dispatch deadline (10 minutes for HTTP targets), and long enough that a queue dispatching
-	// more than the process takes at once is paced rather than throttled.
-	DefaultAdmissionWaitTasks = 10 * time.Second
+	DefaultMaxInFlight = 32
+	// DefaultAdmissionWait is how long a machine's request waits in line: well within Cloud
+	// Tasks' dispatch deadline (10 minutes for HTTP targets) and a provider's webhook timeout, and
+	// long enough that a queue dispatching more than the process takes at once is paced.
+	DefaultAdmissionWait = 10 * time.Second
+	// DefaultAdmissionWaitCustomer is how long a request a customer waits on waits in line.
+	DefaultAdmissionWaitCustomer = 25 * time.Millisecond
 	// AdmissionRetryAfter is the Retry-After of a refusal: about the time a backlog of one
 	// limit's worth of requests takes to clear, and Cloud Tasks' unit (whole seconds).
 	AdmissionRetryAfter = time.Second
@@ -54,10 +56,13 @@ const (
 // admission is a server's limit on requests in flight (see above). A nil *admission admits
 // everything.
 type admission struct {
-	slots     chan struct{} // one token per request in flight
-	wait      time.Duration
-	waitTasks time.Duration // a Cloud Tasks delivery's
-	log       *zap.Logger
+	slots        chan struct{} // one token per request in flight
+	wait         time.Duration
+	waitCustomer time.Duration
+	// customer are the route paths a customer waits on (Server.CustomerFacing), set before the
+	// server serves.
+	customer sync.Map
+	log      *zap.Logger
 
 	// The metrics, each with the service's name as its one label (service), so that an alert can
 	// name the service that sheds (monitoring/alerts/overload-requests-refused-with-503.yaml).
@@ -73,14 +78,14 @@ type admission struct {
 	lastRefusal  time.Time
 }
 
-func newAdmission(reg prometheus.Registerer, log *zap.Logger, service string, limit int, wait, waitTasks time.Duration) *admission {
+func newAdmission(reg prometheus.Registerer, log *zap.Logger, service string, limit int, wait, waitCustomer time.Duration) *admission {
 	if limit <= 0 {
 		return nil
 	}
 	inFlight := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "spanmart_admission_in_flight",
 		Help: "Requests being worked on (at most MAX_IN_FLIGHT)."}, []string{"service"})
 	waiting := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "spanmart_admission_waiting",
-		Help: "Requests waiting for a slot (each at most ADMISSION_WAIT, a delivery ADMISSION_WAIT_TASKS)."}, []string{"service"})
+		Help: "Requests waiting for a slot (each at most ADMISSION_WAIT, or ADMISSION_WAIT_CUSTOMER)."}, []string{"service"})
 	waited := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "spanmart_admission_wait_seconds",
 		Help:    "How long admitted requests waited for a slot.",
 		Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5}}, []string{"service"})
@@ -88,14 +93,14 @@ func newAdmission(reg prometheus.Registerer, log *zap.Logger, service string, li
 		Help: "Requests refused with 503: MAX_IN_FLIGHT were in flight for as long as they could wait."}, []string{"service"})
 	reg.MustRegister(inFlight, waiting, waited, refused)
 	return &admission{
-		slots:     make(chan struct{}, limit),
-		wait:      wait,
-		waitTasks: waitTasks,
-		log:       log,
-		inFlight:  inFlight.WithLabelValues(service),
-		waiting:   waiting.WithLabelValues(service),
-		waited:    waited.WithLabelValues(service),
-		refused:   refused.WithLabelValues(service),
+		slots:        make(chan struct{}, limit),
+		wait:         wait,
+		waitCustomer: waitCustomer,
+		log:          log,
+		inFlight:     inFlight.WithLabelValues(service),
+		waiting:      waiting.WithLabelValues(service),
+		waited:       waited.WithLabelValues(service),
+		refused:      refused.WithLabelValues(service),
 	}
 }
 
@@ -138,8 +143,8 @@ func (a *admission) waitForSlot(c echo.Context) error {
 	a.waiting.Inc()
 	defer a.waiting.Dec()
 	wait := a.wait
-	if c.Request().Header.Get(headerTaskName) != "" {
-		wait = a.waitTasks
+	if _, ok := a.customer.Load(c.Path()); ok {
+		wait = a.waitCustomer
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -153,9 +158,6 @@ func (a *admission) waitForSlot(c echo.Context) error {
 	}
 }
 
-// headerTaskName is set by Cloud Tasks on every delivery.
-const headerTaskName = "X-CloudTasks-TaskName"
-
 // refuse answers a request that found no slot.
 func (a *admission) refuse(c echo.Context) error {
 	a.refused.Inc()
@@ -165,7 +167,7 @@ func (a *admission) refuse(c echo.Context) error {
 	a.lastRefusal = now
 	if !a.shedding.Load() || now.Sub(a.lastLog) >= shedLogEvery {
 		a.log.Warn("shedding load: requests refused with 503, the process working on its limit of requests at once",
-			zap.Int("max_in_flight", cap(a.slots)), zap.Duration("admission_wait", a.wait), zap.Duration("admission_wait_tasks", a.waitTasks),
+			zap.Int("max_in_flight", cap(a.slots)), zap.Duration("admission_wait", a.wait), zap.Duration("admission_wait_customer", a.waitCustomer),
 			zap.Int64("refused", a.refusedSince), zap.String("path", c.Path()))
 		a.refusedSince, a.lastLog = 0, now
 		a.shedding.Store(true)
@@ -190,4 +192,16 @@ func (a *admission) admitted() {
 	a.log.Info("stopped shedding load", zap.Int64("refused", a.refusedSince))
 	a.refusedSince = 0
 	a.shedding.Store(false)
+}
+
+// CustomerFacing marks the routes (echo paths, as registered: "/v1/orders/:id") a customer waits
+// on: past the limit they are refused after AdmissionWaitCustomer instead of waiting
+// AdmissionWait (see above). Call it before the server serves.
+func (s *Server) CustomerFacing(paths ...string) {
+	if s.admission == nil {
+		return
+	}
+	for _, p := range paths {
+		s.admission.customer.Store(p, true)
+	}
 }

@@ -33,17 +33,21 @@ func metric(t *testing.T, ts *testServer, name string) float64 {
 	return 0
 }
 
-// blockingServer serves /work, whose handler holds its slot until the test releases it, with at
-// most limit requests in flight.
-func blockingServer(t *testing.T, limit int, wait time.Duration) (*testServer, chan struct{}, chan struct{}) {
+// blockingServer serves /work and /order (marked customer-facing), whose handler holds its slot
+// until the test releases it, with at most limit requests in flight, waiting up to wait for a
+// slot (/order: waitCustomer).
+func blockingServer(t *testing.T, limit int, wait, waitCustomer time.Duration) (*testServer, chan struct{}, chan struct{}) {
 	entered, release := make(chan struct{}, 8), make(chan struct{})
-	ts := startServer(t, platform.ServerOptions{MaxInFlight: limit, AdmissionWait: wait}, func(e *echo.Echo) {
-		e.GET("/work", func(c echo.Context) error {
+	ts := startServer(t, platform.ServerOptions{MaxInFlight: limit, AdmissionWait: wait, AdmissionWaitCustomer: waitCustomer}, func(e *echo.Echo) {
+		work := func(c echo.Context) error {
 			entered <- struct{}{}
 			<-release
 			return c.NoContent(http.StatusNoContent)
-		})
+		}
+		e.GET("/work", work)
+		e.GET("/order", work)
 	})
+	ts.srv.CustomerFacing("/order")
 	return ts, entered, release
 }
 
@@ -68,7 +72,7 @@ func admitTheWaiter(t *testing.T, ts *testServer, entered, release chan struct{}
 // problem and Retry-After, logged once as shedding; the operational endpoints still answer; once a
 // slot is free, requests are admitted again.
 func TestAdmissionRefusesPastTheLimit(t *testing.T) {
-	ts, entered, release := blockingServer(t, 1, 20*time.Millisecond)
+	ts, entered, release := blockingServer(t, 1, 20*time.Millisecond, time.Millisecond)
 	first := make(chan response, 1)
 	go func() { first <- get(t, ts.url+"/work", nil) }()
 	<-entered
@@ -104,7 +108,7 @@ func TestAdmissionRefusesPastTheLimit(t *testing.T) {
 // A request past the limit waits in line for a slot, and is admitted when one frees within
 // AdmissionWait.
 func TestAdmissionWaitsForASlot(t *testing.T) {
-	ts, entered, release := blockingServer(t, 1, time.Minute)
+	ts, entered, release := blockingServer(t, 1, time.Minute, time.Minute)
 	results := make(chan response, 2)
 	go func() { results <- get(t, ts.url+"/work", nil) }()
 	<-entered
@@ -117,7 +121,7 @@ func TestAdmissionWaitsForASlot(t *testing.T) {
 
 // MaxInFlight -1 bounds nothing.
 func TestAdmissionUnbounded(t *testing.T) {
-	ts, entered, release := blockingServer(t, -1, time.Millisecond)
+	ts, entered, release := blockingServer(t, -1, time.Millisecond, time.Millisecond)
 	results := make(chan response, 3)
 	for range 3 {
 		go func() { results <- get(t, ts.url+"/work", nil) }()
@@ -133,19 +137,19 @@ func TestAdmissionUnbounded(t *testing.T) {
 	}
 }
 
-// A Cloud Tasks delivery (X-CloudTasks-TaskName) waits in line far longer than another request:
-// its queue bounds how many it sends, and a refusal would slow the whole queue.
-func TestAdmissionPacesTaskDeliveries(t *testing.T) {
-	ts, entered, release := blockingServer(t, 1, time.Millisecond) // deliveries: the default 10 s
+// A request a customer waits on (a CustomerFacing route) is refused once its short wait has passed,
+// while a machine's request (a delivery, a webhook) waits in line for the slot.
+func TestAdmissionShedsCustomersFastAndPacesMachines(t *testing.T) {
+	ts, entered, release := blockingServer(t, 1, time.Minute, time.Millisecond)
 	results := make(chan response, 2)
 	go func() { results <- get(t, ts.url+"/work", nil) }()
 	<-entered
-	if r := get(t, ts.url+"/work", nil); r.status != http.StatusServiceUnavailable {
-		t.Errorf("a request without the header past the limit: %d, want 503", r.status)
+	if r := get(t, ts.url+"/order", nil); r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" {
+		t.Errorf("a customer's request past the limit: %d, Retry-After %q; want 503 at once, Retry-After 1", r.status, r.header.Get("Retry-After"))
 	}
-	go func() { results <- get(t, ts.url+"/work", map[string]string{"X-CloudTasks-TaskName": "task-1"}) }()
+	go func() { results <- get(t, ts.url+"/work", nil) }()
 	admitTheWaiter(t, ts, entered, release, results)
 	if got := metric(t, ts, "spanmart_admission_refused_total"); got != 1 {
-		t.Errorf("refused: %v, want 1 (the request without the header)", got)
+		t.Errorf("refused: %v, want 1 (the customer's request)", got)
 	}
 }

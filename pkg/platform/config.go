@@ -30,12 +30,12 @@ type Config struct {
 	CloudRun bool
 	// MaxInFlight (MAX_IN_FLIGHT, default 32; 0 for no bound) is how many requests the server
 	// works on at once, as Cloud Run's --concurrency bounds an instance: cloudbuild.yaml sets both
-	// to one number. AdmissionWait (ADMISSION_WAIT, default 25ms) is how long a request past it
-	// waits for a slot before it is refused with 503 and Retry-After, AdmissionWaitTasks
-	// (ADMISSION_WAIT_TASKS, default 10s) how long a Cloud Tasks delivery waits (admission.go).
-	MaxInFlight        int
-	AdmissionWait      time.Duration
-	AdmissionWaitTasks time.Duration
+	// to one number. AdmissionWait (ADMISSION_WAIT, default 10s) is how long a request past it
+	// waits for a slot before it is refused with 503 and Retry-After, AdmissionWaitCustomer
+	// (ADMISSION_WAIT_CUSTOMER, default 25ms) how long one a customer waits on does (admission.go).
+	MaxInFlight           int
+	AdmissionWait         time.Duration
+	AdmissionWaitCustomer time.Duration
 
 	// Listener, when set, is used instead of listening on Port. Tests pass one; it never comes
 	// from the environment.
@@ -51,18 +51,18 @@ type Config struct {
 // project of its (first) database, used for trace ids when GOOGLE_CLOUD_PROJECT is unset.
 func LoadConfig(env *Env, service, defaultProject string) Config {
 	return Config{
-		Service:            env.String("K_SERVICE", service),
-		Version:            env.String("K_REVISION", buildVersion()),
-		Port:               env.Int("PORT", 8080, 0, 65535),
-		LogLevel:           env.Enum("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
-		Project:            env.String("GOOGLE_CLOUD_PROJECT", defaultProject),
-		MaxBodyBytes:       env.Int64("MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, 1<<40),
-		Profiling:          env.Bool("PPROF_ENABLED", false),
-		CloudRun:           env.Lookup("K_REVISION") != "",
-		ListenFD:           env.Int("SPANMART_LISTEN_FD", 0, 0, 1<<16),
-		MaxInFlight:        env.Int("MAX_IN_FLIGHT", DefaultMaxInFlight, 0, 1000),
-		AdmissionWait:      env.Duration("ADMISSION_WAIT", DefaultAdmissionWait, time.Millisecond, time.Minute),
-		AdmissionWaitTasks: env.Duration("ADMISSION_WAIT_TASKS", DefaultAdmissionWaitTasks, time.Millisecond, 10*time.Minute),
+		Service:               env.String("K_SERVICE", service),
+		Version:               env.String("K_REVISION", buildVersion()),
+		Port:                  env.Int("PORT", 8080, 0, 65535),
+		LogLevel:              env.Enum("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		Project:               env.String("GOOGLE_CLOUD_PROJECT", defaultProject),
+		MaxBodyBytes:          env.Int64("MAX_BODY_BYTES", DefaultMaxBodyBytes, 1, 1<<40),
+		Profiling:             env.Bool("PPROF_ENABLED", false),
+		CloudRun:              env.Lookup("K_REVISION") != "",
+		ListenFD:              env.Int("SPANMART_LISTEN_FD", 0, 0, 1<<16),
+		MaxInFlight:           env.Int("MAX_IN_FLIGHT", DefaultMaxInFlight, 0, 1000),
+		AdmissionWait:         env.Duration("ADMISSION_WAIT", DefaultAdmissionWait, time.Millisecond, 10*time.Minute),
+		AdmissionWaitCustomer: env.Duration("ADMISSION_WAIT_CUSTOMER", DefaultAdmissionWaitCustomer, time.Millisecond, time.Minute),
 	}
 }
 
@@ -98,10 +98,10 @@ func (c Config) ServerOptions(log *zap.Logger) ServerOptions {
 		Profiling:    c.Profiling,
 		Logger:       log,
 
-		TrustForwardedFor:  c.CloudRun,
-		MaxInFlight:        inFlight,
-		AdmissionWait:      c.AdmissionWait,
-		AdmissionWaitTasks: c.AdmissionWaitTasks,
+		TrustForwardedFor:     c.CloudRun,
+		MaxInFlight:           inFlight,
+		AdmissionWait:         c.AdmissionWait,
+		AdmissionWaitCustomer: c.AdmissionWaitCustomer,
 	}
 }
 

@@ -45,7 +45,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := platform.Config{Service: "orders", Port: 8080, LogLevel: "info", Project: "proj", MaxBodyBytes: 1 << 20,
-		MaxInFlight: platform.DefaultMaxInFlight, AdmissionWait: platform.DefaultAdmissionWait, AdmissionWaitTasks: platform.DefaultAdmissionWaitTasks}
+		MaxInFlight: platform.DefaultMaxInFlight, AdmissionWait: platform.DefaultAdmissionWait, AdmissionWaitCustomer: platform.DefaultAdmissionWaitCustomer}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(platform.Config{}, "Version")); diff != "" {
 		t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
 	}
@@ -59,23 +59,23 @@ func TestLoadConfigDefaults(t *testing.T) {
 
 func TestLoadConfigFromEnv(t *testing.T) {
 	env := platform.NewEnv(platformtest.Getenv(map[string]string{
-		"K_SERVICE":            "orders-canary",
-		"K_REVISION":           "orders-00042-abc",
-		"PORT":                 "0",
-		"LOG_LEVEL":            "WARN",
-		"GOOGLE_CLOUD_PROJECT": "prod",
-		"MAX_BODY_BYTES":       "2048",
-		"PPROF_ENABLED":        "TRUE",
-		"MAX_IN_FLIGHT":        "0",
-		"ADMISSION_WAIT":       "100ms",
-		"ADMISSION_WAIT_TASKS": "1m",
+		"K_SERVICE":               "orders-canary",
+		"K_REVISION":              "orders-00042-abc",
+		"PORT":                    "0",
+		"LOG_LEVEL":               "WARN",
+		"GOOGLE_CLOUD_PROJECT":    "prod",
+		"MAX_BODY_BYTES":          "2048",
+		"PPROF_ENABLED":           "TRUE",
+		"MAX_IN_FLIGHT":           "0",
+		"ADMISSION_WAIT":          "100ms",
+		"ADMISSION_WAIT_CUSTOMER": "50ms",
 	}))
 	got := platform.LoadConfig(env, "orders", "proj")
 	if err := env.Err(); err != nil {
 		t.Fatal(err)
 	}
 	want := platform.Config{Service: "orders-canary", Version: "orders-00042-abc", Port: 0, LogLevel: "warn", Project: "prod", MaxBodyBytes: 2048, Profiling: true, CloudRun: true,
-		MaxInFlight: 0, AdmissionWait: 100 * time.Millisecond, AdmissionWaitTasks: time.Minute}
+		MaxInFlight: 0, AdmissionWait: 100 * time.Millisecond, AdmissionWaitCustomer: 50 * time.Millisecond}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
 	}
@@ -104,7 +104,7 @@ func TestLoadServiceConfig(t *testing.T) {
 	}
 	want2 := platform.ServiceConfig{
 		Config: platform.Config{Service: "orders", Port: 8080, LogLevel: "info", Project: "shop-prod", MaxBodyBytes: 1 << 20,
-			MaxInFlight: platform.DefaultMaxInFlight, AdmissionWait: platform.DefaultAdmissionWait, AdmissionWaitTasks: platform.DefaultAdmissionWaitTasks},
+			MaxInFlight: platform.DefaultMaxInFlight, AdmissionWait: platform.DefaultAdmissionWait, AdmissionWaitCustomer: platform.DefaultAdmissionWaitCustomer},
 		Database: platform.DatabaseName{Project: "shop-prod", Instance: "main", Database: "orders"},
 	}
 	if diff := cmp.Diff(want2, got, cmpopts.IgnoreFields(platform.Config{}, "Version")); diff != "" {

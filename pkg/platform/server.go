@@ -62,8 +62,9 @@ type ServerOptions struct {
 	// defaults; a negative MaxInFlight means no bound.
 	MaxInFlight   int
 	AdmissionWait time.Duration
-	// AdmissionWaitTasks is a Cloud Tasks delivery's wait; 0 means the default.
-	AdmissionWaitTasks time.Duration
+	// AdmissionWaitCustomer is the wait on the routes a customer waits on (CustomerFacing); 0
+	// means the default.
+	AdmissionWaitCustomer time.Duration
 }
 
 // Defaults of the server's timeouts (ServerOptions).
@@ -94,6 +95,8 @@ type Server struct {
 	mu       sync.Mutex
 	checks   []Check
 	draining atomic.Bool
+	// admission bounds the requests in flight (admission.go); nil when unbounded.
+	admission *admission
 }
 
 // Paths of the operational endpoints. Their successful requests are logged at debug level only:
@@ -154,11 +157,12 @@ func NewServer(o ServerOptions) *Server {
 	if o.AdmissionWait <= 0 {
 		o.AdmissionWait = DefaultAdmissionWait
 	}
-	if o.AdmissionWaitTasks <= 0 {
-		o.AdmissionWaitTasks = DefaultAdmissionWaitTasks
+	if o.AdmissionWaitCustomer <= 0 {
+		o.AdmissionWaitCustomer = DefaultAdmissionWaitCustomer
 	}
 	s.opts = o
-	e.Use(s.observe, newAdmission(s.Registry, s.log, o.Service, o.MaxInFlight, o.AdmissionWait, o.AdmissionWaitTasks).middleware, s.recoverPanics, s.limitBody)
+	s.admission = newAdmission(s.Registry, s.log, o.Service, o.MaxInFlight, o.AdmissionWait, o.AdmissionWaitCustomer)
+	e.Use(s.observe, s.admission.middleware, s.recoverPanics, s.limitBody)
 	e.GET("/", s.info)
 	e.GET(PathHealthz, s.healthz)
 	e.GET(PathReadyz, s.readyz)

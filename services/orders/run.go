@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/services/orders/api"
 	"github.com/spanmart/spanmart/services/orders/internal/app"
 	"github.com/spanmart/spanmart/services/orders/internal/events"
 	"github.com/spanmart/spanmart/services/orders/internal/httpapi"
@@ -39,6 +40,9 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 		return err
 	}
 	httpapi.Register(srv.Echo, svc, httpapi.NewCustomers(customers))
+	// Past capacity, the customers' requests are refused at once (503, Retry-After) rather than
+	// wait in line behind the deliveries of orders already accepted (pkg/platform/admission.go).
+	srv.CustomerFacing(api.PathOrders, api.PathOrders+"/:id", api.PathOrders+"/:id/cancel", api.PathProducts)
 
 	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry)
 	if err != nil {
