@@ -3,15 +3,13 @@ package soak
 import (
 	"fmt"
 	"image/color"
-	"os"
-	"path/filepath"
 	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/spanmart/spanmart/internal/charts"
 )
 
 // rateWindow is the window over which the chart's orders/s are averaged: the samples are a second
@@ -79,7 +77,7 @@ func (r *Result) WriteChart(path string) error {
 	if err := shade(top, windows, top.Y.Max); err != nil {
 		return err
 	}
-	if err := addLine(top, lag, color.NRGBA{R: 30, G: 60, B: 160, A: 255}, "oldest unpublished outbox row"); err != nil {
+	if err := charts.Line(top, lag, color.NRGBA{R: 30, G: 60, B: 160, A: 255}, "oldest unpublished outbox row"); err != nil {
 		return err
 	}
 
@@ -98,7 +96,7 @@ func (r *Result) WriteChart(path string) error {
 		{completed, color.NRGBA{R: 30, G: 140, B: 60, A: 255}, "completed"},
 		{cancelled, color.NRGBA{R: 200, G: 120, B: 20, A: 255}, "cancelled"},
 	} {
-		if err := addLine(mid, l.xys, l.c, l.name); err != nil {
+		if err := charts.Line(mid, l.xys, l.c, l.name); err != nil {
 			return err
 		}
 	}
@@ -153,27 +151,7 @@ func (r *Result) WriteChart(path string) error {
 	lanes.Title.Text = "faults (blue lines: the sandbox's clock jumps)"
 	lanes.Title.TextStyle.Font.Size = vg.Points(9)
 
-	img := vgimg.NewWith(vgimg.UseWH(32*vg.Centimeter, 24*vg.Centimeter), vgimg.UseDPI(110))
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 3, Cols: 1, PadX: vg.Millimeter, PadY: 4 * vg.Millimeter,
-		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 4 * vg.Millimeter}
-	plots := [][]*plot.Plot{{top}, {mid}, {lanes}}
-	canvases := plot.Align(plots, tiles, dc)
-	for i := range plots {
-		plots[i][0].Draw(canvases[i][0])
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return charts.WritePNG(path, 24*vg.Centimeter, top, mid, lanes)
 }
 
 // rate turns a cumulative count into per-second rates over rateWindow samples.
@@ -203,20 +181,6 @@ func shade(p *plot.Plot, windows [][2]float64, top float64) error {
 		band.Color, band.LineStyle.Width = faultShade, 0
 		p.Add(band)
 	}
-	return nil
-}
-
-func addLine(p *plot.Plot, xys plotter.XYs, c color.Color, name string) error {
-	if len(xys) == 0 {
-		return nil
-	}
-	l, err := plotter.NewLine(xys)
-	if err != nil {
-		return err
-	}
-	l.LineStyle.Color, l.LineStyle.Width = c, vg.Points(1.2)
-	p.Add(l)
-	p.Legend.Add(name, l)
 	return nil
 }
 

@@ -3,15 +3,13 @@ package main
 import (
 	"fmt"
 	"image/color"
-	"os"
-	"path/filepath"
 	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/spanmart/spanmart/internal/charts"
 )
 
 // bin is what the requests sent in one sampleEvery of the overload run did.
@@ -99,11 +97,11 @@ func (r *overloadRun) writeChart(path string) error {
 		{accepted, color.NRGBA{R: 30, G: 60, B: 160, A: 255}, "accepted"},
 		{completed, color.NRGBA{R: 30, G: 140, B: 60, A: 255}, "completed"},
 	} {
-		if err := chartLine(top, l.xys, l.c, l.name); err != nil {
+		if err := charts.Line(top, l.xys, l.c, l.name); err != nil {
 			return err
 		}
 	}
-	if err := chartLine(top, plotter.XYs{{X: 0, Y: goodputShare * r.capacity}, {X: end, Y: goodputShare * r.capacity}}, color.NRGBA{R: 30, G: 140, B: 60, A: 120},
+	if err := charts.Line(top, plotter.XYs{{X: 0, Y: goodputShare * r.capacity}, {X: end, Y: goodputShare * r.capacity}}, color.NRGBA{R: 30, G: 140, B: 60, A: 120},
 		fmt.Sprintf("%.0f %% of the capacity", goodputShare*100)); err != nil {
 		return err
 	}
@@ -122,7 +120,7 @@ func (r *overloadRun) writeChart(path string) error {
 		{plotter.XYs{{X: 0, Y: ms64(acceptedP99Goal)}, {X: end, Y: ms64(acceptedP99Goal)}}, color.NRGBA{R: 30, G: 60, B: 160, A: 110}, "accepted target"},
 		{plotter.XYs{{X: 0, Y: ms64(shedP99Goal)}, {X: end, Y: ms64(shedP99Goal)}}, color.NRGBA{R: 200, G: 50, B: 40, A: 110}, "shed target"},
 	} {
-		if err := chartLine(bottom, l.xys, l.c, l.name); err != nil {
+		if err := charts.Line(bottom, l.xys, l.c, l.name); err != nil {
 			return err
 		}
 	}
@@ -143,40 +141,7 @@ func (r *overloadRun) writeChart(path string) error {
 		}
 	}
 
-	img := vgimg.NewWith(vgimg.UseWH(32*vg.Centimeter, 18*vg.Centimeter), vgimg.UseDPI(110))
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter, PadY: 4 * vg.Millimeter,
-		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 4 * vg.Millimeter}
-	plots := [][]*plot.Plot{{top}, {bottom}}
-	canvases := plot.Align(plots, tiles, draw.New(img))
-	for i := range plots {
-		plots[i][0].Draw(canvases[i][0])
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return charts.WritePNG(path, 18*vg.Centimeter, top, bottom)
 }
 
 func ms64(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func chartLine(p *plot.Plot, xys plotter.XYs, c color.Color, name string) error {
-	if len(xys) == 0 {
-		return nil
-	}
-	l, err := plotter.NewLine(xys)
-	if err != nil {
-		return err
-	}
-	l.LineStyle.Color, l.LineStyle.Width = c, vg.Points(1.2)
-	p.Add(l)
-	p.Legend.Add(name, l)
-	return nil
-}
