@@ -36,7 +36,8 @@ import (
 // The operational endpoints (/healthz, /readyz, /metrics, /debug/pprof/) are never held back: a
 // probe must see a busy process as alive.
 
-// Defaults of admission control (ServerOptions, MAX_IN_FLIGHT and ADMISSION_WAIT).
+// Defaults of admission control (ServerOptions; MAX_IN_FLIGHT, ADMISSION_WAIT and
+// ADMISSION_WAIT_CUSTOMER).
 const (
 	DefaultMaxInFlight = 32
 	// DefaultAdmissionWait is how long a machine's request waits in line: well within Cloud
