@@ -119,11 +119,7 @@ func (b *bench) window(ctx context.Context, rate float64, d time.Duration, metho
 		w.cpu[p] = delta(before, placedAt, p, "process_cpu_seconds_total", "")
 	}
 
-	ids := make([]string, 0, len(w.methods))
-	for id := range w.methods {
-		ids = append(ids, id)
-	}
-	if err := b.waitEnded(ctx, w, ids, time.Now().Add(b.o.settle)); err != nil {
+	if err := b.waitEnded(ctx, w, pl.ids(), time.Now().Add(b.o.settle)); err != nil {
 		return nil, err
 	}
 	w.slipsPaid = payer.stop()

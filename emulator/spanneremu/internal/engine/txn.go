@@ -401,19 +401,47 @@ func (t *Txn) acquireLock(ctx context.Context, why string) error {
 // client to retry.
 func (t *Txn) lockValidated(ctx context.Context) error {
 	db := t.db
-	conflict := make(chan struct{})
-	var timer *time.Timer
-	timer = time.AfterFunc(db.e.opts.LockWait, func() {
-		if h := db.heldAcross.Load(); h != nil && h != t {
-			close(conflict)
-			return
+	select {
+	case db.lock <- struct{}{}: // free: no timer or watcher on the common path
+	default:
+		if err := t.waitForLock(ctx); err != nil {
+			return err
 		}
-		db.e.stats.lockQueueWaits.Add(1)
-		timer.Reset(db.e.opts.LockWait)
-	})
-	defer timer.Stop()
+	}
+	if err := t.checkReads(ctx, true); err != nil {
+		<-db.lock
+		return err
+	}
+	return nil
+}
+
+// waitForLock waits for the write lock, which another transaction holds: as long as it takes
+// while the lock only serves statements and commits, and until LockWait has passed with a
+// transaction holding it across its requests (checked every LockWait by a watcher that lives as
+// long as the wait), which aborts t.
+func (t *Txn) waitForLock(ctx context.Context) error {
+	db := t.db
+	conflict, done := make(chan struct{}), make(chan struct{})
+	defer close(done)
+	go func() {
+		tick := time.NewTicker(db.e.opts.LockWait)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if h := db.heldAcross.Load(); h != nil && h != t {
+					close(conflict)
+					return
+				}
+				db.e.stats.lockQueueWaits.Add(1)
+			}
+		}
+	}()
 	select {
 	case db.lock <- struct{}{}:
+		return nil
 	case <-conflict:
 		db.e.stats.lockTimeouts.Add(1)
 		t.abortLocked("Transaction was aborted because it could not acquire a lock held by a concurrent transaction in time; retry the transaction.")
@@ -423,11 +451,6 @@ func (t *Txn) lockValidated(ctx context.Context) error {
 	case <-ctx.Done():
 		return contextError(ctx)
 	}
-	if err := t.checkReads(ctx, true); err != nil {
-		<-db.lock
-		return err
-	}
-	return nil
 }
 
 // validate aborts the transaction if a commit since one of its optimistic reads wrote what that
