@@ -126,13 +126,18 @@ func byID(orders []*Order) map[string]*Order {
 }
 
 // checkPlacedOnce: every placement got its order and one only (retries with the same
-// Idempotency-Key while orders was being killed included), and no order exists that no customer
-// placed.
+// Idempotency-Key while orders was being killed included), a placement refused as overloaded
+// until its customer gave up made none, and no order exists that no customer placed.
 func checkPlacedOnce(w *world, orders []*Order) *Check {
-	c := &Check{Name: "every placement made one order, and only one", Checked: len(orders)}
+	c := &Check{Name: "every placement made one order, and only one; a shed one none", Checked: len(orders)}
 	seen := map[string]int{}
 	for _, o := range orders {
 		switch {
+		case o.Shed && w.placements[o.Key] != "":
+			c.fail("order #%d (%s) was refused as overloaded, yet made order %s", o.N, o.Scenario, w.placements[o.Key])
+		case o.Shed:
+			c.explain("order #%d (%s) not placed: %s", o.N, o.Scenario, strings.Join(o.Notes, ", "))
+			continue
 		case o.ID == "":
 			c.fail("order #%d (%s) never placed: %s", o.N, o.Scenario, o.Problem)
 		case w.orders[o.ID] == nil:

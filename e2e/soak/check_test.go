@@ -196,3 +196,19 @@ func TestPlanFaults(t *testing.T) {
 		t.Errorf("the plan has %d kinds of %d: %v", len(seen), len(FaultNames()), seen)
 	}
 }
+
+// A placement refused as overloaded until its customer gave up is fine if it made no order, and a
+// failure if it made one (the customer was told "no" and will be charged).
+func TestShedPlacementMadeNoOrder(t *testing.T) {
+	w := healthyWorld()
+	w.placements = map[string]string{"k-placed": orderID}
+	placed := &Order{N: 1, Scenario: "card", Key: "k-placed", ID: orderID, Expect: []string{"COMPLETED"}}
+	shed := &Order{N: 2, Scenario: "card", Key: "k-shed", Shed: true, Notes: []string{"place: refused as overloaded"}}
+	if c := checkPlacedOnce(w, []*Order{placed, shed}); !c.Passed() || len(c.Explained) != 1 {
+		t.Errorf("a shed placement that made no order: %s", c)
+	}
+	w.placements["k-shed"] = "5e0d5c53-0000-4000-8000-000000000002"
+	if c := checkPlacedOnce(w, []*Order{placed, shed}); c.Passed() || !strings.Contains(strings.Join(c.Examples, "; "), "refused as overloaded, yet made order") {
+		t.Errorf("a shed placement that made an order passed: %s", c)
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,31 +57,73 @@ func customerDo(ctx context.Context, s *harness.Stack, customerID, method, path 
 // errGaveUp is a customer call that got no usable answer before its deadline.
 var errGaveUp = errors.New("no answer")
 
+// errShed is a customer call whose every answer until its deadline was the service shedding load
+// (503 with Retry-After: admission control, docs/capacity.md "Overload"), and no attempt went
+// unanswered: the service never took the request on.
+var errShed = errors.New("refused as overloaded")
+
 // customerCall sends a customer request until it gets an answer that is not a transport error or a
 // 5xx (orders being killed and restarted is part of the soak: a client retries with the same
 // Idempotency-Key, which is what the key is for), for at most wait. It returns the last answer.
+// A 503 with Retry-After is the service refusing work past its capacity: the customer waits what
+// it asks, doubling with each refusal in a row (at most 32 times it) with jitter, as a client
+// should, so that customers turned away do not come back as a storm; any other failure is retried
+// after 250 ms.
 func customerCall(ctx context.Context, s *harness.Stack, wait time.Duration, customerID, method, path string, body any, headers ...string) (*harness.Response, error) {
 	deadline := time.Now().Add(wait)
 	var last string
+	sheds, unanswered := 0, false
 	for {
 		r, err := customerDo(ctx, s, customerID, method, path, body, headers...)
+		pause := 250 * time.Millisecond
 		switch {
 		case err == nil && r.Status < 500:
 			return r, nil
+		case err == nil && shed(r):
+			sheds++
+			last = r.String()
+			pause = backoff(shedRetryAfter(r), sheds)
 		case err == nil:
+			sheds = 0
 			last = r.String()
 		default:
+			sheds, unanswered = 0, true
 			last = err.Error()
 		}
-		if time.Now().After(deadline) {
+		if time.Now().Add(pause).After(deadline) {
+			if sheds > 0 && !unanswered {
+				return nil, fmt.Errorf("%s %s: %w %d times in a row within %s", method, path, errShed, sheds, wait)
+			}
 			return nil, fmt.Errorf("%s %s: %w within %s (last: %s)", method, path, errGaveUp, wait, last)
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(pause):
 		}
 	}
+}
+
+// shed tells a refusal of admission control (503 with Retry-After) from a service failing (a 503
+// without it, a 500).
+func shed(r *harness.Response) bool {
+	return r.Status == http.StatusServiceUnavailable && r.Header.Get("Retry-After") != ""
+}
+
+// shedRetryAfter is a refusal's Retry-After (whole seconds; at least one).
+func shedRetryAfter(r *harness.Response) time.Duration {
+	n, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	if err != nil || n < 1 {
+		n = 1
+	}
+	return time.Duration(n) * time.Second
+}
+
+// backoff is the pause after the n-th refusal in a row: after doubled n-1 times (at most 5), then
+// between 80 % and 120 % of that.
+func backoff(after time.Duration, n int) time.Duration {
+	d := after << min(n-1, 5)
+	return d*8/10 + rand.N(d*4/10+1)
 }
 
 // placeOrder places an order (POST /v1/orders with the order's Idempotency-Key) and returns its id.

@@ -61,7 +61,10 @@ type Order struct {
 	Method   string // card, wallet, konbini, bank_transfer
 	Lines    []Line
 	ID       string // "" if the order was never placed
-	Placed   time.Time
+	// Shed is a placement the orders service refused as overloaded until its customer gave up
+	// (errShed): no order may exist for its Key.
+	Shed   bool
+	Placed time.Time
 	// Expect lists the final states ("COMPLETED", "CANCELLED payment_declined") the order may end
 	// in, given what its customer did and saw; the checker compares.
 	Expect []string
@@ -157,6 +160,7 @@ type load struct {
 	rnd    *rand.Rand
 
 	placed   atomic.Int64
+	shed     atomic.Int64 // placements given up as refused (Order.Shed)
 	journeys sync.WaitGroup
 
 	// clockMu serializes the sandbox's clock jumps with the customers' slip payments, and
@@ -242,6 +246,14 @@ func (l *load) journey(ctx context.Context, o *Order, sc scenario) {
 	}
 	o.Placed = time.Now()
 	id, err := placeOrder(ctx, l.s, o, body)
+	if errors.Is(err, errShed) {
+		o.mu.Lock()
+		o.Shed = true
+		o.mu.Unlock()
+		o.note("place: %v", err)
+		l.shed.Add(1)
+		return
+	}
 	if err != nil {
 		o.problem("place: %v", err)
 		return

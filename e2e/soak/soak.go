@@ -238,7 +238,7 @@ func Run(ctx context.Context, s *harness.Stack, cfg Config) *Result {
 	go func() { defer wg.Done(); l.clock(loadCtx) }()
 	wg.Wait()
 	res.LoadEnd = time.Now()
-	logf("[%s] soak: load over, %d orders placed; waiting for the faults under way", in.stamp(res.LoadEnd), l.placed.Load())
+	logf("[%s] soak: load over, %d orders placed, %d shed; waiting for the faults under way", in.stamp(res.LoadEnd), l.placed.Load(), l.shed.Load())
 	in.wait()
 	if err := clearAll(ctx, s); err != nil {
 		logf("[%s] soak: %v", in.stamp(time.Now()), err)

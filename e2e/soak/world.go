@@ -17,6 +17,7 @@ import (
 // of what the providers hold, and every e-mail the mail server accepted.
 type world struct {
 	orders            map[string]*dbOrder
+	placements        map[string]string // Idempotency-Key of a POST /v1/orders → the order it made
 	orderReservations map[string]string // order id → OrderReservations.Status
 	reservations      map[string][]dbReservation
 	shipments         map[string]dbShipment // by order id
@@ -114,7 +115,7 @@ func readWorld(ctx context.Context, s *harness.Stack) (*world, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	w := &world{
-		orders: map[string]*dbOrder{}, orderReservations: map[string]string{}, reservations: map[string][]dbReservation{},
+		orders: map[string]*dbOrder{}, placements: map[string]string{}, orderReservations: map[string]string{}, reservations: map[string][]dbReservation{},
 		shipments: map[string]dbShipment{}, stock: map[string]dbStock{}, payments: map[string][]dbPayment{},
 		paymentOrder: map[string]string{}, mails: map[string][]dbMail{}, outbox: map[string][]outboxRow{},
 		processed: map[string]map[string]bool{},
@@ -134,6 +135,17 @@ func readWorld(ctx context.Context, s *harness.Stack) (*world, error) {
 		w.orders[o.ID] = o
 		return nil
 	})
+	if err == nil {
+		// The scope is orders' (app.IdempotencyScope): the placements, not the cancels.
+		err = q("orders", `SELECT ClientKey, IFNULL(OrderId, '') FROM IdempotencyKeys WHERE Scope = 'POST /v1/orders'`, func(r *spanner.Row) error {
+			var key, id string
+			if err := r.Columns(&key, &id); err != nil {
+				return err
+			}
+			w.placements[key] = id
+			return nil
+		})
+	}
 	if err == nil {
 		err = q("orders", `SELECT OrderId, Sku, Quantity FROM OrderItems`, func(r *spanner.Row) error {
 			var id string
