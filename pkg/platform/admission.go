@@ -31,7 +31,11 @@ import (
 //     as POST /v1/orders) waits up to AdmissionWaitCustomer (25 ms), then is refused at once:
 //     the customer learns in milliseconds, not after a timeout, and sends it again with the same
 //     Idempotency-Key after Retry-After. Past capacity, new orders are what is shed, while the
-//     work already accepted is finished.
+//     work already accepted is finished. Such a request does not wait for a slot it cannot
+//     expect in time: the line is first come first served, so with n requests ahead of it and
+//     slots held for h on average, its wait is about (n+1)·h / MaxInFlight; when that is longer
+//     than its wait it is refused at once, so that shedding costs the customer milliseconds,
+//     not the whole wait.
 //
 // The operational endpoints (/healthz, /readyz, /metrics, /debug/pprof/) are never held back: a
 // probe must see a busy process as alive.
@@ -39,7 +43,13 @@ import (
 // Defaults of admission control (ServerOptions; MAX_IN_FLIGHT, ADMISSION_WAIT and
 // ADMISSION_WAIT_CUSTOMER).
 const (
-	DefaultMaxInFlight = 32
+	// DefaultMaxInFlight is the local stacks' limit (cloudbuild.yaml sets production's from
+	// _CONCURRENCY): a request's round trips to the emulators take a millisecond or two, so a few
+	// in flight keep a process busy, and more only wait in the emulator's commit queue. Measured
+	// at three times the stack's capacity (docs/capacity.md, "Overload"), 8 kept the accepted
+	// orders' POST p99 near 120 ms and the backlog at a few seconds; 16 and 32 let it grow to
+	// 0.3-0.6 s and minutes, 4 was too few to keep up.
+	DefaultMaxInFlight = 8
 	// DefaultAdmissionWait is how long a machine's request waits in line: well within Cloud
 	// Tasks' dispatch deadline (10 minutes for HTTP targets) and a provider's webhook timeout, and
 	// long enough that a queue dispatching more than the process takes at once is paced.
@@ -60,9 +70,9 @@ type admission struct {
 	slots        chan struct{} // one token per request in flight
 	wait         time.Duration
 	waitCustomer time.Duration
-	// customer are the route paths a customer waits on (Server.CustomerFacing), set before the
-	// server serves.
-	customer sync.Map
+	// customer are the prefixes of the route paths a customer waits on (Server.CustomerFacing),
+	// set before the server serves.
+	customer []string
 	log      *zap.Logger
 
 	// The metrics, each with the service's name as its one label (service), so that an alert can
@@ -71,6 +81,11 @@ type admission struct {
 	waiting  prometheus.Gauge
 	waited   prometheus.Observer
 	refused  prometheus.Counter
+
+	// queued counts the requests waiting for a slot, hold is a moving average of how long
+	// admitted requests held theirs (nanoseconds): a customer's expected wait.
+	queued atomic.Int64
+	hold   atomic.Int64
 
 	shedding     atomic.Bool // a refusal came in the last shedLogEvery
 	mu           sync.Mutex
@@ -128,9 +143,11 @@ func (a *admission) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 		}
-		a.waited.Observe(time.Since(start).Seconds())
+		admitted := time.Now()
+		a.waited.Observe(admitted.Sub(start).Seconds())
 		a.inFlight.Inc()
 		defer func() {
+			a.held(time.Since(admitted))
 			a.inFlight.Dec()
 			<-a.slots
 		}()
@@ -141,11 +158,18 @@ func (a *admission) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 
 // waitForSlot waits up to a.wait for a slot: nil when it has one, else the refusal.
 func (a *admission) waitForSlot(c echo.Context) error {
+	ahead := a.queued.Add(1) - 1
 	a.waiting.Inc()
-	defer a.waiting.Dec()
+	defer func() {
+		a.queued.Add(-1)
+		a.waiting.Dec()
+	}()
 	wait := a.wait
-	if _, ok := a.customer.Load(c.Path()); ok {
+	if a.customerFacing(c.Path()) {
 		wait = a.waitCustomer
+		if a.expectedWait(ahead) > wait {
+			return a.refuse(c)
+		}
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -156,6 +180,22 @@ func (a *admission) waitForSlot(c echo.Context) error {
 		return a.refuse(c)
 	case <-c.Request().Context().Done():
 		return c.Request().Context().Err()
+	}
+}
+
+// expectedWait is about how long a request with ahead requests before it in line waits for a
+// slot: slots free every hold / MaxInFlight on average, and the line is first come first served.
+func (a *admission) expectedWait(ahead int64) time.Duration {
+	return time.Duration(a.hold.Load()) * time.Duration(ahead+1) / time.Duration(cap(a.slots))
+}
+
+// held folds how long an admitted request held its slot into the moving average (weight 1/8).
+func (a *admission) held(d time.Duration) {
+	for {
+		old := a.hold.Load()
+		if a.hold.CompareAndSwap(old, old+(int64(d)-old)/8) {
+			return
+		}
 	}
 }
 
@@ -195,14 +235,23 @@ func (a *admission) admitted() {
 	a.shedding.Store(false)
 }
 
-// CustomerFacing marks the routes (echo paths, as registered: "/v1/orders/:id") a customer waits
-// on: past the limit they are refused after AdmissionWaitCustomer instead of waiting
-// AdmissionWait (see above). Call it before the server serves.
-func (s *Server) CustomerFacing(paths ...string) {
+// CustomerFacing marks the routes a customer waits on, by the prefixes of their paths (as
+// registered: "/v1/" marks "/v1/orders/:id"), so that a route added under them is marked too:
+// past the limit they are refused after AdmissionWaitCustomer instead of waiting AdmissionWait
+// (see above). Call it before the server serves.
+func (s *Server) CustomerFacing(prefixes ...string) {
 	if s.admission == nil {
 		return
 	}
-	for _, p := range paths {
-		s.admission.customer.Store(p, true)
+	s.admission.customer = append(s.admission.customer, prefixes...)
+}
+
+// customerFacing reports whether the route path is one a customer waits on.
+func (a *admission) customerFacing(path string) bool {
+	for _, p := range a.customer {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
 	}
+	return false
 }

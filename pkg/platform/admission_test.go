@@ -153,3 +153,31 @@ func TestAdmissionShedsCustomersFastAndPacesMachines(t *testing.T) {
 		t.Errorf("refused: %v, want 1 (the customer's request)", got)
 	}
 }
+
+// A customer's request that cannot expect a slot within its wait is refused at once rather than
+// after it: here the wait is an hour and requests hold their slot two hours on average, so the
+// answer comes while the request in flight still holds the only slot. One that can expect a slot
+// in time (requests held theirs a millisecond) waits for it.
+func TestAdmissionRefusesACustomerWhoseWaitWouldRunOut(t *testing.T) {
+	ts, entered, release := blockingServer(t, 1, time.Hour, time.Hour)
+	results := make(chan response, 2)
+	go func() { results <- get(t, ts.url+"/work", nil) }()
+	<-entered
+	platform.SetAdmissionHold(ts.srv, 2*time.Hour)
+	refused := make(chan response, 1)
+	go func() { refused <- get(t, ts.url+"/order", nil) }()
+	select {
+	case r := <-refused:
+		if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" {
+			t.Errorf("a customer's request that cannot get a slot within its wait: %d, Retry-After %q; want 503, Retry-After 1", r.status, r.header.Get("Retry-After"))
+		}
+	case <-time.After(platformtest.Timeout):
+		t.Fatalf("a customer's request that cannot get a slot within its wait: no answer in %s, want a refusal at once", platformtest.Timeout)
+	}
+	platform.SetAdmissionHold(ts.srv, time.Millisecond)
+	go func() { results <- get(t, ts.url+"/order", nil) }()
+	admitTheWaiter(t, ts, entered, release, results)
+	if got := metric(t, ts, "spanmart_admission_refused_total"); got != 1 {
+		t.Errorf("refused: %v, want 1 (the first customer's request)", got)
+	}
+}

@@ -28,7 +28,7 @@ type Config struct {
 	// CloudRun is whether the binary runs on Cloud Run (K_REVISION set), behind Google's front
 	// end: only then is X-Forwarded-For trusted for the client's address.
 	CloudRun bool
-	// MaxInFlight (MAX_IN_FLIGHT, default 32; 0 for no bound) is how many requests the server
+	// MaxInFlight (MAX_IN_FLIGHT, default 8; 0 for no bound) is how many requests the server
 	// works on at once, as Cloud Run's --concurrency bounds an instance: cloudbuild.yaml sets both
 	// to one number. AdmissionWait (ADMISSION_WAIT, default 10s) is how long a request past it
 	// waits for a slot before it is refused with 503 and Retry-After, AdmissionWaitCustomer

@@ -40,9 +40,10 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 		return err
 	}
 	httpapi.Register(srv.Echo, svc, httpapi.NewCustomers(customers))
-	// Past capacity, the customers' requests are refused at once (503, Retry-After) rather than
-	// wait in line behind the deliveries of orders already accepted (pkg/platform/admission.go).
-	srv.CustomerFacing(api.PathOrders, api.PathOrders+"/:id", api.PathOrders+"/:id/cancel", api.PathProducts)
+	// Past capacity, the customers' requests (every route of the public API) are refused at once
+	// (503, Retry-After) rather than wait in line behind the deliveries of orders already accepted
+	// (pkg/platform/admission.go).
+	srv.CustomerFacing(api.PathPublic)
 
 	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry)
 	if err != nil {
