@@ -11,6 +11,7 @@ package spanmart_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -419,6 +420,7 @@ func TestCloudBuildDeploysEveryServiceAsItself(t *testing.T) {
 			"service-account": bl.account(svc.Name),
 			"region":          bl.vars["_REGION"],
 			"concurrency":     bl.vars["_CONCURRENCY"],
+			"max-instances":   bl.vars["_MAX_INSTANCES"],
 		}
 		// Cloud Run's bound on requests at once is the process's own (pkg/platform/admission.go).
 		if got := d.env["MAX_IN_FLIGHT"]; got != d.flag("concurrency") || got == "" {
@@ -867,6 +869,29 @@ func TestCloudBuildCreatesEveryQueue(t *testing.T) {
 	}
 	if diff := cmp.Diff(sorted(topology.Queues()...), sorted(queues...)); diff != "" {
 		t.Errorf("queues (-want +got):\n%s", diff)
+	}
+}
+
+// TestQueuesFitTheirConsumers: a subscriber queue dispatches no more deliveries at once than its
+// consumer's instances work on at once (_MAX_INSTANCES × _CONCURRENCY), so that a backlog waits in
+// the queue, not in Cloud Run's queue or the instances' lines (docs/capacity.md, "Overload").
+func TestQueuesFitTheirConsumers(t *testing.T) {
+	bl := runBuild(t, testOperators)
+	queue, err := strconv.Atoi(subscriberQueueFlags()["max-concurrent-dispatches"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range topology.Consumers() {
+		d := bl.deploys[svc.Name]
+		instances, err1 := strconv.Atoi(d.flag("max-instances"))
+		each, err2 := strconv.Atoi(d.flag("concurrency"))
+		if err := errors.Join(err1, err2); err != nil {
+			t.Errorf("%s: --max-instances=%q --concurrency=%q: %v", svc.Name, d.flag("max-instances"), d.flag("concurrency"), err)
+			continue
+		}
+		if at := queue * len(svc.Queues); at > instances*each {
+			t.Errorf("%s: its %d queue(s) dispatch %d at once, its instances take %d × %d = %d", svc.Name, len(svc.Queues), at, instances, each, instances*each)
+		}
 	}
 }
 

@@ -33,8 +33,9 @@
 //	go run ./e2e/cmd/bench -rates 25,25 -ab HEAD~1          # this tree against its parent, ratios
 //	go run ./e2e/cmd/bench -mode overload -chart docs/overload.png
 //
-// The queues get -queue-rate (1000/s, the emulator's 500/s cap lifted) and -queue-concurrency
-// (500); the Tasks emulator runs in memory unless -tasks-persist.
+// The queues are production's (relay.SubscriberQueue: 500/s, 100 concurrent) unless -queue-rate
+// or -queue-concurrency say otherwise (a rate above 500/s lifts the emulator's cap); the Tasks
+// emulator runs in memory unless -tasks-persist.
 package main
 
 import (
@@ -116,8 +117,9 @@ func main() {
 	flag.IntVar(&o.events, "events", 5000, "events pre-loaded into the orders outbox (mode drain)")
 	flag.IntVar(&o.batch, "batch", 500, "events per pre-load transaction (mode drain)")
 	flag.DurationVar(&o.settle, "settle", 60*time.Second, "how long to wait after a window for its orders to end")
-	flag.Float64Var(&o.qrate, "queue-rate", 1000, "max_dispatches_per_second of every queue (the emulator's 500/s cap is lifted)")
-	qconc := flag.Int("queue-concurrency", 500, "max_concurrent_dispatches of every queue")
+	prod := relay.SubscriberQueue("").GetRateLimits()
+	flag.Float64Var(&o.qrate, "queue-rate", prod.GetMaxDispatchesPerSecond(), "max_dispatches_per_second of every queue (default production's, relay.SubscriberQueue; above 500 lifts the emulator's cap)")
+	qconc := flag.Int("queue-concurrency", int(prod.GetMaxConcurrentDispatches()), "max_concurrent_dispatches of every queue (default production's)")
 	flag.BoolVar(&o.persist, "tasks-persist", false, "run the Tasks emulator with its data dir (an fsync of its log per group of mutations); default in memory")
 	flag.BoolVar(&o.noNudge, "no-nudge", false, "orders does not nudge the relay after a commit (RELAY_URL unset): delivery waits for the relay's poll")
 	flag.BoolVar(&o.noLedger, "no-ledger", false, "the relay runs without the delivery ledger (RELAY_LEDGER=false), to measure what it costs")

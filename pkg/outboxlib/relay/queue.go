@@ -21,13 +21,21 @@ import (
 //     is retried quickly (Cloud Tasks honours Retry-After only on 429 and 503), doubling 10 times
 //     to a 60 s cap, so an outage of a consumer is retried every minute rather than every hour
 //     (Cloud Tasks' default cap).
-//   - 100 dispatches/s and 100 concurrent per consumer: a backlog drains fast without one
-//     consumer's flood starving the others (every service shares the one Spanner instance).
+//   - 500 dispatches/s, Cloud Tasks' maximum for a queue: orders receives 4–5 deliveries per
+//     order, so one queue per consumer carries 100–125 orders/s, the first hot spot of the
+//     capacity model (docs/capacity.md), about what one Spanner node commits at 65 % CPU; past it
+//     a consumer takes more queues, not a faster one.
+//   - 100 concurrent: by Little's law 500/s of deliveries taking 20–50 ms each (3–6 Spanner round
+//     trips) are 10–25 in flight, so 100 leaves room for round trips four times slower, and it is
+//     below what a consumer's instances work on at once (cloudbuild.yaml's _MAX_INSTANCES ×
+//     _CONCURRENCY, 160), so deliveries never wait for Cloud Run's own queue and the rest is
+//     left for customers, webhooks and jobs. A queue dispatching more than that would only move
+//     its backlog from the queue, where it waits for free, into the instances' lines.
 func SubscriberQueue(name string) *cloudtaskspb.Queue {
 	return &cloudtaskspb.Queue{
 		Name: name,
 		RateLimits: &cloudtaskspb.RateLimits{
-			MaxDispatchesPerSecond:  100,
+			MaxDispatchesPerSecond:  500,
 			MaxConcurrentDispatches: 100,
 		},
 		RetryConfig: &cloudtaskspb.RetryConfig{
