@@ -133,8 +133,14 @@ func checkPlacedOnce(w *world, orders []*Order) *Check {
 	seen := map[string]int{}
 	for _, o := range orders {
 		switch {
-		case o.Shed && w.placements[o.Key] != "":
+		case o.Shed && w.placements[o.Key] != "" && !o.Unsure:
 			c.fail("order #%d (%s) was refused as overloaded, yet made order %s", o.N, o.Scenario, w.placements[o.Key])
+		case o.Shed && w.placements[o.Key] != "":
+			// Made by an attempt whose answer was lost; its customer gave up without knowing
+			// (the confirmation e-mail tells them). checkTerminal checks how it ended.
+			c.explain("order #%d (%s) made %s by an attempt that went unanswered, then refused as overloaded", o.N, o.Scenario, w.placements[o.Key])
+			seen[w.placements[o.Key]]++
+			continue
 		case o.Shed:
 			c.explain("order #%d (%s) not placed: %s", o.N, o.Scenario, strings.Join(o.Notes, ", "))
 			continue

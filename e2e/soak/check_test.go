@@ -207,8 +207,15 @@ func TestShedPlacementMadeNoOrder(t *testing.T) {
 	if c := checkPlacedOnce(w, []*Order{placed, shed}); !c.Passed() || len(c.Explained) != 1 {
 		t.Errorf("a shed placement that made no order: %s", c)
 	}
-	w.placements["k-shed"] = "5e0d5c53-0000-4000-8000-000000000002"
+	made := "5e0d5c53-0000-4000-8000-000000000002"
+	w.placements["k-shed"] = made
+	w.orders[made] = &dbOrder{ID: made, Status: "COMPLETED"}
 	if c := checkPlacedOnce(w, []*Order{placed, shed}); c.Passed() || !strings.Contains(strings.Join(c.Examples, "; "), "refused as overloaded, yet made order") {
 		t.Errorf("a shed placement that made an order passed: %s", c)
+	}
+	// Unless an attempt went unanswered first: then the order is its, made unbeknown to it.
+	shed.Unsure = true
+	if c := checkPlacedOnce(w, []*Order{placed, shed}); !c.Passed() || len(c.Explained) != 1 {
+		t.Errorf("a shed placement whose first attempt went unanswered and made an order: %s", c)
 	}
 }

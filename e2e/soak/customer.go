@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spanmart/spanmart/e2e/harness"
@@ -29,6 +30,16 @@ type customerOrder struct {
 		EventType string    `json:"event_type"`
 		At        time.Time `json:"at"`
 	} `json:"timeline"`
+}
+
+// reached reports whether the order's timeline has an event of the type.
+func (o customerOrder) reached(eventType string) bool {
+	for _, e := range o.Timeline {
+		if e.EventType == eventType {
+			return true
+		}
+	}
+	return false
 }
 
 // state is the order's status with its reason, as the checker compares them: "COMPLETED",
@@ -57,10 +68,14 @@ func customerDo(ctx context.Context, s *harness.Stack, customerID, method, path 
 // errGaveUp is a customer call that got no usable answer before its deadline.
 var errGaveUp = errors.New("no answer")
 
-// errShed is a customer call whose every answer until its deadline was the service shedding load
-// (503 with Retry-After: admission control, docs/capacity.md "Overload"), and no attempt went
-// unanswered: the service never took the request on.
+// errShed is a customer call whose last answers until its deadline were the service shedding
+// load (503 with Retry-After: admission control, docs/capacity.md "Overload"). Unless it also
+// wraps errUnanswered, no attempt went unanswered: the service never took the request on.
 var errShed = errors.New("refused as overloaded")
+
+// errUnanswered marks a call of which an attempt got no answer after it may have reached the
+// service (a broken connection, not a refused one): the service may have taken it on.
+var errUnanswered = errors.New("an attempt went unanswered")
 
 // customerCall sends a customer request until it gets an answer that is not a transport error or a
 // 5xx (orders being killed and restarted is part of the soak: a client retries with the same
@@ -87,11 +102,17 @@ func customerCall(ctx context.Context, s *harness.Stack, wait time.Duration, cus
 			sheds = 0
 			last = r.String()
 		default:
-			sheds, unanswered = 0, true
+			// A refused connection never reached the service (orders killed); any other
+			// failure may have come after the service took the request on.
+			sheds = 0
+			unanswered = unanswered || !errors.Is(err, syscall.ECONNREFUSED)
 			last = err.Error()
 		}
 		if time.Now().Add(pause).After(deadline) {
-			if sheds > 0 && !unanswered {
+			switch {
+			case sheds > 0 && unanswered:
+				return nil, fmt.Errorf("%s %s: %w %d times in a row within %s; %w", method, path, errShed, sheds, wait, errUnanswered)
+			case sheds > 0:
 				return nil, fmt.Errorf("%s %s: %w %d times in a row within %s", method, path, errShed, sheds, wait)
 			}
 			return nil, fmt.Errorf("%s %s: %w within %s (last: %s)", method, path, errGaveUp, wait, last)

@@ -62,9 +62,10 @@ type Order struct {
 	Lines    []Line
 	ID       string // "" if the order was never placed
 	// Shed is a placement the orders service refused as overloaded until its customer gave up
-	// (errShed): no order may exist for its Key.
-	Shed   bool
-	Placed time.Time
+	// (errShed): no order may exist for its Key, unless Unsure: an earlier attempt went
+	// unanswered and may have made it.
+	Shed, Unsure bool
+	Placed       time.Time
 	// Expect lists the final states ("COMPLETED", "CANCELLED payment_declined") the order may end
 	// in, given what its customer did and saw; the checker compares.
 	Expect []string
@@ -248,7 +249,7 @@ func (l *load) journey(ctx context.Context, o *Order, sc scenario) {
 	id, err := placeOrder(ctx, l.s, o, body)
 	if errors.Is(err, errShed) {
 		o.mu.Lock()
-		o.Shed = true
+		o.Shed, o.Unsure = true, errors.Is(err, errUnanswered)
 		o.mu.Unlock()
 		o.note("place: %v", err)
 		l.shed.Add(1)
@@ -396,19 +397,27 @@ func (l *load) cancelAtOnce(ctx context.Context, o *Order) { l.cancel(ctx, o, "a
 
 // cancelConfirmed cancels once the order is confirmed: before the carrier ships it, usually.
 func (l *load) cancelConfirmed(ctx context.Context, o *Order) {
+	if l.waitConfirmed(ctx, o) {
+		l.cancel(ctx, o, "CONFIRMED", true)
+	}
+}
+
+// waitConfirmed waits until the customer sees the order CONFIRMED, and reports whether it did.
+// If not, the order's end is settled: a fault or an overload (orders down, the machine stalled,
+// reads waiting in line) that kept the customer from reading the order while it was CONFIRMED
+// left nothing to cancel, the order shipped and completes; anything else is movedOn's.
+func (l *load) waitConfirmed(ctx context.Context, o *Order) bool {
 	got, err := l.waitFor(ctx, o, "CONFIRMED", func(got customerOrder) bool { return got.Status == "CONFIRMED" })
-	if errors.Is(err, errMovedOn) && got.Status == "COMPLETED" && o.missed(got, "order.confirmed", "order.shipped") {
-		// A fault (orders down, the machine stalled) kept the customer from reading the order
-		// while it was CONFIRMED: by the next read it had shipped, so there was nothing to cancel.
+	switch {
+	case errors.Is(err, errMovedOn) && got.Status == "COMPLETED" && o.missed(got, "order.confirmed", "order.shipped"):
 		o.expect("COMPLETED")
 		o.note("shipped before the customer could see it CONFIRMED (no read answered in between)")
-		return
-	}
-	if err != nil {
+		return false
+	case err != nil:
 		l.movedOn(o, got, err)
-		return
+		return false
 	}
-	l.cancel(ctx, o, "CONFIRMED", true)
+	return true
 }
 
 // missed reports whether the order went from event from to event to (its timeline's commit
@@ -455,12 +464,9 @@ func (l *load) cancelPaidSlip(ctx context.Context, o *Order) {
 	if o.Problem != "" || len(o.Expect) == 1 && o.Expect[0] == expiredReason {
 		return
 	}
-	got, err := l.waitFor(ctx, o, "CONFIRMED", func(got customerOrder) bool { return got.Status == "CONFIRMED" })
-	if err != nil {
-		l.movedOn(o, got, err)
-		return
+	if l.waitConfirmed(ctx, o) {
+		l.cancel(ctx, o, "CONFIRMED (paid)", true)
 	}
-	l.cancel(ctx, o, "CONFIRMED (paid)", true)
 }
 
 // cancelAfterShipping tries to cancel an order that has shipped: 409, and nothing changes.
@@ -493,7 +499,9 @@ func (l *load) cancel(ctx context.Context, o *Order, at string, confirmed bool) 
 	o.note("cancel at %s: %d %s", at, code, got.state())
 	switch code {
 	case http.StatusAccepted:
-		if confirmed {
+		// A cancel sent before the order was confirmed can arrive after (it waited in line, the
+		// customer retried it): the answer's timeline tells.
+		if confirmed || got.reached("order.confirmed") {
 			o.expect("CANCELLED customer_request", raced)
 		} else {
 			o.expect("CANCELLED customer_request")

@@ -21,15 +21,16 @@ import (
 // server works on at most MaxInFlight requests at once, as Cloud Run's --concurrency bounds an
 // instance (cloudbuild.yaml sets both from one number per service, docs/capacity.md). A request
 // past the limit waits in line, first come first served, for a slot; one that gets none in time is
-// refused with 503 and Retry-After. How long it may wait depends on who is waiting for it:
-//   - a request of a machine that sends its work at its own pace and retries on its own schedule
+// refused with 503 and Retry-After. How long it may wait depends on what it is:
+//   - most requests: a machine's that sends its work at its own pace and retries on its own schedule
 //     (a Cloud Tasks delivery, a provider's webhook, a Cloud Scheduler job) waits up to
 //     AdmissionWait (10 s): it is paced in line rather than refused, since a refusal costs it a
 //     whole retry back-off (a provider's can be minutes), and Cloud Tasks slows a whole queue for
-//     it;
-//   - a request a customer waits on (the routes a service marks with Server.CustomerFacing, such
-//     as POST /v1/orders) waits up to AdmissionWaitCustomer (25 ms), then is refused at once:
-//     the customer learns in milliseconds, not after a timeout, and sends it again with the same
+//     it; and a customer's request about work already accepted (reading an order, cancelling
+//     it, paying it), which the customer needs answered to go on;
+//   - a request that brings new work (the routes a service marks with Server.ShedFirst: orders'
+//     POST /v1/orders) waits up to AdmissionWaitCustomer (25 ms), then is refused: the customer
+//     learns in milliseconds, not after a timeout, and sends it again with the same
 //     Idempotency-Key after Retry-After. Past capacity, new orders are what is shed, while the
 //     work already accepted is finished. Such a request does not wait for a slot it cannot
 //     expect in time: the line is first come first served, so with n requests ahead of it and
@@ -54,7 +55,8 @@ const (
 	// Tasks' dispatch deadline (10 minutes for HTTP targets) and a provider's webhook timeout, and
 	// long enough that a queue dispatching more than the process takes at once is paced.
 	DefaultAdmissionWait = 10 * time.Second
-	// DefaultAdmissionWaitCustomer is how long a request a customer waits on waits in line.
+	// DefaultAdmissionWaitCustomer is how long a request that brings new work (ShedFirst) waits
+	// in line.
 	DefaultAdmissionWaitCustomer = 25 * time.Millisecond
 	// AdmissionRetryAfter is the Retry-After of a refusal: about the time a backlog of one
 	// limit's worth of requests takes to clear, and Cloud Tasks' unit (whole seconds).
@@ -70,9 +72,9 @@ type admission struct {
 	slots        chan struct{} // one token per request in flight
 	wait         time.Duration
 	waitCustomer time.Duration
-	// customer are the prefixes of the route paths a customer waits on (Server.CustomerFacing),
-	// set before the server serves.
-	customer []string
+	// shedFirst are the route paths that bring new work (Server.ShedFirst), set before the
+	// server serves.
+	shedFirst map[string]bool
 	log      *zap.Logger
 
 	// The metrics, each with the service's name as its one label (service), so that an alert can
@@ -83,7 +85,7 @@ type admission struct {
 	refused  prometheus.Counter
 
 	// queued counts the requests waiting for a slot, hold is a moving average of how long
-	// admitted requests held theirs (nanoseconds): a customer's expected wait.
+	// admitted requests held theirs (nanoseconds): a ShedFirst request's expected wait.
 	queued atomic.Int64
 	hold   atomic.Int64
 
@@ -165,7 +167,7 @@ func (a *admission) waitForSlot(c echo.Context) error {
 		a.waiting.Dec()
 	}()
 	wait := a.wait
-	if a.customerFacing(c.Path()) {
+	if a.shedFirst[c.Path()] {
 		wait = a.waitCustomer
 		if a.expectedWait(ahead) > wait {
 			return a.refuse(c)
@@ -235,23 +237,18 @@ func (a *admission) admitted() {
 	a.shedding.Store(false)
 }
 
-// CustomerFacing marks the routes a customer waits on, by the prefixes of their paths (as
-// registered: "/v1/" marks "/v1/orders/:id"), so that a route added under them is marked too:
-// past the limit they are refused after AdmissionWaitCustomer instead of waiting AdmissionWait
-// (see above). Call it before the server serves.
-func (s *Server) CustomerFacing(prefixes ...string) {
+// ShedFirst marks the routes (echo paths, as registered) that bring new work, such as orders'
+// POST /v1/orders: past the limit they wait AdmissionWaitCustomer at most, not AdmissionWait, so
+// that past capacity new work is what is refused while the work already accepted, and the
+// customers' requests about it, are finished (see above). Call it before the server serves.
+func (s *Server) ShedFirst(paths ...string) {
 	if s.admission == nil {
 		return
 	}
-	s.admission.customer = append(s.admission.customer, prefixes...)
-}
-
-// customerFacing reports whether the route path is one a customer waits on.
-func (a *admission) customerFacing(path string) bool {
-	for _, p := range a.customer {
-		if strings.HasPrefix(path, p) {
-			return true
-		}
+	if s.admission.shedFirst == nil {
+		s.admission.shedFirst = map[string]bool{}
 	}
-	return false
+	for _, p := range paths {
+		s.admission.shedFirst[p] = true
+	}
 }

@@ -33,7 +33,7 @@ func metric(t *testing.T, ts *testServer, name string) float64 {
 	return 0
 }
 
-// blockingServer serves /work and /order (marked customer-facing), whose handler holds its slot
+// blockingServer serves /work and /order (marked ShedFirst: new work), whose handler holds its slot
 // until the test releases it, with at most limit requests in flight, waiting up to wait for a
 // slot (/order: waitCustomer).
 func blockingServer(t *testing.T, limit int, wait, waitCustomer time.Duration) (*testServer, chan struct{}, chan struct{}) {
@@ -47,7 +47,7 @@ func blockingServer(t *testing.T, limit int, wait, waitCustomer time.Duration) (
 		e.GET("/work", work)
 		e.GET("/order", work)
 	})
-	ts.srv.CustomerFacing("/order")
+	ts.srv.ShedFirst("/order")
 	return ts, entered, release
 }
 
@@ -137,7 +137,7 @@ func TestAdmissionUnbounded(t *testing.T) {
 	}
 }
 
-// A request a customer waits on (a CustomerFacing route) is refused once its short wait has passed,
+// A request that brings new work (a ShedFirst route) is refused once its short wait has passed,
 // while a machine's request (a delivery, a webhook) waits in line for the slot.
 func TestAdmissionShedsCustomersFastAndPacesMachines(t *testing.T) {
 	ts, entered, release := blockingServer(t, 1, time.Minute, time.Millisecond)

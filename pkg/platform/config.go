@@ -32,7 +32,7 @@ type Config struct {
 	// works on at once, as Cloud Run's --concurrency bounds an instance: cloudbuild.yaml sets both
 	// to one number. AdmissionWait (ADMISSION_WAIT, default 10s) is how long a request past it
 	// waits for a slot before it is refused with 503 and Retry-After, AdmissionWaitCustomer
-	// (ADMISSION_WAIT_CUSTOMER, default 25ms) how long one a customer waits on does (admission.go).
+	// (ADMISSION_WAIT_CUSTOMER, default 25ms) how long one bringing new work does (admission.go).
 	MaxInFlight           int
 	AdmissionWait         time.Duration
 	AdmissionWaitCustomer time.Duration

@@ -62,7 +62,7 @@ type ServerOptions struct {
 	// defaults; a negative MaxInFlight means no bound.
 	MaxInFlight   int
 	AdmissionWait time.Duration
-	// AdmissionWaitCustomer is the wait on the routes a customer waits on (CustomerFacing); 0
+	// AdmissionWaitCustomer is the wait on the routes that bring new work (ShedFirst); 0
 	// means the default.
 	AdmissionWaitCustomer time.Duration
 }

@@ -40,10 +40,10 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 		return err
 	}
 	httpapi.Register(srv.Echo, svc, httpapi.NewCustomers(customers))
-	// Past capacity, the customers' requests (every route of the public API) are refused at once
-	// (503, Retry-After) rather than wait in line behind the deliveries of orders already accepted
-	// (pkg/platform/admission.go).
-	srv.CustomerFacing(api.PathPublic)
+	// Past capacity, new orders are refused within milliseconds (503, Retry-After) rather than
+	// wait in line behind the deliveries of orders already accepted; the customers' reads and
+	// cancels of those orders wait in line with the deliveries (pkg/platform/admission.go).
+	srv.ShedFirst(api.PathOrders)
 
 	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry)
 	if err != nil {

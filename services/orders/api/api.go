@@ -27,7 +27,6 @@ const (
 // and the parameter. The customers' routes take a customer's ID token, the operators' routes
 // (/admin/...) a Google ID token of an account in ADMIN_ALLOWED_EMAILS.
 const (
-	PathPublic         = "/v1/"                  // what every route of the customers' API starts with
 	PathOrders         = "/v1/orders"            // POST: Order; GET /{id}: Order; POST /{id}/cancel: Order
 	PathProducts       = "/v1/products"          // GET: ProductList
 	PathAdminOrders    = "/admin/orders"         // GET /{id}: any customer's Order, with its timeline
