@@ -102,10 +102,12 @@ func customerCall(ctx context.Context, s *harness.Stack, wait time.Duration, cus
 			sheds = 0
 			last = r.String()
 		default:
-			// A refused connection never reached the service (orders killed); any other
-			// failure may have come after the service took the request on.
-			sheds = 0
-			unanswered = unanswered || !errors.Is(err, syscall.ECONNREFUSED)
+			// A refused connection never reached the service (orders killed): like a refusal it
+			// took nothing on, so a run of refusals goes on. Any other failure may have come
+			// after the service took the request on.
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				sheds, unanswered = 0, true
+			}
 			last = err.Error()
 		}
 		if time.Now().Add(pause).After(deadline) {
