@@ -75,7 +75,7 @@ type admission struct {
 	// shedFirst are the route paths that bring new work (Server.ShedFirst), set before the
 	// server serves.
 	shedFirst map[string]bool
-	log      *zap.Logger
+	log       *zap.Logger
 
 	// The metrics, each with the service's name as its one label (service), so that an alert can
 	// name the service that sheds (monitoring/alerts/overload-requests-refused-with-503.yaml).
