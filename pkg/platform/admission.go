@@ -22,12 +22,12 @@ import (
 // instance (cloudbuild.yaml sets both from one number per service, docs/capacity.md). A request
 // past the limit waits in line, first come first served, for a slot; one that gets none in time is
 // refused with 503 and Retry-After. How long it may wait depends on what it is:
-//   - most requests: a machine's that sends its work at its own pace and retries on its own schedule
-//     (a Cloud Tasks delivery, a provider's webhook, a Cloud Scheduler job) waits up to
-//     AdmissionWait (10 s): it is paced in line rather than refused, since a refusal costs it a
-//     whole retry back-off (a provider's can be minutes), and Cloud Tasks slows a whole queue for
-//     it; and a customer's request about work already accepted (reading an order, cancelling
-//     it, paying it), which the customer needs answered to go on;
+//   - most requests wait up to AdmissionWait (10 s). A machine's request (a Cloud Tasks delivery,
+//     a provider's webhook, a Cloud Scheduler job) comes at its sender's pace and is retried on
+//     its schedule: it is paced in line rather than refused, since a refusal costs it a whole
+//     retry back-off (a provider's can be minutes), and Cloud Tasks slows a whole queue for it.
+//     A customer's request about work already accepted (reading an order, cancelling it) is
+//     little work, and the customer needs it answered to go on;
 //   - a request that brings new work (the routes a service marks with Server.ShedFirst: orders'
 //     POST /v1/orders) waits up to AdmissionWaitCustomer (25 ms), then is refused: the customer
 //     learns in milliseconds, not after a timeout, and sends it again with the same
@@ -188,7 +188,7 @@ func (a *admission) waitForSlot(c echo.Context) error {
 // expectedWait is about how long a request with ahead requests before it in line waits for a
 // slot: slots free every hold / MaxInFlight on average, and the line is first come first served.
 func (a *admission) expectedWait(ahead int64) time.Duration {
-	return time.Duration(a.hold.Load()) * time.Duration(ahead+1) / time.Duration(cap(a.slots))
+	return time.Duration(a.hold.Load()) / time.Duration(cap(a.slots)) * time.Duration(ahead+1)
 }
 
 // held folds how long an admitted request held its slot into the moving average (weight 1/8).
