@@ -87,18 +87,12 @@ func (r *Result) WriteChart(path string) error {
 	if err := shade(mid, windows, mid.Y.Max); err != nil {
 		return err
 	}
-	for _, l := range []struct {
-		xys  plotter.XYs
-		c    color.NRGBA
-		name string
-	}{
-		{placed, color.NRGBA{R: 90, G: 90, B: 90, A: 255}, "placed"},
-		{completed, color.NRGBA{R: 30, G: 140, B: 60, A: 255}, "completed"},
-		{cancelled, color.NRGBA{R: 200, G: 120, B: 20, A: 255}, "cancelled"},
-	} {
-		if err := charts.Line(mid, l.xys, l.c, l.name); err != nil {
-			return err
-		}
+	if err := charts.Lines(mid,
+		charts.Series{XYs: placed, Color: color.NRGBA{R: 90, G: 90, B: 90, A: 255}, Name: "placed"},
+		charts.Series{XYs: completed, Color: color.NRGBA{R: 30, G: 140, B: 60, A: 255}, Name: "completed"},
+		charts.Series{XYs: cancelled, Color: color.NRGBA{R: 200, G: 120, B: 20, A: 255}, Name: "cancelled"},
+	); err != nil {
+		return err
 	}
 
 	lanes := plot.New()

@@ -30,6 +30,24 @@ func Line(p *plot.Plot, xys plotter.XYs, c color.Color, name string) error {
 }
 
 // WritePNG draws plots one above the other, aligned, on a page 32 cm wide and height high, and
+
+// Series is one line of a chart: its points, colour and legend name.
+type Series struct {
+	XYs   plotter.XYs
+	Color color.Color
+	Name  string
+}
+
+// Lines draws each series on p with Line, in order.
+func Lines(p *plot.Plot, series ...Series) error {
+	for _, l := range series {
+		if err := Line(p, l.XYs, l.Color, l.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // writes it to path as a PNG (creating its directory).
 func WritePNG(path string, height vg.Length, plots ...*plot.Plot) error {
 	img := vgimg.NewWith(vgimg.UseWH(32*vg.Centimeter, height), vgimg.UseDPI(110))

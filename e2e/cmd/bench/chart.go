@@ -88,18 +88,12 @@ func (r *overloadRun) writeChart(path string) error {
 	top.Title.Text = fmt.Sprintf("Spanmart overload: capacity %v orders/s, %d × %s at %v×, then %v× until drained", r.capacity, overloadWindows, r.b.o.overloadWindow, overloadFactor, drainFactor)
 	top.Y.Label.Text = fmt.Sprintf("orders/s (%s means)", sampleEvery)
 	top.Y.Min = 0
-	for _, l := range []struct {
-		xys  plotter.XYs
-		c    color.NRGBA
-		name string
-	}{
-		{offered, color.NRGBA{R: 90, G: 90, B: 90, A: 255}, "offered"},
-		{accepted, color.NRGBA{R: 30, G: 60, B: 160, A: 255}, "accepted"},
-		{completed, color.NRGBA{R: 30, G: 140, B: 60, A: 255}, "completed"},
-	} {
-		if err := charts.Line(top, l.xys, l.c, l.name); err != nil {
-			return err
-		}
+	if err := charts.Lines(top,
+		charts.Series{XYs: offered, Color: color.NRGBA{R: 90, G: 90, B: 90, A: 255}, Name: "offered"},
+		charts.Series{XYs: accepted, Color: color.NRGBA{R: 30, G: 60, B: 160, A: 255}, Name: "accepted"},
+		charts.Series{XYs: completed, Color: color.NRGBA{R: 30, G: 140, B: 60, A: 255}, Name: "completed"},
+	); err != nil {
+		return err
 	}
 	if err := charts.Line(top, plotter.XYs{{X: 0, Y: goodputShare * r.capacity}, {X: end, Y: goodputShare * r.capacity}}, color.NRGBA{R: 30, G: 140, B: 60, A: 120},
 		fmt.Sprintf("%.0f %% of the capacity", goodputShare*100)); err != nil {
@@ -110,19 +104,13 @@ func (r *overloadRun) writeChart(path string) error {
 	bottom.X.Label.Text = "seconds since the first overload window began"
 	bottom.Y.Label.Text = "POST /v1/orders p99 (ms)"
 	bottom.Y.Min = 0
-	for _, l := range []struct {
-		xys  plotter.XYs
-		c    color.NRGBA
-		name string
-	}{
-		{accP99, color.NRGBA{R: 30, G: 60, B: 160, A: 255}, "accepted"},
-		{shedP99, color.NRGBA{R: 200, G: 50, B: 40, A: 255}, "shed (503)"},
-		{plotter.XYs{{X: 0, Y: ms64(acceptedP99Goal)}, {X: end, Y: ms64(acceptedP99Goal)}}, color.NRGBA{R: 30, G: 60, B: 160, A: 110}, "accepted target"},
-		{plotter.XYs{{X: 0, Y: ms64(shedP99Goal)}, {X: end, Y: ms64(shedP99Goal)}}, color.NRGBA{R: 200, G: 50, B: 40, A: 110}, "shed target"},
-	} {
-		if err := charts.Line(bottom, l.xys, l.c, l.name); err != nil {
-			return err
-		}
+	if err := charts.Lines(bottom,
+		charts.Series{XYs: accP99, Color: color.NRGBA{R: 30, G: 60, B: 160, A: 255}, Name: "accepted"},
+		charts.Series{XYs: shedP99, Color: color.NRGBA{R: 200, G: 50, B: 40, A: 255}, Name: "shed (503)"},
+		charts.Series{XYs: plotter.XYs{{X: 0, Y: ms64(acceptedP99Goal)}, {X: end, Y: ms64(acceptedP99Goal)}}, Color: color.NRGBA{R: 30, G: 60, B: 160, A: 110}, Name: "accepted target"},
+		charts.Series{XYs: plotter.XYs{{X: 0, Y: ms64(shedP99Goal)}, {X: end, Y: ms64(shedP99Goal)}}, Color: color.NRGBA{R: 200, G: 50, B: 40, A: 110}, Name: "shed target"},
+	); err != nil {
+		return err
 	}
 
 	for _, p := range []*plot.Plot{top, bottom} {
