@@ -121,9 +121,9 @@ func TestDMLFootprintFacts(t *testing.T) {
 		rows       int
 		repeatable bool
 	}{
-		{"UPDATE Singers SET Name = @n WHERE SingerId = @id", "SELECT ?", nil, 0, true},
+		{"UPDATE Singers SET Name = @n WHERE SingerId = @id", "SELECT (+?)", nil, 0, true},
 		{"UPDATE Singers s SET Name = @n WHERE (s.SingerId = 7) AND Name IS NULL", "SELECT 7", nil, 0, true},
-		{"DELETE FROM Albums WHERE AlbumId = @a AND SingerId = @id", "SELECT ?, ?", nil, 0, true},
+		{"DELETE FROM Albums WHERE AlbumId = @a AND SingerId = @id", "SELECT (+?), (+?)", nil, 0, true},
 		{"DELETE FROM Albums WHERE SingerId = @id", "", nil, 0, true},
 		{"UPDATE Singers SET Name = @n WHERE SingerId = @id OR Name = @n", "", nil, 0, true},
 		{"UPDATE Singers SET Name = @n WHERE SingerId > @id", "", nil, 0, true},
