@@ -69,12 +69,18 @@ func hasRetryInfo(st *status.Status) bool {
 	return false
 }
 
-// unaryInterceptor and streamInterceptor count the data API's RPCs (rpcs.go), apply grpcError to
-// every RPC's error, and log the errors that point at a bug in the emulator rather than at the
-// request.
+// unaryInterceptor and streamInterceptor count the data API's RPCs (rpcs.go), run their handlers
+// on goroutines with grown stacks (stacks.go), apply grpcError to every RPC's error, and log the
+// errors that point at a bug in the emulator rather than at the request.
 func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	s.rpcs.count(info.FullMethod, req)
-	resp, err := handler(ctx, req)
+	var resp any
+	var err error
+	if strings.HasPrefix(info.FullMethod, dataAPI) {
+		s.stacks.run(func() { resp, err = handler(ctx, req) })
+	} else {
+		resp, err = handler(ctx, req)
+	}
 	if err != nil {
 		return nil, s.rpcError(info.FullMethod, err)
 	}
@@ -82,10 +88,14 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 }
 
 func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	var err error
 	if strings.HasPrefix(info.FullMethod, dataAPI) {
 		ss = &countingStream{ServerStream: ss, rpcs: &s.rpcs, method: info.FullMethod}
+		s.stacks.run(func() { err = handler(srv, ss) })
+	} else {
+		err = handler(srv, ss)
 	}
-	if err := handler(srv, ss); err != nil {
+	if err != nil {
 		return s.rpcError(info.FullMethod, err)
 	}
 	return nil

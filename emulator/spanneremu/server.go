@@ -59,6 +59,7 @@ type Server struct {
 	ops       *operationStore
 	txns      *txnTracker
 	rpcs      rpcCounts
+	stacks    *stackWorkers // where the data API's handlers run (stacks.go)
 
 	// adminMu serializes database creation and deletion so that the existence check before
 	// CreateDatabase and the creation itself cannot interleave with another admin call.
@@ -122,6 +123,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 
 		dropProtection: map[string]bool{},
 		served:         make(chan struct{}),
+		stacks:         newStackWorkers(),
 	}
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(maxMessageSize),
@@ -175,6 +177,7 @@ func (s *Server) Close() error {
 		// Close waiting forever, and every RPC here is short.
 		s.grpc.Stop()
 		<-s.served
+		s.stacks.close()
 		s.closeErr = s.eng.Close()
 	})
 	return s.closeErr
