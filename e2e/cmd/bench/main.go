@@ -67,6 +67,7 @@ import (
 
 	"github.com/spanmart/spanmart/e2e/harness"
 	"github.com/spanmart/spanmart/emulator/paysim"
+	"github.com/spanmart/spanmart/internal/emucmd"
 	"github.com/spanmart/spanmart/internal/topology"
 	"github.com/spanmart/spanmart/pkg/outboxlib/relay"
 )
@@ -103,6 +104,8 @@ type options struct {
 }
 
 func main() {
+	// The emulators run in this process: their collector is set as their own commands set it.
+	emucmd.TuneGC()
 	var o options
 	var rates string
 	flag.StringVar(&o.mode, "mode", "rate", `"rate": orders through the saga at fixed rates; "drain": relay throughput on a pre-loaded outbox; "scale": drain with each count of relays in -scale; "overload": 3× the capacity, then the drain (issue 26)`)
