@@ -1,6 +1,10 @@
 package spanneremu
 
-import "sync"
+import (
+	"fmt"
+	"runtime/debug"
+	"sync"
+)
 
 // Deep stacks for the data RPCs.
 //
@@ -32,13 +36,19 @@ func newStackWorkers() *stackWorkers {
 }
 
 // run runs f on an idle worker, a new one while fewer than maxStackWorkers exist, or else on the
-// caller's goroutine, and returns when f has returned. A panic in f is raised again in the caller.
+// caller's goroutine, and returns when f has returned. A panic in f is raised again in the
+// caller, as a workerPanic that carries the worker's stack (the crash then shows where f
+// panicked, not only where run raised it again).
 func (w *stackWorkers) run(f func()) {
-	var panicked any
+	var panicked *workerPanic
 	done := make(chan struct{})
 	job := func() {
 		defer close(done)
-		defer func() { panicked = recover() }()
+		defer func() {
+			if v := recover(); v != nil {
+				panicked = &workerPanic{value: v, stack: debug.Stack()}
+			}
+		}()
 		f()
 	}
 	if !w.handOver(job) && !w.start(job) {
@@ -49,6 +59,16 @@ func (w *stackWorkers) run(f func()) {
 	if panicked != nil {
 		panic(panicked)
 	}
+}
+
+// workerPanic is a panic of a function run on a worker, raised again in run's caller.
+type workerPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *workerPanic) Error() string {
+	return fmt.Sprintf("%v\n\n[on a stack worker]\n%s", p.value, p.stack)
 }
 
 // handOver gives job to an idle worker, if there is one.

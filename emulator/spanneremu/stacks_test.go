@@ -1,6 +1,7 @@
 package spanneremu
 
 import (
+	"strings"
 	"sync"
 	"testing"
 )
@@ -20,8 +21,9 @@ func TestStackWorkers(t *testing.T) {
 
 	func() {
 		defer func() {
-			if r := recover(); r != "boom" {
-				t.Errorf("recovered %v, want the handler's panic", r)
+			p, ok := recover().(*workerPanic)
+			if !ok || p.value != "boom" || !strings.Contains(string(p.stack), "TestStackWorkers") {
+				t.Errorf("recovered %#v, want the handler's panic with the stack where it panicked", p)
 			}
 		}()
 		w.run(func() { panic("boom") })
