@@ -20,7 +20,8 @@ import (
 // processors and starts a goroutine whenever they are busy, which with handlers waiting for a
 // database's lock was nearly always, and measured worse than none (README, "Performance").
 
-// maxStackWorkers bounds the goroutines kept with grown stacks (about 128 KiB each at most).
+// maxStackWorkers bounds the goroutines kept with grown stacks (each keeps what its deepest
+// RPC grew it to, until the collector shrinks an idle one).
 const maxStackWorkers = 64
 
 type stackWorkers struct {

@@ -29,8 +29,6 @@ func Line(p *plot.Plot, xys plotter.XYs, c color.Color, name string) error {
 	return nil
 }
 
-// WritePNG draws plots one above the other, aligned, on a page 32 cm wide and height high, and
-
 // Series is one line of a chart: its points, colour and legend name.
 type Series struct {
 	XYs   plotter.XYs
@@ -48,6 +46,7 @@ func Lines(p *plot.Plot, series ...Series) error {
 	return nil
 }
 
+// WritePNG draws plots one above the other, aligned, on a page 32 cm wide and height high, and
 // writes it to path as a PNG (creating its directory).
 func WritePNG(path string, height vg.Length, plots ...*plot.Plot) error {
 	img := vgimg.NewWith(vgimg.UseWH(32*vg.Centimeter, height), vgimg.UseDPI(110))

@@ -164,9 +164,10 @@ func (c *compiler) paramPlaceholder(name string) string {
 // may change the plan (a LIMIT, an equality on a column of a partial index under an ORDER BY:
 // the relay's scan of a shard), and then marks the statement to be prepared again whenever that
 // parameter is bound anew, which database/sql does on every run. A cached statement was thus
-// compiled again on every execution (the relay's scan: 11 % of the emulator's CPU serving it). The
-// unary plus is a no-op on a value and a parameter has no affinity to drop, but it hides the
-// value from the planner, so a statement is prepared once.
+// compiled again on every execution (a benchmark of the relay's scan alone spent 11 % of its CPU
+// re-preparing; BenchmarkShardScan has that shape). The unary plus is a no-op on a value and a
+// parameter has no affinity to drop, but it hides the value from the planner, so a statement is
+// prepared once.
 func (c *compiler) finish(sql string) {
 	var b strings.Builder
 	for {
