@@ -36,7 +36,6 @@ type Delivery struct {
 	// routed to this consumer (ce-predecessorversion, set by the relay; 0 when there is none).
 	// Without the attribute it is AggregateVersion-1: every version is expected.
 	Predecessor int64
-	LastVersion int64 // highest AggregateVersion of this aggregate this consumer has applied, 0 if none
 	// Duplicate is set for an After effect only: true when the event had been applied before this
 	// delivery or replay (a redelivery, or a concurrent duplicate that lost the race), false when
 	// this one's own transaction applied it, so that the intent rows the handler recorded committed
@@ -535,19 +534,74 @@ func truncate(s string, n int) string {
 // returns what the attempt that committed recorded (its notes and the shards it appended to).
 func (c *Consumer) apply(ctx context.Context, h handlerSpec, d Delivery) (outcome string, commitTS time.Time, rec attempt, err error) {
 	commitTS, rec, err = c.handlerTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
-		n, err := txn.Update(ctx, outboxdb.InsertOrIgnoreProcessedEvent(d.ID, c.cfg.Name))
+		// One round trip: the inbox row, and the order check as a conditional write of the
+		// aggregate's version (claimVersion).
+		n, err := txn.BatchUpdate(ctx, []spanner.Statement{
+			outboxdb.InsertOrIgnoreProcessedEvent(d.ID, c.cfg.Name),
+			c.claimVersion(h, d),
+		})
 		if err != nil {
 			return fmt.Errorf("record event %s: %w", d.ID, err)
 		}
-		if n == 0 {
-			outcome = OutcomeDuplicate
-			return nil
+		if n[0] == 0 {
+			// Roll back: the claim may have matched (a dead-lettered event's version was never
+			// applied), and a duplicate must change nothing.
+			return errDuplicate
 		}
-		outcome, err = c.applyRecorded(ctx, txn, h, d)
-		return err
+		if n[1] == 0 {
+			// Not the common case (early, stale, out of order, a first event whose row exists, a
+			// snapshot's or an any-order event's first version): read the version to tell which.
+			outcome, err = c.applyRecorded(ctx, txn, h, d)
+			return err
+		}
+		if err := h.fn(ctx, txn, d); err != nil {
+			return err
+		}
+		outcome = OutcomeApplied
+		return nil
 	})
+	if errors.Is(err, errDuplicate) {
+		return OutcomeDuplicate, time.Time{}, rec, nil
+	}
 	return outcome, commitTS, rec, err
 }
+
+// errDuplicate ends the transaction of a delivery whose inbox row was there already.
+var errDuplicate = errors.New("outboxlib: event already processed")
+
+// claimVersion is the order check of a delivery as one DML statement, which sets the aggregate's
+// ConsumerVersions row to d's version exactly when the check lets the handler run as the event's
+// first application:
+//   - no earlier event of the aggregate was routed here (d.Predecessor 0): the row is inserted if
+//     there is none;
+//   - otherwise the row is updated if its version is below d's and, in order, at least the
+//     predecessor.
+//
+// A row count of 1 is the common case, decided without reading the row. 0 leaves the row as it was
+// and applyRecorded reads it to find out why (early, stale, out of order, or a case the statement
+// does not cover, such as a snapshot's first version with a predecessor).
+func (c *Consumer) claimVersion(h handlerSpec, d Delivery) spanner.Statement {
+	params := map[string]any{
+		"AggregateId": d.AggregateID, "AggregateType": d.AggregateType, "Consumer": c.cfg.Name,
+		"Version": d.AggregateVersion, "EventId": d.ID,
+	}
+	if d.Predecessor == 0 {
+		return spanner.Statement{SQL: insertVersionSQL, Params: params}
+	}
+	params["Lowest"] = int64(0)
+	if h.order == inOrder {
+		params["Lowest"] = d.Predecessor
+	}
+	return spanner.Statement{SQL: advanceVersionSQL, Params: params}
+}
+
+const (
+	insertVersionSQL = "INSERT OR IGNORE INTO ConsumerVersions (AggregateId, AggregateType, Consumer, Version, EventId, UpdatedAt) " +
+		"VALUES (@AggregateId, @AggregateType, @Consumer, @Version, @EventId, PENDING_COMMIT_TIMESTAMP())"
+	advanceVersionSQL = "UPDATE ConsumerVersions SET Version = @Version, EventId = @EventId, UpdatedAt = PENDING_COMMIT_TIMESTAMP() " +
+		"WHERE AggregateId = @AggregateId AND AggregateType = @AggregateType AND Consumer = @Consumer " +
+		"AND Version >= @Lowest AND Version < @Version"
+)
 
 // handlerTransaction runs fn, which calls a handler, in a read-write transaction and returns what
 // the attempt that committed recorded: the client may run fn more than once (an aborted attempt is
@@ -636,35 +690,37 @@ func appended(ctx context.Context, shard int64) {
 // applyRecorded is apply after the ProcessedEvents row is in place: the order check, the handler
 // and the new version.
 func (c *Consumer) applyRecorded(ctx context.Context, txn *spanner.ReadWriteTransaction, h handlerSpec, d Delivery) (string, error) {
+	// last is the highest version of the aggregate this consumer has applied, 0 if none.
+	var last int64
 	cv, err := outboxdb.ReadConsumerVersion(ctx, txn, d.AggregateID, d.AggregateType, c.cfg.Name)
 	switch {
 	case errors.Is(err, dao.ErrNotFound):
-		cv, d.LastVersion = nil, 0
+		cv = nil
 	case err != nil:
 		return "", fmt.Errorf("read version of %s %s: %w", d.AggregateType, d.AggregateID, err)
 	default:
-		d.LastVersion = cv.Version
+		last = cv.Version
 	}
 	switch {
 	case h.order == anyOrder:
-	case d.AggregateVersion <= d.LastVersion && (h.order == snapshot || cv.EventId == d.ID):
+	case d.AggregateVersion <= last && (h.order == snapshot || cv.EventId == d.ID):
 		// A newer snapshot is applied, or this very event set the version (its inbox row
 		// expired): keep the inbox row, skip the handler.
 		if cv.EventId == d.ID {
 			return OutcomeDuplicate, nil
 		}
 		return OutcomeStale, nil
-	case d.AggregateVersion <= d.LastVersion:
+	case d.AggregateVersion <= last:
 		return "", Permanent(fmt.Errorf("%w: %s %s version %d arrived after version %d (event %s) was applied",
-			ErrOutOfOrder, d.AggregateType, d.AggregateID, d.AggregateVersion, d.LastVersion, cv.EventId))
-	case h.order == inOrder && d.LastVersion < d.Predecessor:
+			ErrOutOfOrder, d.AggregateType, d.AggregateID, d.AggregateVersion, last, cv.EventId))
+	case h.order == inOrder && last < d.Predecessor:
 		return "", fmt.Errorf("%w: %s %s version %d needs version %d first; applied: %d",
-			ErrEarly, d.AggregateType, d.AggregateID, d.AggregateVersion, d.Predecessor, d.LastVersion)
+			ErrEarly, d.AggregateType, d.AggregateID, d.AggregateVersion, d.Predecessor, last)
 	}
 	if err := h.fn(ctx, txn, d); err != nil {
 		return "", err
 	}
-	if d.AggregateVersion <= d.LastVersion {
+	if d.AggregateVersion <= last {
 		return OutcomeApplied, nil // AnyOrder: an older event applied late; the version stays
 	}
 	row := outboxdb.ConsumerVersion{

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 
 	"cloud.google.com/go/cloudtasks/apiv2/cloudtaskspb"
 	"cloud.google.com/go/spanner"
+	"cloud.google.com/go/spanner/apiv1/spannerpb"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/google/uuid"
@@ -28,6 +30,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -494,6 +498,131 @@ func TestConsumerAppliesOnceAndAcknowledgesRedelivery(t *testing.T) {
 		if fields[k] != v {
 			t.Errorf("log field %s = %v, want %v", k, fields[k], v)
 		}
+	}
+}
+
+// An event applied in order costs its transaction one round trip before the handler's own: the
+// inbox row and the order check go in one batch of DML, and the version is not read. Only an
+// event the check does not let through reads it, to tell early from stale.
+func TestConsumerChecksOrderWithoutReadingTheVersion(t *testing.T) {
+	rpcs := &rpcCounts{n: map[string]int{}}
+	f := newFixtureConfig(t, func(c *outboxlib.ConsumerConfig) {
+		c.MaxAttempts = 10
+		c.Client = rpcs.client(t, c.Client.DatabaseName())
+	})
+	const versionRead = "StreamingRead(ConsumerVersions)"
+	v1, v2, v3 := stockEvent(t, "sku-rt", 1, 1, ""), stockEvent(t, "sku-rt", 2, 2, ""), stockEvent(t, "sku-rt", 3, 4, "")
+	for _, ev := range []outboxlib.Event{v1, v2} {
+		f.send(t, ev, nil)
+		if r := f.waitResponses(t, ev.ID, count(1))[0]; r.Outcome != outboxlib.OutcomeApplied {
+			t.Fatalf("v%d: %+v, want applied", ev.AggregateVersion, r)
+		}
+	}
+	if n := rpcs.get(versionRead); n != 0 {
+		t.Errorf("%d reads of ConsumerVersions for two events in order, want 0", n)
+	}
+	if n := rpcs.get("ExecuteBatchDml"); n != 2 {
+		t.Errorf("%d ExecuteBatchDml for two events, want 2", n)
+	}
+	if v, id := f.version(t, "sku-rt"); v != 2 || id != v2.ID {
+		t.Errorf("version = (%d, %s), want (2, %s)", v, id, v2.ID)
+	}
+
+	// v1 again under a new id: out of order, found out by reading the version.
+	again := stockEvent(t, "sku-rt", 1, 1, "")
+	f.send(t, again, nil)
+	if r := f.waitResponses(t, again.ID, count(1))[0]; r.Outcome != outboxlib.OutcomeDeadLettered {
+		t.Errorf("version 1 under a new id after version 2: %+v, want dead_lettered", r)
+	}
+	if n := rpcs.get(versionRead); n < 1 {
+		t.Errorf("%d reads of ConsumerVersions for an event out of order, want at least 1", n)
+	}
+	f.send(t, v3, nil)
+	if r := f.waitResponses(t, v3.ID, count(1))[0]; r.Outcome != outboxlib.OutcomeApplied {
+		t.Errorf("v3: %+v, want applied", r)
+	}
+	if v, id := f.version(t, "sku-rt"); v != 3 || id != v3.ID {
+		t.Errorf("version = (%d, %s), want (3, %s)", v, id, v3.ID)
+	}
+	if n := f.onHand(t, "sku-rt"); n != 7 {
+		t.Errorf("OnHand = %d, want 7", n)
+	}
+}
+
+// rpcCounts counts the Spanner requests a client sends, by method, reads by table.
+type rpcCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *rpcCounts) add(method string) {
+	c.mu.Lock()
+	c.n[method]++
+	c.mu.Unlock()
+}
+
+func (c *rpcCounts) get(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[method]
+}
+
+// client returns a client of database db whose requests c counts.
+func (c *rpcCounts) client(t *testing.T, db string) *spanner.Client {
+	t.Helper()
+	unary := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		c.add(path.Base(method))
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	stream := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		s, err := streamer(ctx, desc, cc, method, opts...)
+		return &countedStream{ClientStream: s, counts: c, method: path.Base(method)}, err
+	}
+	client, err := spanner.NewClient(context.Background(), db,
+		option.WithGRPCDialOption(grpc.WithChainUnaryInterceptor(unary)),
+		option.WithGRPCDialOption(grpc.WithChainStreamInterceptor(stream)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	return client
+}
+
+// countedStream counts its request: a read as "StreamingRead(Table)".
+type countedStream struct {
+	grpc.ClientStream
+	counts *rpcCounts
+	method string
+}
+
+func (s *countedStream) SendMsg(m any) error {
+	if r, ok := m.(*spannerpb.ReadRequest); ok {
+		s.counts.add(s.method + "(" + r.GetTable() + ")")
+	} else {
+		s.counts.add(s.method)
+	}
+	return s.ClientStream.SendMsg(m)
+}
+
+// A dead-lettered event has its inbox row but never set the version: delivered again, it is a
+// duplicate, and the claim of its version that went with the inbox statement is rolled back.
+func TestConsumerRedeliveredDeadLetterLeavesTheVersion(t *testing.T) {
+	f := newFixture(t, 10)
+	ev := stockEvent(t, "sku-dl-again", 1, 6, modeUntilFixed)
+	f.send(t, ev, nil)
+	if r := f.waitResponses(t, ev.ID, count(1))[0]; r.Outcome != outboxlib.OutcomeDeadLettered {
+		t.Fatalf("delivery: %+v, want dead_lettered", r)
+	}
+	f.fixed.Store(true) // the handler would apply it now, but only a replay may
+	f.send(t, ev, nil)
+	if r := f.waitResponses(t, ev.ID, count(2))[1]; r.Status != 200 || r.Outcome != outboxlib.OutcomeDuplicate {
+		t.Fatalf("redelivery: %+v, want 200 duplicate", r)
+	}
+	if v, id := f.version(t, "sku-dl-again"); v != 0 {
+		t.Errorf("version = (%d, %s), want none: the event was not applied", v, id)
+	}
+	if n := f.onHand(t, "sku-dl-again"); n != 0 {
+		t.Errorf("OnHand = %d, want 0", n)
 	}
 }
 
