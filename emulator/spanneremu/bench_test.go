@@ -195,6 +195,33 @@ func BenchmarkInsertOrIgnore(b *testing.B) {
 	}
 }
 
+// BenchmarkInboxBatch: a consumer's delivery, as outboxlib runs it: one batch of DML with the
+// inbox row and a conditional update of a row by key (the order check), then a row inserted at
+// commit.
+func BenchmarkInboxBatch(b *testing.B) {
+	for _, workers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			client := benchClient(b)
+			ids := seedAccounts(b, client)
+			runWorkers(b, workers, "commits/s", func(ctx context.Context, i int) error {
+				eventID, account := uuid.NewString(), ids[i%len(ids)]
+				_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+					n, err := tx.BatchUpdate(ctx, []spanner.Statement{
+						{SQL: `INSERT OR IGNORE INTO ProcessedEvents (EventId, Consumer) VALUES (@id, 'bench')`, Params: map[string]any{"id": eventID}},
+						{SQL: `UPDATE Accounts SET Balance = Balance + 1 WHERE Id = @account AND Balance >= 0`, Params: map[string]any{"account": account}},
+					})
+					if err != nil || n[0] == 0 {
+						return err
+					}
+					return tx.BufferWrite([]*spanner.Mutation{spanner.Insert("Events", []string{"Id", "AccountId", "CreatedAt"},
+						[]any{uuid.NewString(), eventID, spanner.CommitTimestamp})})
+				})
+				return err
+			})
+		})
+	}
+}
+
 func BenchmarkPointRead(b *testing.B) {
 	for _, workers := range []int{1, 8} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {

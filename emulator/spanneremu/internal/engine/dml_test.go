@@ -482,3 +482,90 @@ func TestIndexReadFootprint(t *testing.T) {
 		})
 	}
 }
+
+// batch runs statements as one BatchDML in tx and returns their row counts.
+func batch(t *testing.T, tx *Txn, sts ...Statement) ([]int64, error) {
+	t.Helper()
+	res, err := tx.BatchDML(context.Background(), sts)
+	counts := make([]int64, len(res))
+	for i, r := range res {
+		counts[i] = r.RowCount
+	}
+	return counts, err
+}
+
+// A batch of DML runs its statements together, as a consumer's inbox row and version claim are:
+// exact statements leave the lock free between requests and their footprints are validated at
+// commit; a statement that is not exact (an ignored insert) makes the transaction keep the lock
+// from there on, with the batch's earlier effects in place and its later statements run under
+// it; a failing statement stops the batch, and those before it stay applied.
+func TestBatchDML(t *testing.T) {
+	e, db := newTestEngine(t, Options{LockWait: 20 * time.Millisecond}, inbox, singers)
+	ctx := context.Background()
+	cols := []string{"SingerId", "Name"}
+	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")), row(str("2"), str("b")))); err != nil {
+		t.Fatal(err)
+	}
+	inboxRow := func(id string) Statement {
+		return Statement{SQL: insertInbox, Params: &structpb.Struct{Fields: map[string]*structpb.Value{"id": str(id)}}}
+	}
+	rename := func(id, name string) Statement {
+		return Statement{SQL: "UPDATE Singers SET Name = @name WHERE SingerId = @id",
+			Params:     &structpb.Struct{Fields: map[string]*structpb.Value{"id": str(id), "name": str(name)}},
+			ParamTypes: map[string]*sppb.Type{"id": {Code: sppb.TypeCode_INT64}, "name": {Code: sppb.TypeCode_STRING}}}
+	}
+	held := func() map[string]int64 {
+		for _, ds := range e.Stats().ByDatabase {
+			return ds.HeldLocks
+		}
+		return nil
+	}
+
+	a, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	b, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	for _, step := range []struct {
+		tx       *Txn
+		id, name string
+	}{{a, "ev-a", "by-a"}, {b, "ev-b", "by-b"}} {
+		if n, err := batch(t, step.tx, inboxRow(step.id), rename("1", step.name)); err != nil || !cmp.Equal(n, []int64{1, 1}) {
+			t.Fatalf("%s: counts %v, %v; want [1 1]", step.id, n, err)
+		}
+	}
+	if h := held(); len(h) != 0 {
+		t.Fatalf("exact batches held the lock: %v", h)
+	}
+	if _, err := a.Commit(ctx, nil); err != nil {
+		t.Fatalf("commit a: %v", err)
+	}
+	if _, err := b.Commit(ctx, nil); status.Code(err) != codes.Aborted {
+		t.Fatalf("commit b, whose batch updated the row a committed: got %v, want ABORTED", err)
+	}
+
+	// ev-a is in the inbox: ignored, so the transaction keeps the lock, and the update after it
+	// runs under it.
+	c, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if n, err := batch(t, c, rename("2", "by-c"), inboxRow("ev-a"), rename("1", "by-c")); err != nil || !cmp.Equal(n, []int64{1, 0, 1}) {
+		t.Fatalf("batch with an ignored insert: counts %v, %v; want [1 0 1]", n, err)
+	}
+	if h := held(); len(h) != 1 || h["DML not exact: "+insertInbox] != 1 {
+		t.Errorf("held locks %v, want one for the ignored insert", h)
+	}
+	if _, err := c.Commit(ctx, nil); err != nil {
+		t.Fatalf("commit c: %v", err)
+	}
+
+	d, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	dup := Statement{SQL: "INSERT INTO Singers (SingerId, Name) VALUES (2, 'again')"}
+	n, err := batch(t, d, rename("1", "by-d"), dup, rename("2", "never"))
+	if status.Code(err) != codes.AlreadyExists || !cmp.Equal(n, []int64{1}) {
+		t.Fatalf("batch with a duplicate insert: counts %v, %v; want [1] and ALREADY_EXISTS", n, err)
+	}
+	if _, err := d.Commit(ctx, nil); err != nil {
+		t.Fatalf("commit d: %v", err)
+	}
+	got := query(t, db, "SELECT Name FROM Singers ORDER BY SingerId")
+	want := [][]*structpb.Value{{str("by-d")}, {str("by-c")}}
+	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+		t.Errorf("Singers (-want +got):\n%s", diff)
+	}
+}

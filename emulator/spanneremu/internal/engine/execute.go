@@ -34,7 +34,9 @@ func (t *Txn) ExecuteSQL(ctx context.Context, st Statement) (*Result, error) {
 	return t.executeLocked(ctx, st)
 }
 
-// BatchDML runs DML statements in order and stops at the first failure.
+// BatchDML runs DML statements in order and stops at the first failure. Statements that can run
+// optimistically (see runDMLOptimistic) run together, under one hold of the lock, so that a batch
+// costs one replay of the transaction's earlier DML, not one per statement.
 func (t *Txn) BatchDML(ctx context.Context, sts []Statement) ([]*Result, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -45,22 +47,47 @@ func (t *Txn) BatchDML(ctx context.Context, sts []Statement) ([]*Result, error) 
 	if len(sts) == 0 {
 		return nil, errorf(codes.InvalidArgument, "No statements in batch DML request.")
 	}
-	var out []*Result
+	schema := t.db.Schema()
+	var prepared []*preparedDML
+	var stopErr error // the first statement that cannot run, after the ones before it have run
 	for i, st := range sts {
 		stmt, err := parseStatement(st.SQL)
 		if err != nil {
-			return out, err
+			stopErr = err
+			break
 		}
 		if _, ok := stmt.(ast.DML); !ok {
-			return out, errorf(codes.InvalidArgument, "Statement %d in the batch is not a DML statement: %s", i, firstLine(st.SQL))
+			stopErr = errorf(codes.InvalidArgument, "Statement %d in the batch is not a DML statement: %s", i, firstLine(st.SQL))
+			break
 		}
-		r, err := t.executeParsed(ctx, st, stmt)
+		p, err := t.prepareDML(schema, st, stmt)
 		if err != nil {
-			return out, err
+			stopErr = err
+			break
 		}
-		out = append(out, r)
+		prepared = append(prepared, p)
 	}
-	return out, nil
+	together := !t.hasLock && len(prepared) > 0
+	for _, p := range prepared {
+		together = together && p.c.Repeatable
+	}
+	var out []*Result
+	if together {
+		res, err := t.runBatchOptimistic(ctx, prepared, schema)
+		if err != nil {
+			return res, err
+		}
+		out = res
+	} else {
+		for _, p := range prepared {
+			r, err := t.runPrepared(ctx, p, schema)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, r)
+		}
+	}
+	return out, stopErr
 }
 
 func parseStatement(sqlText string) (ast.Statement, error) {
@@ -155,51 +182,84 @@ func (t *Txn) executeParsed(ctx context.Context, st Statement, stmt ast.Statemen
 		})
 		return res, err
 	case ast.DML:
-		if t.mode == ReadOnly {
-			return nil, errorf(codes.InvalidArgument, "DML statements can only be performed in a read-write or partitioned-dml transaction.")
-		}
 		schema := t.db.Schema()
-		c, err := t.db.compile(schema, st, stmt, declared)
+		p, err := t.prepareDML(schema, st, stmt)
 		if err != nil {
 			return nil, err
 		}
 		if st.PlanOnly {
-			r := planResult(c, declared)
+			r := planResult(p.c, p.declared)
 			r.IsDML = true
 			return r, nil
 		}
-		args, err := bindArgs(c, st, declared)
-		if err != nil {
-			return nil, err
-		}
-		if !t.hasLock && c.Repeatable {
-			var probe []any
-			if c.KeyProbe != nil {
-				if probe, err = bindArgs(c.KeyProbe, st, declared); err != nil {
-					return nil, err
-				}
-			}
-			res, err := t.runDMLOptimistic(ctx, st.SQL, c, args, probe, schema)
-			return res, blameUntypedParams(c, err)
-		}
-		if err := t.acquireLock(ctx, "DML: "+heldSQL(st.SQL)); err != nil {
-			return nil, err
-		}
-		if schema != t.db.Schema() {
-			t.abortLocked("Transaction was aborted because the schema changed; retry the transaction.")
-			return nil, abortedError(t.abortReason)
-		}
-		out, err := t.runDML(ctx, c, args, schema)
-		if err != nil {
-			return nil, blameUntypedParams(c, err)
-		}
-		t.recordDMLWrites(schema, c, out.keys)
-		t.pending = append(t.pending, out.pending...)
-		return out.res, nil
+		return t.runPrepared(ctx, p, schema)
 	case ast.DDL:
 		return nil, errorf(codes.InvalidArgument, "DDL statements cannot be executed with ExecuteSql; use UpdateDatabaseDdl.")
 	}
 	return nil, errorf(codes.InvalidArgument, "Unsupported statement: %s", firstLine(st.SQL))
+}
+
+// preparedDML is a DML statement compiled against a schema, with its arguments bound.
+type preparedDML struct {
+	st       Statement
+	c        *sqlgen.Compiled
+	declared map[string]spantype.Type
+	args     []any
+	probe    []any // the key probe's arguments (c.KeyProbe), nil without one
+}
+
+// prepareDML compiles a DML statement of the transaction and binds its arguments.
+func (t *Txn) prepareDML(schema *catalog.Schema, st Statement, stmt ast.Statement) (*preparedDML, error) {
+	if t.mode == ReadOnly {
+		return nil, errorf(codes.InvalidArgument, "DML statements can only be performed in a read-write or partitioned-dml transaction.")
+	}
+	declared, err := declaredParamTypes(st)
+	if err != nil {
+		return nil, err
+	}
+	c, err := t.db.compile(schema, st, stmt, declared)
+	if err != nil {
+		return nil, err
+	}
+	p := &preparedDML{st: st, c: c, declared: declared}
+	if st.PlanOnly {
+		return p, nil
+	}
+	if p.args, err = bindArgs(c, st, declared); err != nil {
+		return nil, err
+	}
+	if c.KeyProbe != nil {
+		if p.probe, err = bindArgs(c.KeyProbe, st, declared); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// runPrepared runs one prepared DML statement: optimistically when it can, else under the lock,
+// which the transaction then keeps.
+func (t *Txn) runPrepared(ctx context.Context, p *preparedDML, schema *catalog.Schema) (*Result, error) {
+	if !t.hasLock && p.c.Repeatable {
+		res, err := t.runBatchOptimistic(ctx, []*preparedDML{p}, schema)
+		if err != nil {
+			return nil, err
+		}
+		return res[0], nil
+	}
+	if err := t.acquireLock(ctx, "DML: "+heldSQL(p.st.SQL)); err != nil {
+		return nil, err
+	}
+	if schema != t.db.Schema() {
+		t.abortLocked("Transaction was aborted because the schema changed; retry the transaction.")
+		return nil, abortedError(t.abortReason)
+	}
+	out, err := t.runDML(ctx, p.c, p.args, schema)
+	if err != nil {
+		return nil, blameUntypedParams(p.c, err)
+	}
+	t.recordDMLWrites(schema, p.c, out.keys)
+	t.pending = append(t.pending, out.pending...)
+	return out.res, nil
 }
 
 // blameUntypedParams turns an INTERNAL error of a statement with parameters of no known type into
@@ -323,14 +383,15 @@ func (t *Txn) runDML(ctx context.Context, c *sqlgen.Compiled, args []any, schema
 	return out, nil
 }
 
-// runDMLOptimistic runs a DML statement without keeping the lock when it can: under the lock
-// only for the statement itself, it replays the transaction's earlier DML, runs the statement,
-// notes the keys it read and wrote, and rolls back. The statement is replayed at commit (or when
-// the transaction takes the lock for good), after its footprint is validated. See occ.go. A
-// statement whose reads are not exactly known keys (one that scans, or skipped a row, or
-// failed) keeps the lock instead, with its effects in place, as if it had taken it from the
-// start.
-func (t *Txn) runDMLOptimistic(ctx context.Context, sql string, c *sqlgen.Compiled, args, probeArgs []any, schema *catalog.Schema) (*Result, error) {
+// runBatchOptimistic runs DML statements in order without keeping the lock when it can: under the
+// lock only for the statements themselves, it replays the transaction's earlier DML, runs them,
+// notes the keys each read and wrote, and rolls back. The statements are replayed at commit (or
+// when the transaction takes the lock for good), after their footprints are validated. See
+// occ.go. Once a statement's reads are not exactly known keys (one that scans, or skipped a row,
+// or failed), the transaction keeps the lock instead, with the effects of the statements run so
+// far in place, as if it had taken it from the start; the statements after it run under it. It
+// returns the results of the statements that ran, and the error of the one that failed.
+func (t *Txn) runBatchOptimistic(ctx context.Context, ps []*preparedDML, schema *catalog.Schema) ([]*Result, error) {
 	db := t.db
 	if err := t.lockValidated(ctx); err != nil {
 		return nil, err
@@ -344,48 +405,71 @@ func (t *Txn) runDMLOptimistic(ctx context.Context, sql string, c *sqlgen.Compil
 		<-db.lock
 		return nil, err
 	}
-	seq := t.noteRead()
-	out, err := t.runDML(ctx, c, args, schema)
-	var probed []any
-	if err == nil && c.KeyProbe != nil {
-		probed = t.probeKey(ctx, c.KeyProbe, probeArgs)
-	}
-	fps, exact := dmlFootprint(c, out, probed, seq)
-	if err != nil || !exact {
-		// Keep the lock: what the statement read cannot be validated later. The footprints
-		// so far were validated when the lock was taken and nothing committed since.
+	var (
+		results []*Result
+		outs    []*dmlOutcome
+		fps     []footprint
+		held    string // why the transaction keeps the lock, "" while it need not
+		runErr  error
+	)
+	for _, p := range ps {
+		seq := t.noteRead()
+		out, err := t.runDML(ctx, p.c, p.args, schema)
 		if err != nil {
-			db.countHeld("DML failed: " + heldSQL(sql))
-		} else {
-			db.countHeld("DML not exact: " + heldSQL(sql))
+			runErr = blameUntypedParams(p.c, err)
+			if held == "" {
+				held = "DML failed: " + heldSQL(p.st.SQL)
+			}
+			break
 		}
+		results, outs = append(results, out.res), append(outs, out)
+		if held != "" {
+			continue
+		}
+		var probed []any
+		if p.c.KeyProbe != nil {
+			probed = t.probeKey(ctx, p.c.KeyProbe, p.probe)
+		}
+		f, exact := dmlFootprint(p.c, out, probed, seq)
+		if !exact {
+			held = "DML not exact: " + heldSQL(p.st.SQL)
+			continue
+		}
+		fps = append(fps, f...)
+	}
+	if held != "" {
+		// Keep the lock: what a statement read cannot be validated later. The footprints so
+		// far were validated when the lock was taken and nothing committed since.
+		db.countHeld(held)
 		t.validated()
 		t.dml, t.dmlTables = nil, nil
 		t.hasLock = true
 		db.heldAcross.Store(t)
 		db.retainVersion()
-		if err != nil {
-			return nil, err
+		for i, out := range outs {
+			t.recordDMLWrites(schema, ps[i].c, out.keys)
+			t.pending = append(t.pending, out.pending...)
 		}
-		t.recordDMLWrites(schema, c, out.keys)
-		t.pending = append(t.pending, out.pending...)
-		return out.res, nil
+		return results, runErr
 	}
 	db.writer.ExecContext(context.Background(), "ROLLBACK")
 	<-db.lock
 	t.addFootprints(fps)
-	t.dml = append(t.dml, loggedDML{sql: c.SQL, args: args})
 	if t.dmlTables == nil {
 		t.dmlTables = map[string]bool{}
 	}
-	touched := newWriteSet()
-	touched.addTable(schema, c.Table)
-	for name := range touched.tables {
-		t.dmlTables[name] = true
+	for i, out := range outs {
+		c := ps[i].c
+		t.dml = append(t.dml, loggedDML{sql: c.SQL, args: ps[i].args})
+		touched := newWriteSet()
+		touched.addTable(schema, c.Table)
+		for name := range touched.tables {
+			t.dmlTables[name] = true
+		}
+		t.recordDMLWrites(schema, c, out.keys)
+		t.pending = append(t.pending, out.pending...)
 	}
-	t.recordDMLWrites(schema, c, out.keys)
-	t.pending = append(t.pending, out.pending...)
-	return out.res, nil
+	return results, nil
 }
 
 // probeKey runs a statement's key probe (see sqlgen.Compiled.KeyProbe) and returns the key of
