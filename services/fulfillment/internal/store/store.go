@@ -123,32 +123,67 @@ func (t *tx) Stock(ctx context.Context, skus []string) ([]inventory.Stock, error
 	return toStock(rows)
 }
 
-// shipmentSQL reads a shipment with its lines (its order's reservation rows): one round trip
-// where two reads were.
-var shipmentSQL = "SELECT o." + strings.Join(fulfillmentdb.ShipmentColumns(), ", o.") + ", " + linesSQL + `
+// shipmentsSQL reads shipments with their lines (their orders' reservation rows): one round trip
+// where two reads were; shipmentSQL and pendingShipmentsSQL add which shipments.
+var shipmentsSQL = "SELECT o." + strings.Join(fulfillmentdb.ShipmentColumns(), ", o.") + ", " + linesSQL
+
+var shipmentSQL = shipmentsSQL + `
 FROM Shipments AS o
 WHERE o.ShipmentId = @id`
 
-func (t *tx) Shipment(ctx context.Context, id string) (*shipment.Shipment, error) {
-	var (
-		row   fulfillmentdb.Shipment
-		rows  []*reservationLine
-		found bool
-	)
-	err := t.txn.Query(ctx, spanner.Statement{SQL: shipmentSQL, Params: map[string]any{"id": id}}).Do(func(r *spanner.Row) error {
-		found = true
+var orderShipmentsSQL = shipmentsSQL + `
+FROM Shipments@{FORCE_INDEX=ShipmentsByOrder} AS o
+WHERE o.OrderId = @orderId`
+
+var pendingShipmentsSQL = shipmentsSQL + `
+FROM Shipments@{FORCE_INDEX=ShipmentsByStatus} AS o
+WHERE o.Status = @status AND o.CreatedAt <= @before
+ORDER BY o.CreatedAt, o.ShipmentId
+LIMIT @limit`
+
+// querier is a transaction, or a single use of the client, that queries.
+type querier interface {
+	Query(ctx context.Context, stmt spanner.Statement) *spanner.RowIterator
+}
+
+// queryShipments runs a query of shipmentsSQL's columns and restores its shipments.
+func queryShipments(ctx context.Context, q querier, stmt spanner.Statement) ([]*shipment.Shipment, error) {
+	var out []*shipment.Shipment
+	err := q.Query(ctx, stmt).Do(func(r *spanner.Row) error {
+		var (
+			row  fulfillmentdb.Shipment
+			rows []*reservationLine
+		)
 		if err := r.ToStructLenient(&row); err != nil {
 			return err
 		}
-		return r.ColumnByName("Lines", &rows)
+		if err := r.ColumnByName("Lines", &rows); err != nil {
+			return err
+		}
+		sh, err := restoreShipment(&row, toLines(rows))
+		if err != nil {
+			return err
+		}
+		out = append(out, sh)
+		return nil
 	})
+	return out, err
+}
+
+// queryShipment reads the shipment id with its lines.
+func queryShipment(ctx context.Context, q querier, id string) (*shipment.Shipment, error) {
+	out, err := queryShipments(ctx, q, spanner.Statement{SQL: shipmentSQL, Params: map[string]any{"id": id}})
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("read shipment %s: %w", id, err)
-	case !found:
+	case len(out) == 0:
 		return nil, fmt.Errorf("shipment %s: %w", id, shipment.ErrNotFound)
 	}
-	return restoreShipment(&row, toLines(rows))
+	return out[0], nil
+}
+
+func (t *tx) Shipment(ctx context.Context, id string) (*shipment.Shipment, error) {
+	return queryShipment(ctx, t.txn, id)
 }
 
 func (t *tx) SaveReservation(ctx context.Context, r *inventory.Reservation, created bool) error {
@@ -282,81 +317,28 @@ func (s *Store) Reservation(ctx context.Context, orderID string) (app.Reservatio
 	return out, nil
 }
 
-// Shipment implements app.Repository.
+// Shipment implements app.Repository: one query, so the shipment and its lines are read at one
+// timestamp.
 func (s *Store) Shipment(ctx context.Context, id string) (*shipment.Shipment, error) {
-	txn := s.client.ReadOnlyTransaction() // the shipment and its lines at one timestamp
-	defer txn.Close()
-	return readShipment(ctx, txn, id)
+	return queryShipment(ctx, s.client.Single(), id)
 }
 
 // ShipmentsOfOrder implements app.Repository.
 func (s *Store) ShipmentsOfOrder(ctx context.Context, orderID string) ([]*shipment.Shipment, error) {
-	txn := s.client.ReadOnlyTransaction() // an index read is two reads, then the lines
-	defer txn.Close()
-	rows, err := fulfillmentdb.ReadShipmentsByOrderKeys(ctx, txn, fulfillmentdb.ShipmentsByOrderKey(orderID), 0)
+	out, err := queryShipments(ctx, s.client.Single(), spanner.Statement{SQL: orderShipmentsSQL, Params: map[string]any{"orderId": orderID}})
 	if err != nil {
 		return nil, fmt.Errorf("read shipments of order %s: %w", orderID, err)
 	}
-	return withLines(ctx, txn, rows)
+	return out, nil
 }
 
 // PendingShipments implements app.Repository.
 func (s *Store) PendingShipments(ctx context.Context, createdBefore time.Time, limit int) ([]*shipment.Shipment, error) {
-	txn := s.client.ReadOnlyTransaction()
-	defer txn.Close()
-	pending := string(shipment.Pending)
-	keys := spanner.KeyRange{
-		Start: spanner.Key{pending},
-		End:   fulfillmentdb.ShipmentsByStatusKey(pending, createdBefore),
-		Kind:  spanner.ClosedClosed,
-	}
-	rows, err := fulfillmentdb.ReadShipmentsByStatusKeys(ctx, txn, keys, limit)
+	out, err := queryShipments(ctx, s.client.Single(), spanner.Statement{SQL: pendingShipmentsSQL, Params: map[string]any{
+		"status": string(shipment.Pending), "before": createdBefore, "limit": int64(limit),
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("read pending shipments: %w", err)
-	}
-	return withLines(ctx, txn, rows)
-}
-
-// readShipment reads a shipment and its lines (its order's reservation rows).
-func readShipment(ctx context.Context, r dao.Reader, id string) (*shipment.Shipment, error) {
-	row, err := fulfillmentdb.ReadShipment(ctx, r, id)
-	if errors.Is(err, dao.ErrNotFound) {
-		return nil, fmt.Errorf("shipment %s: %w", id, shipment.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read shipment %s: %w", id, err)
-	}
-	out, err := withLines(ctx, r, []*fulfillmentdb.Shipment{row})
-	if err != nil {
-		return nil, err
-	}
-	return out[0], nil
-}
-
-// withLines restores shipments with their lines, read in one go.
-func withLines(ctx context.Context, r dao.Reader, rows []*fulfillmentdb.Shipment) ([]*shipment.Shipment, error) {
-	out := make([]*shipment.Shipment, 0, len(rows))
-	if len(rows) == 0 {
-		return out, nil
-	}
-	prefixes := make([]spanner.KeySet, len(rows))
-	for i, row := range rows {
-		prefixes[i] = spanner.Key{row.OrderId}.AsPrefix()
-	}
-	lineRows, err := fulfillmentdb.ReadReservationRows(ctx, r, spanner.KeySets(prefixes...))
-	if err != nil {
-		return nil, fmt.Errorf("read shipment lines: %w", err)
-	}
-	byOrder := map[string][]*fulfillmentdb.Reservation{}
-	for _, l := range lineRows {
-		byOrder[l.OrderId] = append(byOrder[l.OrderId], l)
-	}
-	for _, row := range rows {
-		sh, err := restoreShipment(row, lines(byOrder[row.OrderId]))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sh)
 	}
 	return out, nil
 }
@@ -368,15 +350,6 @@ func restoreShipment(row *fulfillmentdb.Shipment, ls []inventory.Line) (*shipmen
 		ShippedBy: row.ShippedBy.StringVal, FailedBy: row.FailedBy.StringVal, Lines: ls, Version: row.Version,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt, ShippedAt: row.ShippedAt.Time,
 	})
-}
-
-// lines returns the SKUs and quantities of an order's Reservations rows (primary key order: by SKU).
-func lines(rows []*fulfillmentdb.Reservation) []inventory.Line {
-	out := make([]inventory.Line, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, inventory.Line{SKU: r.Sku, Quantity: r.Quantity})
-	}
-	return out
 }
 
 func toStock(rows []*fulfillmentdb.Inventory) ([]inventory.Stock, error) {
