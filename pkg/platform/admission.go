@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -148,13 +149,42 @@ func (a *admission) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		admitted := time.Now()
 		a.waited.Observe(admitted.Sub(start).Seconds())
 		a.inFlight.Inc()
-		defer func() {
-			a.held(time.Since(admitted))
-			a.inFlight.Dec()
-			<-a.slots
-		}()
+		s := &slot{a: a, admitted: admitted}
+		defer s.release()
 		a.admitted()
+		req := c.Request()
+		c.SetRequest(req.WithContext(context.WithValue(req.Context(), slotKey{}, s)))
 		return next(c)
+	}
+}
+
+// slot is an admitted request's place among the MaxInFlight, given back once: when the request
+// ends, or earlier when it yields it (YieldSlot).
+type slot struct {
+	a        *admission
+	admitted time.Time
+	once     sync.Once
+}
+
+type slotKey struct{}
+
+func (s *slot) release() {
+	s.once.Do(func() {
+		s.a.held(time.Since(s.admitted))
+		s.a.inFlight.Dec()
+		<-s.a.slots
+	})
+}
+
+// YieldSlot gives the admission slot of the request ctx belongs to back before the request ends,
+// for a request whose work is done and that now only waits for others': a delivery whose outcome
+// is recorded in a group with others' (the group's first waits for them, and with its slot held
+// the others could not come in to join it). The limit bounds the requests being worked on, not
+// those waiting. Without a slot in ctx (a request admission does not hold back, a background
+// job) it does nothing.
+func YieldSlot(ctx context.Context) {
+	if s, ok := ctx.Value(slotKey{}).(*slot); ok {
+		s.release()
 	}
 }
 

@@ -46,6 +46,12 @@ func blockingServer(t *testing.T, limit int, wait, waitCustomer time.Duration) (
 		}
 		e.GET("/work", work)
 		e.GET("/order", work)
+		// /yield does its work, gives its slot back, then waits like /work (for others, say).
+		e.GET("/yield", func(c echo.Context) error {
+			platform.YieldSlot(c.Request().Context())
+			platform.YieldSlot(c.Request().Context()) // a second yield gives nothing back
+			return work(c)
+		})
 	})
 	ts.srv.ShedFirst("/order")
 	return ts, entered, release
@@ -116,6 +122,37 @@ func TestAdmissionWaitsForASlot(t *testing.T) {
 	admitTheWaiter(t, ts, entered, release, results)
 	if got := metric(t, ts, "spanmart_admission_refused_total"); got != 0 {
 		t.Errorf("refused: %v, want 0", got)
+	}
+}
+
+// A request that yields its slot (platform.YieldSlot) while it waits lets the next one in: with one
+// slot, a second request is admitted while the first still waits, and the first's end gives back
+// nothing more.
+func TestAdmissionYieldedSlotAdmitsTheNext(t *testing.T) {
+	ts, entered, release := blockingServer(t, 1, time.Minute, time.Minute)
+	results := make(chan response, 3)
+	go func() { results <- get(t, ts.url+"/yield", nil) }()
+	<-entered
+	if got := metric(t, ts, "spanmart_admission_in_flight"); got != 0 {
+		t.Errorf("in flight after the yield: %v, want 0", got)
+	}
+	go func() { results <- get(t, ts.url+"/work", nil) }()
+	<-entered // admitted while the first still waits
+	go func() { results <- get(t, ts.url+"/work", nil) }()
+	platformtest.Eventually(t, "a third request waits for the one slot", func() bool {
+		return metric(t, ts, "spanmart_admission_waiting") == 1
+	})
+	release <- struct{}{}
+	release <- struct{}{}
+	<-entered
+	close(release)
+	for range 3 {
+		if r := <-results; r.status != http.StatusNoContent {
+			t.Errorf("status %d, want 204", r.status)
+		}
+	}
+	if got := metric(t, ts, "spanmart_admission_in_flight"); got != 0 {
+		t.Errorf("in flight at the end: %v, want 0", got)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/spanmart/spanmart/pkg/platform"
 )
 
 // outcomes records the outcomes of attempts in groups: the first outcome of a group waits
@@ -32,6 +34,10 @@ type pendingOutcome struct {
 // and never after record returns. The transaction is not cancelled with ctx, since the outcomes
 // of others depend on it; it is bounded by the timeout.
 func (o *outcomes) record(ctx context.Context, c Change) error {
+	// The caller's own work is done: while it waits for its group it holds no admission slot,
+	// so that the deliveries that would join the group can come in. With the slots held by
+	// deliveries waiting for others that could not get in, every group waited its whole window.
+	platform.YieldSlot(ctx)
 	p := &pendingOutcome{change: c, done: make(chan struct{})}
 	o.mu.Lock()
 	o.pending = append(o.pending, p)
