@@ -34,6 +34,7 @@ type DB struct {
 	sqldb  *sql.DB
 	pool   *cachedPool // reads on any pooled connection
 	writer *cachedConn // the one connection that writes, used under the write lock
+	plans  writePlans  // the write mutations' plans, for the current schema (mutation.go)
 	schema atomic.Pointer[catalog.Schema]
 
 	// lock is the write lock: a token is held by the transaction in holder.

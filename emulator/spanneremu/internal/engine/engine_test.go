@@ -482,3 +482,41 @@ func TestCommitWaitsForOlderReaders(t *testing.T) {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
 }
+
+// A write mutation's plan (its table, columns and statements, worked out once per shape) follows
+// the schema: after a column is added, the same shape with it writes it; after it is dropped, a
+// mutation naming it is refused; a refused shape is refused every time.
+func TestWritePlansFollowTheSchema(t *testing.T) {
+	e, db := newTestEngine(t, Options{}, singers)
+	ctx := context.Background()
+	cols := []string{"SingerId", "Name"}
+	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")))); err != nil {
+		t.Fatal(err)
+	}
+	withAge := []string{"SingerId", "Name", "Age"}
+	for range 2 {
+		if err := commit(t, db, insert("Singers", withAge, row(str("2"), str("b"), str("30")))); status.Code(err) != codes.NotFound {
+			t.Fatalf("a column not in the table yet: got %v, want NOT_FOUND", err)
+		}
+	}
+	if err := e.UpdateDDL(ctx, testDB, []string{"ALTER TABLE Singers ADD COLUMN Age INT64"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(t, db, insert("Singers", withAge, row(str("2"), str("b"), str("30")))); err != nil {
+		t.Fatalf("the same shape once the column is added: %v", err)
+	}
+	if err := commit(t, db, update("Singers", cols, row(str("1"), str("a2")))); err != nil {
+		t.Fatal(err)
+	}
+	got := query(t, db, "SELECT SingerId, Name, Age FROM Singers ORDER BY SingerId")
+	want := [][]*structpb.Value{{str("1"), str("a2"), structpb.NewNullValue()}, {str("2"), str("b"), str("30")}}
+	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+		t.Errorf("Singers (-want +got):\n%s", diff)
+	}
+	if err := e.UpdateDDL(ctx, testDB, []string{"ALTER TABLE Singers DROP COLUMN Age"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(t, db, insert("Singers", withAge, row(str("3"), str("c"), str("40")))); status.Code(err) != codes.NotFound {
+		t.Errorf("a dropped column: got %v, want NOT_FOUND", err)
+	}
+}

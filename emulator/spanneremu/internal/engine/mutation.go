@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	sppb "cloud.google.com/go/spanner/apiv1/spannerpb"
@@ -16,19 +17,19 @@ import (
 
 // applyMutations applies a commit's mutations in order on conn (inside the committing SQLite
 // transaction). ts is the commit timestamp that replaces spanner.CommitTimestamp values.
-func applyMutations(ctx context.Context, conn execer, schema *catalog.Schema, muts []*sppb.Mutation, ts time.Time) error {
+func applyMutations(ctx context.Context, conn execer, plans *writePlans, schema *catalog.Schema, muts []*sppb.Mutation, ts time.Time) error {
 	tsText := spantype.FormatTimestamp(ts)
 	for _, m := range muts {
 		var err error
 		switch op := m.Operation.(type) {
 		case *sppb.Mutation_Insert:
-			err = applyWrite(ctx, conn, schema, op.Insert, writeInsert, tsText)
+			err = applyWrite(ctx, conn, plans, schema, op.Insert, writeInsert, tsText)
 		case *sppb.Mutation_Update:
-			err = applyWrite(ctx, conn, schema, op.Update, writeUpdate, tsText)
+			err = applyWrite(ctx, conn, plans, schema, op.Update, writeUpdate, tsText)
 		case *sppb.Mutation_InsertOrUpdate:
-			err = applyWrite(ctx, conn, schema, op.InsertOrUpdate, writeInsertOrUpdate, tsText)
+			err = applyWrite(ctx, conn, plans, schema, op.InsertOrUpdate, writeInsertOrUpdate, tsText)
 		case *sppb.Mutation_Replace:
-			err = applyWrite(ctx, conn, schema, op.Replace, writeReplace, tsText)
+			err = applyWrite(ctx, conn, plans, schema, op.Replace, writeReplace, tsText)
 		case *sppb.Mutation_Delete_:
 			err = applyDelete(ctx, conn, schema, op.Delete)
 		default:
@@ -63,24 +64,85 @@ func lookupTable(schema *catalog.Schema, name string) (*catalog.Table, error) {
 	return t, nil
 }
 
-func applyWrite(ctx context.Context, conn execer, schema *catalog.Schema, w *sppb.Mutation_Write, kind writeKind, tsText string) error {
+// writePlan is what applyWrite needs of a write mutation's table and columns, worked out once
+// per shape (table, columns, kind) and schema: the rows of a commit, and the commits of a
+// service, mostly share a few shapes.
+type writePlan struct {
+	t         *catalog.Table
+	cols      []*catalog.Column
+	kc        []keyCol
+	keyPos    []int  // where each key column is among cols
+	q         string // the statement of one row
+	insertSQL string // InsertOrUpdate's insert, when its update found no row
+	del       string // Replace's delete, before its insert
+}
+
+// planKey identifies a write mutation's shape.
+func planKey(w *sppb.Mutation_Write, kind writeKind) string {
+	var b strings.Builder
+	b.WriteString(w.Table)
+	b.WriteByte(byte('0' + kind))
+	for _, c := range w.Columns {
+		b.WriteByte(0)
+		b.WriteString(c)
+	}
+	return b.String()
+}
+
+// writePlans caches writePlans for one schema.
+type writePlans struct {
+	mu     sync.Mutex
+	schema *catalog.Schema
+	plans  map[string]*writePlan
+}
+
+// maxWritePlans bounds the cache: past it, it starts again (a client writing ever new column
+// sets).
+const maxWritePlans = 1024
+
+// plan returns the plan of w's shape under schema, working it out (and checking the mutation's
+// table and columns) the first time.
+func (wp *writePlans) plan(schema *catalog.Schema, w *sppb.Mutation_Write, kind writeKind) (*writePlan, error) {
+	key := planKey(w, kind)
+	wp.mu.Lock()
+	if wp.schema != schema || len(wp.plans) >= maxWritePlans {
+		wp.schema, wp.plans = schema, map[string]*writePlan{}
+	}
+	p, ok := wp.plans[key]
+	wp.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := newWritePlan(schema, w, kind)
+	if err != nil {
+		return nil, err
+	}
+	wp.mu.Lock()
+	if wp.schema == schema {
+		wp.plans[key] = p
+	}
+	wp.mu.Unlock()
+	return p, nil
+}
+
+func newWritePlan(schema *catalog.Schema, w *sppb.Mutation_Write, kind writeKind) (*writePlan, error) {
 	t, err := lookupTable(schema, w.Table)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cols := make([]*catalog.Column, len(w.Columns))
 	seen := map[string]bool{}
 	for i, name := range w.Columns {
 		c, ok := t.Column(name)
 		if !ok {
-			return errorf(codes.NotFound, "Column not found in table %s: %s", t.Name, name)
+			return nil, errorf(codes.NotFound, "Column not found in table %s: %s", t.Name, name)
 		}
 		if seen[strings.ToUpper(c.Name)] {
-			return errorf(codes.InvalidArgument, "Multiple values for column %s.", c.Name)
+			return nil, errorf(codes.InvalidArgument, "Multiple values for column %s.", c.Name)
 		}
 		seen[strings.ToUpper(c.Name)] = true
 		if c.Generated != nil {
-			return errorf(codes.FailedPrecondition, "Cannot write into generated column `%s.%s`.", t.Name, c.Name)
+			return nil, errorf(codes.FailedPrecondition, "Cannot write into generated column `%s.%s`.", t.Name, c.Name)
 		}
 		cols[i] = c
 	}
@@ -94,15 +156,22 @@ func applyWrite(ctx context.Context, conn execer, schema *catalog.Schema, w *spp
 			}
 		}
 		if keyPos[i] < 0 {
-			return errorf(codes.FailedPrecondition, "Mutation for table %s is missing primary key column %s.", t.Name, k.col.Name)
+			return nil, errorf(codes.FailedPrecondition, "Mutation for table %s is missing primary key column %s.", t.Name, k.col.Name)
 		}
 	}
-	q := writeSQL(t, cols, kc, kind)
-	insertSQL := writeSQL(t, cols, kc, writeInsert)
-	var del string
+	p := &writePlan{t: t, cols: cols, kc: kc, keyPos: keyPos, q: writeSQL(t, cols, kc, kind), insertSQL: writeSQL(t, cols, kc, writeInsert)}
 	if kind == writeReplace {
-		del = deleteByKeySQL(t, kc)
+		p.del = deleteByKeySQL(t, kc)
 	}
+	return p, nil
+}
+
+func applyWrite(ctx context.Context, conn execer, plans *writePlans, schema *catalog.Schema, w *sppb.Mutation_Write, kind writeKind, tsText string) error {
+	p, err := plans.plan(schema, w, kind)
+	if err != nil {
+		return err
+	}
+	t, cols := p.t, p.cols
 	for _, row := range w.Values {
 		if len(row.Values) != len(cols) {
 			return errorf(codes.InvalidArgument, "Mutation has %d values for %d columns.", len(row.Values), len(cols))
@@ -125,41 +194,44 @@ func applyWrite(ctx context.Context, conn execer, schema *catalog.Schema, w *spp
 			}
 			vals[i] = v
 		}
-		key := make([]any, len(kc))
+		key := make([]any, len(p.kc))
 		size := 0
-		for i, p := range keyPos {
-			key[i] = vals[p]
-			size += storedSize(vals[p])
+		for i, pos := range p.keyPos {
+			key[i] = vals[pos]
+			size += storedSize(vals[pos])
 		}
 		if size > maxKeySize {
 			return errorf(codes.InvalidArgument, "Key too large for table %s: the key is %d bytes, the limit is %d bytes.", t.Name, size, maxKeySize)
 		}
-		wc := &writeContext{table: t, key: renderKey(kc, key), insert: kind != writeUpdate, schema: schema}
+		// The key is rendered only for an error's message.
+		wc := func(insert bool) *writeContext {
+			return &writeContext{table: t, key: renderKey(p.kc, key), insert: insert, schema: schema}
+		}
 		if kind == writeReplace {
-			if _, err := conn.ExecContext(ctx, del, key...); err != nil {
-				return mapError(err, &writeContext{table: t, key: wc.key, schema: schema})
+			if _, err := conn.ExecContext(ctx, p.del, key...); err != nil {
+				return mapError(err, wc(false))
 			}
 		}
 		if kind == writeUpdate || kind == writeInsertOrUpdate {
 			// InsertOrUpdate is an update, then an insert when no row was there: SQLite's
 			// upsert would check NOT NULL on the omitted columns before noticing the row exists.
-			res, err := conn.ExecContext(ctx, q, append(append([]any(nil), vals...), key...)...)
+			res, err := conn.ExecContext(ctx, p.q, append(append([]any(nil), vals...), key...)...)
 			if err != nil {
-				return mapError(err, &writeContext{table: t, key: wc.key, schema: schema})
+				return mapError(err, wc(false))
 			}
 			if n, _ := res.RowsAffected(); n > 0 {
 				continue
 			}
 			if kind == writeUpdate {
-				return errorf(codes.NotFound, "Table %s: Row %s not found.", t.Name, wc.key)
+				return errorf(codes.NotFound, "Table %s: Row %s not found.", t.Name, renderKey(p.kc, key))
 			}
-			if _, err := conn.ExecContext(ctx, insertSQL, vals...); err != nil {
-				return mapError(err, wc)
+			if _, err := conn.ExecContext(ctx, p.insertSQL, vals...); err != nil {
+				return mapError(err, wc(true))
 			}
 			continue
 		}
-		if _, err := conn.ExecContext(ctx, q, vals...); err != nil {
-			return mapError(err, wc)
+		if _, err := conn.ExecContext(ctx, p.q, vals...); err != nil {
+			return mapError(err, wc(kind != writeUpdate))
 		}
 	}
 	return nil

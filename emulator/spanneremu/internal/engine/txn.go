@@ -706,7 +706,7 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 		t.finish()
 		return time.Time{}, err
 	}
-	if err := applyMutations(ctx, db.writer, schema, muts, ts); err != nil {
+	if err := applyMutations(ctx, db.writer, &db.plans, schema, muts, ts); err != nil {
 		return fail(err)
 	}
 	if err := t.fixPendingTimestamps(ctx, ts); err != nil {
