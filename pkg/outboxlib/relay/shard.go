@@ -285,12 +285,23 @@ func (s *source) enqueue(ctx context.Context, rows []*pendingRow, preds predeces
 	sem := make(chan struct{}, cfg.Parallelism)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
+	tasks := 0
+	for _, row := range rows {
+		tasks += len(cfg.Routes[row.event.Type])
+	}
 	for i, row := range rows {
 		o := &outcome{row: row}
 		outs[i] = o
 		for _, sub := range cfg.Routes[row.event.Type] {
 			sem <- struct{}{}
-			wg.Go(func() {
+			tasks--
+			run := wg.Go
+			if tasks == 0 {
+				// The last one runs on this goroutine, whose stack has grown to the depth of a
+				// call already: most batches are one event for one subscriber.
+				run = func(f func()) { f() }
+			}
+			run(func() {
 				defer func() { <-sem }()
 				err := s.createTask(ctx, row, sub, preds[[2]string{row.event.ID, sub.Name}])
 				mu.Lock()
