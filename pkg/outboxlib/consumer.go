@@ -687,8 +687,9 @@ func appended(ctx context.Context, shard int64) {
 	}
 }
 
-// applyRecorded is apply after the ProcessedEvents row is in place: the order check, the handler
-// and the new version.
+// applyRecorded is apply after the ProcessedEvents row is in place, with the version read: the
+// order check, the handler and the new version. A delivery comes here when its claim of the
+// version (claimVersion) wrote nothing; a dead letter's replay always does.
 func (c *Consumer) applyRecorded(ctx context.Context, txn *spanner.ReadWriteTransaction, h handlerSpec, d Delivery) (string, error) {
 	// last is the highest version of the aggregate this consumer has applied, 0 if none.
 	var last int64

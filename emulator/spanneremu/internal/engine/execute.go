@@ -35,7 +35,7 @@ func (t *Txn) ExecuteSQL(ctx context.Context, st Statement) (*Result, error) {
 }
 
 // BatchDML runs DML statements in order and stops at the first failure. Statements that can run
-// optimistically (see runDMLOptimistic) run together, under one hold of the lock, so that a batch
+// optimistically (see runBatchOptimistic) run together, under one hold of the lock, so that a batch
 // costs one replay of the transaction's earlier DML, not one per statement.
 func (t *Txn) BatchDML(ctx context.Context, sts []Statement) ([]*Result, error) {
 	t.mu.Lock()

@@ -21,9 +21,9 @@ import (
 // A read-write transaction does not hold the write lock while the client thinks: its Read calls
 // read the latest committed data on a reader connection and record a footprint (the keys read,
 // the key ranges read, or the whole table for index reads) together with the commit sequence
-// number it read at. Its DML takes the lock for the statement alone (runDMLOptimistic): on the
-// writer it replays the transaction's earlier DML, runs the statement, records the statement's
-// footprint (dmlFootprint) and the keys it wrote, and rolls back. When the transaction later
+// number it read at. Its DML takes the lock for the statement alone, or a batch's statements
+// together (runBatchOptimistic): on the writer it replays the transaction's earlier DML, runs the
+// statements, records their footprints (dmlFootprint) and the keys they wrote, and rolls back. When the transaction later
 // takes the lock for good (to commit, or to run a SQL query), the footprints are validated: if
 // any commit since a read wrote a key (or a key in a range, or for a table footprint anything)
 // it read, the transaction is ABORTED and the client retries it. Otherwise the logged DML is
