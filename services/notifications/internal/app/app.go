@@ -277,7 +277,7 @@ func (s *Service) Deliver(ctx context.Context, eventID string, rec *Recorded) er
 		}
 	}
 	var unfinished []error
-	for _, n := range ns {
+	for i, n := range ns {
 		if n.Status().Final() {
 			continue
 		}
@@ -292,7 +292,9 @@ func (s *Service) Deliver(ctx context.Context, eventID string, rec *Recorded) er
 				continue
 			}
 		}
-		if result, err := s.send(ctx, n); err != nil && result != ResultRetry {
+		// The last e-mail's outcome waits for its group without the delivery's admission slot: no
+		// work of the delivery is left then.
+		if result, err := s.send(ctx, n, i == len(ns)-1); err != nil && result != ResultRetry {
 			unfinished = append(unfinished, fmt.Errorf("%s e-mail not sent: %w", n.Template(), brief(err)))
 		}
 	}
@@ -338,8 +340,9 @@ const (
 // failure, another attempt holds n now (err nil); or the outcome could not be recorded (err says
 // why; n stays PENDING and is sent again once the lease has run out, with the same Message-ID).
 // err is also the send's error after a temporary failure: it is non-nil exactly when n is still
-// PENDING.
-func (s *Service) send(ctx context.Context, n *notification.Notification) (result string, err error) {
+// PENDING. last says nothing follows in the request: the outcome then waits for its group without
+// the request's admission slot (platform.YieldSlot).
+func (s *Service) send(ctx context.Context, n *notification.Notification, last bool) (result string, err error) {
 	c := n.Content()
 	msg := mailer.Message{
 		To: n.Recipient(), Subject: c.Subject, Text: c.Text, HTML: c.HTML, MessageID: n.MessageID(),
@@ -376,6 +379,9 @@ func (s *Service) send(ctx context.Context, n *notification.Notification) (resul
 	}
 	var attempts int64
 	var retryAt time.Time
+	if last {
+		platform.YieldSlot(ctx)
+	}
 	err = s.outcomes.record(markCtx, Change{EventID: n.EventID(), Template: n.Template(), Apply: func(n *notification.Notification) error {
 		result = ""
 		if n.Status().Final() {
@@ -487,7 +493,7 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 		rep.Resumed++
 		result := ""
 		if err == nil {
-			result, err = s.send(ctx, n)
+			result, err = s.send(ctx, n, false) // the sweep goes on: it keeps its slot
 		}
 		switch result {
 		case ResultSent:

@@ -4,14 +4,14 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/spanmart/spanmart/pkg/platform"
 )
 
 // outcomes records the outcomes of attempts in groups: the first outcome of a group waits
 // window for others (less once the group has max), then one transaction records them all
 // (Repository.Update), where each would have taken a read and a commit of its own. Each caller waits for its group's commit,
-// so what it returns is what was recorded, as with a transaction of its own.
+// so what it returns is what was recorded, as with a transaction of its own. A delivery with no
+// work left waits without its admission slot (Service.send): with the slots held by deliveries
+// waiting for others that could not get in, every group waited its whole window.
 type outcomes struct {
 	repo    Repository
 	window  time.Duration
@@ -34,10 +34,6 @@ type pendingOutcome struct {
 // and never after record returns. The transaction is not cancelled with ctx, since the outcomes
 // of others depend on it; it is bounded by the timeout.
 func (o *outcomes) record(ctx context.Context, c Change) error {
-	// The caller's own work is done: while it waits for its group it holds no admission slot,
-	// so that the deliveries that would join the group can come in. With the slots held by
-	// deliveries waiting for others that could not get in, every group waited its whole window.
-	platform.YieldSlot(ctx)
 	p := &pendingOutcome{change: c, done: make(chan struct{})}
 	o.mu.Lock()
 	o.pending = append(o.pending, p)
