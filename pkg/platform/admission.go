@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"container/list"
 	"context"
 	"net/http"
 	"strconv"
@@ -39,6 +40,11 @@ import (
 //     than its wait it is refused at once, so that shedding costs the customer milliseconds,
 //     not the whole wait.
 //
+// A slot is held while a request works. One that waits on something outside the process (the
+// gateway's call to a payment provider) gives it back meanwhile (Away), and one whose work is
+// done before it ends gives it back for good (YieldSlot). A request coming back from outside goes
+// before the line: the work already in flight is finished before new work starts.
+//
 // The operational endpoints (/healthz, /readyz, /metrics, /debug/pprof/) are never held back: a
 // probe must see a busy process as alive.
 
@@ -70,7 +76,7 @@ const (
 // admission is a server's limit on requests in flight (see above). A nil *admission admits
 // everything.
 type admission struct {
-	slots        chan struct{} // one token per request in flight
+	limit        int // MaxInFlight
 	wait         time.Duration
 	waitCustomer time.Duration
 	// shedFirst are the route paths that bring new work (Server.ShedFirst), set before the
@@ -85,16 +91,30 @@ type admission struct {
 	waited   prometheus.Observer
 	refused  prometheus.Counter
 
-	// queued counts the requests waiting for a slot, hold is a moving average of how long
-	// admitted requests held theirs (nanoseconds): a ShedFirst request's expected wait.
-	queued atomic.Int64
-	hold   atomic.Int64
+	// hold is a moving average of how long admitted requests held their slot (nanoseconds): a
+	// ShedFirst request's expected wait.
+	hold atomic.Int64
+
+	// The slots and the lines for them, under lineMu. A slot given back goes straight to the
+	// first in back, else to the first in line, so busy < limit only while both are empty.
+	lineMu sync.Mutex
+	busy   int       // slots held
+	back   list.List // of *waiter: requests coming back to their work from outside the process (Away), served first
+	line   list.List // of *waiter: requests waiting to be admitted, first come first served
 
 	shedding     atomic.Bool // a refusal came in the last shedLogEvery
 	mu           sync.Mutex
 	refusedSince int64     // refusals since the last line logged about them
 	lastLog      time.Time // of the last such line
 	lastRefusal  time.Time
+}
+
+// waiter is a request's place in one of the lines.
+type waiter struct {
+	ready   chan struct{} // closed when a slot is handed to it
+	granted bool          // under lineMu: it holds a slot (ready is closed)
+	q       *list.List
+	e       *list.Element
 }
 
 func newAdmission(reg prometheus.Registerer, log *zap.Logger, service string, limit int, wait, waitCustomer time.Duration) *admission {
@@ -104,7 +124,7 @@ func newAdmission(reg prometheus.Registerer, log *zap.Logger, service string, li
 	inFlight := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "spanmart_admission_in_flight",
 		Help: "Requests being worked on (at most MAX_IN_FLIGHT)."}, []string{"service"})
 	waiting := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "spanmart_admission_waiting",
-		Help: "Requests waiting for a slot (each at most ADMISSION_WAIT, or ADMISSION_WAIT_CUSTOMER)."}, []string{"service"})
+		Help: "Requests waiting for a slot: to be admitted (each at most ADMISSION_WAIT, or ADMISSION_WAIT_CUSTOMER), or to go on with their work after waiting outside the process."}, []string{"service"})
 	waited := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "spanmart_admission_wait_seconds",
 		Help:    "How long admitted requests waited for a slot.",
 		Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5}}, []string{"service"})
@@ -112,7 +132,7 @@ func newAdmission(reg prometheus.Registerer, log *zap.Logger, service string, li
 		Help: "Requests refused with 503: MAX_IN_FLIGHT were in flight for as long as they could wait."}, []string{"service"})
 	reg.MustRegister(inFlight, waiting, waited, refused)
 	return &admission{
-		slots:        make(chan struct{}, limit),
+		limit:        limit,
 		wait:         wait,
 		waitCustomer: waitCustomer,
 		log:          log,
@@ -139,18 +159,16 @@ func (a *admission) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		start := time.Now()
-		select {
-		case a.slots <- struct{}{}:
-		default:
-			if err := a.waitForSlot(c); err != nil {
+		if w, ahead := a.enter(&a.line); w != nil {
+			if err := a.waitForSlot(c, w, ahead); err != nil {
 				return err
 			}
 		}
 		admitted := time.Now()
 		a.waited.Observe(admitted.Sub(start).Seconds())
 		a.inFlight.Inc()
-		s := &slot{a: a, admitted: admitted}
-		defer s.release()
+		s := &slot{a: a, held: true, since: admitted}
+		defer s.release(true)
 		a.admitted()
 		req := c.Request()
 		c.SetRequest(req.WithContext(context.WithValue(req.Context(), slotKey{}, s)))
@@ -158,22 +176,36 @@ func (a *admission) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// slot is an admitted request's place among the MaxInFlight, given back once: when the request
-// ends, or earlier when it yields it (YieldSlot).
+// slot is an admitted request's place among the MaxInFlight: held while it works, given back
+// while it is away (Away) and for good when it ends or yields it (YieldSlot).
 type slot struct {
-	a        *admission
-	admitted time.Time
-	once     sync.Once
+	a      *admission
+	mu     sync.Mutex
+	held   bool          // it holds a slot now
+	done   bool          // given back for good
+	since  time.Time     // when it took the slot it holds
+	worked time.Duration // how long it held slots before since
 }
 
 type slotKey struct{}
 
-func (s *slot) release() {
-	s.once.Do(func() {
-		s.a.held(time.Since(s.admitted))
+// release gives the slot back if the request holds it, for good when final.
+func (s *slot) release(final bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return
+	}
+	if s.held {
+		s.held = false
+		s.worked += time.Since(s.since)
 		s.a.inFlight.Dec()
-		<-s.a.slots
-	})
+		s.a.free()
+	}
+	if final {
+		s.done = true
+		s.a.held(s.worked)
+	}
 }
 
 // YieldSlot gives the admission slot of the request ctx belongs to back before the request ends,
@@ -184,41 +216,137 @@ func (s *slot) release() {
 // job) it does nothing.
 func YieldSlot(ctx context.Context) {
 	if s, ok := ctx.Value(slotKey{}).(*slot); ok {
-		s.release()
+		s.release(true)
 	}
 }
 
-// waitForSlot waits up to a.wait for a slot: nil when it has one, else the refusal.
-func (a *admission) waitForSlot(c echo.Context) error {
-	ahead := a.queued.Add(1) - 1
+// Away gives the admission slot of the request ctx belongs to back while the request waits on
+// something outside the process (a payment provider's answer, say), and back takes one again
+// for the work that follows: the limit bounds the requests being worked on, and one waiting on
+// the network takes no CPU here. A request coming back goes before every request waiting to be
+// admitted: it holds an answer that only its own work can record, and had it waited behind the
+// new requests its freed slot let in, the work in flight would take longer the more came in
+// (past capacity, by as much as the line is long). Its wait is bounded by ctx only; back returns
+// ctx's error, without a slot, when ctx ends first. Call back once, before the request's next
+// work. Without a slot in ctx (a request admission does not hold back, a background job, one
+// that yielded its slot) both do nothing.
+func Away(ctx context.Context) (back func() error) {
+	s, ok := ctx.Value(slotKey{}).(*slot)
+	if !ok {
+		return func() error { return nil }
+	}
+	s.mu.Lock()
+	away := s.held && !s.done
+	s.mu.Unlock()
+	if !away {
+		return func() error { return nil }
+	}
+	s.release(false)
+	return func() error {
+		a := s.a
+		if w, _ := a.enter(&a.back); w != nil {
+			select {
+			case <-w.ready:
+			case <-ctx.Done():
+				if a.leave(w) {
+					a.free() // handed over as ctx ended: on to the next
+				}
+				return ctx.Err()
+			}
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.done { // the request ended while away
+			a.free()
+			return nil
+		}
+		s.held, s.since = true, time.Now()
+		a.inFlight.Inc()
+		return nil
+	}
+}
+
+// enter takes a free slot (nil), or else puts the request at the end of q and returns its place
+// and how many wait before it in both lines.
+func (a *admission) enter(q *list.List) (*waiter, int) {
+	a.lineMu.Lock()
+	defer a.lineMu.Unlock()
+	if a.busy < a.limit {
+		a.busy++
+		return nil, 0
+	}
+	ahead := a.back.Len() + a.line.Len()
+	w := &waiter{ready: make(chan struct{}), q: q}
+	w.e = q.PushBack(w)
 	a.waiting.Inc()
-	defer func() {
-		a.queued.Add(-1)
-		a.waiting.Dec()
-	}()
+	return w, ahead
+}
+
+// leave takes w out of its line, unless a slot was handed to it meanwhile: then it reports true,
+// and w holds the slot.
+func (a *admission) leave(w *waiter) bool {
+	a.lineMu.Lock()
+	defer a.lineMu.Unlock()
+	if w.granted {
+		return true
+	}
+	w.q.Remove(w.e)
+	a.waiting.Dec()
+	return false
+}
+
+// free gives a slot back: to the first request coming back, else to the first in line, else to
+// whoever comes next.
+func (a *admission) free() {
+	a.lineMu.Lock()
+	defer a.lineMu.Unlock()
+	for _, q := range []*list.List{&a.back, &a.line} {
+		if e := q.Front(); e != nil {
+			w := q.Remove(e).(*waiter)
+			w.granted = true
+			close(w.ready)
+			a.waiting.Dec()
+			return
+		}
+	}
+	a.busy--
+}
+
+// waitForSlot waits up to a.wait for the slot w waits in line for, with ahead before it: nil when
+// it has one, else the refusal.
+func (a *admission) waitForSlot(c echo.Context, w *waiter, ahead int) error {
 	wait := a.wait
 	if a.shedFirst[c.Path()] {
 		wait = a.waitCustomer
 		if a.expectedWait(ahead) > wait {
+			if a.leave(w) {
+				return nil
+			}
 			return a.refuse(c)
 		}
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
-	case a.slots <- struct{}{}:
+	case <-w.ready:
 		return nil
 	case <-timer.C:
+		if a.leave(w) {
+			return nil
+		}
 		return a.refuse(c)
 	case <-c.Request().Context().Done():
+		if a.leave(w) {
+			a.free()
+		}
 		return c.Request().Context().Err()
 	}
 }
 
 // expectedWait is about how long a request with ahead requests before it in line waits for a
 // slot: slots free every hold / MaxInFlight on average, and the line is first come first served.
-func (a *admission) expectedWait(ahead int64) time.Duration {
-	return time.Duration(a.hold.Load()) / time.Duration(cap(a.slots)) * time.Duration(ahead+1)
+func (a *admission) expectedWait(ahead int) time.Duration {
+	return time.Duration(a.hold.Load()) / time.Duration(a.limit) * time.Duration(ahead+1)
 }
 
 // held folds how long an admitted request held its slot into the moving average (weight 1/8).
@@ -240,7 +368,7 @@ func (a *admission) refuse(c echo.Context) error {
 	a.lastRefusal = now
 	if !a.shedding.Load() || now.Sub(a.lastLog) >= shedLogEvery {
 		a.log.Warn("shedding load: requests refused with 503, the process working on its limit of requests at once",
-			zap.Int("max_in_flight", cap(a.slots)), zap.Duration("admission_wait", a.wait), zap.Duration("admission_wait_customer", a.waitCustomer),
+			zap.Int("max_in_flight", a.limit), zap.Duration("admission_wait", a.wait), zap.Duration("admission_wait_customer", a.waitCustomer),
 			zap.Int64("refused", a.refusedSince), zap.String("path", c.Path()))
 		a.refusedSince, a.lastLog = 0, now
 		a.shedding.Store(true)

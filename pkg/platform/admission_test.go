@@ -37,7 +37,16 @@ func metric(t *testing.T, ts *testServer, name string) float64 {
 // until the test releases it, with at most limit requests in flight, waiting up to wait for a
 // slot (/order: waitCustomer).
 func blockingServer(t *testing.T, limit int, wait, waitCustomer time.Duration) (*testServer, chan struct{}, chan struct{}) {
-	entered, release := make(chan struct{}, 8), make(chan struct{})
+	ts, entered, release, _ := awayServer(t, limit, wait, waitCustomer)
+	return ts, entered, release
+}
+
+// awayServer is blockingServer with one more route, /away, which enters (entered), waits outside
+// the process (platform.Away) until the test sends it an answer on the channel returned last,
+// comes back, and then works like /work except that it tells it came back on that channel
+// instead of on entered.
+func awayServer(t *testing.T, limit int, wait, waitCustomer time.Duration) (*testServer, chan struct{}, chan struct{}, chan struct{}) {
+	entered, release, answer := make(chan struct{}, 8), make(chan struct{}), make(chan struct{})
 	ts := startServer(t, platform.ServerOptions{MaxInFlight: limit, AdmissionWait: wait, AdmissionWaitCustomer: waitCustomer}, func(e *echo.Echo) {
 		work := func(c echo.Context) error {
 			entered <- struct{}{}
@@ -52,9 +61,20 @@ func blockingServer(t *testing.T, limit int, wait, waitCustomer time.Duration) (
 			platform.YieldSlot(c.Request().Context()) // a second yield gives nothing back
 			return work(c)
 		})
+		e.GET("/away", func(c echo.Context) error {
+			back := platform.Away(c.Request().Context())
+			entered <- struct{}{}
+			<-answer
+			if err := back(); err != nil {
+				return err
+			}
+			answer <- struct{}{}
+			<-release
+			return c.NoContent(http.StatusNoContent)
+		})
 	})
 	ts.srv.ShedFirst("/order")
-	return ts, entered, release
+	return ts, entered, release, answer
 }
 
 // admitTheWaiter waits until a second request waits for the slot of the one in flight, lets the
@@ -144,6 +164,52 @@ func TestAdmissionYieldedSlotAdmitsTheNext(t *testing.T) {
 	})
 	release <- struct{}{}
 	release <- struct{}{}
+	<-entered
+	close(release)
+	for range 3 {
+		if r := <-results; r.status != http.StatusNoContent {
+			t.Errorf("status %d, want 204", r.status)
+		}
+	}
+	if got := metric(t, ts, "spanmart_admission_in_flight"); got != 0 {
+		t.Errorf("in flight at the end: %v, want 0", got)
+	}
+}
+
+// A request away from its work (platform.Away) holds no slot, and coming back it goes before the
+// requests waiting to be admitted: with one slot, a request is admitted while the first is away, a
+// third waits in line, and when the second ends the slot goes to the first, back with its answer,
+// while the third still waits.
+func TestAdmissionAwayComesBackBeforeTheLine(t *testing.T) {
+	ts, entered, release, answer := awayServer(t, 1, time.Minute, time.Minute)
+	results := make(chan response, 3)
+	go func() { results <- get(t, ts.url+"/away", nil) }()
+	<-entered // away: its slot is free
+	if got := metric(t, ts, "spanmart_admission_in_flight"); got != 0 {
+		t.Errorf("in flight while the only request is away: %v, want 0", got)
+	}
+	go func() { results <- get(t, ts.url+"/work", nil) }()
+	<-entered // admitted in the slot the first gave back
+	go func() { results <- get(t, ts.url+"/work", nil) }()
+	platformtest.Eventually(t, "a third request waits in line", func() bool {
+		return metric(t, ts, "spanmart_admission_waiting") == 1
+	})
+	answer <- struct{}{} // the first comes back, and waits for the slot too
+	platformtest.Eventually(t, "the first waits to come back", func() bool {
+		return metric(t, ts, "spanmart_admission_waiting") == 2
+	})
+	release <- struct{}{} // the second ends
+	select {
+	case <-answer: // the first came back
+	case <-entered:
+		t.Fatal("the freed slot went to the request waiting to be admitted, not to the one coming back")
+	case <-time.After(platformtest.Timeout):
+		t.Fatalf("no request took the freed slot in %s", platformtest.Timeout)
+	}
+	if got := metric(t, ts, "spanmart_admission_waiting"); got != 1 {
+		t.Errorf("waiting once the slot was handed on: %v, want 1 (the third)", got)
+	}
+	release <- struct{}{} // the first ends; the third takes its slot
 	<-entered
 	close(release)
 	for range 3 {

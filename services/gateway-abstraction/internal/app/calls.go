@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spanmart/spanmart/pkg/platform"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/breaker"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/payment"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/provider"
@@ -96,8 +97,20 @@ func (g *guarded) invalid(op string, err error) error {
 
 // call tries f up to Attempts times while it fails temporarily and the circuit lets it, waiting
 // MinBackoff, then twice that, between tries. An open circuit is a temporary
-// provider_unavailable error without a call.
+// provider_unavailable error without a call. Meanwhile the request gives its admission slot to
+// others, as it waits on the provider, not on this process, and comes back to record the answer
+// before any new request starts (platform.Away).
 func (g *guarded) call(ctx context.Context, op string, f func(context.Context) (provider.Outcome, error)) (provider.Outcome, error) {
+	back := platform.Away(ctx)
+	o, err := g.tries(ctx, op, f)
+	if berr := back(); berr != nil {
+		return provider.Outcome{}, errors.Join(err, berr)
+	}
+	return o, err
+}
+
+// tries is call's tries.
+func (g *guarded) tries(ctx context.Context, op string, f func(context.Context) (provider.Outcome, error)) (provider.Outcome, error) {
 	backoff := g.policy.MinBackoff
 	var err error
 	for try := 1; ; try++ {
