@@ -17,12 +17,15 @@ import (
 	"cloud.google.com/go/spanner"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spanmart/spanmart/emulator/paysim"
 	"github.com/spanmart/spanmart/gen/dao/outboxdb"
 	"github.com/spanmart/spanmart/gen/dao/paymentsdb"
 	"github.com/spanmart/spanmart/pkg/dbschema"
+	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/pkg/platform/platformtest"
 	"github.com/spanmart/spanmart/pkg/spannertest"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/app"
 	"github.com/spanmart/spanmart/services/gateway-abstraction/internal/payment"
@@ -525,4 +528,80 @@ func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// holdAtProvider is a transport that holds every request to the provider until let is closed,
+// and closes held when the first one arrives.
+type holdAtProvider struct {
+	held, let chan struct{}
+	once      *sync.Once
+}
+
+func (h holdAtProvider) RoundTrip(r *http.Request) (*http.Response, error) {
+	h.once.Do(func() { close(h.held) })
+	<-h.let
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// While the gateway waits on a payment provider it holds no admission slot (platform.Away):
+// with one slot, a request resuming an authorization, held at the provider, lets another
+// request in meanwhile; then it comes back and records the answer.
+func TestProviderCallHoldsNoSlot(t *testing.T) {
+	f := newFixture(t, nil)
+	hold := holdAtProvider{held: make(chan struct{}), let: make(chan struct{}), once: &sync.Once{}}
+	held, err := stripe.New(stripe.Config{APIKey: apiKey, BaseURL: f.sandbox.URL(), WebhookSecret: webhookSecret,
+		HTTPClient: &http.Client{Timeout: platformtest.Timeout, Transport: hold}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := app.New(app.Config{Repo: store.New(f.client), Providers: []provider.Provider{held, f.komoju},
+		Now: f.clock, Metrics: app.NewMetrics(prometheus.NewRegistry())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, id := f.request(t, "pm_card_visa")
+
+	log, _ := platformtest.NewLogger(t, "gateway-abstraction")
+	srv := platform.NewServer(platform.ServerOptions{Logger: log, Service: "gateway-abstraction", Project: "proj",
+		MaxInFlight: 1, AdmissionWait: time.Hour})
+	srv.Echo.POST("/resume", func(c echo.Context) error {
+		if err := svc.Resume(c.Request().Context(), app.IntentKey(id, app.OpAuthorize)); err != nil {
+			return err
+		}
+		return c.NoContent(http.StatusNoContent)
+	})
+	srv.Echo.GET("/other", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
+	ln := platformtest.Listen(t)
+	platformtest.Start(t, func(ctx context.Context) error { return srv.Serve(ctx, ln) })
+	url := "http://" + ln.Addr().String()
+	client := &http.Client{Timeout: platformtest.Timeout}
+
+	resumed := make(chan error, 1)
+	go func() {
+		resp, err := client.Post(url+"/resume", "", nil)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				err = fmt.Errorf("status %d", resp.StatusCode)
+			}
+		}
+		resumed <- err
+	}()
+	<-hold.held
+	resp, err := client.Get(url + "/other")
+	if err != nil {
+		close(hold.let)
+		t.Fatalf("a request while the only slot's holder waits on the provider: %v; want it admitted at once", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("a request while the only slot's holder waits on the provider: %d, want 204", resp.StatusCode)
+	}
+	close(hold.let)
+	if err := <-resumed; err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if p := f.payment(t, id); p.Status != string(payment.Authorized) {
+		t.Errorf("after the provider answered: %s, want AUTHORIZED", p.Status)
+	}
 }
