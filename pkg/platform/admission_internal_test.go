@@ -3,6 +3,9 @@ package platform
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,5 +49,50 @@ func TestAwayWithoutASlot(t *testing.T) {
 	YieldSlot(ctx)
 	if err := Away(ctx)(); err != nil {
 		t.Errorf("Away without a slot: back() = %v, want nil", err)
+	}
+}
+
+// Under many requests at once, some away for a while and some ending while away or coming back,
+// no more than the limit work at once, and at the end every slot is free and nobody waits.
+func TestAdmissionHoldsTheLimitUnderChurn(t *testing.T) {
+	const limit, requests = 3, 200
+	a := newAdmission(prometheus.NewRegistry(), zap.NewNop(), "test", limit, time.Minute, time.Minute)
+	var working, most atomic.Int64
+	work := func() {
+		n := working.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		runtime.Gosched()
+		working.Add(-1)
+	}
+	var wg sync.WaitGroup
+	for i := range requests {
+		wg.Go(func() {
+			if w, _ := a.enter(&a.line); w != nil {
+				<-w.ready
+			}
+			s := &slot{a: a, held: true, since: time.Now()}
+			ctx, cancel := context.WithCancel(context.WithValue(context.Background(), slotKey{}, s))
+			defer cancel()
+			work()
+			back := Away(ctx)
+			runtime.Gosched()
+			if i%7 == 0 {
+				cancel() // the request ends while away
+			}
+			if err := back(); err == nil {
+				work()
+			}
+			s.release(true)
+		})
+	}
+	wg.Wait()
+	if m := most.Load(); m > limit {
+		t.Errorf("%d worked at once, want at most %d", m, limit)
+	}
+	a.lineMu.Lock()
+	defer a.lineMu.Unlock()
+	if a.busy != 0 || a.back.Len() != 0 || a.line.Len() != 0 {
+		t.Errorf("at the end: busy %d, coming back %d, in line %d; want 0, 0, 0", a.busy, a.back.Len(), a.line.Len())
 	}
 }
