@@ -94,6 +94,16 @@ func admitTheWaiter(t *testing.T, ts *testServer, entered, release chan struct{}
 	}
 }
 
+// all204 takes n answers from results and checks that each is 204.
+func all204(t *testing.T, results chan response, n int) {
+	t.Helper()
+	for range n {
+		if r := <-results; r.status != http.StatusNoContent {
+			t.Errorf("status %d, want 204", r.status)
+		}
+	}
+}
+
 // Past MaxInFlight a request is refused once AdmissionWait has passed without a slot: 503, a
 // problem and Retry-After, logged once as shedding; the operational endpoints still answer; once a
 // slot is free, requests are admitted again.
@@ -166,11 +176,7 @@ func TestAdmissionYieldedSlotAdmitsTheNext(t *testing.T) {
 	release <- struct{}{}
 	<-entered
 	close(release)
-	for range 3 {
-		if r := <-results; r.status != http.StatusNoContent {
-			t.Errorf("status %d, want 204", r.status)
-		}
-	}
+	all204(t, results, 3)
 	if got := metric(t, ts, "spanmart_admission_in_flight"); got != 0 {
 		t.Errorf("in flight at the end: %v, want 0", got)
 	}
@@ -212,11 +218,7 @@ func TestAdmissionAwayComesBackBeforeTheLine(t *testing.T) {
 	release <- struct{}{} // the first ends; the third takes its slot
 	<-entered
 	close(release)
-	for range 3 {
-		if r := <-results; r.status != http.StatusNoContent {
-			t.Errorf("status %d, want 204", r.status)
-		}
-	}
+	all204(t, results, 3)
 	if got := metric(t, ts, "spanmart_admission_in_flight"); got != 0 {
 		t.Errorf("in flight at the end: %v, want 0", got)
 	}
@@ -233,11 +235,7 @@ func TestAdmissionUnbounded(t *testing.T) {
 		<-entered // all three in flight at once
 	}
 	close(release)
-	for range 3 {
-		if r := <-results; r.status != http.StatusNoContent {
-			t.Errorf("status %d, want 204", r.status)
-		}
-	}
+	all204(t, results, 3)
 }
 
 // A request that brings new work (a ShedFirst route) is refused once its short wait has passed,
