@@ -147,7 +147,8 @@ type Server struct {
 	messages []Message
 	arrived  chan struct{} // closed and replaced whenever a message is stored
 	rejected map[string]int
-	refuse   int // connections still to refuse; < 0: all
+	refuse   int        // connections still to refuse; < 0: all
+	conns    []net.Conn // the connections accepted for a dialogue, open or not
 }
 
 // Start starts a server on a free port of 127.0.0.1.
@@ -233,6 +234,24 @@ func (s *Server) Refuse(n int) {
 	s.refuse = n
 }
 
+// Connections is how many connections the server has accepted for an SMTP dialogue (refused
+// ones not counted).
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// DropConnections closes every connection accepted so far, as a relay does with sessions left
+// idle past its timeout; the server goes on accepting new ones.
+func (s *Server) DropConnections() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		c.Close()
+	}
+}
+
 // refusing reports whether the connection just accepted is to be refused, counting it.
 func (s *Server) refusing() bool {
 	s.mu.Lock()
@@ -270,8 +289,14 @@ type refusingListener struct {
 func (l *refusingListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
-		if err != nil || !l.srv.refusing() {
+		if err != nil {
 			return c, err
+		}
+		if !l.srv.refusing() {
+			l.srv.mu.Lock()
+			l.srv.conns = append(l.srv.conns, c)
+			l.srv.mu.Unlock()
+			return c, nil
 		}
 		c.SetWriteDeadline(time.Now().Add(time.Second))
 		io.WriteString(c, "421 4.3.2 mailtest: service not available, try again later\r\n")

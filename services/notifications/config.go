@@ -26,7 +26,8 @@ const serviceName = "notifications"
 //	                           or to localhost
 //	SMTP_STARTTLS              auto (upgrade when the server offers it), always (refuse a server
 //	                           that does not) or never; default auto
-//	SMTP_TIMEOUT               one whole SMTP session (and recording its answer); an attempt holds
+//	SMTP_TIMEOUT               one e-mail's send, connecting included when no kept session is
+//	                           free (and recording its answer); an attempt holds
 //	                           its e-mail for NOTIFICATIONS_RESUME_AFTER plus twice this; default 30s
 //	NOTIFICATIONS_MAX_ATTEMPTS attempts at one e-mail before it is FAILED; default 8
 //	NOTIFICATIONS_RESUME_AFTER how long an unsent e-mail waits before the sweep takes it over, and

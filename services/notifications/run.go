@@ -30,6 +30,7 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+	defer sender.Close() // QUIT the sessions kept for the next e-mails
 	opts := cfg.ServerOptions(log)
 	opts.ErrorMapper = httpapi.ErrorMapper
 	srv := platform.NewServer(opts)

@@ -5,6 +5,12 @@
 // MIME multipart/alternative with a text and an HTML part, UTF-8, quoted-printable, and an RFC
 // 2047-encoded Subject, so that Japanese survives every hop.
 //
+// A session is kept for the next e-mail once its message is accepted (Config.MaxIdle,
+// IdleTimeout, MaxMessages): connecting, the greeting, EHLO, STARTTLS's handshake and AUTH are
+// done once per session, not per e-mail. A kept session the server has closed meanwhile is found
+// at its first command, before anything of the e-mail is sent, and the e-mail goes through a new
+// one.
+//
 // Transport security (Config.StartTLS): auto upgrades with STARTTLS when the server offers it,
 // always refuses a server that does not, never stays in plain text. Credentials (PLAIN) are sent
 // only over TLS or to localhost (net/smtp refuses otherwise), and the password never appears in an
@@ -25,6 +31,7 @@ import (
 	"net/smtp"
 	"net/textproto"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -48,12 +55,30 @@ type Config struct {
 	Timeout            time.Duration // one whole send, connection to QUIT; default 30s
 	LocalName          string        // the EHLO name; default "localhost"
 	TLSConfig          *tls.Config   // nil: the system's roots, ServerName = Addr's host
+	// Sessions kept for the next e-mails: at most MaxIdle at once (default 4; < 0 keeps none),
+	// each for at most IdleTimeout unused (default 5s, well within the 5 minutes RFC 5321 lets a
+	// server wait for a command; a relay that closes sooner costs a reconnect, not an e-mail) and
+	// MaxMessages e-mails (default 100: relays limit the messages per connection).
+	MaxIdle     int
+	IdleTimeout time.Duration
+	MaxMessages int
 }
 
-// Sender sends e-mails through one mail server.
+// Sender sends e-mails through one mail server. It is safe for concurrent use.
 type Sender struct {
 	cfg  Config
 	host string
+
+	mu   sync.Mutex
+	idle []*session // ready for the next MAIL FROM, the most recently used last
+}
+
+// session is an SMTP session past its greeting, EHLO, STARTTLS and AUTH.
+type session struct {
+	conn net.Conn
+	c    *smtp.Client
+	sent int       // e-mails accepted through it
+	used time.Time // when its last e-mail was accepted
 }
 
 // New returns a sender.
@@ -80,6 +105,15 @@ func New(cfg Config) (*Sender, error) {
 	}
 	if cfg.LocalName == "" {
 		cfg.LocalName = "localhost"
+	}
+	if cfg.MaxIdle == 0 {
+		cfg.MaxIdle = 4
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 5 * time.Second
+	}
+	if cfg.MaxMessages <= 0 {
+		cfg.MaxMessages = 100
 	}
 	if cfg.TLSConfig == nil {
 		cfg.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
@@ -145,8 +179,8 @@ type Receipt struct {
 	Reply string // its reply to the end of the message, e.g. "2.0.0 Ok: queued as 4BQ1"
 }
 
-// Send composes m and hands it to the mail server in one SMTP session, bounded by Config.Timeout
-// and ctx. A nil error means the server took responsibility for the message.
+// Send composes m and hands it to the mail server, through a kept session or a new one, bounded
+// by Config.Timeout and ctx. A nil error means the server took responsibility for the message.
 func (s *Sender) Send(ctx context.Context, m Message) (Receipt, error) {
 	raw, err := Compose(s.cfg.From, m)
 	if err != nil {
@@ -154,11 +188,78 @@ func (s *Sender) Send(ctx context.Context, m Message) (Receipt, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
+	if se := s.take(); se != nil {
+		r, err := s.transact(ctx, se, m.To, raw)
+		if !stale(err) {
+			return r, err
+		}
+		// The server closed the session while it was kept: nothing of m was sent.
+	}
+	se, err := s.open(ctx)
+	if err != nil {
+		return Receipt{}, err
+	}
+	return s.transact(ctx, se, m.To, raw)
+}
+
+// Close ends the kept sessions (QUIT). Sends after it open sessions of their own again.
+func (s *Sender) Close() error {
+	s.mu.Lock()
+	idle := s.idle
+	s.idle = nil
+	s.mu.Unlock()
+	for _, se := range idle {
+		se.conn.SetDeadline(time.Now().Add(time.Second))
+		se.c.Quit()
+		se.conn.Close()
+	}
+	return nil
+}
+
+// take returns the most recently used kept session still within IdleTimeout, closing the ones
+// past it; nil when there is none.
+func (s *Sender) take() *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.idle) > 0 {
+		se := s.idle[len(s.idle)-1]
+		s.idle = s.idle[:len(s.idle)-1]
+		if time.Since(se.used) < s.cfg.IdleTimeout {
+			return se
+		}
+		se.conn.Close()
+	}
+	return nil
+}
+
+// keep keeps se for the next e-mail, or ends it (QUIT) when it has sent its MaxMessages or
+// MaxIdle are kept already.
+func (s *Sender) keep(se *session) {
+	se.used = time.Now()
+	s.mu.Lock()
+	if se.sent < s.cfg.MaxMessages && len(s.idle) < s.cfg.MaxIdle {
+		s.idle = append(s.idle, se)
+		se = nil
+	}
+	s.mu.Unlock()
+	if se != nil {
+		se.c.Quit() // the message is accepted: how the session ends changes nothing
+		se.conn.Close()
+	}
+}
+
+// open connects, reads the greeting, and says EHLO, STARTTLS and AUTH as configured.
+func (s *Sender) open(ctx context.Context) (*session, error) {
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", s.cfg.Addr)
 	if err != nil {
-		return Receipt{}, &Error{Stage: StageConnect, Err: err}
+		return nil, &Error{Stage: StageConnect, Err: err}
 	}
-	defer conn.Close()
+	ok := false
+	defer func() {
+		if !ok {
+			conn.Close()
+		}
+	}()
 	deadline, _ := ctx.Deadline()
 	conn.SetDeadline(deadline)
 	// A cancelled request (the caller went away) ends the session at once.
@@ -166,37 +267,73 @@ func (s *Sender) Send(ctx context.Context, m Message) (Receipt, error) {
 
 	c, err := smtp.NewClient(conn, s.host)
 	if err != nil {
-		return Receipt{}, stageError(StageConnect, err)
+		return nil, stageError(StageConnect, err)
 	}
-	defer c.Close()
 	if err := c.Hello(s.cfg.LocalName); err != nil {
-		return Receipt{}, stageError(StageHello, err)
+		return nil, stageError(StageHello, err)
 	}
 	if err := s.startTLS(c); err != nil {
-		return Receipt{}, err
+		return nil, err
 	}
 	if s.cfg.Username != "" {
 		if ok, _ := c.Extension("AUTH"); !ok {
-			return Receipt{}, &Error{Stage: StageAuth, Err: errors.New("the server offers no AUTH, and credentials are configured")}
+			return nil, &Error{Stage: StageAuth, Err: errors.New("the server offers no AUTH, and credentials are configured")}
 		}
 		// PlainAuth refuses to send the password over an unencrypted connection to anything but
 		// localhost.
 		if err := c.Auth(smtp.PlainAuth("", s.cfg.Username, s.cfg.Password, s.host)); err != nil {
-			return Receipt{}, stageError(StageAuth, err)
+			return nil, stageError(StageAuth, err)
 		}
 	}
-	if err := c.Mail(s.cfg.From.Address); err != nil {
-		return Receipt{}, stageError(StageMail, err)
-	}
-	if err := c.Rcpt(m.To); err != nil {
-		return Receipt{}, stageError(StageRcpt, err)
-	}
-	reply, err := data(c, raw)
+	ok = true
+	// Once STARTTLS has wrapped conn, its deadlines and closing still reach the TLS connection.
+	return &session{conn: conn, c: c}, nil
+}
+
+// transact sends one e-mail through se: MAIL FROM, RCPT TO, DATA. The session is kept once the
+// message is accepted, and ended otherwise.
+func (s *Sender) transact(ctx context.Context, se *session, to string, raw []byte) (Receipt, error) {
+	deadline, _ := ctx.Deadline()
+	se.conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { se.conn.Close() })
+	reply, err := func() (string, error) {
+		if err := se.c.Mail(s.cfg.From.Address); err != nil {
+			return "", stageError(StageMail, err)
+		}
+		if err := se.c.Rcpt(to); err != nil {
+			return "", stageError(StageRcpt, err)
+		}
+		reply, err := data(se.c, raw)
+		if err != nil {
+			return "", stageError(StageData, err)
+		}
+		return reply, nil
+	}()
 	if err != nil {
-		return Receipt{}, stageError(StageData, err)
+		stop()
+		se.conn.Close() // a refusal leaves a transaction open: the session is not worth an RSET
+		return Receipt{}, err
 	}
-	c.Quit() // the message is accepted: how the session ends changes nothing
+	if stop() {
+		se.sent++
+		se.conn.SetDeadline(time.Time{})
+		s.keep(se)
+	} // else ctx ended as the reply came: the connection is closed, the message accepted
 	return Receipt{Reply: reply}, nil
+}
+
+// stale reports whether err is a kept session's failure at its first command because the server
+// had closed it: the connection gone, or 421 (the server closing the channel).
+func stale(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) || e.Stage != StageMail {
+		return false
+	}
+	var te *textproto.Error
+	if errors.As(err, &te) {
+		return te.Code == 421
+	}
+	return true
 }
 
 func (s *Sender) startTLS(c *smtp.Client) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net"
@@ -268,4 +269,105 @@ func TestNewRefusesBadConfigs(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+}
+
+// sendTo sends message() to to through s, failing the test on an error.
+func sendTo(t *testing.T, s *Sender, to string) {
+	t.Helper()
+	m := message()
+	m.To = to
+	if _, err := s.Send(context.Background(), m); err != nil {
+		t.Fatalf("Send to %s: %v", to, err)
+	}
+}
+
+// E-mails go through one kept session, one after the other; a session the server closed while it
+// was kept is replaced without losing the e-mail; Close ends the kept session.
+func TestSendKeepsTheSession(t *testing.T) {
+	srv := start(t)
+	s := sender(t, Config{Addr: srv.Addr()})
+	sendTo(t, s, "a@example.com")
+	sendTo(t, s, "b@example.com")
+	if n := srv.Connections(); n != 1 {
+		t.Errorf("two e-mails one after the other took %d connections, want 1", n)
+	}
+	srv.DropConnections()
+	sendTo(t, s, "c@example.com")
+	if n := srv.Connections(); n != 2 {
+		t.Errorf("after the server closed the kept session: %d connections, want 2", n)
+	}
+	msgs := srv.Messages()
+	if len(msgs) != 3 || msgs[0].To[0] != "a@example.com" || msgs[1].To[0] != "b@example.com" || msgs[2].To[0] != "c@example.com" {
+		t.Fatalf("server got %+v, want the three e-mails once each", msgs)
+	}
+	s.Close()
+	sendTo(t, s, "d@example.com")
+	if n := srv.Connections(); n != 3 {
+		t.Errorf("after Close: %d connections, want 3 (a new session)", n)
+	}
+}
+
+// A session is not kept past IdleTimeout or MaxMessages, nor at all with MaxIdle < 0; a refused
+// recipient ends it; concurrent sends keep at most MaxIdle.
+func TestSendKeepsSessionsWithinBounds(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want int // connections for three e-mails one after the other
+	}{
+		{name: "idle timeout", cfg: Config{IdleTimeout: time.Nanosecond}, want: 3},
+		{name: "two e-mails per session", cfg: Config{MaxMessages: 2}, want: 2},
+		{name: "none kept", cfg: Config{MaxIdle: -1}, want: 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := start(t)
+			c.cfg.Addr = srv.Addr()
+			s := sender(t, c.cfg)
+			for _, to := range []string{"a@example.com", "b@example.com", "c@example.com"} {
+				sendTo(t, s, to)
+			}
+			if n := srv.Connections(); n != c.want {
+				t.Errorf("%d connections, want %d", n, c.want)
+			}
+		})
+	}
+	t.Run("a bounce ends the session", func(t *testing.T) {
+		srv := start(t)
+		srv.RejectRecipient("bounce@example.com", 550)
+		s := sender(t, Config{Addr: srv.Addr()})
+		m := message()
+		m.To = "bounce@example.com"
+		if _, err := s.Send(context.Background(), m); !IsBounce(err) {
+			t.Fatalf("Send to a refused recipient: %v, want a bounce", err)
+		}
+		sendTo(t, s, "a@example.com")
+		if n := srv.Connections(); n != 2 {
+			t.Errorf("%d connections, want 2", n)
+		}
+	})
+	t.Run("concurrent", func(t *testing.T) {
+		srv := start(t)
+		s := sender(t, Config{Addr: srv.Addr(), MaxIdle: 2})
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				for j := range 5 {
+					sendTo(t, s, fmt.Sprintf("c%d-%d@example.com", i, j))
+				}
+			})
+		}
+		wg.Wait()
+		if n := len(srv.Messages()); n != 40 {
+			t.Errorf("%d e-mails accepted, want 40", n)
+		}
+		s.mu.Lock()
+		kept := len(s.idle)
+		s.mu.Unlock()
+		if kept > 2 {
+			t.Errorf("%d sessions kept, want at most MaxIdle 2", kept)
+		}
+		if n := srv.Connections(); n >= 40 {
+			t.Errorf("%d connections for 40 e-mails: no session was reused", n)
+		}
+	})
 }
