@@ -46,6 +46,7 @@ type window struct {
 	cpu              map[string]float64 // CPU seconds while placing, per process
 	benchCPU         float64
 	cpuTotal         float64          // every process, window start → settled
+	cpuServices      float64          // the services and the relays, window start → settled
 	spanner          spanneremu.Stats // while placing
 	spannerAll       spanneremu.Stats // window start → settled
 	slipsPaid        int64
@@ -130,10 +131,10 @@ func (b *bench) window(ctx context.Context, rate float64, d time.Duration, metho
 	}
 	w.spannerAll = statsSince(sp0, b.s.SpannerStats())
 	w.dispatches = delta(before, settled, "tasks", "tasksemu_attempts_total", "")
-	w.cpuTotal = selfCPU() - cpu0
 	for _, p := range append(consumerNames(), b.relays...) {
-		w.cpuTotal += delta(before, settled, p, "process_cpu_seconds_total", "")
+		w.cpuServices += delta(before, settled, p, "process_cpu_seconds_total", "")
 	}
+	w.cpuTotal = selfCPU() - cpu0 + w.cpuServices
 	if w.milestones, err = b.milestones(ctx, w.methods); err != nil {
 		return nil, err
 	}
