@@ -53,15 +53,21 @@ func TestPrintABRatios(t *testing.T) {
 		{{f(0.1, 0.01), f(0.3, 0.03)}},
 		{{f(0.4, 0.1)}, {f(0.4, 0.1)}},
 	})
-	for _, want := range []string{
+	wantLines(t, out.String(),
 		"| CPU s per order | 0.200 | 0.400 | **0.50** |",
 		"| aborts per commit | 0.020 | 0.100 | **0.20** |",
 		"| card → AWAITING_PAYMENT p99 (ms) | 100 | 100 | **1.00** |",
 		"| card → COMPLETED p99 (ms) | — | — | — |",
 		"| abc123 | 2 | 1 |",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
+	)
+}
+
+// wantLines checks that out contains each of wants.
+func wantLines(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }
