@@ -216,20 +216,21 @@ func (s *Sender) Close() error {
 	return nil
 }
 
-// take returns the most recently used kept session still within IdleTimeout, closing the ones
-// past it; nil when there is none.
+// take returns the most recently used kept session, after closing the ones kept past
+// IdleTimeout (the oldest first: idle is in the order of use); nil when there is none.
 func (s *Sender) take() *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for len(s.idle) > 0 {
-		se := s.idle[len(s.idle)-1]
-		s.idle = s.idle[:len(s.idle)-1]
-		if time.Since(se.used) < s.cfg.IdleTimeout {
-			return se
-		}
-		se.conn.Close()
+	for len(s.idle) > 0 && time.Since(s.idle[0].used) >= s.cfg.IdleTimeout {
+		s.idle[0].conn.Close()
+		s.idle = s.idle[1:]
 	}
-	return nil
+	if len(s.idle) == 0 {
+		return nil
+	}
+	se := s.idle[len(s.idle)-1]
+	s.idle = s.idle[:len(s.idle)-1]
+	return se
 }
 
 // keep keeps se for the next e-mail, or ends it (QUIT) when it has sent its MaxMessages or
