@@ -52,7 +52,7 @@ type Config struct {
 	// Username and Password, when set, authenticate with PLAIN: over TLS, or to localhost only.
 	Username, Password string
 	StartTLS           StartTLS      // default auto
-	Timeout            time.Duration // one whole send, connection to QUIT; default 30s
+	Timeout            time.Duration // one e-mail's send (connecting too, without a kept session); default 30s
 	LocalName          string        // the EHLO name; default "localhost"
 	TLSConfig          *tls.Config   // nil: the system's roots, ServerName = Addr's host
 	// Sessions kept for the next e-mails: at most MaxIdle at once (default 4; < 0 keeps none),
