@@ -44,13 +44,15 @@ type Txn any
 // commit, so two transactions deciding about the same rows serialize; writes are buffered and
 // commit with the transaction.
 type Tx interface {
-	// Reservation returns an order's reservation; inventory.ErrNotFound if the order was never
-	// decided (its order.created has not been applied).
-	Reservation(ctx context.Context, orderID string) (*inventory.Reservation, error)
+	// Reservation returns an order's reservation and its shipment (nil while it has none), read at
+	// once; inventory.ErrNotFound if the order was never decided (its order.created has not been
+	// applied).
+	Reservation(ctx context.Context, orderID string) (*inventory.Reservation, *shipment.Shipment, error)
 	// Stock returns the stock of the SKUs that exist among skus, in SKU order.
 	Stock(ctx context.Context, skus []string) ([]inventory.Stock, error)
-	// Shipment returns a shipment with its lines; shipment.ErrNotFound if there is none.
-	Shipment(ctx context.Context, id string) (*shipment.Shipment, error)
+	// Shipment returns a shipment with its lines and its order's reservation (nil if there is
+	// none), read at once; shipment.ErrNotFound if there is no such shipment.
+	Shipment(ctx context.Context, id string) (*shipment.Shipment, *inventory.Reservation, error)
 	// SaveReservation writes r (inserted with its lines when created; otherwise its status and
 	// version, and its lines' status when that changed).
 	SaveReservation(ctx context.Context, r *inventory.Reservation, created bool) error
@@ -65,10 +67,10 @@ type Tx interface {
 
 // Repository is the persistence the use cases need.
 type Repository interface {
-	// Update runs fn in a new read-write transaction and commits it. fn may run more than once
-	// (the client retries aborted transactions): it must have no effect outside tx. Its error is
-	// returned unchanged (wrapped) and nothing is written.
-	Update(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// Update runs fn in a new read-write transaction, commits it and returns its commit
+	// timestamp. fn may run more than once (the client retries aborted transactions): it must have
+	// no effect outside tx. Its error is returned unchanged (wrapped) and nothing is written.
+	Update(ctx context.Context, fn func(ctx context.Context, tx Tx) error) (time.Time, error)
 	// UpdateInTxn runs fn inside txn, which the caller commits; the same rules hold for fn.
 	UpdateInTxn(ctx context.Context, txn Txn, fn func(ctx context.Context, tx Tx) error) error
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/spanner"
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spanmart/spanmart/pkg/dbschema"
@@ -143,6 +144,13 @@ func TestShipConcurrentRepeats(t *testing.T) {
 	}
 	if !read.ShippedAt().Equal(read.UpdatedAt()) || !read.ShippedAt().After(read.CreatedAt()) {
 		t.Errorf("created %v, updated %v, shipped %v: want shipped = updated, after created", read.CreatedAt(), read.UpdatedAt(), read.ShippedAt())
+	}
+	// Every request answered the shipment as committed, its timestamps included, without reading
+	// it back: the one that shipped it from its commit, the others from what they read.
+	for i, s := range results {
+		if diff := cmp.Diff(read.Snapshot(), s.Snapshot()); diff != "" {
+			t.Errorf("request %d answered another shipment than the one committed (-committed +answered):\n%s", i, diff)
+		}
 	}
 }
 

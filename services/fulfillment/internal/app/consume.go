@@ -26,7 +26,7 @@ func (s *Service) Reserve(ctx context.Context, txn Txn, orderID string, lines []
 	var out Outcome
 	err = s.repo.UpdateInTxn(ctx, txn, func(ctx context.Context, tx Tx) error {
 		out = Outcome{}
-		if _, err := tx.Reservation(ctx, orderID); err == nil {
+		if _, _, err := tx.Reservation(ctx, orderID); err == nil {
 			out.Note = fmt.Sprintf("order %s already decided; nothing to reserve", orderID)
 			return nil
 		} else if !errors.Is(err, inventory.ErrNotFound) {
@@ -73,7 +73,7 @@ func (s *Service) Cancel(ctx context.Context, txn Txn, orderID string) (Outcome,
 	var out Outcome
 	err := s.repo.UpdateInTxn(ctx, txn, func(ctx context.Context, tx Tx) error {
 		out = Outcome{}
-		r, err := tx.Reservation(ctx, orderID)
+		r, sh, err := tx.Reservation(ctx, orderID)
 		if err != nil {
 			return err
 		}
@@ -109,12 +109,7 @@ func (s *Service) Cancel(ctx context.Context, txn Txn, orderID string) (Outcome,
 			return err
 		}
 		out = Outcome{Applied: true, Note: fmt.Sprintf("order %s released: %d lines", orderID, len(released))}
-		sh, err := tx.Shipment(ctx, shipment.IDFor(orderID))
-		switch {
-		case errors.Is(err, shipment.ErrNotFound):
-		case err != nil:
-			return err
-		default:
+		if sh != nil {
 			// A held reservation's shipment has not left: shipping it ships the reservation too.
 			changed, err := sh.Cancel()
 			if err != nil {
@@ -145,29 +140,25 @@ func (s *Service) CreateShipment(ctx context.Context, txn Txn, orderID string) (
 	var out Outcome
 	err := s.repo.UpdateInTxn(ctx, txn, func(ctx context.Context, tx Tx) error {
 		out = Outcome{}
-		id := shipment.IDFor(orderID)
-		if sh, err := tx.Shipment(ctx, id); err == nil {
-			out.Note = fmt.Sprintf("order %s already has shipment %s (%s)", orderID, id, sh.Status())
-			return nil
-		} else if !errors.Is(err, shipment.ErrNotFound) {
-			return err
-		}
-		r, err := tx.Reservation(ctx, orderID)
+		r, sh, err := tx.Reservation(ctx, orderID)
 		if err != nil {
 			return err
+		}
+		if sh != nil {
+			out.Note = fmt.Sprintf("order %s already has shipment %s (%s)", orderID, sh.ID(), sh.Status())
+			return nil
 		}
 		if r.Status() != inventory.Held {
 			out.Note = fmt.Sprintf("order %s confirmed but its reservation is %s: no shipment", orderID, r.Status())
 			return nil
 		}
-		sh, err := shipment.New(orderID, r.Lines())
-		if err != nil {
+		if sh, err = shipment.New(orderID, r.Lines()); err != nil {
 			return err
 		}
 		if err := tx.SaveShipment(ctx, sh, true); err != nil {
 			return err
 		}
-		out = Outcome{Applied: true, Note: fmt.Sprintf("order %s: shipment %s %s", orderID, id, sh.Status()), Transitions: []shipment.Status{sh.Status()}}
+		out = Outcome{Applied: true, Note: fmt.Sprintf("order %s: shipment %s %s", orderID, sh.ID(), sh.Status()), Transitions: []shipment.Status{sh.Status()}}
 		return nil
 	})
 	if err != nil {

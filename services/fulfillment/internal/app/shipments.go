@@ -2,8 +2,8 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spanmart/spanmart/services/fulfillment/internal/inventory"
 	"github.com/spanmart/spanmart/services/fulfillment/internal/shipment"
@@ -32,11 +32,17 @@ func (s *Service) Ship(ctx context.Context, id, carrier, trackingNumber, by stri
 	if !isShipmentID(id) {
 		return nil, false, fmt.Errorf("shipment %q: %w", id, shipment.ErrNotFound)
 	}
-	var shipped bool
-	err := s.repo.Update(ctx, func(ctx context.Context, tx Tx) error {
+	var (
+		shipped bool
+		sh      *shipment.Shipment
+	)
+	at, err := s.repo.Update(ctx, func(ctx context.Context, tx Tx) error {
 		shipped = false
-		sh, err := tx.Shipment(ctx, id)
-		if err != nil {
+		var (
+			r   *inventory.Reservation
+			err error
+		)
+		if sh, r, err = tx.Shipment(ctx, id); err != nil {
 			return err
 		}
 		changed, err := sh.Ship(carrier, trackingNumber, by)
@@ -44,13 +50,8 @@ func (s *Service) Ship(ctx context.Context, id, carrier, trackingNumber, by stri
 			return err
 		}
 		// A pending shipment's reservation is held: cancelling the order cancels both at once.
-		r, err := tx.Reservation(ctx, sh.OrderID())
-		switch {
-		case errors.Is(err, inventory.ErrNotFound):
-			return inconsistent("shipment %s is %s: %v", id, shipment.Pending, err)
-		case err != nil:
-			// Unchanged: an ABORTED read must reach the client, which runs the transaction again.
-			return err
+		if r == nil {
+			return inconsistent("shipment %s is %s: its order has no reservation", id, shipment.Pending)
 		}
 		if err := r.Ship(); err != nil {
 			return inconsistent("shipment %s is %s: %v", id, shipment.Pending, err)
@@ -80,7 +81,7 @@ func (s *Service) Ship(ctx context.Context, id, carrier, trackingNumber, by stri
 	if err != nil {
 		return nil, false, fmt.Errorf("ship shipment %s: %w", id, err)
 	}
-	return s.committed(ctx, id, shipped, shipment.Shipped)
+	return s.committed(ctx, sh, at, shipped, shipment.Shipped), shipped, nil
 }
 
 // Fail records that by found a PENDING shipment cannot be shipped, for reason: FAILED (FailedBy =
@@ -95,11 +96,14 @@ func (s *Service) Fail(ctx context.Context, id, reason, by string) (*shipment.Sh
 	if !isShipmentID(id) {
 		return nil, false, fmt.Errorf("shipment %q: %w", id, shipment.ErrNotFound)
 	}
-	var failed bool
-	err := s.repo.Update(ctx, func(ctx context.Context, tx Tx) error {
+	var (
+		failed bool
+		sh     *shipment.Shipment
+	)
+	at, err := s.repo.Update(ctx, func(ctx context.Context, tx Tx) error {
 		failed = false
-		sh, err := tx.Shipment(ctx, id)
-		if err != nil {
+		var err error
+		if sh, _, err = tx.Shipment(ctx, id); err != nil {
 			return err
 		}
 		changed, err := sh.Fail(reason, by)
@@ -115,22 +119,19 @@ func (s *Service) Fail(ctx context.Context, id, reason, by string) (*shipment.Sh
 	if err != nil {
 		return nil, false, fmt.Errorf("fail shipment %s: %w", id, err)
 	}
-	return s.committed(ctx, id, failed, shipment.Failed)
+	return s.committed(ctx, sh, at, failed, shipment.Failed), failed, nil
 }
 
-// committed finishes a warehouse action: when it changed the shipment (to status), the relay is
-// nudged for its event and the transition counted; the shipment is read back for its commit
-// timestamps.
-func (s *Service) committed(ctx context.Context, id string, changed bool, status shipment.Status) (*shipment.Shipment, bool, error) {
+// committed finishes a warehouse action on sh, which committed at: when it changed the shipment
+// (to status), the shipment takes the commit's timestamps, the relay is nudged for its event and
+// the transition counted. It returns sh as committed.
+func (s *Service) committed(ctx context.Context, sh *shipment.Shipment, at time.Time, changed bool, status shipment.Status) *shipment.Shipment {
 	if changed {
+		sh.Committed(at)
 		if s.nudge != nil {
-			s.nudge.NudgeAggregate(ctx, id)
+			s.nudge.NudgeAggregate(ctx, sh.ID())
 		}
 		s.metrics.shipments.WithLabelValues(string(status)).Inc()
 	}
-	sh, err := s.repo.Shipment(ctx, id)
-	if err != nil {
-		return nil, changed, fmt.Errorf("read shipment %s back: %w", id, err)
-	}
-	return sh, changed, nil
+	return sh
 }

@@ -223,8 +223,18 @@ func (s *Shipment) CreatedAt() time.Time { return s.createdAt }
 // UpdatedAt returns when the shipment last changed, as the store read it.
 func (s *Shipment) UpdatedAt() time.Time { return s.updatedAt }
 
-// ShippedAt returns when the shipment was shipped, as the store read it; zero unless SHIPPED.
+// ShippedAt returns when the shipment was shipped, as the store read it or its commit set it
+// (Committed); zero unless SHIPPED.
 func (s *Shipment) ShippedAt() time.Time { return s.shippedAt }
+
+// Committed records that the shipment's last change committed at: the store writes the commit
+// timestamp as its UpdatedAt, and as its ShippedAt when the change shipped it.
+func (s *Shipment) Committed(at time.Time) {
+	s.updatedAt = at
+	if s.status == Shipped && s.shippedAt.IsZero() {
+		s.shippedAt = at
+	}
+}
 
 // Ship records that by handed the shipment to carrier under trackingNumber: PENDING → SHIPPED. It
 // reports whether the shipment changed: shipping a shipment already shipped with the same carrier

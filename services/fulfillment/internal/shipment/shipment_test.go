@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
@@ -150,6 +151,33 @@ func TestShipRecordsDetails(t *testing.T) {
 	}
 	if f.FailureReason() != "dropped" || f.FailedBy() != other || f.Carrier() != "" || f.ShippedBy() != "" {
 		t.Errorf("failed shipment = %+v", f.Snapshot())
+	}
+}
+
+// TestCommittedTakesTheCommitTimestamps: the commit that shipped a shipment sets its UpdatedAt and
+// ShippedAt, as the store writes them; a later commit (none moves a shipped shipment today) would
+// move UpdatedAt only, and a commit that failed one sets no ShippedAt.
+func TestCommittedTakesTheCommitTimestamps(t *testing.T) {
+	t1, t2 := time.Date(2026, 12, 6, 21, 0, 0, 0, time.UTC), time.Date(2026, 12, 6, 22, 0, 0, 0, time.UTC)
+	s := at(t, Pending)
+	if _, err := s.Ship("yamato", "T1", warehouse); err != nil {
+		t.Fatal(err)
+	}
+	s.Committed(t1)
+	if !s.UpdatedAt().Equal(t1) || !s.ShippedAt().Equal(t1) {
+		t.Errorf("shipped and committed at %v: updated %v, shipped %v", t1, s.UpdatedAt(), s.ShippedAt())
+	}
+	s.Committed(t2)
+	if !s.UpdatedAt().Equal(t2) || !s.ShippedAt().Equal(t1) {
+		t.Errorf("committed again at %v: updated %v, shipped %v; want shipped %v", t2, s.UpdatedAt(), s.ShippedAt(), t1)
+	}
+	f := at(t, Pending)
+	if _, err := f.Fail(ReasonCarrierRejected, warehouse); err != nil {
+		t.Fatal(err)
+	}
+	f.Committed(t1)
+	if !f.UpdatedAt().Equal(t1) || !f.ShippedAt().IsZero() {
+		t.Errorf("failed and committed at %v: updated %v, shipped %v", t1, f.UpdatedAt(), f.ShippedAt())
 	}
 }
 

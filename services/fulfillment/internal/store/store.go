@@ -41,11 +41,10 @@ var (
 func New(client *spanner.Client) *Store { return &Store{client: client} }
 
 // Update implements app.Repository.
-func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx app.Tx) error) error {
-	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx app.Tx) error) (time.Time, error) {
+	return s.client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
 		return fn(ctx, &tx{txn: txn})
 	})
-	return err
 }
 
 // UpdateInTxn implements app.Repository; t must be the caller's *spanner.ReadWriteTransaction.
@@ -62,12 +61,15 @@ type tx struct {
 	txn *spanner.ReadWriteTransaction
 }
 
-// linesSQL is the column of reservationSQL and shipmentSQL that brings the lines of order o.OrderId
+// linesSQL is the column of reservationSQL and shipmentsSQL that brings the lines of order o.OrderId
 // (its Reservations rows, by SKU), read into []*reservationLine.
 const linesSQL = `ARRAY(SELECT AS STRUCT r.Sku, r.Quantity FROM Reservations AS r WHERE r.OrderId = o.OrderId ORDER BY r.Sku) AS Lines`
 
-// reservationSQL reads an order's reservation with its lines: one round trip where two reads were.
-const reservationSQL = `SELECT o.Status, o.Version, ` + linesSQL + `
+// reservationSQL reads an order's reservation with its lines and the order's shipment, if it has
+// one (whose lines are the reservation's): one round trip where three reads were.
+var reservationSQL = `SELECT o.Status, o.Version, ` + linesSQL + `,
+  ARRAY(SELECT AS STRUCT s.` + strings.Join(fulfillmentdb.ShipmentColumns(), ", s.") + `
+    FROM Shipments AS s WHERE s.ShipmentId = @shipmentId) AS Shipment
 FROM OrderReservations AS o
 WHERE o.OrderId = @orderId`
 
@@ -86,25 +88,32 @@ func toLines(rows []*reservationLine) []inventory.Line {
 	return ls
 }
 
-func (t *tx) Reservation(ctx context.Context, orderID string) (*inventory.Reservation, error) {
+func (t *tx) Reservation(ctx context.Context, orderID string) (*inventory.Reservation, *shipment.Shipment, error) {
 	var (
-		status  string
-		version int64
-		rows    []*reservationLine
-		found   bool
+		status   string
+		version  int64
+		rows     []*reservationLine
+		shipRows []*fulfillmentdb.Shipment
+		found    bool
 	)
-	stmt := spanner.Statement{SQL: reservationSQL, Params: map[string]any{"orderId": orderID}}
+	stmt := spanner.Statement{SQL: reservationSQL, Params: map[string]any{"orderId": orderID, "shipmentId": shipment.IDFor(orderID)}}
 	err := t.txn.Query(ctx, stmt).Do(func(r *spanner.Row) error {
 		found = true
-		return r.Columns(&status, &version, &rows)
+		return r.Columns(&status, &version, &rows, &shipRows)
 	})
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("read reservation %s: %w", orderID, err)
+		return nil, nil, fmt.Errorf("read reservation %s: %w", orderID, err)
 	case !found:
-		return nil, fmt.Errorf("no reservation for order %s: %w", orderID, inventory.ErrNotFound)
+		return nil, nil, fmt.Errorf("no reservation for order %s: %w", orderID, inventory.ErrNotFound)
 	}
-	return inventory.RestoreReservation(orderID, inventory.ReservationStatus(status), version, toLines(rows))
+	lines := toLines(rows)
+	r, err := inventory.RestoreReservation(orderID, inventory.ReservationStatus(status), version, lines)
+	if err != nil || len(shipRows) == 0 {
+		return r, nil, err
+	}
+	sh, err := restoreShipment(shipRows[0], lines)
+	return r, sh, err
 }
 
 // Stock reads the SKUs' stock with exclusive locks: a read-write transaction reads stock to
@@ -127,8 +136,11 @@ func (t *tx) Stock(ctx context.Context, skus []string) ([]inventory.Stock, error
 // where two reads were; shipmentSQL and pendingShipmentsSQL add which shipments.
 var shipmentsSQL = "SELECT o." + strings.Join(fulfillmentdb.ShipmentColumns(), ", o.") + ", " + linesSQL
 
-var shipmentSQL = shipmentsSQL + `
-FROM Shipments AS o
+// shipmentSQL reads a shipment with its lines and the status and version of its order's
+// reservation, which a warehouse action moves with the shipment: one round trip where three reads
+// were.
+var shipmentSQL = shipmentsSQL + `, v.Status AS ReservationStatus, v.Version AS ReservationVersion
+FROM Shipments AS o LEFT JOIN OrderReservations AS v ON v.OrderId = o.OrderId
 WHERE o.ShipmentId = @id`
 
 var orderShipmentsSQL = shipmentsSQL + `
@@ -146,8 +158,9 @@ type querier interface {
 	Query(ctx context.Context, stmt spanner.Statement) *spanner.RowIterator
 }
 
-// queryShipments runs a query of shipmentsSQL's columns and restores its shipments.
-func queryShipments(ctx context.Context, q querier, stmt spanner.Statement) ([]*shipment.Shipment, error) {
+// queryShipments runs a query of shipmentsSQL's columns and restores its shipments; each row's
+// other columns go to more, when it is not nil.
+func queryShipments(ctx context.Context, q querier, stmt spanner.Statement, more func(*spanner.Row, *shipment.Shipment) error) ([]*shipment.Shipment, error) {
 	var out []*shipment.Shipment
 	err := q.Query(ctx, stmt).Do(func(r *spanner.Row) error {
 		var (
@@ -164,25 +177,49 @@ func queryShipments(ctx context.Context, q querier, stmt spanner.Statement) ([]*
 		if err != nil {
 			return err
 		}
+		if more != nil {
+			if err := more(r, sh); err != nil {
+				return err
+			}
+		}
 		out = append(out, sh)
 		return nil
 	})
 	return out, err
 }
 
-// queryShipment reads the shipment id with its lines.
-func queryShipment(ctx context.Context, q querier, id string) (*shipment.Shipment, error) {
-	out, err := queryShipments(ctx, q, spanner.Statement{SQL: shipmentSQL, Params: map[string]any{"id": id}})
+// queryShipment reads the shipment id with its lines, and its order's reservation (nil if there is
+// none).
+func queryShipment(ctx context.Context, q querier, id string) (*shipment.Shipment, *inventory.Reservation, error) {
+	var res *inventory.Reservation
+	out, err := queryShipments(ctx, q, spanner.Statement{SQL: shipmentSQL, Params: map[string]any{"id": id}}, func(r *spanner.Row, sh *shipment.Shipment) error {
+		var (
+			status  spanner.NullString
+			version spanner.NullInt64
+		)
+		if err := r.ColumnByName("ReservationStatus", &status); err != nil {
+			return err
+		}
+		if err := r.ColumnByName("ReservationVersion", &version); err != nil {
+			return err
+		}
+		if !status.Valid {
+			return nil
+		}
+		var err error
+		res, err = inventory.RestoreReservation(sh.OrderID(), inventory.ReservationStatus(status.StringVal), version.Int64, sh.Lines())
+		return err
+	})
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("read shipment %s: %w", id, err)
+		return nil, nil, fmt.Errorf("read shipment %s: %w", id, err)
 	case len(out) == 0:
-		return nil, fmt.Errorf("shipment %s: %w", id, shipment.ErrNotFound)
+		return nil, nil, fmt.Errorf("shipment %s: %w", id, shipment.ErrNotFound)
 	}
-	return out[0], nil
+	return out[0], res, nil
 }
 
-func (t *tx) Shipment(ctx context.Context, id string) (*shipment.Shipment, error) {
+func (t *tx) Shipment(ctx context.Context, id string) (*shipment.Shipment, *inventory.Reservation, error) {
 	return queryShipment(ctx, t.txn, id)
 }
 
@@ -320,12 +357,13 @@ func (s *Store) Reservation(ctx context.Context, orderID string) (app.Reservatio
 // Shipment implements app.Repository: one query, so the shipment and its lines are read at one
 // timestamp.
 func (s *Store) Shipment(ctx context.Context, id string) (*shipment.Shipment, error) {
-	return queryShipment(ctx, s.client.Single(), id)
+	sh, _, err := queryShipment(ctx, s.client.Single(), id)
+	return sh, err
 }
 
 // ShipmentsOfOrder implements app.Repository.
 func (s *Store) ShipmentsOfOrder(ctx context.Context, orderID string) ([]*shipment.Shipment, error) {
-	out, err := queryShipments(ctx, s.client.Single(), spanner.Statement{SQL: orderShipmentsSQL, Params: map[string]any{"orderId": orderID}})
+	out, err := queryShipments(ctx, s.client.Single(), spanner.Statement{SQL: orderShipmentsSQL, Params: map[string]any{"orderId": orderID}}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("read shipments of order %s: %w", orderID, err)
 	}
@@ -336,7 +374,7 @@ func (s *Store) ShipmentsOfOrder(ctx context.Context, orderID string) ([]*shipme
 func (s *Store) PendingShipments(ctx context.Context, createdBefore time.Time, limit int) ([]*shipment.Shipment, error) {
 	out, err := queryShipments(ctx, s.client.Single(), spanner.Statement{SQL: pendingShipmentsSQL, Params: map[string]any{
 		"status": string(shipment.Pending), "before": createdBefore, "limit": int64(limit),
-	}})
+	}}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("read pending shipments: %w", err)
 	}
