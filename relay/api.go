@@ -54,7 +54,7 @@ func registerAPI(srv *platform.Server, core *relay.Relay, operators *outboxlib.O
 				outboxlib.Shards-1, source, shardParam))
 		}
 		return c.NoContent(http.StatusNoContent)
-	}, nudgers.Middleware)
+	}, nudgers.Middleware, platform.Quiet)
 	// Everything under /v1 is behind the operators' guard, unknown paths included (the group's
 	// catch-all route): a caller without an operator's token learns nothing of the routes.
 	v1 := e.Group("/v1", operators.Middleware)

@@ -334,7 +334,7 @@ const (
 //	GET  /admin/status                          dead letters, failing events, answers and lag (outboxapi.ConsumerStatus)
 //	GET  /admin/processed?event_id=A&event_id=B when this consumer applied each (for an order's trace)
 func (c *Consumer) Register(e *echo.Echo) {
-	e.POST(PathEvents, c.serveEvent)
+	e.POST(PathEvents, c.serveEvent, platform.Quiet) // serveEvent logs each delivery's outcome
 	e.POST(PathLedger, c.serveLedger)
 	// The group answers any other /admin path for operators only (401/403 before a 404), as
 	// echo's group middleware does for a group's unknown paths.

@@ -35,7 +35,8 @@
 // body as 413, domain errors through ServerOptions.ErrorMapper, anything else as a 500 whose
 // detail is hidden. A body the client cut short or sent too slowly is a 400 or 408 however the
 // handler wrapped the read error, and a failure after the client went away is a 499: neither is
-// the server's fault. Only 5xx are logged as errors. Every GET route answers HEAD. The logged
+// the server's fault. Only 5xx are logged as errors; the successes of the operational endpoints
+// and of routes behind Quiet (deliveries, nudges) at debug level. Every GET route answers HEAD. The logged
 // client address is the connection's, or on Cloud Run the one Google's front end appended to
 // X-Forwarded-For. ReadTimeout bounds receiving a request and WriteTimeout sending its response
 // (from its first byte, so long handlers are not cut); both have defaults in ServerOptions.

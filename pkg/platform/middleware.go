@@ -22,7 +22,21 @@ const (
 	ctxKeyError = "platform.error"
 	ctxKeyHead  = "platform.head"
 	ctxKeyBody  = "platform.body"
+	ctxKeyQuiet = "platform.quiet"
 )
+
+// Quiet is route middleware for a machine-to-machine route that every commit or delivery of the
+// system calls (a Cloud Tasks delivery to POST /events, whose outcome the consumer logs on its
+// own line; a producer's POST /nudge): its answers below 400 are logged at debug level, as the
+// health and metrics routes' are, so that the logs keep one line per thing that happened rather
+// than two. Its failures are logged as any route's; its metrics are unchanged, and Cloud Run's
+// request log still has every request.
+func Quiet(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Set(ctxKeyQuiet, true)
+		return next(c)
+	}
+}
 
 // headAsGet routes HEAD like GET, since echo has no automatic HEAD: every GET route answers HEAD
 // with its headers and status and no body. It runs before routing and changes the method in place
@@ -96,7 +110,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			level = zapcore.ErrorLevel
 		case res.Status >= 400:
 			level = zapcore.WarnLevel
-		case route == PathHealthz || route == PathReadyz || route == PathMetrics:
+		case route == PathHealthz || route == PathReadyz || route == PathMetrics || c.Get(ctxKeyQuiet) == true:
 			level = zapcore.DebugLevel
 		}
 		if ce := log.Check(level, fmt.Sprintf("%s %s %d", req.Method, req.URL.Path, res.Status)); ce != nil {

@@ -412,6 +412,40 @@ func TestHealthz(t *testing.T) {
 	}
 }
 
+// TestQuietRoute: a route behind Quiet logs its successes at debug level and its failures as any
+// route does; other routes log their successes at info.
+func TestQuietRoute(t *testing.T) {
+	ts := startServer(t, platform.ServerOptions{}, func(e *echo.Echo) {
+		answer := func(c echo.Context) error {
+			code, err := strconv.Atoi(c.QueryParam("code"))
+			if err != nil {
+				return err
+			}
+			return c.NoContent(code)
+		}
+		e.POST("/quiet", answer, platform.Quiet)
+		e.POST("/loud", answer)
+	})
+	for _, tc := range []struct {
+		path     string
+		code     int
+		severity string
+	}{
+		{"/quiet", http.StatusNoContent, "DEBUG"},
+		{"/quiet", http.StatusConflict, "WARNING"},
+		{"/quiet", http.StatusServiceUnavailable, "ERROR"},
+		{"/loud", http.StatusNoContent, "INFO"},
+	} {
+		if resp := do(t, http.MethodPost, fmt.Sprintf("%s%s?code=%d", ts.url, tc.path, tc.code), nil, nil); resp.status != tc.code {
+			t.Fatalf("POST %s?code=%d = %d", tc.path, tc.code, resp.status)
+		}
+		line := ts.logs.Find(t, fmt.Sprintf("POST %s %d", tc.path, tc.code))
+		if line["severity"] != tc.severity {
+			t.Errorf("POST %s %d logged at %v, want %s", tc.path, tc.code, line["severity"], tc.severity)
+		}
+	}
+}
+
 func TestGracefulShutdown(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	ts := startServer(t, platform.ServerOptions{}, func(e *echo.Echo) {
