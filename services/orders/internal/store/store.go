@@ -52,23 +52,13 @@ func (s *Store) placeOnce(ctx context.Context, p app.Placement) (app.Response, e
 	var resp app.Response
 	_, err := s.client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
 		resp = app.Response{}
-		stored, found, err := storedResponse(ctx, txn, p.Key)
-		if err != nil || found {
-			resp = stored
+		stored, catalog, err := readPlacement(ctx, txn, p)
+		switch {
+		case err != nil:
 			return err
-		}
-
-		keys := make([]spanner.Key, len(p.SKUs))
-		for i, sku := range p.SKUs {
-			keys[i] = ordersdb.ProductKey(sku)
-		}
-		rows, err := ordersdb.ReadProductRows(ctx, txn, spanner.KeySetFromKeys(keys...))
-		if err != nil {
+		case stored != nil:
+			resp, err = storedResponseOf(stored, p.Key)
 			return err
-		}
-		catalog := make(map[string]app.Product, len(rows))
-		for _, r := range rows {
-			catalog[r.Sku] = product(r)
 		}
 		o, err := p.Build(catalog)
 		if err != nil {
@@ -142,8 +132,40 @@ func (s *Store) changeOnce(ctx context.Context, c app.Change) (app.Response, err
 	return resp, err
 }
 
+// placementSQL reads, in one round trip where two reads were, what placing an order needs: the
+// response stored under its idempotency key (none, or one row) and the products it names.
+var placementSQL = `SELECT
+  ARRAY(SELECT AS STRUCT k.` + strings.Join(ordersdb.IdempotencyKeyColumns(), ", k.") + `
+    FROM IdempotencyKeys AS k WHERE k.KeyHash = @keyHash) AS Stored,
+  ARRAY(SELECT AS STRUCT p.` + strings.Join(ordersdb.ProductColumns(), ", p.") + `
+    FROM Products AS p WHERE p.Sku IN UNNEST(@skus)) AS Products`
+
+// readPlacement reads the key's stored row (nil when the key is new) and the catalog of p's SKUs
+// (those that exist).
+func readPlacement(ctx context.Context, txn *spanner.ReadWriteTransaction, p app.Placement) (*ordersdb.IdempotencyKey, map[string]app.Product, error) {
+	var (
+		stored   []*ordersdb.IdempotencyKey
+		products []*ordersdb.Product
+	)
+	stmt := spanner.Statement{SQL: placementSQL, Params: map[string]any{"keyHash": p.Key.KeyHash, "skus": p.SKUs}}
+	err := txn.Query(ctx, stmt).Do(func(r *spanner.Row) error {
+		return r.Columns(&stored, &products)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read idempotency key and products: %w", err)
+	}
+	catalog := make(map[string]app.Product, len(products))
+	for _, r := range products {
+		catalog[r.Sku] = product(r)
+	}
+	if len(stored) > 0 {
+		return stored[0], catalog, nil
+	}
+	return nil, catalog, nil
+}
+
 // storedResponse reads the response stored under key: found is false when the key is new; a key
-// stored for another request is app.ErrIdempotencyConflict.
+// // stored for another request is app.ErrIdempotencyConflict.
 func storedResponse(ctx context.Context, txn *spanner.ReadWriteTransaction, key app.Idempotency) (app.Response, bool, error) {
 	row, err := ordersdb.ReadIdempotencyKey(ctx, txn, key.KeyHash)
 	switch {
@@ -151,16 +173,24 @@ func storedResponse(ctx context.Context, txn *spanner.ReadWriteTransaction, key 
 		return app.Response{}, false, nil
 	case err != nil:
 		return app.Response{}, false, err
+	}
+	resp, err := storedResponseOf(row, key)
+	return resp, err == nil, err
+}
+
+// storedResponseOf is the response row stored for key.
+func storedResponseOf(row *ordersdb.IdempotencyKey, key app.Idempotency) (app.Response, error) {
+	switch {
 	case row.RequestHash != key.RequestHash:
-		return app.Response{}, false, app.ErrIdempotencyConflict
+		return app.Response{}, app.ErrIdempotencyConflict
 	case !row.ResponseStatus.Valid || !row.ResponseBody.Valid:
-		return app.Response{}, false, fmt.Errorf("idempotency key %s has no stored response", key.KeyHash)
+		return app.Response{}, fmt.Errorf("idempotency key %s has no stored response", key.KeyHash)
 	}
 	body, err := json.Marshal(row.ResponseBody.Value)
 	if err != nil {
-		return app.Response{}, false, fmt.Errorf("stored response: %w", err)
+		return app.Response{}, fmt.Errorf("stored response: %w", err)
 	}
-	return app.Response{Status: int(row.ResponseStatus.Int64), Body: body, OrderID: row.OrderId.StringVal, Replayed: true}, true, nil
+	return app.Response{Status: int(row.ResponseStatus.Int64), Body: body, OrderID: row.OrderId.StringVal, Replayed: true}, nil
 }
 
 // saveResponse buffers the key with the response it answered (body normalized).
