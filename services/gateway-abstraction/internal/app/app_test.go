@@ -50,6 +50,7 @@ const (
 // KOMOJU adapters talking to an in-process sandbox whose webhooks reach HandleWebhook over HTTP.
 type fixture struct {
 	client  *spanner.Client
+	db      string // the database's name, for env.DatabaseStats
 	svc     *app.Service
 	sandbox *paysim.Server
 	adapter *stripe.Provider
@@ -75,7 +76,7 @@ func (f *fixture) advance(d time.Duration) {
 func newFixture(t *testing.T, edit func(*app.Config)) *fixture {
 	t.Helper()
 	f := &fixture{now: time.Now(), reg: prometheus.NewRegistry()}
-	f.client, _ = env.NewDatabase(t, dbschema.Payments)
+	f.client, f.db = env.NewDatabase(t, dbschema.Payments)
 	ready := make(chan struct{})
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-ready

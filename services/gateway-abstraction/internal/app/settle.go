@@ -170,22 +170,20 @@ var resumeOrder = []Operation{OpAuthorize, OpCapture, OpVoid, OpRefund}
 // ResumePayment carries out every unfinished intent of the payment (Resume), stopping at the
 // first that stays unfinished. It is what a delivery of an order's event runs after the commit
 // (outboxlib.After in package events), so that a redelivery retries whatever the handler's
-// intent, or an intent its answer recorded, left unfinished. The intents not looked at yet are
-// read together, again after each one resumed (its answer may have recorded the next).
+// intent, or an intent its answer recorded, left unfinished.
 //
 // rec is the intent the delivery's own handler recorded (Decision.Recorded), nil for none (a
-// redelivery, or a handler that recorded none): it is carried out first, as written, without
-// reading it or its payment back. It is the payment's one unfinished intent (a payment has one
-// operation in flight at a time, and the handler could record it only with none in flight), so
-// only the intents after it in resumeOrder are read.
+// redelivery, or a handler that recorded none): it is carried out as written, without reading it
+// or its payment back, and then the intent its answer recorded, if any (Resume follows it). It is
+// the payment's one unfinished intent (a payment has one operation in flight at a time, and the
+// handler could record it only with none in flight), so nothing else is read. Without rec the
+// intents are read together, again after each one resumed (its answer may have recorded the
+// next).
 func (s *Service) ResumePayment(ctx context.Context, paymentID string, rec *Recorded) error {
-	ops := resumeOrder
 	if rec != nil {
-		if err := s.resumeFrom(ctx, rec.Intent, rec.Provider); err != nil {
-			return err
-		}
-		ops = ops[slices.Index(ops, rec.Intent.Op)+1:]
+		return s.resumeFrom(ctx, rec.Intent, rec.Provider)
 	}
+	ops := resumeOrder
 	for len(ops) > 0 {
 		keys := make([]string, len(ops))
 		for i, op := range ops {

@@ -817,20 +817,75 @@ func TestWebhookOfALostAnswerMovesThePayment(t *testing.T) {
 // The customer pays the slip while its cancellation is on its way: KOMOJU's slip is no longer
 // cancellable, the void's answer says it is paid, and the gateway refunds it instead (accepted,
 // then paid out).
+// The void's answer records the refund, which is carried out at once, whether the void is carried
+// out by the cancel delivery's own effect (the intent its handler recorded, followed by what its
+// answer records) or by a redelivery (which reads the payment's intents).
 func TestSlipPaidBeforeItsCancellationIsRefunded(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		resume func(t *testing.T, f *fixture, id string, d app.Decision)
+	}{
+		{"the delivery's own effect", func(t *testing.T, f *fixture, id string, d app.Decision) { f.resumeRecorded(t, id, d.Recorded) }},
+		{"a redelivery", func(t *testing.T, f *fixture, id string, _ app.Decision) { f.resume(t, id) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			orderID, id := f.authorized(t, konbini)
+			d := f.cancel(t, orderID) // VOID_REQUESTED, the call not made yet
+			if d.Recorded == nil || d.Intent != app.OpVoid {
+				t.Fatalf("decision %+v, want a void recorded", d)
+			}
+			if err := f.sandbox.PayKomojuSlip(f.payment(t, id).ProviderPaymentId.StringVal); err != nil {
+				t.Fatal(err)
+			}
+			tc.resume(t, f, id, d)
+			f.expect(t, id, payment.RefundPending, "payment.pending@1", "payment.refund_pending@2")
+			if in := f.intentOf(t, id, app.OpVoid); in.Status != string(app.IntentSucceeded) {
+				t.Errorf("void intent %s, want SUCCEEDED (answered: paid)", in.Status)
+			}
+			if in := f.intentOf(t, id, app.OpRefund); in.Status != string(app.IntentSucceeded) {
+				t.Errorf("refund intent %s, want SUCCEEDED (carried out after the void's answer)", in.Status)
+			}
+			f.payOut(t, id)
+			f.waitStatus(t, id, payment.Refunded)
+			f.expect(t, id, payment.Refunded, "payment.pending@1", "payment.refund_pending@2", "payment.refunded@3")
+			f.actedOnce(t, "payment.refunded")
+		})
+	}
+}
+
+// The After effect of a delivery whose handler recorded an intent reads no intent but that one,
+// in the transaction that records its answer: the recorded intent is the payment's one unfinished
+// intent, and what its answer records it follows (TestSlipPaidBeforeItsCancellationIsRefunded).
+func TestRecordedIntentReadsNoOtherIntent(t *testing.T) {
 	f := newFixture(t, nil)
-	orderID, id := f.authorized(t, konbini)
-	f.cancel(t, orderID) // VOID_REQUESTED, the call not made yet
-	if err := f.sandbox.PayKomojuSlip(f.payment(t, id).ProviderPaymentId.StringVal); err != nil {
-		t.Fatal(err)
+	orderID := uuid.NewString()
+	var d app.Decision
+	f.inConsumer(t, func(ctx context.Context, tx app.Tx) (err error) {
+		d.PaymentID, d.Recorded, err = f.svc.RequestPayment(ctx, tx, app.PaymentRequest{
+			OrderID: orderID, CustomerID: "ali", Email: "ali@example.com", Method: visa.m, Instrument: visa.instrument,
+			AmountMinor: 1800, Currency: "JPY",
+		})
+		return err
+	})
+	reads := func() int64 {
+		st, ok := env.DatabaseStats(f.db)
+		if !ok {
+			t.Fatal("the tests' emulator is not in process: its requests cannot be counted")
+		}
+		return st.RPCs["StreamingRead(ProviderRequests)"]
 	}
-	f.resume(t, id)
-	f.expect(t, id, payment.RefundPending, "payment.pending@1", "payment.refund_pending@2")
-	if in := f.intentOf(t, id, app.OpVoid); in.Status != string(app.IntentSucceeded) {
-		t.Errorf("void intent %s, want SUCCEEDED (answered: paid)", in.Status)
+	before := reads()
+	f.resumeRecorded(t, d.PaymentID, d.Recorded)
+	if n := reads() - before; n != 1 {
+		t.Errorf("carrying out the recorded authorization read ProviderRequests %d times, want 1 (the intent, to record its answer)", n)
 	}
-	f.payOut(t, id)
-	f.waitStatus(t, id, payment.Refunded)
-	f.expect(t, id, payment.Refunded, "payment.pending@1", "payment.refund_pending@2", "payment.refunded@3")
-	f.actedOnce(t, "payment.refunded")
+	f.expect(t, d.PaymentID, payment.Authorized, "payment.authorized@1")
+	d = f.ship(t, orderID)
+	before = reads()
+	f.resumeRecorded(t, d.PaymentID, d.Recorded)
+	if n := reads() - before; n != 1 {
+		t.Errorf("carrying out the recorded capture read ProviderRequests %d times, want 1", n)
+	}
+	f.expect(t, d.PaymentID, payment.Captured, "payment.authorized@1", "payment.captured@2")
 }
