@@ -119,6 +119,9 @@ type Options struct {
 	// TasksInMemory runs the Tasks emulator without a data dir: no log write and fsync per group
 	// of mutating RPCs, for load tests; StopTasks then loses the queues and tasks.
 	TasksInMemory bool
+	// CountStatements has the Spanner emulator count its requests by statement too
+	// (spanneremu.Options.CountStatements).
+	CountStatements bool
 	// SchedulerEvery is how often the local scheduler (internal/localscheduler) runs Cloud
 	// Scheduler's jobs (the sweeps, orders' audit) as scheduler default 2 s, so that what waits
 	// for a job (an e-mail's back-off, a lost webhook) waits seconds, not production's 5 minutes;
@@ -242,7 +245,7 @@ func New(ctx context.Context, opts Options) (_ *Stack, err error) {
 	t0 := time.Now()
 	// No version history: Spanmart never reads at a past timestamp, and under the benchmark's
 	// load the kept versions would cost a tenth of the emulator's CPU (emulator/spanneremu).
-	if s.spanner, err = spanneremu.Start(ctx, spanneremu.Options{NoHistory: true}); err != nil {
+	if s.spanner, err = spanneremu.Start(ctx, spanneremu.Options{NoHistory: true, CountStatements: s.opts.CountStatements}); err != nil {
 		return nil, fmt.Errorf("start spanneremu: %w", err)
 	}
 	// The official clients read this when they are created (here and in every child).

@@ -1,10 +1,12 @@
 package spanneremu
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	sppb "cloud.google.com/go/spanner/apiv1/spannerpb"
 	"google.golang.org/grpc"
 )
 
@@ -13,6 +15,9 @@ import (
 // which commits alone do not show.
 type rpcCounts struct {
 	m sync.Map // rpcKey → *atomic.Int64
+	// statements, when set, counts the requests by statement too (Options.CountStatements).
+	statements bool
+	byStmt     sync.Map // rpcKey{database, statementOf(method, req)} → *atomic.Int64
 }
 
 type rpcKey struct{ database, method string }
@@ -40,18 +45,84 @@ func (c *rpcCounts) count(fullMethod string, req any) {
 	if r, ok := req.(interface{ GetTable() string }); ok {
 		method += "(" + r.GetTable() + ")"
 	}
-	k := rpcKey{db, method}
-	n, ok := c.m.Load(k)
+	add(&c.m, rpcKey{db, method})
+	if c.statements {
+		add(&c.byStmt, rpcKey{db, statementOf(method, req)})
+	}
+}
+
+func add(m *sync.Map, k rpcKey) {
+	n, ok := m.Load(k)
 	if !ok {
-		n, _ = c.m.LoadOrStore(k, new(atomic.Int64))
+		n, _ = m.LoadOrStore(k, new(atomic.Int64))
 	}
 	n.(*atomic.Int64).Add(1)
 }
 
+// statementOf is what a request of method (a read: with its table) does, for the counts by
+// statement: a query or DML statement by its SQL (white space collapsed), a batch by its
+// statements' SQL, a commit by the tables its mutations write and how ("Commit: insert
+// OutboxEvents, update Orders"; a commit of DML alone writes none), a read by its table and index.
+func statementOf(method string, req any) string {
+	switch r := req.(type) {
+	case *sppb.ExecuteSqlRequest:
+		return method + ": " + strings.Join(strings.Fields(r.GetSql()), " ")
+	case *sppb.ExecuteBatchDmlRequest:
+		sqls := make([]string, len(r.GetStatements()))
+		for i, st := range r.GetStatements() {
+			sqls[i] = strings.Join(strings.Fields(st.GetSql()), " ")
+		}
+		return method + ": " + strings.Join(sqls, "; ")
+	case *sppb.CommitRequest:
+		var writes []string
+		for _, m := range r.GetMutations() {
+			var w string
+			switch o := m.GetOperation().(type) {
+			case *sppb.Mutation_Insert:
+				w = "insert " + o.Insert.GetTable()
+			case *sppb.Mutation_Update:
+				w = "update " + o.Update.GetTable()
+			case *sppb.Mutation_InsertOrUpdate:
+				w = "insert or update " + o.InsertOrUpdate.GetTable()
+			case *sppb.Mutation_Replace:
+				w = "replace " + o.Replace.GetTable()
+			case *sppb.Mutation_Delete_:
+				w = "delete " + o.Delete.GetTable()
+			}
+			if !slices.Contains(writes, w) {
+				writes = append(writes, w)
+			}
+		}
+		if len(writes) == 0 {
+			return method + ": no mutations"
+		}
+		slices.Sort(writes)
+		return method + ": " + strings.Join(writes, ", ")
+	case *sppb.ReadRequest:
+		if r.GetIndex() != "" {
+			return method + "@" + r.GetIndex()
+		}
+	}
+	return method
+}
+
 // byDatabase returns the counts by database id and method.
 func (c *rpcCounts) byDatabase() map[string]map[string]int64 {
+	return countsByDatabase(&c.m)
+}
+
+// byStatement returns the counts by database id and statement (statementOf); nil unless
+// statements are counted.
+func (c *rpcCounts) byStatement() map[string]map[string]int64 {
+	if !c.statements {
+		return nil
+	}
+	return countsByDatabase(&c.byStmt)
+}
+
+func countsByDatabase(m *sync.Map) map[string]map[string]int64 {
 	out := map[string]map[string]int64{}
-	c.m.Range(func(k, v any) bool {
+	m.Range(func(k, v any) bool {
 		key := k.(rpcKey)
 		if out[key.database] == nil {
 			out[key.database] = map[string]int64{}

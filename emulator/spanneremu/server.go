@@ -43,6 +43,10 @@ type Options struct {
 	LockWait, IdleTimeout, TTLSweepInterval time.Duration
 	// NoHistory keeps no versions for exact-timestamp reads (see engine.Options.NoHistory).
 	NoHistory bool
+	// CountStatements counts the data API's requests by statement as well as by method
+	// (DatabaseStats.Statements): which queries, batches and commits an application's requests
+	// are. It costs a string per request; the bench's -statements turns it on.
+	CountStatements bool
 	// Logf receives diagnostic log lines; nil discards them.
 	Logf func(format string, args ...any)
 }
@@ -125,6 +129,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		served:         make(chan struct{}),
 		stacks:         newStackWorkers(),
 	}
+	s.rpcs.statements = opts.CountStatements
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(maxMessageSize),
 		grpc.MaxSendMsgSize(maxMessageSize),
@@ -162,6 +167,11 @@ func (s *Server) Stats() Stats {
 	for db, byMethod := range s.rpcs.byDatabase() {
 		ds := st.ByDatabase[db]
 		ds.RPCs = byMethod
+		st.ByDatabase[db] = ds
+	}
+	for db, byStmt := range s.rpcs.byStatement() {
+		ds := st.ByDatabase[db]
+		ds.Statements = byStmt
 		st.ByDatabase[db] = ds
 	}
 	return st

@@ -207,3 +207,78 @@ func TestStatsCountRPCs(t *testing.T) {
 		t.Errorf("RPCs of one read-write transaction (-want +got):\n%s", diff)
 	}
 }
+
+// TestStatsCountStatements: with CountStatements, Stats counts the same requests by statement too:
+// a query or DML by its SQL, white space collapsed; a batch by its statements; a commit by the
+// tables its mutations write and how; a read by its table and index. Without it (the shared test
+// server) there are no counts by statement.
+func TestStatsCountStatements(t *testing.T) {
+	ctx := testContext(t)
+	srv, err := Start(ctx, Options{CountStatements: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	inst := createInstance(t, srv.Addr())
+	op, err := newDatabaseAdmin(t, srv.Addr()).CreateDatabase(ctx, &databasepb.CreateDatabaseRequest{
+		Parent: inst, CreateStatement: "CREATE DATABASE stmts",
+		ExtraStatements: []string{`CREATE TABLE T (K INT64 NOT NULL, V STRING(MAX)) PRIMARY KEY (K)`, `CREATE INDEX TByV ON T (V)`},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	client, err := spanner.NewClient(ctx, inst+"/databases/stmts", clientOptions(srv.Addr())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	if _, err := client.Apply(ctx, []*spanner.Mutation{spanner.Insert("T", []string{"K", "V"}, []any{1, "a"})}); err != nil {
+		t.Fatal(err)
+	}
+	before := srv.Stats().ByDatabase["stmts"].Statements
+	_, err = client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+		if _, err := txn.ReadRow(ctx, "T", spanner.Key{1}, []string{"V"}); err != nil {
+			return err
+		}
+		if _, err := txn.ReadRowUsingIndex(ctx, "T", "TByV", spanner.Key{"a"}, []string{"V"}); err != nil {
+			return err
+		}
+		if _, err := txn.Query(ctx, spanner.NewStatement("SELECT  V\n  FROM T")).Next(); err != nil {
+			return err
+		}
+		if _, err := txn.BatchUpdate(ctx, []spanner.Statement{
+			spanner.NewStatement("UPDATE T SET V = 'b' WHERE K = 1"), spanner.NewStatement("INSERT INTO T (K, V) VALUES (2, 'c')"),
+		}); err != nil {
+			return err
+		}
+		return txn.BufferWrite([]*spanner.Mutation{
+			spanner.Update("T", []string{"K", "V"}, []any{1, "d"}), spanner.Insert("T", []string{"K", "V"}, []any{3, "e"}),
+			spanner.Insert("T", []string{"K", "V"}, []any{4, "f"}),
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for stmt, n := range srv.Stats().ByDatabase["stmts"].Statements {
+		if d := n - before[stmt]; d != 0 {
+			got[stmt] = d
+		}
+	}
+	want := map[string]int64{
+		"StreamingRead(T)":                     1,
+		"StreamingRead(T)@TByV":                1,
+		"ExecuteStreamingSql: SELECT V FROM T": 1,
+		"ExecuteBatchDml: UPDATE T SET V = 'b' WHERE K = 1; INSERT INTO T (K, V) VALUES (2, 'c')": 1,
+		"Commit: insert T, update T": 1,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("statements of one read-write transaction (-want +got):\n%s", diff)
+	}
+	if got := testServer.rpcs.byStatement(); got != nil {
+		t.Errorf("a server without CountStatements counts by statement: %v", got)
+	}
+}

@@ -73,26 +73,27 @@ import (
 )
 
 type options struct {
-	mode      string
-	rates     []float64
-	duration  time.Duration
-	relays    int
-	skus      int
-	events    int
-	batch     int
-	settle    time.Duration
-	keep      bool
-	persist   bool
-	noNudge   bool
-	noLedger  bool
-	verbose   bool
-	profile   string
-	qrate     float64
-	qconc     int32
-	methods   []string
-	perMethod bool
-	carrier   string
-	scale     []int
+	mode       string
+	rates      []float64
+	duration   time.Duration
+	relays     int
+	skus       int
+	events     int
+	batch      int
+	settle     time.Duration
+	keep       bool
+	statements bool
+	persist    bool
+	noNudge    bool
+	noLedger   bool
+	verbose    bool
+	profile    string
+	qrate      float64
+	qconc      int32
+	methods    []string
+	perMethod  bool
+	carrier    string
+	scale      []int
 	// mode overload
 	capacity       float64
 	overloadFrom   float64
@@ -127,6 +128,7 @@ func main() {
 	flag.BoolVar(&o.noNudge, "no-nudge", false, "orders does not nudge the relay after a commit (RELAY_URL unset): delivery waits for the relay's poll")
 	flag.BoolVar(&o.noLedger, "no-ledger", false, "the relay runs without the delivery ledger (RELAY_LEDGER=false), to measure what it costs")
 	flag.BoolVar(&o.keep, "keep", false, "keep the state directory (process logs)")
+	flag.BoolVar(&o.statements, "statements", false, "mode rate: also print an order's Spanner requests by statement (which queries, batches, commits and reads), per window and database")
 	flag.BoolVar(&o.verbose, "v", false, "print the harness's progress lines")
 	flag.StringVar(&o.profile, "profile", "", "write CPU profiles of every window to this directory: bench-wN.pprof (load generator and both emulators) and one per service and relay (orders-wN.pprof, ...)")
 	flag.Float64Var(&o.capacity, "capacity", 0, "mode overload: the capacity in orders/s; 0 searches for it (the highest rate whose issue-11 p99 targets hold)")
@@ -211,6 +213,7 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	opts := harness.Options{
 		Seed: seed, KeepState: o.keep, MaxDispatchRate: math.Max(o.qrate, 500), TasksInMemory: !o.persist,
+		CountStatements: o.statements,
 		// Cloud Scheduler's jobs on production's schedule, not the tests' 2 s: the sweeps and orders'
 		// audit would otherwise add their reads to every window's cost per order.
 		SchedulerEvery: topology.JobEvery,

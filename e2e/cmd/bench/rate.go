@@ -401,6 +401,7 @@ func statsSince(a, b spanneremu.Stats) spanneremu.Stats {
 		d.ConflictsBy = countsSince(a.ByDatabase[db].ConflictsBy, s.ConflictsBy)
 		d.HeldLocks = countsSince(a.ByDatabase[db].HeldLocks, s.HeldLocks)
 		d.RPCs = countsSince(a.ByDatabase[db].RPCs, s.RPCs)
+		d.Statements = countsSince(a.ByDatabase[db].Statements, s.Statements)
 		out.ByDatabase[db] = d
 	}
 	return out

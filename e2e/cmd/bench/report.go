@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu"
 )
@@ -99,6 +100,7 @@ func (b *bench) report(ws []*window, c ceilingResult) {
 			fmt.Printf("| %v | %s | %.1f | %s |\n", w.rate, db, float64(all)/n, strings.Join(by, ", "))
 		}
 	}
+	statements(os.Stdout, ws, dbs)
 
 	fmt.Println("\nOrder → milestone, from the order's commit to the commit that emitted the milestone event (the order's timeline), p50 / p95 / p99 (n). " +
 		"CONFIRMED includes the provider call (and, for slips, the bench's 50 ms poll before it pays); SHIPPED includes the simulated carrier's wait.")
@@ -330,4 +332,48 @@ func printCounts(w *window, pick func(spanneremu.DatabaseStats) map[string]int64
 	for _, src := range sources {
 		fmt.Printf("| %v | %s | %.1f |\n", w.rate, strings.ReplaceAll(src.what, "|", "\\|"), float64(src.n)/w.elapsed.Seconds())
 	}
+}
+
+// statements prints, when the emulator counted them (-statements), each window's Spanner requests
+// per order by database and statement, the most frequent first, down to 0.05 per order: which
+// queries, batches, commits and reads an order costs, where the table by method says only how many.
+func statements(out io.Writer, ws []*window, dbs []string) {
+	counted := slices.ContainsFunc(ws, func(w *window) bool {
+		return slices.ContainsFunc(dbs, func(db string) bool { return w.spannerAll.ByDatabase[db].Statements != nil })
+	})
+	if !counted {
+		return
+	}
+	fmt.Fprintln(out, "\nSpanner requests per order by statement, window start → every order ended (-statements; the stack's requests at rest included, "+
+		"those under 0.05 per order left out): a query or DML by its SQL, a batch by its statements, a commit by what its mutations write, a read by its table and index.")
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "| orders/s | database | per order | statement |")
+	fmt.Fprintln(out, "|---|---|---|---|")
+	for _, w := range ws {
+		if w.placed == 0 {
+			continue
+		}
+		n := float64(w.placed)
+		for _, db := range dbs {
+			counts := w.spannerAll.ByDatabase[db].Statements
+			stmts := slices.Sorted(maps.Keys(counts))
+			sort.SliceStable(stmts, func(i, j int) bool { return counts[stmts[i]] > counts[stmts[j]] })
+			for _, st := range stmts {
+				if per := float64(counts[st]) / n; per >= 0.05 {
+					fmt.Fprintf(out, "| %v | %s | %.1f | `%s` |\n", w.rate, db, per, strings.ReplaceAll(shorten(st, 160), "|", "\\|"))
+				}
+			}
+		}
+	}
+}
+
+// shorten cuts s to at most n bytes (on a rune boundary), marking the cut with "…".
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

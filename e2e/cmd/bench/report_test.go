@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,4 +34,50 @@ func TestTargetsSayWhetherEachIsMet(t *testing.T) {
 		"COMPLETED p99 < 2.5 s at 50 orders/s: 2000 ms: met",
 		"every order placed at 50 orders/s COMPLETED: 90 of 100 (10 refused with 503, 0 failed): **not met**",
 	)
+}
+
+// With -statements, each window's requests per order are listed by database and statement, the
+// most frequent first, those under 0.05 per order left out, a pipe in the SQL escaped for the
+// table; without counts by statement nothing is printed.
+func TestStatementsPerOrder(t *testing.T) {
+	w := &window{rate: 25, placed: 100, spannerAll: spanneremu.Stats{ByDatabase: map[string]spanneremu.DatabaseStats{
+		"orders": {Statements: map[string]int64{
+			"Commit: insert OutboxEvents, update Orders": 450,
+			"ExecuteStreamingSql: SELECT a || b FROM T":  520,
+			"StreamingRead(OutboxLeases)":                4,
+		}},
+		"payments": {Statements: map[string]int64{"StreamingRead(Payments)": 600}},
+	}}}
+	var out bytes.Buffer
+	statements(&out, []*window{w}, []string{"orders", "payments"})
+	wantLines(t, out.String(),
+		"| 25 | orders | 5.2 | `ExecuteStreamingSql: SELECT a \\|\\| b FROM T` |",
+		"| 25 | orders | 4.5 | `Commit: insert OutboxEvents, update Orders` |",
+		"| 25 | payments | 6.0 | `StreamingRead(Payments)` |",
+	)
+	got := out.String()
+	if strings.Contains(got, "OutboxLeases") {
+		t.Errorf("a statement under 0.05 per order is listed:\n%s", got)
+	}
+	if strings.Index(got, "SELECT a") > strings.Index(got, "Commit:") {
+		t.Errorf("the more frequent statement is not first:\n%s", got)
+	}
+	out.Reset()
+	w.spannerAll.ByDatabase = map[string]spanneremu.DatabaseStats{"orders": {RPCs: map[string]int64{"Commit": 1}}}
+	statements(&out, []*window{w}, []string{"orders"})
+	if out.Len() != 0 {
+		t.Errorf("without counts by statement: %q, want nothing", out.String())
+	}
+}
+
+func TestShorten(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{{"abc", 3, "abc"}, {"abcd", 3, "abc…"}, {"aé", 2, "a…"}} {
+		if got := shorten(c.in, c.n); got != c.want {
+			t.Errorf("shorten(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
 }

@@ -104,6 +104,10 @@ type DatabaseStats struct {
 	// "ExecuteStreamingSql", ...), reads by table too ("StreamingRead(Orders)"); the gRPC
 	// layer fills it in (spanneremu.Server.Stats).
 	RPCs map[string]int64
+	// Statements counts the same requests by statement ("ExecuteStreamingSql: SELECT ...",
+	// "Commit: insert OutboxEvents, update Orders", "StreamingRead(Orders)"), when the server
+	// counts them (spanneremu.Options.CountStatements); nil otherwise.
+	Statements map[string]int64
 }
 
 const dbFileSuffix = ".spandb"
