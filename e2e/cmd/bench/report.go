@@ -89,11 +89,9 @@ func (b *bench) report(ws []*window, c ceilingResult) {
 		n := float64(w.placed)
 		for _, db := range dbs {
 			rpcs := w.spannerAll.ByDatabase[db].RPCs
-			methods := slices.Sorted(maps.Keys(rpcs))
-			sort.SliceStable(methods, func(i, j int) bool { return rpcs[methods[i]] > rpcs[methods[j]] })
 			var all int64
 			var by []string
-			for _, m := range methods {
+			for _, m := range mostFirst(rpcs) {
 				all += rpcs[m]
 				by = append(by, fmt.Sprintf("%s %.1f", m, float64(rpcs[m])/n))
 			}
@@ -356,15 +354,20 @@ func statements(out io.Writer, ws []*window, dbs []string) {
 		n := float64(w.placed)
 		for _, db := range dbs {
 			counts := w.spannerAll.ByDatabase[db].Statements
-			stmts := slices.Sorted(maps.Keys(counts))
-			sort.SliceStable(stmts, func(i, j int) bool { return counts[stmts[i]] > counts[stmts[j]] })
-			for _, st := range stmts {
+			for _, st := range mostFirst(counts) {
 				if per := float64(counts[st]) / n; per >= 0.05 {
 					fmt.Fprintf(out, "| %v | %s | %.1f | `%s` |\n", w.rate, db, per, strings.ReplaceAll(shorten(st, 160), "|", "\\|"))
 				}
 			}
 		}
 	}
+}
+
+// mostFirst returns counts' keys, the largest count first (equal counts by key).
+func mostFirst(counts map[string]int64) []string {
+	keys := slices.Sorted(maps.Keys(counts))
+	sort.SliceStable(keys, func(i, j int) bool { return counts[keys[i]] > counts[keys[j]] })
+	return keys
 }
 
 // shorten cuts s to at most n bytes (on a rune boundary), marking the cut with "…".
