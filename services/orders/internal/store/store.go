@@ -165,7 +165,7 @@ func readPlacement(ctx context.Context, txn *spanner.ReadWriteTransaction, p app
 }
 
 // storedResponse reads the response stored under key: found is false when the key is new; a key
-// // stored for another request is app.ErrIdempotencyConflict.
+// stored for another request is app.ErrIdempotencyConflict.
 func storedResponse(ctx context.Context, txn *spanner.ReadWriteTransaction, key app.Idempotency) (app.Response, bool, error) {
 	row, err := ordersdb.ReadIdempotencyKey(ctx, txn, key.KeyHash)
 	switch {
