@@ -9,42 +9,77 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A/B mode (-ab REV): the same bench against this tree and against git revision REV, run by run
 // alternating (this, REV, REV, this, this, REV, ...: drift on a shared machine falls on both
 // alike), each run a bench of its own build on a stack of its own, started with the same flags.
 // It then prints each run's figures per window and the ratio this / REV of their means. Figures
-// that move ±50 % between runs on a shared machine only mean something as a ratio in one run.
+// that move ±50 % between runs on a shared machine only mean something as a ratio in one run. It
+// compares the rate mode (orders accepted, CPU per order, aborts per commit, the card orders'
+// p99s) and the overload mode (accepted and completed orders/s, the POST p99s, aborts per
+// commit per overload window, and the drain's time).
 //
 // The other build is checked out with `git worktree add` in a temporary directory and its own
 // cmd/bench is built there, so the load, the emulators and the services are all that revision's.
 // Its report is read from the Markdown tables it prints (by column header), so a revision from
 // before this mode compares too.
 
-// abFigures are one window's figures as a run reports them (NaN when the report lacks one).
-type abFigures struct {
-	cpuPerOrder, abortsPerCommit         float64
-	awaitingP99, confirmedP99, doneP99Ms float64 // card orders, milliseconds
+// abFigures are one window's figures as a run reports them, by metric name (a figure the report
+// lacks is absent, and reads as NaN).
+type abFigures map[string]float64
+
+func (f abFigures) get(name string) float64 {
+	if v, ok := f[name]; ok {
+		return v
+	}
+	return math.NaN()
 }
 
-// abMetrics names the figures in the order they are printed.
-var abMetrics = []struct {
-	name string
-	get  func(abFigures) float64
-}{
-	{"CPU s per order", func(f abFigures) float64 { return f.cpuPerOrder }},
-	{"aborts per commit", func(f abFigures) float64 { return f.abortsPerCommit }},
-	{"card → AWAITING_PAYMENT p99 (ms)", func(f abFigures) float64 { return f.awaitingP99 }},
-	{"card → CONFIRMED p99 (ms)", func(f abFigures) float64 { return f.confirmedP99 }},
-	{"card → COMPLETED p99 (ms)", func(f abFigures) float64 { return f.doneP99Ms }},
+// abMetric is a figure the A/B compares, and which way is better.
+type abMetric struct {
+	name   string
+	higher bool // a larger figure is better: a ratio above 1 favours this tree
 }
 
-// runAB runs the bench (args: the command line without -ab and -ab-runs) runs times against
-// each build and prints the comparison.
-func runAB(ctx context.Context, rev string, runs int, args []string) error {
+// The figures of each mode, in the order they are printed.
+var (
+	rateMetrics = []abMetric{
+		{name: "orders accepted", higher: true},
+		{name: "CPU s per order"},
+		{name: "aborts per commit"},
+		{name: "card → AWAITING_PAYMENT p99 (ms)"},
+		{name: "card → CONFIRMED p99 (ms)"},
+		{name: "card → COMPLETED p99 (ms)"},
+	}
+	overloadMetrics = []abMetric{
+		{name: "accepted/s", higher: true},
+		{name: "completed/s", higher: true},
+		{name: "accepted POST p99 (ms)"},
+		{name: "shed POST p99 (ms)"},
+		{name: "aborts per commit"},
+		{name: "drain (s)"},
+	}
+)
+
+// abMode is what the A/B reads of a mode's report.
+type abMode struct {
+	metrics []abMetric
+	parse   func(report string) []abFigures
+}
+
+var abModes = map[string]abMode{
+	"rate":     {rateMetrics, parseABReport},
+	"overload": {overloadMetrics, parseOverloadReport},
+}
+
+// runAB runs the bench in mode (args: the command line without -ab and -ab-runs) runs times
+// against each build and prints the comparison.
+func runAB(ctx context.Context, mode abMode, rev string, runs int, args []string) error {
 	root, err := gitOutput(ctx, "", "rev-parse", "--show-toplevel")
 	if err != nil {
 		return fmt.Errorf("-ab needs a git checkout: %w", err)
@@ -91,10 +126,10 @@ func runAB(ctx context.Context, rev string, runs int, args []string) error {
 			if err := cmd.Run(); err != nil {
 				return fmt.Errorf("%s's bench, run %d: %w", b.name, i+1, err)
 			}
-			results[bi] = append(results[bi], parseABReport(out.String()))
+			results[bi] = append(results[bi], mode.parse(out.String()))
 		}
 	}
-	printAB(os.Stdout, []string{builds[0].name, builds[1].name}, results)
+	printAB(os.Stdout, mode.metrics, []string{builds[0].name, builds[1].name}, results)
 	return nil
 }
 
@@ -127,21 +162,21 @@ func gitOutput(ctx context.Context, dir string, args ...string) (string, error) 
 }
 
 // printAB prints every run's figures and the ratio of the means, builds[0] / builds[1].
-func printAB(w io.Writer, builds []string, results [][][]abFigures) {
+func printAB(w io.Writer, metrics []abMetric, builds []string, results [][][]abFigures) {
 	fmt.Fprintf(w, "\n## A/B: %s against %s\n\nEach run's windows, in the order run:\n\n", builds[0], builds[1])
 	fmt.Fprintf(w, "| build | run | window |")
-	for _, m := range abMetrics {
+	for _, m := range metrics {
 		fmt.Fprintf(w, " %s |", m.name)
 	}
-	fmt.Fprintf(w, "\n|---|---|---|%s\n", strings.Repeat("---|", len(abMetrics)))
+	fmt.Fprintf(w, "\n|---|---|---|%s\n", strings.Repeat("---|", len(metrics)))
 	means := make([][]float64, len(builds))
 	for bi, runs := range results {
-		sums, ns := make([]float64, len(abMetrics)), make([]int, len(abMetrics))
+		sums, ns := make([]float64, len(metrics)), make([]int, len(metrics))
 		for ri, windows := range runs {
 			for wi, f := range windows {
 				fmt.Fprintf(w, "| %s | %d | %d |", builds[bi], ri+1, wi+1)
-				for mi, m := range abMetrics {
-					v := m.get(f)
+				for mi, m := range metrics {
+					v := f.get(m.name)
 					fmt.Fprintf(w, " %s |", formatFigure(v))
 					if !math.IsNaN(v) {
 						sums[mi] += v
@@ -151,19 +186,23 @@ func printAB(w io.Writer, builds []string, results [][][]abFigures) {
 				fmt.Fprintln(w)
 			}
 		}
-		means[bi] = make([]float64, len(abMetrics))
-		for mi := range abMetrics {
+		means[bi] = make([]float64, len(metrics))
+		for mi := range metrics {
 			means[bi][mi] = math.NaN()
 			if ns[mi] > 0 {
 				means[bi][mi] = sums[mi] / float64(ns[mi])
 			}
 		}
 	}
-	fmt.Fprintf(w, "\nMeans over the windows, and the ratio %s / %s (below 1: %s does better):\n\n", builds[0], builds[1], builds[0])
-	fmt.Fprintf(w, "| figure | %s | %s | ratio |\n|---|---|---|---|\n", builds[0], builds[1])
-	for mi, m := range abMetrics {
+	fmt.Fprintf(w, "\nMeans over the windows, and the ratio %s / %s (the better side of 1 for %s is in the last column):\n\n", builds[0], builds[1], builds[0])
+	fmt.Fprintf(w, "| figure | %s | %s | ratio | better |\n|---|---|---|---|---|\n", builds[0], builds[1])
+	for mi, m := range metrics {
 		a, b := means[0][mi], means[1][mi]
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", m.name, formatFigure(a), formatFigure(b), formatRatio(a/b))
+		better := "below 1"
+		if m.higher {
+			better = "above 1"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", m.name, formatFigure(a), formatFigure(b), formatRatio(a/b), better)
 	}
 }
 
@@ -186,28 +225,31 @@ func formatRatio(r float64) string {
 }
 
 // parseABReport reads a rate-mode report's figures per window from its Markdown tables: the
-// per-window table (column "CPU s/order"), the Spanner emulator's (column "aborts per commit")
-// and the milestones' card rows (columns "→ AWAITING_PAYMENT", "→ CONFIRMED", "→ COMPLETED").
+// per-window table (columns "placed" and "CPU s/order"), the Spanner emulator's (column "aborts
+// per commit") and the milestones' card rows (columns "→ AWAITING_PAYMENT", "→ CONFIRMED", "→
+// COMPLETED").
 func parseABReport(report string) []abFigures {
 	var out []abFigures
-	window := func(i int) *abFigures {
+	window := func(i int) abFigures {
 		for len(out) <= i {
-			nan := math.NaN()
-			out = append(out, abFigures{nan, nan, nan, nan, nan})
+			out = append(out, abFigures{})
 		}
-		return &out[i]
+		return out[i]
 	}
 	for _, t := range markdownTables(report) {
 		switch {
 		case t.col("CPU s/order") >= 0:
-			c := t.col("CPU s/order")
+			c, p := t.col("CPU s/order"), t.col("placed")
 			for i, r := range t.rows {
-				window(i).cpuPerOrder = parseNumber(r[c])
+				window(i)["CPU s per order"] = parseNumber(r[c])
+				if p >= 0 {
+					window(i)["orders accepted"] = parseNumber(r[p])
+				}
 			}
 		case t.col("aborts per commit") >= 0:
 			c := t.col("aborts per commit")
 			for i, r := range t.rows {
-				window(i).abortsPerCommit = parseNumber(r[c])
+				window(i)["aborts per commit"] = parseNumber(r[c])
 			}
 		case t.col("method") >= 0 && t.col("→ CONFIRMED") >= 0:
 			m, a, c, d := t.col("method"), t.col("→ AWAITING_PAYMENT"), t.col("→ CONFIRMED"), t.col("→ COMPLETED")
@@ -217,9 +259,48 @@ func parseABReport(report string) []abFigures {
 					continue
 				}
 				f := window(i)
-				f.awaitingP99, f.confirmedP99, f.doneP99Ms = p99Millis(r, a), p99Millis(r, c), p99Millis(r, d)
+				f["card → AWAITING_PAYMENT p99 (ms)"], f["card → CONFIRMED p99 (ms)"], f["card → COMPLETED p99 (ms)"] = p99Millis(r, a), p99Millis(r, c), p99Millis(r, d)
 				i++
 			}
+		}
+	}
+	return out
+}
+
+// drainLine is how an overload report says how long its backlog took to end.
+var drainLine = regexp.MustCompile(`every one ended (\S+) after it`)
+
+// parseOverloadReport reads an overload-mode report's figures: one window per overload window of
+// its table (the rows named "overload ..."; columns by the start of their header, which carries
+// the target), and a last one with the drain's time alone, when every order ended.
+func parseOverloadReport(report string) []abFigures {
+	var out []abFigures
+	for _, t := range markdownTables(report) {
+		name, accepted, completed := t.col("window"), t.colPrefix("accepted/s"), t.colPrefix("completed/s")
+		if name < 0 || accepted < 0 || completed < 0 {
+			continue
+		}
+		acceptedP99, shedP99, aborts := t.colPrefix("accepted POST p99"), t.colPrefix("shed POST p99"), t.colPrefix("aborts per commit")
+		for _, r := range t.rows {
+			if !strings.HasPrefix(strings.TrimSpace(r[name]), "overload") {
+				continue
+			}
+			f := abFigures{"accepted/s": parseNumber(r[accepted]), "completed/s": parseNumber(r[completed])}
+			if acceptedP99 >= 0 {
+				f["accepted POST p99 (ms)"] = millis(r[acceptedP99])
+			}
+			if shedP99 >= 0 {
+				f["shed POST p99 (ms)"] = millis(r[shedP99])
+			}
+			if aborts >= 0 {
+				f["aborts per commit"] = parseNumber(r[aborts])
+			}
+			out = append(out, f)
+		}
+	}
+	if m := drainLine.FindStringSubmatch(report); m != nil {
+		if d, err := time.ParseDuration(m[1]); err == nil {
+			out = append(out, abFigures{"drain (s)": d.Seconds()})
 		}
 	}
 	return out
@@ -235,6 +316,16 @@ type markdownTable struct {
 func (t markdownTable) col(name string) int {
 	for i, h := range t.header {
 		if strings.TrimSpace(h) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// colPrefix returns the index of the first header cell that starts with prefix, -1.
+func (t markdownTable) colPrefix(prefix string) int {
+	for i, h := range t.header {
+		if strings.HasPrefix(strings.TrimSpace(h), prefix) {
 			return i
 		}
 	}
@@ -289,7 +380,13 @@ func p99Millis(r []string, c int) float64 {
 	if len(parts) < 3 {
 		return math.NaN()
 	}
-	f := strings.Fields(parts[2])
+	return millis(parts[2])
+}
+
+// millis reads a duration cell as the bench prints one ("4437 ms", "26.9 s", maybe followed by
+// more) in milliseconds; NaN for anything else.
+func millis(cell string) float64 {
+	f := strings.Fields(cell)
 	if len(f) < 2 {
 		return math.NaN()
 	}

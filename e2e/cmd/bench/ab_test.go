@@ -10,6 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// floats compares figures to 1e-9.
+var floats = cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })
+
 // testdata/report.md is a rate-mode report as the bench printed it (two windows at 25 orders/s).
 func TestParseABReport(t *testing.T) {
 	b, err := os.ReadFile("testdata/report.md")
@@ -18,11 +21,42 @@ func TestParseABReport(t *testing.T) {
 	}
 	got := parseABReport(string(b))
 	want := []abFigures{
-		{cpuPerOrder: 0.125, abortsPerCommit: 0.010, awaitingP99: 2248, confirmedP99: 7933, doneP99Ms: 22600},
-		{cpuPerOrder: 0.144, abortsPerCommit: 0.019, awaitingP99: 4090, confirmedP99: 11600, doneP99Ms: 28100},
+		{"orders accepted": 750, "CPU s per order": 0.125, "aborts per commit": 0.010,
+			"card → AWAITING_PAYMENT p99 (ms)": 2248, "card → CONFIRMED p99 (ms)": 7933, "card → COMPLETED p99 (ms)": 22600},
+		{"orders accepted": 750, "CPU s per order": 0.144, "aborts per commit": 0.019,
+			"card → AWAITING_PAYMENT p99 (ms)": 4090, "card → CONFIRMED p99 (ms)": 11600, "card → COMPLETED p99 (ms)": 28100},
 	}
-	if diff := cmp.Diff(want, got, cmp.AllowUnexported(abFigures{}), cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })); diff != "" {
+	if diff := cmp.Diff(want, got, floats); diff != "" {
 		t.Errorf("figures (-want +got):\n%s", diff)
+	}
+}
+
+// testdata/overload.md is an overload-mode report as the bench printed it (-capacity 15,
+// -overload-window 10s): a window per overload window, the drain's row left out, and the drain's
+// time.
+func TestParseOverloadReport(t *testing.T) {
+	b, err := os.ReadFile("testdata/overload.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := parseOverloadReport(string(b))
+	window := func(accepted, completed, acceptedP99, shedP99, aborts float64) abFigures {
+		return abFigures{"accepted/s": accepted, "completed/s": completed, "accepted POST p99 (ms)": acceptedP99,
+			"shed POST p99 (ms)": shedP99, "aborts per commit": aborts}
+	}
+	want := []abFigures{
+		window(36.0, 31.0, 72, 38, 0.001),
+		window(31.8, 30.4, 76, 41, 0.003),
+		window(31.2, 32.6, 84, 36, 0.001),
+		{"drain (s)": 2.1},
+	}
+	if diff := cmp.Diff(want, got, floats); diff != "" {
+		t.Errorf("figures (-want +got):\n%s", diff)
+	}
+	// A backlog that did not drain has no drain time to compare.
+	undrained := strings.Replace(string(b), "every one ended 2.1s after it", "**3 had not ended** 1m0s after it", 1)
+	if got := parseOverloadReport(undrained); len(got) != 3 {
+		t.Errorf("an undrained run: %d windows, want the 3 overload windows only", len(got))
 	}
 }
 
@@ -31,8 +65,11 @@ func TestParseABReportMissingTables(t *testing.T) {
 	if got := parseABReport("bench FAILED: the stack did not start\n"); len(got) != 0 {
 		t.Errorf("figures of a report without tables: %v", got)
 	}
+	if got := parseOverloadReport("bench FAILED: the stack did not start\n"); len(got) != 0 {
+		t.Errorf("overload figures of a report without tables: %v", got)
+	}
 	got := parseABReport("| orders/s | CPU s/order |\n|---|---|\n| 25 | 0.2 |\n")
-	if len(got) != 1 || got[0].cpuPerOrder != 0.2 || !math.IsNaN(got[0].abortsPerCommit) || !math.IsNaN(got[0].doneP99Ms) {
+	if len(got) != 1 || got[0].get("CPU s per order") != 0.2 || !math.IsNaN(got[0].get("aborts per commit")) || !math.IsNaN(got[0].get("card → COMPLETED p99 (ms)")) {
 		t.Errorf("a report with only the per-window table: %+v, want CPU 0.2 and the rest NaN", got)
 	}
 }
@@ -45,19 +82,21 @@ func TestWithoutABFlags(t *testing.T) {
 }
 
 func TestPrintABRatios(t *testing.T) {
-	f := func(cpu, aborts float64) abFigures {
-		return abFigures{cpuPerOrder: cpu, abortsPerCommit: aborts, awaitingP99: 100, confirmedP99: 200, doneP99Ms: math.NaN()}
+	f := func(accepted, cpu, aborts float64) abFigures {
+		return abFigures{"orders accepted": accepted, "CPU s per order": cpu, "aborts per commit": aborts,
+			"card → AWAITING_PAYMENT p99 (ms)": 100, "card → CONFIRMED p99 (ms)": 200}
 	}
 	var out bytes.Buffer
-	printAB(&out, []string{"this", "abc123"}, [][][]abFigures{
-		{{f(0.1, 0.01), f(0.3, 0.03)}},
-		{{f(0.4, 0.1)}, {f(0.4, 0.1)}},
+	printAB(&out, rateMetrics, []string{"this", "abc123"}, [][][]abFigures{
+		{{f(900, 0.1, 0.01), f(1100, 0.3, 0.03)}},
+		{{f(800, 0.4, 0.1)}, {f(800, 0.4, 0.1)}},
 	})
 	wantLines(t, out.String(),
-		"| CPU s per order | 0.200 | 0.400 | **0.50** |",
-		"| aborts per commit | 0.020 | 0.100 | **0.20** |",
-		"| card → AWAITING_PAYMENT p99 (ms) | 100 | 100 | **1.00** |",
-		"| card → COMPLETED p99 (ms) | — | — | — |",
+		"| orders accepted | 1000 | 800 | **1.25** | above 1 |",
+		"| CPU s per order | 0.200 | 0.400 | **0.50** | below 1 |",
+		"| aborts per commit | 0.020 | 0.100 | **0.20** | below 1 |",
+		"| card → AWAITING_PAYMENT p99 (ms) | 100 | 100 | **1.00** | below 1 |",
+		"| card → COMPLETED p99 (ms) | — | — | — | below 1 |",
 		"| abc123 | 2 | 1 |",
 	)
 }

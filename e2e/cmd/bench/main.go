@@ -138,7 +138,7 @@ func main() {
 	flag.DurationVar(&o.overloadWindow, "overload-window", 60*time.Second, "mode overload: length of each of the three windows at 3× the capacity")
 	flag.DurationVar(&o.drainTimeout, "drain-timeout", 5*time.Minute, "mode overload: the longest the bench waits, after the last overload window, for every order accepted to end (offering 0.5× the capacity meanwhile)")
 	flag.StringVar(&o.chart, "chart", "", "mode overload: write a PNG chart of offered, accepted and completed orders/s and the POST p99s to this `path` (docs/overload.png)")
-	abRev := flag.String("ab", "", "A/B: run the same bench against this tree and against git revision `REV`, run by run alternating, and print the ratios this / REV of CPU per order, aborts per commit and the card orders' p99s (mode rate)")
+	abRev := flag.String("ab", "", "A/B: run the same bench against this tree and against git revision `REV`, run by run alternating, and print the ratios this / REV of its figures (mode rate: orders accepted, CPU per order, aborts per commit, the card orders' p99s; mode overload: accepted and completed orders/s, the POST p99s, aborts per commit, the drain's time)")
 	abRuns := flag.Int("ab-runs", 2, "A/B: runs of each build")
 	flag.Parse()
 	o.qconc = int32(*qconc)
@@ -174,11 +174,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *abRev != "" {
-		if o.mode != "rate" || *abRuns < 1 {
-			fmt.Fprintln(os.Stderr, "bench: -ab compares mode rate runs, at least one of each build (-ab-runs)")
+		mode, ok := abModes[o.mode]
+		if !ok || *abRuns < 1 {
+			fmt.Fprintln(os.Stderr, "bench: -ab compares mode rate or mode overload runs, at least one of each build (-ab-runs)")
 			os.Exit(2)
 		}
-		if err := runAB(ctx, *abRev, *abRuns, withoutABFlags(os.Args[1:])); err != nil {
+		if err := runAB(ctx, mode, *abRev, *abRuns, withoutABFlags(os.Args[1:])); err != nil {
 			fmt.Fprintf(os.Stderr, "\nbench FAILED: %v\n", err)
 			os.Exit(1)
 		}
