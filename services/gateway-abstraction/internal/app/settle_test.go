@@ -96,7 +96,7 @@ func (f *fixture) resume(t *testing.T, paymentID string) {
 }
 
 // resumeRecorded is the After effect of the delivery whose handler decided d: the intent it
-// recorded, as written (no read), then the payment's other unfinished intents.
+// recorded, as written (no read), and what its answer records; nil is a redelivery's effect.
 func (f *fixture) resumeRecorded(t *testing.T, paymentID string, rec *app.Recorded) {
 	t.Helper()
 	if err := f.svc.ResumePayment(context.Background(), paymentID, rec); err != nil {

@@ -7,9 +7,10 @@
 //	order.cancelled         the void or refund that gives the money back (app.SettleCancelledOrder)
 //
 // The handlers decode the payload and call the use cases of package app, which record an intent
-// in that transaction; the provider is called after the commit (outboxlib.After: every unfinished
-// intent of the order's payment, app.ResumePayment), and again on a redelivery while one is
-// unfinished.
+// in that transaction; the provider is called after the commit (outboxlib.After,
+// app.ResumePayment: the intent the handler recorded and what its answer records; on a
+// redelivery, every unfinished intent of the order's payment), and again on a redelivery while
+// one is unfinished.
 package events
 
 import (

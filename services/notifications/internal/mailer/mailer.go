@@ -233,17 +233,18 @@ func (s *Sender) take() *session {
 	return se
 }
 
-// keep keeps se for the next e-mail, or ends it (QUIT) when it has sent its MaxMessages or
-// MaxIdle are kept already.
+// keep keeps se for the next e-mail, without a deadline until a send takes it, or ends it (QUIT,
+// still under the send's deadline) when it has sent its MaxMessages or MaxIdle are kept already.
 func (s *Sender) keep(se *session) {
 	se.used = time.Now()
 	s.mu.Lock()
-	if se.sent < s.cfg.MaxMessages && len(s.idle) < s.cfg.MaxIdle {
+	kept := se.sent < s.cfg.MaxMessages && len(s.idle) < s.cfg.MaxIdle
+	if kept {
+		se.conn.SetDeadline(time.Time{})
 		s.idle = append(s.idle, se)
-		se = nil
 	}
 	s.mu.Unlock()
-	if se != nil {
+	if !kept {
 		se.c.Quit() // the message is accepted: how the session ends changes nothing
 		se.conn.Close()
 	}
@@ -317,7 +318,6 @@ func (s *Sender) transact(ctx context.Context, se *session, to string, raw []byt
 	}
 	if stop() {
 		se.sent++
-		se.conn.SetDeadline(time.Time{})
 		s.keep(se)
 	} // else ctx ended as the reply came: the connection is closed, the message accepted
 	return Receipt{Reply: reply}, nil
