@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -73,11 +74,11 @@ func hasRetryInfo(st *status.Status) bool {
 // on goroutines with grown stacks (stacks.go), apply grpcError to every RPC's error, and log the
 // errors that point at a bug in the emulator rather than at the request.
 func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	s.rpcs.count(info.FullMethod, req)
+	labels := s.rpcs.count(info.FullMethod, req)
 	var resp any
 	var err error
 	if strings.HasPrefix(info.FullMethod, dataAPI) {
-		s.stacks.run(func() { resp, err = handler(ctx, req) })
+		s.stacks.run(func() { labelled(ctx, labels, func() { resp, err = handler(ctx, req) }) })
 	} else {
 		resp, err = handler(ctx, req)
 	}
@@ -90,8 +91,13 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	var err error
 	if strings.HasPrefix(info.FullMethod, dataAPI) {
-		ss = &countingStream{ServerStream: ss, rpcs: &s.rpcs, method: info.FullMethod}
-		s.stacks.run(func() { err = handler(srv, ss) })
+		cs := &countingStream{ServerStream: ss, rpcs: &s.rpcs, method: info.FullMethod}
+		s.stacks.run(func() {
+			err = handler(srv, cs)
+			if cs.labelled {
+				pprof.SetGoroutineLabels(context.Background())
+			}
+		})
 	} else {
 		err = handler(srv, ss)
 	}

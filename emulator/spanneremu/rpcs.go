@@ -1,6 +1,8 @@
 package spanneremu
 
 import (
+	"context"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -25,11 +27,12 @@ type rpcKey struct{ database, method string }
 const dataAPI = "/google.spanner.v1.Spanner/"
 
 // count counts one RPC of fullMethod on the database that req names (by its session or
-// database), if it is a data API request.
-func (c *rpcCounts) count(fullMethod string, req any) {
+// database), if it is a data API request. When statements are counted it returns the profile
+// labels the request's work is to carry (DatabaseLabel, StatementLabel), else nil.
+func (c *rpcCounts) count(fullMethod string, req any) *pprof.LabelSet {
 	method, ok := strings.CutPrefix(fullMethod, dataAPI)
 	if !ok {
-		return
+		return nil
 	}
 	var name string
 	switch r := req.(type) {
@@ -40,15 +43,40 @@ func (c *rpcCounts) count(fullMethod string, req any) {
 	}
 	db := databaseID(name)
 	if db == "" {
-		return
+		return nil
 	}
 	if r, ok := req.(interface{ GetTable() string }); ok {
 		method += "(" + r.GetTable() + ")"
 	}
 	add(&c.m, rpcKey{db, method})
-	if c.statements {
-		add(&c.byStmt, rpcKey{db, statementOf(method, req)})
+	if !c.statements {
+		return nil
 	}
+	stmt := statementOf(method, req)
+	add(&c.byStmt, rpcKey{db, stmt})
+	labels := pprof.Labels(DatabaseLabel, db, StatementLabel, stmt)
+	return &labels
+}
+
+// DatabaseLabel and StatementLabel are the CPU profile labels that the work of a data API request
+// carries when statements are counted (Options.CountStatements): its database id and its
+// statement as DatabaseStats.Statements names it, so that a profile of the emulator's process
+// says which statements its CPU goes to (go tool pprof -tags; the bench's -statements).
+const (
+	DatabaseLabel  = "spanner-database"
+	StatementLabel = "spanner-statement"
+)
+
+// labelled runs f with the goroutine's profile labels set to labels (none when nil) and then
+// cleared: f runs on a stack worker, whose next request is another's.
+func labelled(ctx context.Context, labels *pprof.LabelSet, f func()) {
+	if labels == nil {
+		f()
+		return
+	}
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, *labels))
+	defer pprof.SetGoroutineLabels(context.Background())
+	f()
 }
 
 func add(m *sync.Map, k rpcKey) {
@@ -144,19 +172,24 @@ func databaseID(name string) string {
 	return id
 }
 
-// countingStream counts a streaming RPC when its request arrives.
+// countingStream counts a streaming RPC when its request arrives, and then labels the goroutine
+// receiving it (the handler's) as count says.
 type countingStream struct {
 	grpc.ServerStream
-	rpcs    *rpcCounts
-	method  string
-	counted bool
+	rpcs     *rpcCounts
+	method   string
+	counted  bool
+	labelled bool // the goroutine's labels were set: the interceptor clears them
 }
 
 func (s *countingStream) RecvMsg(m any) error {
 	err := s.ServerStream.RecvMsg(m)
 	if err == nil && !s.counted {
 		s.counted = true
-		s.rpcs.count(s.method, m)
+		if labels := s.rpcs.count(s.method, m); labels != nil {
+			pprof.SetGoroutineLabels(pprof.WithLabels(s.Context(), *labels))
+			s.labelled = true
+		}
 	}
 	return err
 }

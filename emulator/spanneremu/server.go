@@ -45,7 +45,9 @@ type Options struct {
 	NoHistory bool
 	// CountStatements counts the data API's requests by statement as well as by method
 	// (DatabaseStats.Statements): which queries, batches and commits an application's requests
-	// are. It costs a string per request; the bench's -statements turns it on.
+	// are, and labels each request's work in CPU profiles with its database and statement
+	// (DatabaseLabel, StatementLabel): what each costs. It costs a string per request; the
+	// bench's -statements turns it on.
 	CountStatements bool
 	// Logf receives diagnostic log lines; nil discards them.
 	Logf func(format string, args ...any)

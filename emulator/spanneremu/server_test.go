@@ -2,11 +2,15 @@ package spanneremu
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +19,7 @@ import (
 	databasepb "cloud.google.com/go/spanner/admin/database/apiv1/databasepb"
 	instancepb "cloud.google.com/go/spanner/admin/instance/apiv1/instancepb"
 	"github.com/google/go-cmp/cmp"
+	pprofile "github.com/google/pprof/profile"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -214,32 +219,12 @@ func TestStatsCountRPCs(t *testing.T) {
 // server) there are no counts by statement.
 func TestStatsCountStatements(t *testing.T) {
 	ctx := testContext(t)
-	srv, err := Start(ctx, Options{CountStatements: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	inst := createInstance(t, srv.Addr())
-	op, err := newDatabaseAdmin(t, srv.Addr()).CreateDatabase(ctx, &databasepb.CreateDatabaseRequest{
-		Parent: inst, CreateStatement: "CREATE DATABASE stmts",
-		ExtraStatements: []string{`CREATE TABLE T (K INT64 NOT NULL, V STRING(MAX)) PRIMARY KEY (K)`, `CREATE INDEX TByV ON T (V)`},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := op.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	client, err := spanner.NewClient(ctx, inst+"/databases/stmts", clientOptions(srv.Addr())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
+	srv, client := countingServer(t)
 	if _, err := client.Apply(ctx, []*spanner.Mutation{spanner.Insert("T", []string{"K", "V"}, []any{1, "a"})}); err != nil {
 		t.Fatal(err)
 	}
 	before := srv.Stats().ByDatabase["stmts"].Statements
-	_, err = client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+	_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
 		if _, err := txn.ReadRow(ctx, "T", spanner.Key{1}, []string{"V"}); err != nil {
 			return err
 		}
@@ -280,5 +265,98 @@ func TestStatsCountStatements(t *testing.T) {
 	}
 	if got := testServer.rpcs.byStatement(); got != nil {
 		t.Errorf("a server without CountStatements counts by statement: %v", got)
+	}
+}
+
+// countingServer starts a server with CountStatements and a database "stmts" of a table T (K,
+// V) with an index TByV, and returns it with a client of that database.
+func countingServer(t *testing.T) (*Server, *spanner.Client) {
+	t.Helper()
+	ctx := testContext(t)
+	srv, err := Start(ctx, Options{CountStatements: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	inst := createInstance(t, srv.Addr())
+	op, err := newDatabaseAdmin(t, srv.Addr()).CreateDatabase(ctx, &databasepb.CreateDatabaseRequest{
+		Parent: inst, CreateStatement: "CREATE DATABASE stmts",
+		ExtraStatements: []string{`CREATE TABLE T (K INT64 NOT NULL, V STRING(MAX)) PRIMARY KEY (K)`, `CREATE INDEX TByV ON T (V)`},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	client, err := spanner.NewClient(ctx, inst+"/databases/stmts", clientOptions(srv.Addr())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	return srv, client
+}
+
+// TestStatementLabels: with CountStatements, the CPU a request's work takes carries its database
+// and statement as profile labels, the same statement text as the counts, in streaming and unary
+// requests alike: a profile of the process says what each statement costs.
+func TestStatementLabels(t *testing.T) {
+	ctx := testContext(t)
+	srv, client := countingServer(t)
+	var rows []*spanner.Mutation
+	for k := range 150 {
+		rows = append(rows, spanner.Insert("T", []string{"K", "V"}, []any{k, fmt.Sprint(k)}))
+	}
+	if _, err := client.Apply(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	// A query (a stream) and a DML statement (unary), each with its work in the emulator: a join
+	// of 150 rows three times.
+	const join = "SELECT COUNT(*) FROM T AS a JOIN T AS b ON a.V < b.V JOIN T AS c ON b.V < c.V"
+	const dml = "UPDATE T SET V = V WHERE K = (" + join + ")"
+	var profile bytes.Buffer
+	if err := pprof.StartCPUProfile(&profile); err != nil {
+		t.Fatalf("a CPU profile of the test process: %v", err)
+	}
+	for range 10 {
+		var n int64
+		if err := client.Single().Query(ctx, spanner.NewStatement(join)).Do(func(r *spanner.Row) error { return r.Column(0, &n) }); err != nil {
+			pprof.StopCPUProfile()
+			t.Fatal(err)
+		}
+		if _, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, txn *spanner.ReadWriteTransaction) error {
+			_, err := txn.Update(ctx, spanner.NewStatement(dml))
+			return err
+		}); err != nil {
+			pprof.StopCPUProfile()
+			t.Fatal(err)
+		}
+	}
+	pprof.StopCPUProfile()
+	p, err := pprofile.Parse(&profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byStatement := map[string]int{}
+	for _, s := range p.Sample {
+		db, stmt := s.Label[DatabaseLabel], s.Label[StatementLabel]
+		if len(db) != len(stmt) {
+			t.Fatalf("a sample labelled %v: a statement comes with its database", s.Label)
+		}
+		if len(stmt) == 1 {
+			byStatement[db[0]+": "+stmt[0]]++
+		}
+	}
+	counted := srv.Stats().ByDatabase["stmts"].Statements
+	for _, stmt := range []string{"ExecuteStreamingSql: " + join, "ExecuteSql: " + dml} {
+		if byStatement["stmts: "+stmt] == 0 || counted[stmt] != 10 {
+			t.Errorf("%s: %d samples labelled (want some), counted %d times (want 10); samples by label: %v", stmt, byStatement["stmts: "+stmt], counted[stmt], byStatement)
+		}
+	}
+	for label := range byStatement {
+		stmt, _ := strings.CutPrefix(label, "stmts: ")
+		if counted[stmt] == 0 {
+			t.Errorf("samples labelled %q, a statement never counted (counted: %v)", label, counted)
+		}
 	}
 }

@@ -40,6 +40,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -128,7 +129,7 @@ func main() {
 	flag.BoolVar(&o.noNudge, "no-nudge", false, "orders does not nudge the relay after a commit (RELAY_URL unset): delivery waits for the relay's poll")
 	flag.BoolVar(&o.noLedger, "no-ledger", false, "the relay runs without the delivery ledger (RELAY_LEDGER=false), to measure what it costs")
 	flag.BoolVar(&o.keep, "keep", false, "keep the state directory (process logs)")
-	flag.BoolVar(&o.statements, "statements", false, "mode rate: also print an order's Spanner requests by statement (which queries, batches, commits and reads), per window and database")
+	flag.BoolVar(&o.statements, "statements", false, "mode rate: also print an order's Spanner requests by statement (which queries, batches, commits and reads), per window and database, with the Spanner emulator's CPU for each (from a CPU profile of the bench process)")
 	flag.BoolVar(&o.verbose, "v", false, "print the harness's progress lines")
 	flag.StringVar(&o.profile, "profile", "", "write CPU profiles of every window to this directory: bench-wN.pprof (load generator and both emulators) and one per service and relay (orders-wN.pprof, ...)")
 	flag.Float64Var(&o.capacity, "capacity", 0, "mode overload: the capacity in orders/s; 0 searches for it (the highest rate whose issue-11 p99 targets hold)")
@@ -303,22 +304,38 @@ func machine() {
 // profile starts CPU profiles over the window, into the -profile directory: the bench process's
 // own (load generator and both emulators) and one of every service and relay, all named after
 // the window's number (bench-w1.pprof, orders-w1.pprof, ...), so that a late window can be
-// compared with an early one (go tool pprof -diff_base). The returned function waits for them.
-func (b *bench) profile(ctx context.Context, d time.Duration) (func(), error) {
-	if b.o.profile == "" {
-		return func() {}, nil
+// compared with an early one (go tool pprof -diff_base). With -statements the bench process is
+// profiled even without -profile. The returned function waits for the profiles and returns the
+// bench process's (nil when none was taken).
+func (b *bench) profile(ctx context.Context, d time.Duration) (func() []byte, error) {
+	if b.o.profile == "" && !b.o.statements {
+		return func() []byte { return nil }, nil
 	}
-	suffix := fmt.Sprintf("-w%d.pprof", b.windows)
-	own, err := os.Create(filepath.Join(b.o.profile, "bench"+suffix))
-	if err != nil {
-		return nil, err
-	}
+	own := new(bytes.Buffer)
 	if err := pprof.StartCPUProfile(own); err != nil {
-		own.Close()
 		return nil, err
 	}
-	secs := int(d.Seconds())
 	var wg sync.WaitGroup
+	if b.o.profile != "" {
+		b.profileServices(ctx, d, fmt.Sprintf("-w%d.pprof", b.windows), &wg)
+	}
+	return func() []byte {
+		wg.Wait()
+		pprof.StopCPUProfile()
+		if b.o.profile != "" {
+			name := filepath.Join(b.o.profile, fmt.Sprintf("bench-w%d.pprof", b.windows))
+			if err := os.WriteFile(name, own.Bytes(), 0o644); err != nil {
+				logf("profile bench: %v", err)
+			}
+		}
+		return own.Bytes()
+	}, nil
+}
+
+// profileServices fetches a CPU profile of d from every service and relay into the -profile
+// directory, named after them and suffix, on wg.
+func (b *bench) profileServices(ctx context.Context, d time.Duration, suffix string, wg *sync.WaitGroup) {
+	secs := int(d.Seconds())
 	var names []string
 	for _, c := range topology.Consumers() {
 		names = append(names, c.Name)
@@ -346,11 +363,6 @@ func (b *bench) profile(ctx context.Context, d time.Duration) (func(), error) {
 			}
 		})
 	}
-	return func() {
-		wg.Wait()
-		pprof.StopCPUProfile()
-		own.Close()
-	}, nil
 }
 
 // startProbe creates a paused queue and times one CreateTask into it every 100 ms until the

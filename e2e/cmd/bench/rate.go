@@ -8,12 +8,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/spanner"
+	pprofile "github.com/google/pprof/profile"
 	"github.com/google/uuid"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu"
@@ -49,8 +51,11 @@ type window struct {
 	cpuServices      float64          // the services and the relays, window start → settled
 	spanner          spanneremu.Stats // while placing
 	spannerAll       spanneremu.Stats // window start → settled
-	slipsPaid        int64
-	dispatches       float64 // Cloud Tasks attempts, window start → settled
+	// stmtCPU is the CPU seconds the Spanner emulator's work took while placing, by database and
+	// statement (-statements: spanneremu.StatementLabel); nil without.
+	stmtCPU    map[string]map[string]float64
+	slipsPaid  int64
+	dispatches float64 // Cloud Tasks attempts, window start → settled
 }
 
 func (b *bench) rates(ctx context.Context) error {
@@ -101,7 +106,12 @@ func (b *bench) window(ctx context.Context, rate float64, d time.Duration, metho
 	}
 	w.start, w.issued = pl.start, pl.issued
 	pl.wait()
-	profiled()
+	if prof := profiled(); prof != nil && b.o.statements {
+		w.stmtCPU, err = statementCPU(prof)
+		if err != nil {
+			return nil, err
+		}
+	}
 	w.elapsed = time.Since(w.start)
 	placedAt, err := b.scrapeAll(ctx)
 	if err != nil {
@@ -391,6 +401,31 @@ func countsSince(a, b map[string]int64) map[string]int64 {
 var milestoneTypes = []string{"order.awaiting_payment", "order.confirmed", "order.shipped", "order.completed", "order.cancelled"}
 
 // statsSince is the Spanner emulator's counters from a to b.
+// statementCPU sums a CPU profile's samples by the database and statement that spanneremu
+// labelled them with (Options.CountStatements), in CPU seconds.
+func statementCPU(prof []byte) (map[string]map[string]float64, error) {
+	p, err := pprofile.ParseData(prof)
+	if err != nil {
+		return nil, fmt.Errorf("the bench process's CPU profile: %w", err)
+	}
+	cpu := slices.IndexFunc(p.SampleType, func(t *pprofile.ValueType) bool { return t.Type == "cpu" && t.Unit == "nanoseconds" })
+	if cpu < 0 {
+		return nil, fmt.Errorf("the bench process's CPU profile has no cpu nanoseconds among %v", p.SampleType)
+	}
+	out := map[string]map[string]float64{}
+	for _, s := range p.Sample {
+		db, stmt := s.Label[spanneremu.DatabaseLabel], s.Label[spanneremu.StatementLabel]
+		if len(db) != 1 || len(stmt) != 1 {
+			continue
+		}
+		if out[db[0]] == nil {
+			out[db[0]] = map[string]float64{}
+		}
+		out[db[0]][stmt[0]] += float64(s.Value[cpu]) / 1e9
+	}
+	return out, nil
+}
+
 func statsSince(a, b spanneremu.Stats) spanneremu.Stats {
 	out := spanneremu.Stats{Commits: b.Commits - a.Commits, LockTimeouts: b.LockTimeouts - a.LockTimeouts, LockQueueWaits: b.LockQueueWaits - a.LockQueueWaits,
 		Conflicts: b.Conflicts - a.Conflicts, IdleAborts: b.IdleAborts - a.IdleAborts, Wounds: b.Wounds - a.Wounds, ReaderWaits: b.ReaderWaits - a.ReaderWaits,

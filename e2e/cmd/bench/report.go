@@ -333,8 +333,11 @@ func printCounts(w *window, pick func(spanneremu.DatabaseStats) map[string]int64
 }
 
 // statements prints, when the emulator counted them (-statements), each window's Spanner requests
-// per order by database and statement, the most frequent first, down to 0.05 per order: which
-// queries, batches, commits and reads an order costs, where the table by method says only how many.
+// per order by database and statement, down to 0.05 per order: which queries, batches, commits and
+// reads an order costs, where the table by method says only how many. With the emulator's CPU by
+// statement (the bench process's profile while placing), each row also says what one such request
+// cost the emulator and what they cost per order, and the rows come the costliest first; without,
+// the most frequent first.
 func statements(out io.Writer, ws []*window, dbs []string) {
 	counted := slices.ContainsFunc(ws, func(w *window) bool {
 		return slices.ContainsFunc(dbs, func(db string) bool { return w.spannerAll.ByDatabase[db].Statements != nil })
@@ -343,22 +346,58 @@ func statements(out io.Writer, ws []*window, dbs []string) {
 		return
 	}
 	fmt.Fprintln(out, "\nSpanner requests per order by statement, window start → every order ended (-statements; the stack's requests at rest included, "+
-		"those under 0.05 per order left out): a query or DML by its SQL, a batch by its statements, a commit by what its mutations write, a read by its table and index.")
+		"those under 0.05 per order left out): a query or DML by its SQL, a batch by its statements, a commit by what its mutations write, a read by its table and index; "+
+		"and the Spanner emulator's CPU for one such request and for an order's, from the bench process's CPU profile while placing (the work of a request's handler; "+
+		"gRPC's own and the client's not included), the costliest first.")
 	fmt.Fprintln(out)
-	fmt.Fprintln(out, "| orders/s | database | per order | statement |")
-	fmt.Fprintln(out, "|---|---|---|---|")
+	fmt.Fprintln(out, "| orders/s | database | per order | emulator CPU µs per request | emulator CPU ms per order | statement |")
+	fmt.Fprintln(out, "|---|---|---|---|---|---|")
 	for _, w := range ws {
 		if w.placed == 0 {
 			continue
 		}
 		n := float64(w.placed)
+		type row struct {
+			db, stmt       string
+			perOrder       float64
+			cpuPerRequest  float64 // seconds; NaN when not measured
+			cpuPerOrderSum float64
+		}
+		var rows []row
 		for _, db := range dbs {
 			counts := w.spannerAll.ByDatabase[db].Statements
 			for _, st := range mostFirst(counts) {
-				if per := float64(counts[st]) / n; per >= 0.05 {
-					fmt.Fprintf(out, "| %v | %s | %.1f | `%s` |\n", w.rate, db, per, strings.ReplaceAll(shorten(st, 160), "|", "\\|"))
+				per := float64(counts[st]) / n
+				if per < 0.05 {
+					continue
+				}
+				r := row{db: db, stmt: st, perOrder: per, cpuPerRequest: math.NaN()}
+				if placing := w.spanner.ByDatabase[db].Statements[st]; w.stmtCPU != nil && placing > 0 {
+					r.cpuPerRequest = w.stmtCPU[db][st] / float64(placing)
+					r.cpuPerOrderSum = r.cpuPerRequest * per
+				}
+				rows = append(rows, r)
+			}
+		}
+		if w.stmtCPU != nil {
+			sort.SliceStable(rows, func(i, j int) bool { return rows[i].cpuPerOrderSum > rows[j].cpuPerOrderSum })
+		}
+		for _, r := range rows {
+			perRequest, perOrder := "—", "—"
+			if !math.IsNaN(r.cpuPerRequest) {
+				perRequest, perOrder = fmt.Sprintf("%.0f", r.cpuPerRequest*1e6), fmt.Sprintf("%.2f", r.cpuPerOrderSum*1e3)
+			}
+			fmt.Fprintf(out, "| %v | %s | %.1f | %s | %s | `%s` |\n", w.rate, r.db, r.perOrder, perRequest, perOrder, strings.ReplaceAll(shorten(r.stmt, 160), "|", "\\|"))
+		}
+		if w.stmtCPU != nil && w.benchCPU > 0 {
+			var labelled float64
+			for _, byStmt := range w.stmtCPU {
+				for _, s := range byStmt {
+					labelled += s
 				}
 			}
+			fmt.Fprintf(out, "\nAt %v orders/s, the requests' handlers took %.1f of the bench process's %.1f CPU ms per order while placing (%.0f %%).\n",
+				w.rate, labelled/n*1e3, w.benchCPU/n*1e3, 100*labelled/w.benchCPU)
 		}
 	}
 }
