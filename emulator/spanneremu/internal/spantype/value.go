@@ -1,7 +1,6 @@
 package spantype
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 	_ "time/tzdata" // the default time zone must resolve on machines without zoneinfo
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -520,12 +520,13 @@ func JSONElemToStorage(t Type, j any) (any, error) {
 	return nil, fmt.Errorf("invalid %s element %v", t, j)
 }
 
-// DecodeArray splits a storage-form ARRAY (or STRUCT) into its elements' storage values.
+// DecodeArray splits a storage-form ARRAY (or STRUCT) into its elements' storage values: a
+// nested ARRAY or STRUCT as its storage text, a scalar as JSONElemToStorage makes it. Every
+// column of an ARRAY or STRUCT type read comes through here, so it reads the text in one pass
+// (arrayElements), and a scalar without allocating a decoder.
 func DecodeArray(t Type, s string) ([]any, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var raw []json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
+	raw, err := arrayElements(s)
+	if err != nil {
 		return nil, fmt.Errorf("corrupt %s value: %v", t, err)
 	}
 	out := make([]any, len(raw))
@@ -537,17 +538,13 @@ func DecodeArray(t Type, s string) ([]any, error) {
 			et = t.Fields[i].Type
 		}
 		if et.Code == Array || et.Code == Struct {
-			if string(r) == "null" {
-				out[i] = nil
-			} else {
-				out[i] = string(r)
+			if r != "null" {
+				out[i] = r
 			}
 			continue
 		}
-		d := json.NewDecoder(bytes.NewReader(r))
-		d.UseNumber()
-		var j any
-		if err := d.Decode(&j); err != nil {
+		j, err := scalarJSON(r)
+		if err != nil {
 			return nil, err
 		}
 		v, err := JSONElemToStorage(et, j)
@@ -557,6 +554,85 @@ func DecodeArray(t Type, s string) ([]any, error) {
 		out[i] = v
 	}
 	return out, nil
+}
+
+// arrayElements returns the text of each element of the JSON array s (none for null), white
+// space around them left out; an error if s is not one JSON array (or null).
+func arrayElements(s string) ([]string, error) {
+	if !json.Valid([]byte(s)) {
+		return nil, fmt.Errorf("not JSON: %.40q", s)
+	}
+	s = strings.TrimSpace(s)
+	if s == "null" {
+		return nil, nil
+	}
+	if s[0] != '[' {
+		return nil, fmt.Errorf("not an array: %.40q", s)
+	}
+	// s is valid JSON: an element ends at a comma or the closing bracket outside any string or
+	// nested value.
+	var out []string
+	depth, start, inString := 0, 1, false
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+		case ']', '}':
+			if depth > 0 {
+				depth--
+				continue
+			}
+			if e := strings.TrimSpace(s[start:i]); e != "" || len(out) > 0 {
+				out = append(out, e)
+			}
+			return out, nil
+		case ',':
+			if depth == 0 {
+				out = append(out, strings.TrimSpace(s[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	return nil, fmt.Errorf("unterminated array: %.40q", s)
+}
+
+// scalarJSON is the value of the JSON text r as a json.Decoder with UseNumber gives it: nil,
+// a bool, a string or a json.Number (r is valid JSON: arrayElements checked it).
+func scalarJSON(r string) (any, error) {
+	switch r[0] {
+	case 'n':
+		return nil, nil
+	case 't':
+		return true, nil
+	case 'f':
+		return false, nil
+	case '"':
+		if body := r[1 : len(r)-1]; strings.IndexByte(body, '\\') < 0 && utf8.ValidString(body) {
+			return body, nil
+		}
+		var str string
+		err := json.Unmarshal([]byte(r), &str)
+		return str, err
+	case '{', '[':
+		d := json.NewDecoder(strings.NewReader(r))
+		d.UseNumber()
+		var j any
+		err := d.Decode(&j)
+		return j, err
+	}
+	return json.Number(r), nil
 }
 
 // EncodeArray builds a storage-form ARRAY (or STRUCT) from element storage values.
