@@ -47,9 +47,12 @@ type Schema struct {
 	// Sequences in creation order (recorded only; nothing generates values from them yet).
 	Sequences []*Sequence
 
-	tables  map[string]*Table // by upper-cased name (Spanner names are case-insensitive)
-	indexes map[string]*Index // by upper-cased name
-	views   map[string]*View  // by upper-cased name
+	tables map[string]*Table // by upper-cased name (Spanner names are case-insensitive)
+	// tablesAsNamed are the tables by their names as declared: most look-ups name them so, and
+	// find them without upper-casing the name (columnsAsNamed likewise).
+	tablesAsNamed map[string]*Table
+	indexes       map[string]*Index // by upper-cased name
+	views         map[string]*View  // by upper-cased name
 	// others keeps, in order, the statements the emulator accepts without modelling them
 	// (database options, change streams, roles, grants), for Statements.
 	others []other
@@ -58,6 +61,9 @@ type Schema struct {
 // Table looks a table up by name, case-insensitively. INFORMATION_SCHEMA tables are named
 // "INFORMATION_SCHEMA.TABLES" and so on.
 func (s *Schema) Table(name string) (*Table, bool) {
+	if t, ok := s.tablesAsNamed[name]; ok {
+		return t, true
+	}
 	t, ok := s.tables[strings.ToUpper(name)]
 	return t, ok
 }
@@ -118,11 +124,15 @@ type Table struct {
 	// table holds at most one row, as in Spanner. Readers and writers never name it.
 	SyntheticKey string
 
-	columns map[string]*Column // by upper-cased name
+	columns        map[string]*Column // by upper-cased name
+	columnsAsNamed map[string]*Column
 }
 
 // Column looks a column up by name, case-insensitively.
 func (t *Table) Column(name string) (*Column, bool) {
+	if c, ok := t.columnsAsNamed[name]; ok {
+		return c, true
+	}
 	c, ok := t.columns[strings.ToUpper(name)]
 	return c, ok
 }

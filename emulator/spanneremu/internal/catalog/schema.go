@@ -55,8 +55,10 @@ func (t *Table) clone() *Table {
 // reindex rebuilds the look-up maps after the slices changed.
 func (s *Schema) reindex() {
 	s.tables = make(map[string]*Table, len(s.Tables))
+	s.tablesAsNamed = make(map[string]*Table, len(s.Tables))
 	for _, t := range s.Tables {
 		s.tables[strings.ToUpper(t.Name)] = t
+		s.tablesAsNamed[t.Name] = t
 	}
 	s.indexes = make(map[string]*Index, len(s.Indexes))
 	for _, ix := range s.Indexes {
@@ -70,8 +72,10 @@ func (s *Schema) reindex() {
 
 func (t *Table) reindex() {
 	t.columns = make(map[string]*Column, len(t.Columns))
+	t.columnsAsNamed = make(map[string]*Column, len(t.Columns))
 	for _, c := range t.Columns {
 		t.columns[strings.ToUpper(c.Name)] = c
+		t.columnsAsNamed[c.Name] = c
 	}
 }
 

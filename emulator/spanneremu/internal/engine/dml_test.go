@@ -454,6 +454,8 @@ func TestIndexReadFootprint(t *testing.T) {
 		{"a row moved between two other values", update("Items", []string{"Id", "Status"}, row(str("2"), str("C"))), false},
 		{"a new row in the range", insert("Items", cols, row(str("3"), str("A"), str("x"))), true},
 		{"a row moved into the range", update("Items", []string{"Id", "Status"}, row(str("2"), str("A"))), true},
+		{"a row moved into the range, its table and columns named in lower case", update("items", []string{"id", "status"}, row(str("2"), str("A"))), true},
+		{"another column of a row outside the range, named in lower case", update("items", []string{"id", "note"}, row(str("2"), str("y"))), false},
 		{"a row of the range changed", update("Items", []string{"Id", "Note"}, row(str("1"), str("z"))), true},
 		{"a row of the range moved out", update("Items", []string{"Id", "Status"}, row(str("1"), str("B"))), true},
 		{"a row of the range deleted", &sppb.Mutation{Operation: &sppb.Mutation_Delete_{Delete: &sppb.Mutation_Delete{Table: "Items", KeySet: &sppb.KeySet{Keys: []*structpb.ListValue{row(str("1"))}}}}}, true},

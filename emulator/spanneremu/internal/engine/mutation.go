@@ -75,6 +75,10 @@ type writePlan struct {
 	q         string // the statement of one row
 	insertSQL string // InsertOrUpdate's insert, when its update found no row
 	del       string // Replace's delete, before its insert
+	// For the commit's write set (writeSet.addMutations): the table's name as the write set keys
+	// it, and the indexes the write changes.
+	upperTable string
+	indexes    []mutatedIndex
 }
 
 // planKey identifies a write mutation's shape.
@@ -159,7 +163,8 @@ func newWritePlan(schema *catalog.Schema, w *sppb.Mutation_Write, kind writeKind
 			return nil, errorf(codes.FailedPrecondition, "Mutation for table %s is missing primary key column %s.", t.Name, k.col.Name)
 		}
 	}
-	p := &writePlan{t: t, cols: cols, kc: kc, keyPos: keyPos, q: writeSQL(t, cols, kc, kind), insertSQL: writeSQL(t, cols, kc, writeInsert)}
+	p := &writePlan{t: t, cols: cols, kc: kc, keyPos: keyPos, q: writeSQL(t, cols, kc, kind), insertSQL: writeSQL(t, cols, kc, writeInsert),
+		upperTable: strings.ToUpper(t.Name), indexes: mutationIndexes(schema, t, w.Columns, kind == writeUpdate)}
 	if kind == writeReplace {
 		p.del = deleteByKeySQL(t, kc)
 	}

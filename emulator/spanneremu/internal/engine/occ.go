@@ -113,20 +113,23 @@ func (w *writeSet) addDependents(s *catalog.Schema, t *catalog.Table) {
 	}
 }
 
-// mutationWrites adds what mutations write to w.
-func (w *writeSet) addMutations(s *catalog.Schema, muts []*sppb.Mutation) {
+// addMutations adds what mutations write to w. A write's table, key and indexes come from its
+// plan (plans), worked out once per shape; a write that has none (it names an unknown table or
+// column: its commit will fail) is added as well as can be told.
+func (w *writeSet) addMutations(s *catalog.Schema, muts []*sppb.Mutation, plans *writePlans) {
 	for _, m := range muts {
 		var write *sppb.Mutation_Write
+		var kind writeKind
 		deletes := false
 		switch op := m.Operation.(type) {
 		case *sppb.Mutation_Insert:
-			write = op.Insert
+			write, kind = op.Insert, writeInsert
 		case *sppb.Mutation_Update:
-			write = op.Update
+			write, kind = op.Update, writeUpdate
 		case *sppb.Mutation_InsertOrUpdate:
-			write = op.InsertOrUpdate
+			write, kind = op.InsertOrUpdate, writeInsertOrUpdate
 		case *sppb.Mutation_Replace:
-			write, deletes = op.Replace, true
+			write, kind, deletes = op.Replace, writeReplace, true
 		case *sppb.Mutation_Delete_:
 			t, ok := s.Table(op.Delete.Table)
 			if !ok {
@@ -152,46 +155,38 @@ func (w *writeSet) addMutations(s *catalog.Schema, muts []*sppb.Mutation) {
 		if write == nil {
 			continue
 		}
-		t, ok := s.Table(write.Table)
-		if !ok {
+		p, err := plans.plan(s, write, kind)
+		if err != nil {
+			p = unplannedWrite(s, write, kind)
+		}
+		if p == nil {
 			continue
 		}
+		t := p.t
 		if deletes {
 			w.addDependents(s, t)
 		}
-		_, isUpdate := m.Operation.(*sppb.Mutation_Update)
-		indexes := mutationIndexes(s, t, write.Columns, isUpdate)
-		kc := tableKey(t)
-		pos := make([]int, len(kc))
-		for i, k := range kc {
-			pos[i] = -1
-			for j, c := range write.Columns {
-				if strings.EqualFold(c, k.col.Name) {
-					pos[i] = j
-				}
-			}
-		}
 		for _, row := range write.Values {
-			lv := make([]*structpb.Value, len(kc))
+			lv := make([]*structpb.Value, len(p.kc))
 			complete := true
-			for i, p := range pos {
-				if p < 0 || p >= len(row.Values) {
+			for i, pos := range p.keyPos {
+				if pos < 0 || pos >= len(row.Values) {
 					complete = false
 					break
 				}
-				lv[i] = row.Values[p]
+				lv[i] = row.Values[pos]
 			}
 			if !complete {
 				w.addTable(s, t)
 				break
 			}
-			vals, err := decodeKey(kc, &structpb.ListValue{Values: lv}, false, "key")
+			vals, err := decodeKey(p.kc, &structpb.ListValue{Values: lv}, false, "key")
 			if err != nil {
 				w.addTable(s, t)
 				break
 			}
-			wk := writtenKey{table: strings.ToUpper(t.Name), vals: vals}
-			for _, ix := range indexes {
+			wk := writtenKey{table: p.upperTable, vals: vals}
+			for _, ix := range p.indexes {
 				if wk.idx == nil {
 					wk.idx = map[string][]any{}
 				}
@@ -200,6 +195,27 @@ func (w *writeSet) addMutations(s *catalog.Schema, muts []*sppb.Mutation) {
 			w.addRow(wk)
 		}
 	}
+}
+
+// unplannedWrite is what the write set can tell of a write without a plan (its table or a column
+// unknown, a key column missing): its table, the key columns it has (keyPos -1 where it has
+// not) and the indexes it changes; nil when its table is unknown.
+func unplannedWrite(s *catalog.Schema, write *sppb.Mutation_Write, kind writeKind) *writePlan {
+	t, ok := s.Table(write.Table)
+	if !ok {
+		return nil
+	}
+	kc := tableKey(t)
+	pos := make([]int, len(kc))
+	for i, k := range kc {
+		pos[i] = -1
+		for j, c := range write.Columns {
+			if strings.EqualFold(c, k.col.Name) {
+				pos[i] = j
+			}
+		}
+	}
+	return &writePlan{t: t, kc: kc, keyPos: pos, upperTable: strings.ToUpper(t.Name), indexes: mutationIndexes(s, t, write.Columns, kind == writeUpdate)}
 }
 
 // mutatedIndex is an index a mutation's rows may change, with where its key's columns are

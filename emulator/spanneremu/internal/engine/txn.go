@@ -686,7 +686,7 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 	if t.writes != nil {
 		ws = t.writes
 	}
-	ws.addMutations(wsSchema, muts)
+	ws.addMutations(wsSchema, muts, &db.plans)
 	if !t.hasLock {
 		// A transaction holding the lock already (it ran a query) would stop every other one
 		// while it waited.
@@ -717,7 +717,7 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 		if t.writes != nil {
 			ws = t.writes
 		}
-		ws.addMutations(schema, muts)
+		ws.addMutations(schema, muts, &db.plans)
 	}
 	db.snapMu.Lock()
 	_, err := db.writer.ExecContext(ctx, "COMMIT")
