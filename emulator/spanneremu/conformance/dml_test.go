@@ -196,6 +196,36 @@ func TestPendingCommitTimestamp(t *testing.T) {
 		}
 	})
 
+	// The emulator runs a statement on known keys optimistically and again at the commit (writing
+	// the commit's timestamp then), and one that scans under the lock the transaction then keeps
+	// (its value fixed at the commit): every row gets the commit's timestamp either way.
+	t.Run("before and after the transaction takes the lock", func(t *testing.T) {
+		t.Parallel()
+		client := newDB(t, dmlSchema...)
+		seedDML(t, client)
+		resp, err := client.ReadWriteTransactionWithOptions(testCtx(t), func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+			for _, sql := range []string{
+				`UPDATE Items SET Updated = PENDING_COMMIT_TIMESTAMP() WHERE Id = 1`,
+				`INSERT INTO Items (Id, Qty, Updated) VALUES (4, 4, PENDING_COMMIT_TIMESTAMP())`,
+				`UPDATE Items SET Updated = PENDING_COMMIT_TIMESTAMP() WHERE Qty = 3`,
+				`UPDATE Items SET Qty = 5, Updated = PENDING_COMMIT_TIMESTAMP() WHERE Id = 2`,
+			} {
+				if _, err := tx.Update(ctx, spanner.NewStatement(sql)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, spanner.TransactionOptions{})
+		if err != nil {
+			t.Fatalf("transaction: %v", err)
+		}
+		got := readAll(t, client, "Items", "Id", "Updated")
+		want := rows(row(int64(1), resp.CommitTs), row(int64(2), resp.CommitTs), row(int64(3), resp.CommitTs), row(int64(4), resp.CommitTs))
+		if diff := cmp.Diff(want, got, cmpOpts...); diff != "" {
+			t.Errorf("Items (-want +got):\n%s", diff)
+		}
+	})
+
 	t.Run("update sets commit timestamp", func(t *testing.T) {
 		t.Parallel()
 		client := newDB(t, dmlSchema...)

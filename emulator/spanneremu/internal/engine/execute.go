@@ -246,7 +246,7 @@ func (t *Txn) runPrepared(ctx context.Context, p *preparedDML, schema *catalog.S
 		}
 		return res[0], nil
 	}
-	if err := t.acquireLock(ctx, "DML: "+heldSQL(p.st.SQL)); err != nil {
+	if err := t.acquireLock(ctx, "DML: "+heldSQL(p.st.SQL), nil); err != nil {
 		return nil, err
 	}
 	if schema != t.db.Schema() {
@@ -333,10 +333,12 @@ type dmlOutcome struct {
 	pending []pendingTimestamp
 }
 
-// loggedDML is a DML statement run optimistically, kept to be run again under the lock.
+// loggedDML is a DML statement run optimistically, kept to be run again under the lock; stamps
+// are the positions among args of its PENDING_COMMIT_TIMESTAMP() values.
 type loggedDML struct {
-	sql  string
-	args []any
+	sql    string
+	args   []any
+	stamps []int
 }
 
 // runDML executes a compiled DML statement on the writer connection, atomically (a savepoint
@@ -401,7 +403,7 @@ func (t *Txn) runBatchOptimistic(ctx context.Context, ps []*preparedDML, schema 
 		t.abortLocked("Transaction was aborted because the schema changed; retry the transaction.")
 		return nil, abortedError(t.abortReason)
 	}
-	if err := t.beginReplayed(ctx); err != nil {
+	if err := t.beginReplayed(ctx, ""); err != nil {
 		<-db.lock
 		return nil, err
 	}
@@ -442,7 +444,8 @@ func (t *Txn) runBatchOptimistic(ctx context.Context, ps []*preparedDML, schema 
 		// far were validated when the lock was taken and nothing committed since.
 		db.countHeld(held)
 		t.validated()
-		t.dml, t.dmlTables = nil, nil
+		t.pending = append(t.pending, t.replayPending...) // replayed above with the pending value
+		t.dml, t.dmlTables, t.replayPending = nil, nil, nil
 		t.hasLock = true
 		db.heldAcross.Store(t)
 		db.retainVersion()
@@ -460,16 +463,28 @@ func (t *Txn) runBatchOptimistic(ctx context.Context, ps []*preparedDML, schema 
 	}
 	for i, out := range outs {
 		c := ps[i].c
-		t.dml = append(t.dml, loggedDML{sql: c.SQL, args: ps[i].args})
+		t.dml = append(t.dml, loggedDML{sql: c.SQL, args: ps[i].args, stamps: stampArgs(c)})
 		touched := newWriteSet()
 		touched.addTable(schema, c.Table)
 		for name := range touched.tables {
 			t.dmlTables[name] = true
 		}
 		t.recordDMLWrites(schema, c, out.keys)
-		t.pending = append(t.pending, out.pending...)
+		t.replayPending = append(t.replayPending, out.pending...)
 	}
 	return results, nil
+}
+
+// stampArgs are the positions of a compiled DML statement's PENDING_COMMIT_TIMESTAMP() values
+// among its arguments (sqlgen.CommitTimestampParam).
+func stampArgs(c *sqlgen.Compiled) []int {
+	var out []int
+	for i, name := range c.Params {
+		if name == sqlgen.CommitTimestampParam {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // probeKey runs a statement's key probe (see sqlgen.Compiled.KeyProbe) and returns the key of
@@ -561,6 +576,10 @@ func declaredParamTypes(st Statement) (map[string]spantype.Type, error) {
 func bindArgs(c *sqlgen.Compiled, st Statement, declared map[string]spantype.Type) ([]any, error) {
 	args := make([]any, len(c.Params))
 	for i, name := range c.Params {
+		if name == sqlgen.CommitTimestampParam {
+			args[i] = spantype.PendingCommitTimestamp
+			continue
+		}
 		v, ok := lookupParam(st.Params, name)
 		if !ok {
 			return nil, errorf(codes.InvalidArgument, "No parameter found for binding: %s", name)

@@ -120,7 +120,7 @@ func (t *Txn) optimisticQuery(ctx context.Context, c *sqlgen.Compiled, args []an
 		if err := t.lockValidated(ctx); err != nil {
 			return nil, err
 		}
-		if err := t.beginReplayed(ctx); err != nil {
+		if err := t.beginReplayed(ctx, ""); err != nil {
 			<-db.lock
 			return nil, err
 		}
@@ -187,7 +187,7 @@ func (t *Txn) recheckQueries(ctx context.Context, stale []int, seq uint64) (*que
 			began = true
 		}
 		for ; replayed < q.after; replayed++ {
-			if err := t.dml[replayed].run(ctx, w); err != nil {
+			if err := t.dml[replayed].run(ctx, w, ""); err != nil {
 				return q, nil // it cannot have run on this state: the answer changed
 			}
 		}

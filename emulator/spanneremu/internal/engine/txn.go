@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
 )
 
 type txnState int
@@ -50,8 +52,13 @@ type Txn struct {
 	// Read-write: hasLock is true from the first SQL query (or the commit) until the end;
 	// reads and DML before that are optimistic (see occ.go).
 	hasLock bool
-	// pending lists the rows written with PENDING_COMMIT_TIMESTAMP() by DML, fixed at commit.
-	pending []pendingTimestamp
+	// pending lists the rows written with PENDING_COMMIT_TIMESTAMP() by DML that ran under the
+	// lock, fixed at commit; replayPending those written by the optimistic DML (dml), which the
+	// commit's replay writes with the commit's timestamp (loggedDML.stamps) instead. When the
+	// transaction takes the lock before its commit, the replay writes the pending value, and
+	// replayPending joins pending.
+	pending       []pendingTimestamp
+	replayPending []pendingTimestamp
 	// footprints are the optimistic reads made before the lock was taken (see occ.go), changed
 	// only under DB.mu (addFootprints, validated), where readers.go reads them;
 	// writes collects what DML wrote.
@@ -360,7 +367,11 @@ func abortedError(reason string) error {
 // Spanner resolves lock conflicts too. why says what made it take the lock before its commit
 // (counted in DatabaseStats.HeldLocks: it holds the lock across its client's requests); "" at
 // commit.
-func (t *Txn) acquireLock(ctx context.Context, why string) error {
+//
+// For a commit (commitTS not nil) it also allocates the commit's timestamp into *commitTS before
+// the replay, which writes it where the optimistic DML wrote PENDING_COMMIT_TIMESTAMP(); a
+// transaction that holds the lock already gets none (the caller allocates it).
+func (t *Txn) acquireLock(ctx context.Context, why string, commitTS *time.Time) error {
 	if t.hasLock {
 		return nil
 	}
@@ -378,11 +389,22 @@ func (t *Txn) acquireLock(ctx context.Context, why string) error {
 	db := t.db
 	t.validated()
 	db.retainVersion()
-	if err := t.beginReplayed(ctx); err != nil {
+	stamp := ""
+	if commitTS != nil {
+		*commitTS = db.nextCommitTimestamp()
+		stamp = spantype.FormatTimestamp(*commitTS)
+	}
+	if err := t.beginReplayed(ctx, stamp); err != nil {
+		if commitTS != nil {
+			db.commitFailed()
+		}
 		<-db.lock
 		return err
 	}
-	t.dml, t.dmlTables = nil, nil
+	if stamp == "" {
+		t.pending = append(t.pending, t.replayPending...)
+	}
+	t.dml, t.dmlTables, t.replayPending = nil, nil, nil
 	t.hasLock = true
 	t.touch()
 	return nil
@@ -523,16 +545,17 @@ func (t *Txn) abortConflict() {
 }
 
 // beginReplayed opens the writer's SQLite transaction and runs the transaction's optimistic DML
-// again. Its footprints were just validated, so each statement writes what it wrote before;
-// if one fails anyway (a foreign-key parent deleted meanwhile) the transaction is aborted. The
-// caller holds the lock.
-func (t *Txn) beginReplayed(ctx context.Context) error {
+// again, writing stamp (a commit's timestamp) for PENDING_COMMIT_TIMESTAMP() unless it is "".
+// Its footprints were just validated, so each statement writes what it wrote before; if one
+// fails anyway (a foreign-key parent deleted meanwhile) the transaction is aborted. The caller
+// holds the lock.
+func (t *Txn) beginReplayed(ctx context.Context, stamp string) error {
 	w := t.db.writer
 	if _, err := w.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
 		return internalf("begin: %v", err)
 	}
 	for _, d := range t.dml {
-		if err := d.run(ctx, w); err != nil {
+		if err := d.run(ctx, w, stamp); err != nil {
 			w.ExecContext(context.Background(), "ROLLBACK")
 			t.db.mu.Lock()
 			t.db.countConflict("replayed DML failed")
@@ -544,9 +567,17 @@ func (t *Txn) beginReplayed(ctx context.Context) error {
 	return nil
 }
 
-// run runs a logged DML statement again on q (the writer, under the lock).
-func (d loggedDML) run(ctx context.Context, q querier) error {
-	rows, err := q.QueryContext(ctx, d.sql, d.args...)
+// run runs a logged DML statement again on q (the writer, under the lock), with stamp for its
+// PENDING_COMMIT_TIMESTAMP() values unless stamp is "".
+func (d loggedDML) run(ctx context.Context, q querier, stamp string) error {
+	args := d.args
+	if stamp != "" && len(d.stamps) > 0 {
+		args = slices.Clone(args)
+		for _, i := range d.stamps {
+			args[i] = stamp
+		}
+	}
+	rows, err := q.QueryContext(ctx, d.sql, args...)
 	if err != nil {
 		return err
 	}
@@ -615,7 +646,7 @@ func (t *Txn) readWith(ctx context.Context, why string, fn func(q querier, s *ca
 	if t.mode == ReadOnly {
 		return t.snapshotRead(fn)
 	}
-	if err := t.acquireLock(ctx, why); err != nil {
+	if err := t.acquireLock(ctx, why, nil); err != nil {
 		return err
 	}
 	return fn(t.db.writer, t.db.Schema())
@@ -640,7 +671,7 @@ func (t *Txn) abortLocked(reason string) {
 func (t *Txn) finish() {
 	t.releaseLock()
 	t.releaseSnapshot()
-	t.pending = nil
+	t.pending, t.replayPending = nil, nil
 	t.validated()
 	t.dml, t.dmlTables = nil, nil
 	t.releaseExclusive()
@@ -694,10 +725,13 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 			return time.Time{}, err
 		}
 	}
-	if err := t.acquireLock(ctx, ""); err != nil {
+	var ts time.Time
+	if err := t.acquireLock(ctx, "", &ts); err != nil {
 		return time.Time{}, err
 	}
-	ts := db.nextCommitTimestamp()
+	if ts.IsZero() { // it held the lock already
+		ts = db.nextCommitTimestamp()
+	}
 	schema := db.Schema()
 	fail := func(err error) (time.Time, error) {
 		// A failed commit ends the transaction, as in Spanner.
@@ -758,7 +792,7 @@ func (db *DB) ExecutePartitionedDML(ctx context.Context, st Statement) (int64, e
 		// A partitioned update may touch much of a table: it takes the lock at once rather
 		// than run optimistically and again at commit.
 		t.mu.Lock()
-		err = t.acquireLock(ctx, "partitioned DML")
+		err = t.acquireLock(ctx, "partitioned DML", nil)
 		t.mu.Unlock()
 		if err != nil {
 			t.Rollback()

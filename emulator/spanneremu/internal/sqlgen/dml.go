@@ -118,17 +118,30 @@ func (c *compiler) dmlValue(e ast.Expr, sc *scope) (Arg, error) {
 		if len(call.Args) != 0 {
 			return Arg{}, invalidf("PENDING_COMMIT_TIMESTAMP takes no arguments")
 		}
-		return Arg{SQL: pendingCommitTimestampSQL, Type: spantype.TTimestamp}, nil
+		ph := c.paramPlaceholder(CommitTimestampParam)
+		if c.pendingArgs == nil {
+			c.pendingArgs = map[string]bool{}
+		}
+		c.pendingArgs[ph] = true
+		c.out.ParamTypes[CommitTimestampParam] = spantype.TTimestamp
+		return Arg{SQL: ph, Type: spantype.TTimestamp}, nil
 	}
 	return c.compileExpr(e, sc)
 }
+
+// CommitTimestampParam is the parameter PENDING_COMMIT_TIMESTAMP() becomes in a DML statement.
+// The engine binds it to spantype.PendingCommitTimestamp, the value a pending commit timestamp is
+// stored as until the commit, and to the commit's own timestamp when it runs the statement again
+// at the commit, so that the row needs no fixing afterwards. No statement's parameter can have
+// this name.
+const CommitTimestampParam = "\x00commit_timestamp"
 
 // checkAssignable validates a value written to a column and records pending commit timestamps.
 func (c *compiler) checkAssignable(t *catalog.Table, col *catalog.Column, v Arg) (Arg, error) {
 	if col.Generated != nil {
 		return Arg{}, invalidf("Cannot write into generated column `%s.%s`.", t.Name, col.Name)
 	}
-	if v.SQL == pendingCommitTimestampSQL {
+	if c.pendingArgs[v.SQL] {
 		if !col.AllowCommitTimestamp {
 			return Arg{}, status.Errorf(codes.FailedPrecondition, "Cannot write commit timestamp because the allow_commit_timestamp column option is not set to true for column %s, or for all corresponding shared key columns in this table's interleaved table hierarchy.", col.Name)
 		}

@@ -12,9 +12,6 @@ import (
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/sqlfuncs"
 )
 
-// pendingCommitTimestampSQL is the storage value PENDING_COMMIT_TIMESTAMP() writes.
-var pendingCommitTimestampSQL = quoteString(spantype.PendingCommitTimestamp)
-
 // compileExpr translates an expression in scope sc.
 func (c *compiler) compileExpr(e ast.Expr, sc *scope) (Arg, error) {
 	switch x := e.(type) {

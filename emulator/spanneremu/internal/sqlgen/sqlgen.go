@@ -135,7 +135,9 @@ type compiler struct {
 	// written as placeholders «p:N» and numbered when the final SQL is assembled.
 	params  []string
 	pending []string // columns set to PENDING_COMMIT_TIMESTAMP(), collected by DML
-	ctes    []map[string]*cte
+	// pendingArgs are the placeholders of PENDING_COMMIT_TIMESTAMP() values (CommitTimestampParam).
+	pendingArgs map[string]bool
+	ctes        []map[string]*cte
 	// now is the statement's time, which CURRENT_TIMESTAMP() returns; nil in schema
 	// expressions (a DEFAULT is evaluated per row).
 	now       *time.Time
