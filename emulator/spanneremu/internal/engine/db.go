@@ -86,22 +86,24 @@ func openDB(e *Engine, name, path string, create bool) (*DB, error) {
 	if !e.ownsDir {
 		sync = "NORMAL"
 	}
-	// mmap_size: in WAL mode a connection that begins a read after another connection committed
-	// throws its whole page cache away and reads the pages again; under a steady stream of
-	// commits that is every read on a pooled connection, and read() system calls plus clearing
-	// a cache that grew with the database made every read slower as a long run grew its tables
-	// (the benchmark's latency rose window by window). Reading the database file through a
-	// mapping instead costs the same at any size (CPU per read flat from 25,000 to 200,000 rows,
-	// where it doubled without). It maps address space, not memory: pages stay the kernel's.
-	// cache_size: with the file mapped, pages read come from the mapping and the page cache holds
-	// mostly the pages a connection wrote; SQLite walks the whole cache at the end of every
-	// transaction (sqlite3PcacheTruncate), so a large one costs more per commit as it fills and
-	// the emulator's CPU grew minute by minute. Over five minutes at 15 orders/s the bench
-	// process grew 0.77 → 0.86 cores with 32 MiB, 0.75 → 0.83 with 4 MiB, and stayed at
-	// 0.81–0.83 after the first minute with 1 MiB.
+	// mmap_size(0): pages are read with pread, not through a mapping of the file. In WAL mode a
+	// connection that begins a read after another connection committed throws its page cache away
+	// and, with a mapping, unmaps the whole file too (sqlite3OsUnfetch), to map it again and
+	// fault its pages back in; under a steady stream of commits that is nearly every read on a
+	// pooled connection, and the unmapping costs more as the file grows. With the small cache
+	// below, reading the pages again is cheaper: against the mapped build (1 GiB) the bench
+	// process's CPU over the services' was 0.97 at 25 orders/s (three runs each), and over five
+	// minutes at 20/s it grew 1.15 → 1.24 where the mapped build's grew 1.15 → 1.33. (The
+	// mapping had been chosen when the cache was large: clearing a large cache at every read
+	// made reads slower as the tables grew.)
+	// cache_size: SQLite walks the whole cache at the end of every transaction
+	// (sqlite3PcacheTruncate), so a large one costs more per commit as it fills and the
+	// emulator's CPU grew minute by minute. Over five minutes at 15 orders/s the bench process
+	// grew 0.77 → 0.86 cores with 32 MiB, 0.75 → 0.83 with 4 MiB, and stayed at 0.81–0.83 after
+	// the first minute with 1 MiB.
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=busy_timeout(20000)" +
 		"&_pragma=synchronous(" + sync + ")&_pragma=recursive_triggers(1)&_pragma=cache_size(-1024)" +
-		"&_pragma=mmap_size(1073741824)"
+		"&_pragma=mmap_size(0)"
 	sqldb, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, internalf("open %s: %v", path, err)
