@@ -400,7 +400,6 @@ func countsSince(a, b map[string]int64) map[string]int64 {
 // milestoneTypes are the order's events the bench times from the order's commit.
 var milestoneTypes = []string{"order.awaiting_payment", "order.confirmed", "order.shipped", "order.completed", "order.cancelled"}
 
-// statsSince is the Spanner emulator's counters from a to b.
 // statementCPU sums a CPU profile's samples by the database and statement that spanneremu
 // labelled them with (Options.CountStatements), in CPU seconds.
 func statementCPU(prof []byte) (map[string]map[string]float64, error) {
@@ -426,6 +425,7 @@ func statementCPU(prof []byte) (map[string]map[string]float64, error) {
 	return out, nil
 }
 
+// statsSince is the Spanner emulator's counters from a to b.
 func statsSince(a, b spanneremu.Stats) spanneremu.Stats {
 	out := spanneremu.Stats{Commits: b.Commits - a.Commits, LockTimeouts: b.LockTimeouts - a.LockTimeouts, LockQueueWaits: b.LockQueueWaits - a.LockQueueWaits,
 		Conflicts: b.Conflicts - a.Conflicts, IdleAborts: b.IdleAborts - a.IdleAborts, Wounds: b.Wounds - a.Wounds, ReaderWaits: b.ReaderWaits - a.ReaderWaits,
