@@ -358,10 +358,10 @@ func statements(out io.Writer, ws []*window, dbs []string) {
 		}
 		n := float64(w.placed)
 		type row struct {
-			db, stmt       string
-			perOrder       float64
-			cpuPerRequest  float64 // seconds; NaN when not measured
-			cpuPerOrderSum float64
+			db, stmt      string
+			perOrder      float64
+			cpuPerRequest float64 // seconds; NaN when not measured
+			cpuPerOrder   float64
 		}
 		var rows []row
 		for _, db := range dbs {
@@ -374,18 +374,18 @@ func statements(out io.Writer, ws []*window, dbs []string) {
 				r := row{db: db, stmt: st, perOrder: per, cpuPerRequest: math.NaN()}
 				if placing := w.spanner.ByDatabase[db].Statements[st]; w.stmtCPU != nil && placing > 0 {
 					r.cpuPerRequest = w.stmtCPU[db][st] / float64(placing)
-					r.cpuPerOrderSum = r.cpuPerRequest * per
+					r.cpuPerOrder = r.cpuPerRequest * per
 				}
 				rows = append(rows, r)
 			}
 		}
 		if w.stmtCPU != nil {
-			sort.SliceStable(rows, func(i, j int) bool { return rows[i].cpuPerOrderSum > rows[j].cpuPerOrderSum })
+			sort.SliceStable(rows, func(i, j int) bool { return rows[i].cpuPerOrder > rows[j].cpuPerOrder })
 		}
 		for _, r := range rows {
 			perRequest, perOrder := "—", "—"
 			if !math.IsNaN(r.cpuPerRequest) {
-				perRequest, perOrder = fmt.Sprintf("%.0f", r.cpuPerRequest*1e6), fmt.Sprintf("%.2f", r.cpuPerOrderSum*1e3)
+				perRequest, perOrder = fmt.Sprintf("%.0f", r.cpuPerRequest*1e6), fmt.Sprintf("%.2f", r.cpuPerOrder*1e3)
 			}
 			fmt.Fprintf(out, "| %v | %s | %.1f | %s | %s | `%s` |\n", w.rate, r.db, r.perOrder, perRequest, perOrder, strings.ReplaceAll(shorten(r.stmt, 160), "|", "\\|"))
 		}
