@@ -85,6 +85,13 @@ type Server struct {
 // commits of up to 100 MB, far above gRPC's 4 MB default.
 const maxMessageSize = 128 << 20
 
+// flowWindow is the fixed HTTP/2 flow-control window of each stream and of each connection. A
+// fixed window turns off gRPC-Go's bandwidth-delay-product estimation, which pings the peer
+// whenever data arrives and no ping is out: one PING and its ack per request, each a write and a
+// read on both ends, as many syscalls as the request itself. The clients of pkg/platform fix
+// theirs too (README, "Performance"). 1 MiB is 16 times gRPC's initial window.
+const flowWindow = 1 << 20
+
 // Start starts an emulator and returns once it is listening.
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Host == "" {
@@ -135,6 +142,8 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(maxMessageSize),
 		grpc.MaxSendMsgSize(maxMessageSize),
+		grpc.InitialWindowSize(flowWindow),
+		grpc.InitialConnWindowSize(flowWindow),
 		// The Spanner client pings every 2 minutes (every 2 seconds on routed endpoints);
 		// gRPC's default policy would answer pings that frequent with GOAWAY, failing RPCs.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}),

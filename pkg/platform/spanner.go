@@ -10,6 +10,7 @@ import (
 	"cloud.google.com/go/spanner"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
+	"google.golang.org/grpc"
 )
 
 // DatabaseName is a full Spanner database name, projects/P/instances/I/databases/D.
@@ -74,14 +75,28 @@ func NewSpannerClient(ctx context.Context, database string) (*spanner.Client, er
 }
 
 // GoogleClientOptions are the options of every Google Cloud client the services create (Spanner,
-// Cloud Tasks): gRPC telemetry off. Google's libraries otherwise put an OpenTelemetry stats
-// handler on every RPC, which builds the attributes of a span and of metrics per call; Spanmart
-// configures no OpenTelemetry SDK, so that work was recorded nowhere, and it was 3–4 % of each
-// service's CPU (README, "Performance"). A team that exports traces drops this option when it
-// installs its SDK.
+// Cloud Tasks):
+//   - gRPC telemetry off. Google's libraries otherwise put an OpenTelemetry stats handler on every
+//     RPC, which builds the attributes of a span and of metrics per call; Spanmart configures no
+//     OpenTelemetry SDK, so that work was recorded nowhere, and it was 3–4 % of each service's CPU
+//     (README, "Performance"). A team that exports traces drops this option when it installs its
+//     SDK.
+//   - A fixed HTTP/2 flow-control window (FlowWindow a stream, 4 × FlowWindow a connection). With
+//     gRPC-Go's default the window follows an estimate of the link's bandwidth-delay product, for
+//     which the client pings the server whenever a response arrives and no ping is out: a PING,
+//     its ack and a window update per RPC, each a syscall on both ends, as many as the RPC itself.
 func GoogleClientOptions() []option.ClientOption {
-	return []option.ClientOption{option.WithTelemetryDisabled()}
+	return []option.ClientOption{
+		option.WithTelemetryDisabled(),
+		option.WithGRPCDialOption(grpc.WithInitialWindowSize(FlowWindow)),
+		option.WithGRPCDialOption(grpc.WithInitialConnWindowSize(4 * FlowWindow)),
+	}
 }
+
+// FlowWindow is the flow-control window of each gRPC stream to a Google API: 16 times gRPC's
+// initial 64 KiB, a gigabyte a second per stream at a millisecond's round trip, far above what a
+// service reads.
+const FlowWindow = 1 << 20
 
 // SpannerCheck is a readiness check running the cheapest query there is, a single-use SELECT 1.
 // It fails when the database does not exist, the client is closed or Spanner is unreachable.
