@@ -51,6 +51,7 @@ var (
 	rateMetrics = []abMetric{
 		{name: "orders accepted", higher: true},
 		{name: "CPU s per order"},
+		{name: servicesPerOrder},
 		{name: benchOverServices},
 		{name: "aborts per commit"},
 		{name: "card → AWAITING_PAYMENT p99 (ms)"},
@@ -72,6 +73,10 @@ var (
 // shared host it moves by a fifth between runs) moves both alike, so a change to the emulators
 // alone shows in this figure when CPU per order moves with the machine.
 const benchOverServices = "bench process CPU ÷ services'"
+
+// servicesPerOrder is the share of CPU per order that the services and the relays spent: what Cloud
+// Run would bill, and what issue 23's second target is about.
+const servicesPerOrder = "services' CPU s per order"
 
 // abMode is what the A/B reads of a mode's report.
 type abMode struct {
@@ -243,6 +248,7 @@ func parseABReport(report string) []abFigures {
 		}
 		return out[i]
 	}
+	servicesShare := map[int]float64{} // by window: the services' CPU over every process's
 	for _, t := range markdownTables(report) {
 		switch {
 		case t.col("CPU s/order") >= 0:
@@ -259,6 +265,7 @@ func parseABReport(report string) []abFigures {
 				bench := parseNumber(r[b])
 				if services := parseNumber(r[all]) - bench; services > 0 {
 					window(i)[benchOverServices] = bench / services
+					servicesShare[i] = services / parseNumber(r[all])
 				}
 			}
 		case t.col("aborts per commit") >= 0:
@@ -277,6 +284,11 @@ func parseABReport(report string) []abFigures {
 				f["card → AWAITING_PAYMENT p99 (ms)"], f["card → CONFIRMED p99 (ms)"], f["card → COMPLETED p99 (ms)"] = p99Millis(r, a), p99Millis(r, c), p99Millis(r, d)
 				i++
 			}
+		}
+	}
+	for i, share := range servicesShare {
+		if cpu, ok := out[i]["CPU s per order"]; ok {
+			out[i][servicesPerOrder] = cpu * share
 		}
 	}
 	return out

@@ -21,9 +21,9 @@ func TestParseABReport(t *testing.T) {
 	}
 	got := parseABReport(string(b))
 	want := []abFigures{
-		{"orders accepted": 750, "CPU s per order": 0.125, benchOverServices: 0.99 / (1.96 - 0.99), "aborts per commit": 0.010,
+		{"orders accepted": 750, "CPU s per order": 0.125, servicesPerOrder: 0.125 * (1.96 - 0.99) / 1.96, benchOverServices: 0.99 / (1.96 - 0.99), "aborts per commit": 0.010,
 			"card → AWAITING_PAYMENT p99 (ms)": 2248, "card → CONFIRMED p99 (ms)": 7933, "card → COMPLETED p99 (ms)": 22600},
-		{"orders accepted": 750, "CPU s per order": 0.144, benchOverServices: 1.06 / (1.95 - 1.06), "aborts per commit": 0.019,
+		{"orders accepted": 750, "CPU s per order": 0.144, servicesPerOrder: 0.144 * (1.95 - 1.06) / 1.95, benchOverServices: 1.06 / (1.95 - 1.06), "aborts per commit": 0.019,
 			"card → AWAITING_PAYMENT p99 (ms)": 4090, "card → CONFIRMED p99 (ms)": 11600, "card → COMPLETED p99 (ms)": 28100},
 	}
 	if diff := cmp.Diff(want, got, floats); diff != "" {
