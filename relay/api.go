@@ -26,8 +26,8 @@ import (
 // The bodies are pkg/outboxlib/outboxapi's types and the paths its Path constants, which the
 // operators' client (internal/adminclient) decodes and calls.
 //
-//	POST /nudge[?source=S&shard=N]                    204: wake the shard loops (services call it after a
-//	                                                  commit, naming their source and the event's shard);
+//	POST /nudge[?source=S&shard=N[&shard=M...]]       204: wake the shard loops (services call it after
+//	                                                  commits, naming their source and the events' shards);
 //	                                                  a flood costs one wake-up: a woken loop is not woken again
 //	GET  /v1/outbox                                   200: Status of every source
 //	GET  /v1/outbox/quarantined                       200: every source's quarantined rows, with payloads
@@ -42,16 +42,27 @@ import (
 func registerAPI(srv *platform.Server, core *relay.Relay, operators *outboxlib.Operators, nudgers outboxlib.Guard) {
 	e := srv.Echo
 	e.POST(outboxapi.PathNudge, func(c echo.Context) error {
-		source, shardParam := c.QueryParam("source"), c.QueryParam("shard")
-		if source == "" && shardParam == "" {
+		source, shardParams := c.QueryParam("source"), c.QueryParams()["shard"]
+		if source == "" && len(shardParams) == 0 {
 			core.Nudge()
 			return c.NoContent(http.StatusNoContent)
 		}
-		shard, err := strconv.ParseInt(shardParam, 10, 64)
-		if err != nil || source == "" || !core.NudgeShard(source, shard) {
+		shards, bad := make([]int64, 0, len(shardParams)), ""
+		for _, p := range shardParams {
+			shard, err := strconv.ParseInt(p, 10, 64)
+			if err != nil || shard < 0 || shard >= outboxlib.Shards {
+				bad = p
+				break
+			}
+			shards = append(shards, shard)
+		}
+		if source == "" || len(shards) == 0 || bad != "" || !core.NudgeShards(source, shards...) {
+			if bad == "" && len(shardParams) > 0 {
+				bad = shardParams[0]
+			}
 			return platform.NewProblem(http.StatusBadRequest, fmt.Sprintf(
-				"nudge needs both source (a configured source) and shard (0 to %d), or neither; got source %q, shard %q",
-				outboxlib.Shards-1, source, shardParam))
+				"nudge needs both source (a configured source) and one or more shard parameters (each 0 to %d), or neither; got source %q, shard %q",
+				outboxlib.Shards-1, source, bad))
 		}
 		return c.NoContent(http.StatusNoContent)
 	}, nudgers.Middleware, platform.Quiet)

@@ -71,6 +71,7 @@ func TestHostileNudges(t *testing.T) {
 		{Name: "another service's token", Path: "/nudge", Header: auth("Bearer " + mint(relayAudience, "intruder@spanmart-test.iam.gserviceaccount.com", now)), Status: 403},
 		{Name: "an operator's token", Path: "/nudge", Header: auth("Bearer " + mint(relayAudience, operatorSA, now)), Status: 403, Detail: "the caller is not a service allowed to nudge the relay"},
 		{Name: "a negative shard", Path: "/nudge?source=orders&shard=-1", Header: auth("Bearer " + service), Status: 400, Detail: `shard "-1"`},
+		{Name: "a bad shard after a good one", Path: "/nudge?source=orders&shard=1&shard=16", Header: auth("Bearer " + service), Status: 400, Detail: `shard "16"`},
 		{Name: "an overflowing shard", Path: "/nudge?source=orders&shard=9223372036854775808", Header: auth("Bearer " + service), Status: 400, Detail: "shard"},
 		{Name: "an escape sequence in the source", Path: "/nudge?source=%1b%5b2J&shard=1", Header: auth("Bearer " + service), Status: 400, Detail: `source "\x1b[2J"`},
 		{Name: "a source of another service", Path: "/nudge?source=payments&shard=1", Header: auth("Bearer " + service), Status: 400, Detail: `source "payments"`},

@@ -435,7 +435,7 @@ func TestRun(t *testing.T) {
 			t.Errorf("POST %s (token: %t) = %d %v, want %d", tt.path, tt.token != "", code, body, tt.want)
 		}
 	}
-	for _, bad := range []string{"?source=orders", "?shard=1", "?source=inventory&shard=1", "?source=orders&shard=16", "?source=orders&shard=x"} {
+	for _, bad := range []string{"?source=orders", "?shard=1", "?source=inventory&shard=1", "?source=orders&shard=16", "?source=orders&shard=x", "?source=orders&shard=1&shard=16"} {
 		if code, body := post(t, url+"/nudge"+bad, "", service); code != http.StatusBadRequest {
 			t.Errorf("POST /nudge%s = %d %v, want 400", bad, code, body)
 		}
@@ -443,8 +443,10 @@ func TestRun(t *testing.T) {
 	if code, _ := post(t, url+"/nudge", "", service); code != http.StatusNoContent {
 		t.Errorf("POST /nudge = %d, want 204", code)
 	}
-	if code, _ := post(t, fmt.Sprintf("%s/nudge?source=orders&shard=%d", url, outboxlib.ShardOf(ev.AggregateID)), "", service); code != http.StatusNoContent {
-		t.Errorf("POST /nudge?source=orders&shard=... = %d, want 204", code)
+	// A nudge names the shards of the events its service committed since its last one.
+	other := (outboxlib.ShardOf(ev.AggregateID) + 1) % outboxlib.Shards
+	if code, _ := post(t, fmt.Sprintf("%s/nudge?source=orders&shard=%d&shard=%d", url, other, outboxlib.ShardOf(ev.AggregateID)), "", service); code != http.StatusNoContent {
+		t.Errorf("POST /nudge?source=orders&shard=...&shard=... = %d, want 204", code)
 	}
 	platformtest.Eventually(t, "order.created to reach fulfillment", func() bool { return cons.count("/fulfillment/events", ev.ID) == 1 })
 

@@ -1443,11 +1443,19 @@ func TestConsumerAnswersTheLedger(t *testing.T) {
 // the next hop does not wait for a poll; a duplicate, which commits nothing new, does not nudge.
 func TestConsumerNudgesTheRelayAfterAppending(t *testing.T) {
 	relay := newRelayStub(t)
-	f := newFixtureConfig(t, func(c *outboxlib.ConsumerConfig) { c.Nudger = outboxlib.NewNudger(relay.srv.URL, consumerID) })
+	nudger := outboxlib.NewNudger(relay.srv.URL, consumerID)
+	nudges := func() []string { // once every nudge made so far has gone out
+		t.Helper()
+		if err := nudger.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return relay.nudges()
+	}
+	f := newFixtureConfig(t, func(c *outboxlib.ConsumerConfig) { c.Nudger = nudger })
 	plain, emitting := stockEvent(t, "sku-quiet", 1, 1, ""), stockEvent(t, "sku-noted", 1, 1, modeEmit)
 	f.send(t, plain, nil)
 	f.waitResponses(t, plain.ID, count(1))
-	if got := relay.nudges(); len(got) != 0 {
+	if got := nudges(); len(got) != 0 {
 		t.Errorf("nudges after a handler that appended nothing: %v, want none", got)
 	}
 	f.send(t, emitting, nil)
@@ -1455,12 +1463,12 @@ func TestConsumerNudgesTheRelayAfterAppending(t *testing.T) {
 		t.Fatalf("delivery: %+v", r)
 	}
 	want := []string{fmt.Sprintf("POST /nudge?source=%s&shard=%d", consumerID, outboxlib.ShardOf("sku-noted"))}
-	if diff := cmp.Diff(want, relay.nudges()); diff != "" {
+	if diff := cmp.Diff(want, nudges()); diff != "" {
 		t.Errorf("nudges (-want +got):\n%s", diff)
 	}
 	f.send(t, emitting, nil)
 	f.waitResponses(t, emitting.ID, count(2))
-	if diff := cmp.Diff(want, relay.nudges()); diff != "" {
+	if diff := cmp.Diff(want, nudges()); diff != "" {
 		t.Errorf("nudges after a duplicate (-want +got):\n%s", diff)
 	}
 }

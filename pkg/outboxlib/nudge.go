@@ -2,9 +2,11 @@ package outboxlib
 
 import (
 	"context"
-	"fmt"
+	"maps"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,19 +17,35 @@ import (
 	"github.com/spanmart/spanmart/pkg/platform"
 )
 
-// NudgeTimeout bounds a nudge: it runs on the request path, after the commit.
+// NudgeTimeout bounds one nudge request.
 const NudgeTimeout = 500 * time.Millisecond
 
+// NudgeEvery is the least time between two nudges of one Nudger. A nudge that comes sooner after
+// the last one waits for the rest of it, and every nudge that comes meanwhile goes with it, in one
+// request naming all their shards: at tens of commits a second, one request per commit had been a
+// tenth of the relay's CPU, and each woke the relay for one event. So an event waits at most this
+// long more for its nudge, and a nudge after a quiet moment goes at once.
+const NudgeEvery = 50 * time.Millisecond
+
 // Nudger tells the relay that a source's outbox has new rows in some pending shards
-// (POST {relay}/nudge?source=S&shard=N), so that they go out without waiting for the relay's next
-// poll. It is best effort: the relay polls anyway, so a failed nudge only delays publication and is
-// logged, never returned. A service calls it after the commit that appended events; a Consumer
-// given one (ConsumerConfig.Nudger) does so itself for the events its handlers appended.
+// (POST {relay}/nudge?source=S&shard=N&shard=M...), so that they go out without waiting for the
+// relay's next poll. It is best effort: the relay polls anyway, so a failed or lost nudge (the
+// process ending before it went out) only delays publication and is logged, never returned. A
+// service calls it after the commit that appended events; a Consumer given one
+// (ConsumerConfig.Nudger) does so itself for the events its handlers appended.
 type Nudger struct {
 	url    string
 	source string
 	client *http.Client
 	tokens TokenSource // nil: no token (the relay refuses nudges without one)
+
+	mu       sync.Mutex
+	pending  map[int64]bool  // shards of the next request
+	from     context.Context // the first pending nudge's: its logger and trace go with the request
+	sending  bool            // the sender goroutine runs
+	queued   uint64          // nudges asked for, counted
+	done     uint64          // of them, those sent (or failed)
+	progress chan struct{}   // closed and replaced when done grows
 }
 
 // WithTokens makes n present an ID token of ts for the relay's URL: the relay takes nudges only
@@ -45,11 +63,11 @@ func NewNudger(relayURL, source string) *Nudger {
 	if relayURL == "" {
 		return nil
 	}
-	// Nudges come from many requests at once: keep enough idle connections that they do not open a
-	// new one each (the default keeps 2 per host).
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64
-	return &Nudger{url: strings.TrimSuffix(relayURL, "/") + outboxapi.PathNudge, source: source, client: &http.Client{Timeout: NudgeTimeout, Transport: tr}}
+	return &Nudger{
+		url: strings.TrimSuffix(relayURL, "/") + outboxapi.PathNudge, source: source,
+		client:  &http.Client{Timeout: NudgeTimeout},
+		pending: map[int64]bool{}, progress: make(chan struct{}),
+	}
 }
 
 // NudgeAggregate nudges the shard of an aggregate whose events were just committed.
@@ -57,25 +75,86 @@ func (n *Nudger) NudgeAggregate(ctx context.Context, aggregateID string) {
 	n.Nudge(ctx, ShardOf(aggregateID))
 }
 
-// Nudge wakes the relay's loops of shards, synchronously, with at most NudgeTimeout in all. A nil
-// Nudger does nothing.
+// Nudge asks the relay to wake its loops of shards, and returns at once: the request goes from
+// a goroutine of n's, now or, within NudgeEvery of the last one, when that has passed (with the
+// shards of every nudge made meanwhile). A nil Nudger does nothing.
 func (n *Nudger) Nudge(ctx context.Context, shards ...int64) {
 	if n == nil || len(shards) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, NudgeTimeout)
-	defer cancel()
-	shards = slices.Compact(slices.Sorted(slices.Values(shards)))
-	var wg sync.WaitGroup
-	for _, shard := range shards {
-		wg.Go(func() { n.nudge(ctx, shard) })
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, s := range shards {
+		n.pending[s] = true
 	}
-	wg.Wait()
+	if n.from == nil {
+		n.from = context.WithoutCancel(ctx)
+	}
+	n.queued++
+	if !n.sending {
+		n.sending = true
+		go n.send()
+	}
 }
 
-func (n *Nudger) nudge(ctx context.Context, shard int64) {
-	url := fmt.Sprintf("%s?source=%s&shard=%d", n.url, n.source, shard)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+// Flush waits until every nudge made before it has been sent (or has failed, which is logged), or
+// until ctx is done.
+func (n *Nudger) Flush(ctx context.Context) error {
+	if n == nil {
+		return nil
+	}
+	n.mu.Lock()
+	want := n.queued
+	for n.done < want {
+		progress := n.progress
+		n.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-progress:
+		}
+		n.mu.Lock()
+	}
+	n.mu.Unlock()
+	return nil
+}
+
+// send sends what is pending, one request per NudgeEvery, until nothing is; it then ends, at
+// least NudgeEvery after its last request, so the next nudge can go at once.
+func (n *Nudger) send() {
+	for {
+		n.mu.Lock()
+		if len(n.pending) == 0 {
+			n.sending = false
+			n.mu.Unlock()
+			return
+		}
+		shards := slices.Sorted(maps.Keys(n.pending))
+		ctx, upTo := n.from, n.queued
+		clear(n.pending)
+		n.from = nil
+		n.mu.Unlock()
+
+		n.post(ctx, shards)
+
+		n.mu.Lock()
+		n.done = upTo
+		close(n.progress)
+		n.progress = make(chan struct{})
+		n.mu.Unlock()
+		time.Sleep(NudgeEvery)
+	}
+}
+
+// post makes one nudge request, for shards of n's source.
+func (n *Nudger) post(ctx context.Context, shards []int64) {
+	ctx, cancel := context.WithTimeout(ctx, NudgeTimeout)
+	defer cancel()
+	q := "?source=" + url.QueryEscape(n.source)
+	for _, s := range shards {
+		q += "&shard=" + strconv.FormatInt(s, 10)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.url+q, nil)
 	if err != nil {
 		platform.Logger(ctx).Warn("relay nudge", zap.Error(err))
 		return
@@ -93,11 +172,11 @@ func (n *Nudger) nudge(ctx context.Context, shard int64) {
 	}
 	resp, err := n.client.Do(req)
 	if err != nil {
-		platform.Logger(ctx).Warn("relay nudge", zap.Error(err))
+		platform.Logger(ctx).Warn("relay nudge", zap.Error(err), zap.Int64s("shards", shards))
 		return
 	}
 	resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		platform.Logger(ctx).Warn("relay nudge", zap.Int("status", resp.StatusCode))
+		platform.Logger(ctx).Warn("relay nudge", zap.Int("status", resp.StatusCode), zap.Int64s("shards", shards))
 	}
 }

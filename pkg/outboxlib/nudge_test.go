@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -42,33 +43,113 @@ func (r *relayStub) nudges() []string {
 }
 
 func TestNudger(t *testing.T) {
+	ctx := context.Background()
 	relay := newRelayStub(t)
 	const orderID = "5b0c1c9e-0000-4000-8000-000000000001"
-	outboxlib.NewNudger(relay.srv.URL+"/", "orders").NudgeAggregate(context.Background(), orderID)
+	orders := outboxlib.NewNudger(relay.srv.URL+"/", "orders")
+	orders.NudgeAggregate(ctx, orderID)
+	if err := orders.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	want := []string{fmt.Sprintf("POST /nudge?source=orders&shard=%d", outboxlib.ShardOf(orderID))}
 	if diff := cmp.Diff(want, relay.nudges()); diff != "" {
 		t.Errorf("nudges (-want +got):\n%s", diff)
 	}
-	outboxlib.NewNudger(relay.srv.URL, "fulfillment").Nudge(context.Background(), 3, 1, 3)
-	want = append(want, "POST /nudge?source=fulfillment&shard=1", "POST /nudge?source=fulfillment&shard=3")
+	fulfillment := outboxlib.NewNudger(relay.srv.URL, "fulfillment")
+	fulfillment.Nudge(ctx, 3, 1, 3)
+	if err := fulfillment.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "POST /nudge?source=fulfillment&shard=1&shard=3")
 	sort.Strings(want)
 	if diff := cmp.Diff(want, relay.nudges()); diff != "" {
 		t.Errorf("nudges of shards 3, 1, 3 (-want +got):\n%s", diff)
 	}
 }
 
+// TestNudgerGathersNudges: the nudges made while one is on its way, or within NudgeEvery of it, go
+// in one request after it, with each shard once, and no sooner than NudgeEvery after it.
+func TestNudgerGathersNudges(t *testing.T) {
+	ctx := context.Background()
+	arrived, release := make(chan time.Time, 4), make(chan struct{})
+	var mu sync.Mutex
+	var got []string
+	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		arrived <- time.Now()
+		mu.Lock()
+		got = append(got, req.URL.RawQuery)
+		first := len(got) == 1
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer relay.Close()
+
+	n := outboxlib.NewNudger(relay.URL, "orders")
+	n.Nudge(ctx, 7)
+	<-arrived // the first request is on its way, held by the relay
+	n.Nudge(ctx, 2)
+	n.Nudge(ctx, 5, 2)
+	n.Nudge(ctx, 7)
+	answered := time.Now()
+	close(release)
+	if err := n.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := <-arrived
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"source=orders&shard=7", "source=orders&shard=2&shard=5&shard=7"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	if gap := second.Sub(answered); gap < outboxlib.NudgeEvery {
+		t.Errorf("the second request came %v after the first was answered, want at least NudgeEvery (%v)", gap, outboxlib.NudgeEvery)
+	}
+}
+
 func TestNudgerIsBestEffort(t *testing.T) {
+	ctx := context.Background()
 	if outboxlib.NewNudger("", "orders") != nil {
 		t.Error(`NewNudger("") is not nil`)
 	}
 	var n *outboxlib.Nudger
-	n.NudgeAggregate(context.Background(), "o-1") // no relay configured: nothing happens
+	n.NudgeAggregate(ctx, "o-1") // no relay configured: nothing happens
+	if err := n.Flush(ctx); err != nil {
+		t.Errorf("a nil Nudger's Flush: %v", err)
+	}
 
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
-	outboxlib.NewNudger(dead.URL, "orders").NudgeAggregate(context.Background(), "o-1") // unreachable: logged, not returned
+	unreachable := outboxlib.NewNudger(dead.URL, "orders")
+	unreachable.NudgeAggregate(ctx, "o-1") // logged, not returned
+	if err := unreachable.Flush(ctx); err != nil {
+		t.Errorf("Flush after a failed nudge: %v", err)
+	}
 
-	ctx, cancel := context.WithCancel(context.Background())
+	// A nudge outlives the request that made it: it goes after the request's context is done.
+	relay := newRelayStub(t)
+	done, cancel := context.WithCancel(ctx)
 	cancel()
-	outboxlib.NewNudger("http://127.0.0.1:1", "orders").NudgeAggregate(ctx, "o-1") // a cancelled request context
+	late := outboxlib.NewNudger(relay.srv.URL, "orders")
+	late.NudgeAggregate(done, "o-1")
+	if err := late.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := relay.nudges(); len(got) != 1 {
+		t.Errorf("nudges after the request's context was cancelled: %v, want one", got)
+	}
+
+	// Flush gives up when its own context does.
+	held := make(chan struct{})
+	stuck := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-held }))
+	defer stuck.Close()
+	defer close(held) // before Close, which waits for the handler
+	slow := outboxlib.NewNudger(stuck.URL, "orders")
+	slow.NudgeAggregate(ctx, "o-1")
+	if err := slow.Flush(done); err != context.Canceled {
+		t.Errorf("Flush with a done context = %v, want context.Canceled", err)
+	}
 }

@@ -43,7 +43,7 @@ type source struct {
 	mu   sync.Mutex
 	held map[int64]lease
 
-	// wake holds one buffered channel per shard: NudgeShard wakes that shard's loop alone.
+	// wake holds one buffered channel per shard: NudgeShards wakes that shard's loop alone.
 	wake [outboxlib.Shards]chan struct{}
 
 	// publishLag is commit → tasks created of this instance's recent publications (Status).

@@ -292,17 +292,21 @@ func (r *Relay) Nudge() {
 	r.nudgeMu.Unlock()
 }
 
-// NudgeShard wakes only the loop of one shard of one source: what a service that has just
-// committed an event knows (its source and outboxlib.ShardOf of the aggregate). Waking every loop
+// NudgeShards wakes only the loops of some shards of one source: what a service that has just
+// committed events knows (its source and outboxlib.ShardOf of each aggregate). Waking every loop
 // of every source for each commit costs a scan per loop; at tens of commits per second that is most
 // of the relay's CPU. It reports false for an unknown source or shard (nothing is woken).
-func (r *Relay) NudgeShard(source string, shard int64) bool {
-	if shard < 0 || shard >= outboxlib.Shards {
-		return false
+func (r *Relay) NudgeShards(source string, shards ...int64) bool {
+	for _, shard := range shards {
+		if shard < 0 || shard >= outboxlib.Shards {
+			return false
+		}
 	}
 	for _, s := range r.sources {
 		if s.src.Name == source {
-			s.wakeShard(shard)
+			for _, shard := range shards {
+				s.wakeShard(shard)
+			}
 			return true
 		}
 	}

@@ -54,7 +54,7 @@ LIMIT @limit`
 
 // shardLoop works shard while this instance holds it: scan, enqueue, mark; at once again after a
 // full batch. After a partial or empty one it scans again only when woken: by a nudge (a producer
-// that committed to the shard, Nudge, NudgeShard) or by the source's probe, which finds every
+// that committed to the shard, Nudge, NudgeShards) or by the source's probe, which finds every
 // shard with due rows in one query each MaxIdle (probeLoop), so that 16 idle shards cost one
 // query, not 16, and a shard that published what a nudge announced does not scan again and
 // again to find nothing. A failed batch backs off, doubling from PollInterval to MaxIdle.

@@ -55,7 +55,17 @@ type fixture struct {
 	url    string
 	client *spanner.Client
 	nudges *atomic.Int64
+	nudger *outboxlib.Nudger
 	logs   *platformtest.Logs
+}
+
+// nudgeCount is the relay's count of nudge requests once every nudge made so far has gone out.
+func (f *fixture) nudgeCount(t *testing.T) int64 {
+	t.Helper()
+	if err := f.nudger.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return f.nudges.Load()
 }
 
 // tokens caches one token per customer: minting costs an RSA signature.
@@ -101,10 +111,11 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(relay.Close)
 	log, logs := platformtest.NewLogger(t, "orders")
 	srv := platform.NewServer(platform.ServerOptions{Service: "orders", ErrorMapper: httpapi.ErrorMapper, Logger: log})
-	httpapi.Register(srv.Echo, app.New(store.New(client), outboxlib.NewNudger(relay.URL, "orders")), customersOf(t))
+	nudger := outboxlib.NewNudger(relay.URL, "orders")
+	httpapi.Register(srv.Echo, app.New(store.New(client), nudger), customersOf(t))
 	ts := httptest.NewServer(srv.Echo)
 	t.Cleanup(ts.Close)
-	return &fixture{url: ts.URL, client: client, nudges: nudges, logs: logs}
+	return &fixture{url: ts.URL, client: client, nudges: nudges, nudger: nudger, logs: logs}
 }
 
 type response struct {
@@ -196,7 +207,7 @@ func TestPlaceOrder(t *testing.T) {
 	if resp.header.Get(api.HeaderIdempotentReplayed) != "" {
 		t.Error("a first response is marked replayed")
 	}
-	if n := f.nudges.Load(); n != 1 {
+	if n := f.nudgeCount(t); n != 1 {
 		t.Errorf("relay nudged %d times, want 1", n)
 	}
 
@@ -270,7 +281,7 @@ func TestReplay(t *testing.T) {
 	if len(s.Orders) != 1 || len(s.Outbox) != 1 || len(s.Keys) != 1 {
 		t.Errorf("after a replay: %d orders, %d outbox rows, %d keys; want 1 each", len(s.Orders), len(s.Outbox), len(s.Keys))
 	}
-	if n := f.nudges.Load(); n != 1 {
+	if n := f.nudgeCount(t); n != 1 {
 		t.Errorf("relay nudged %d times, want 1 (not on replays)", n)
 	}
 
@@ -395,7 +406,7 @@ func TestValidation(t *testing.T) {
 	if s := orderstest.Read(t, f.client); len(s.Orders) != 0 || len(s.Outbox) != 0 || len(s.Keys) != 0 {
 		t.Errorf("rejected requests wrote %d orders, %d outbox rows, %d keys", len(s.Orders), len(s.Outbox), len(s.Keys))
 	}
-	if n := f.nudges.Load(); n != 0 {
+	if n := f.nudgeCount(t); n != 0 {
 		t.Errorf("relay nudged %d times for rejected requests", n)
 	}
 }
