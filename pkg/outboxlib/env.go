@@ -36,6 +36,8 @@ const DefaultMaxAttempts = 20
 //	                     the relay); default the metadata server's default account. Tokens are
 //	                     asked for only where a metadata server is (Cloud Run, or GCE_METADATA_HOST)
 //	RELAY_URL            optional; the relay, nudged after a commit in which handlers appended events
+//	RELAY_NUDGE_EVERY    the least time between two nudges; default 50ms (DefaultNudgeEvery): the
+//	                     nudges made meanwhile go together after it. 0 sends each at once
 //	EVENTS_EARLY_PATIENCE how long an event may stay early (its predecessor not applied) before it
 //	                     is dead-lettered; default 2h (DefaultEarlyPatience). Shorter values are
 //	                     for tests: in production it must outlast the relay's quarantine horizon.
@@ -46,6 +48,7 @@ type ConsumerEnv struct {
 	MaxAttempts   int
 	EarlyPatience time.Duration
 	RelayURL      string
+	NudgeEvery    time.Duration
 	Operators     []string
 	Delegates     []string
 	// Tokens are the service's own ID tokens (nil where there is no metadata server).
@@ -60,6 +63,7 @@ func LoadConsumerEnv(env *platform.Env) ConsumerEnv {
 		AllowedEmails: env.List("OIDC_ALLOWED_EMAILS", true),
 		MaxAttempts:   env.Int("EVENTS_MAX_ATTEMPTS", DefaultMaxAttempts, 1, 1000),
 		RelayURL:      env.URL("RELAY_URL", ""),
+		NudgeEvery:    env.Duration("RELAY_NUDGE_EVERY", DefaultNudgeEvery, 0, time.Second),
 		Operators:     env.List("ADMIN_ALLOWED_EMAILS", false),
 		Delegates:     env.List("ADMIN_DELEGATE_EMAILS", false),
 		Tokens:        OwnTokens(env),
@@ -84,9 +88,9 @@ func (ce ConsumerEnv) NewConsumer(name string, client *spanner.Client, reg prome
 }
 
 // NewNudger returns the service's nudger of the relay (nil without RELAY_URL), presenting the
-// service's own ID tokens where it has them.
+// service's own ID tokens where it has them, at most one request per RELAY_NUDGE_EVERY.
 func (ce ConsumerEnv) NewNudger(source string) *Nudger {
-	return NewNudger(ce.RelayURL, source).WithTokens(ce.Tokens)
+	return NewNudger(ce.RelayURL, source).WithTokens(ce.Tokens).Every(ce.NudgeEvery)
 }
 
 // TokenSource gets ID tokens for an audience (platform.IDTokenSource).

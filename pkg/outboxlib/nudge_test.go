@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/spanmart/spanmart/pkg/outboxlib"
+	"github.com/spanmart/spanmart/pkg/platform"
+	"github.com/spanmart/spanmart/pkg/platform/platformtest"
 )
 
 // relayStub records the nudges it gets.
@@ -67,8 +69,8 @@ func TestNudger(t *testing.T) {
 	}
 }
 
-// TestNudgerGathersNudges: the nudges made while one is on its way, or within NudgeEvery of it, go
-// in one request after it, with each shard once, and no sooner than NudgeEvery after it.
+// TestNudgerGathersNudges: the nudges made while one is on its way, or within its interval, go
+// in one request after it, with each shard once, and no sooner than DefaultNudgeEvery after it.
 func TestNudgerGathersNudges(t *testing.T) {
 	ctx := context.Background()
 	arrived, release := make(chan time.Time, 4), make(chan struct{})
@@ -105,8 +107,8 @@ func TestNudgerGathersNudges(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
-	if gap := second.Sub(answered); gap < outboxlib.NudgeEvery {
-		t.Errorf("the second request came %v after the first was answered, want at least NudgeEvery (%v)", gap, outboxlib.NudgeEvery)
+	if gap := second.Sub(answered); gap < outboxlib.DefaultNudgeEvery {
+		t.Errorf("the second request came %v after the first was answered, want at least DefaultNudgeEvery (%v)", gap, outboxlib.DefaultNudgeEvery)
 	}
 }
 
@@ -151,5 +153,31 @@ func TestNudgerIsBestEffort(t *testing.T) {
 	slow.NudgeAggregate(ctx, "o-1")
 	if err := slow.Flush(done); err != context.Canceled {
 		t.Errorf("Flush with a done context = %v, want context.Canceled", err)
+	}
+}
+
+// RELAY_NUDGE_EVERY sets the nudger's interval: DefaultNudgeEvery when unset, 0 allowed, at most
+// a second.
+func TestNudgeEveryFromTheEnvironment(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		want  time.Duration
+		bad   bool
+	}{
+		{"", outboxlib.DefaultNudgeEvery, false},
+		{"0s", 0, false},
+		{"200ms", 200 * time.Millisecond, false},
+		{"2s", outboxlib.DefaultNudgeEvery, true},
+		{"-1ms", outboxlib.DefaultNudgeEvery, true},
+		{"soon", outboxlib.DefaultNudgeEvery, true},
+	} {
+		env := platform.NewEnv(platformtest.Getenv(map[string]string{
+			"OIDC_AUDIENCE": "https://orders.test", "OIDC_ALLOWED_EMAILS": "relay@spanmart.test",
+			"RELAY_URL": "http://relay.test", "RELAY_NUDGE_EVERY": tt.value,
+		}))
+		ce := outboxlib.LoadConsumerEnv(env)
+		if err := env.Err(); (err != nil) != tt.bad || ce.NudgeEvery != tt.want {
+			t.Errorf("RELAY_NUDGE_EVERY=%q: %v, error %v; want %v, an error: %t", tt.value, ce.NudgeEvery, err, tt.want, tt.bad)
+		}
 	}
 }
