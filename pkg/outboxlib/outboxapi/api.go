@@ -28,7 +28,7 @@ const (
 	PathProcessed   = "/admin/processed"   // GET ?event_id=A&event_id=B...: ProcessedList
 
 	// The relay's (relay/).
-	PathNudge        = "/nudge"                 // POST [?source=S&shard=N]: 204
+	PathNudge        = "/nudge"                 // POST [?source=S&shard=N[&shard=M...]]: 204
 	PathOutbox       = "/v1/outbox"             // GET: OutboxStatus; POST /{source}/events/{id}/replay, ReplayRequest: Replay (202)
 	PathQuarantined  = "/v1/outbox/quarantined" // GET: EventList, with payloads
 	PathOutboxEvents = "/v1/outbox/events"      // GET ?aggregate_type=T&aggregate_id=ID: EventList
