@@ -80,7 +80,7 @@ func TestOrdersDiesBeforeCommit(t *testing.T) {
 	if err := r.JSON(&o); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, s, o.ID, "AWAITING_PAYMENT")
+	waitStatus(t, s, o.ID, "CONFIRMED") // its resting state: AWAITING_PAYMENT lasts only until the card is authorized
 	checkSnapshot(t, wantSnapshot(5, placed{o.ID, 2, reserved}), waitSettled(t, s))
 }
 
