@@ -257,7 +257,7 @@ func RequestHash(r PlaceOrderRequest) (string, error) {
 // the customer's, one naming another customer is ErrOtherCustomer. It validates the request
 // (order.ErrInvalid), prices the lines from the catalog (ErrUnknownProduct, ErrMixedCurrency) and
 // saves everything in one transaction; render is the response stored for replays. After a commit
-// that created an order it nudges the relay (best effort, on the request path).
+// that created an order it nudges the relay (best effort; the nudger sends it from its own goroutine).
 func (s *Service) PlaceOrder(ctx context.Context, customer, idempotencyKey string, req PlaceOrderRequest, render func(*order.Order) (int, []byte, error)) (Response, error) {
 	// Filled in before the request hash: the same order with and without customer_id is the same
 	// request.
