@@ -22,8 +22,9 @@ import (
 // in it, clients time out and retry, and the retries add to the queue (congestion collapse). So a
 // server works on at most MaxInFlight requests at once, as Cloud Run's --concurrency bounds an
 // instance (cloudbuild.yaml sets both from one number per service, docs/capacity.md). A request
-// past the limit waits in line, first come first served, for a slot; one that gets none in time is
-// refused with 503 and Retry-After. How long it may wait depends on what it is:
+// past the limit waits in line, first come first served, for a slot (one that brings new work in
+// a line of its own, below); one that gets none in time is refused with 503 and Retry-After. How
+// long it may wait depends on what it is:
 //   - most requests wait up to AdmissionWait (10 s). A machine's request (a Cloud Tasks delivery,
 //     a provider's webhook, a Cloud Scheduler job) comes at its sender's pace and is retried on
 //     its schedule: it is paced in line rather than refused, since a refusal costs it a whole
@@ -34,11 +35,18 @@ import (
 //     POST /v1/orders) waits up to AdmissionWaitCustomer (25 ms), then is refused: the customer
 //     learns in milliseconds, not after a timeout, and sends it again with the same
 //     Idempotency-Key after Retry-After. Past capacity, new orders are what is shed, while the
-//     work already accepted is finished. Such a request does not wait for a slot it cannot
-//     expect in time: the line is first come first served, so with n requests ahead of it and
-//     slots held for h on average, its wait is about (n+1)·h / MaxInFlight; when that is longer
-//     than its wait it is refused at once, so that shedding costs the customer milliseconds,
-//     not the whole wait.
+//     work already accepted is finished. Below it, a customer waits in a line of its own, ahead
+//     of the machines' requests, which can wait seconds: deliveries come in bursts (the relay
+//     publishes what a nudge announced at once, and Cloud Tasks dispatches it at once), and
+//     behind a burst's line a customer would be refused by a process that keeps up. What tells
+//     a burst from overload is whether the machines' line drains (CoDel's test, as routers tell
+//     a burst of packets from a standing queue): a line whose requests have all waited longer
+//     than a customer may (AdmissionWaitCustomer) for standingAfter (100 ms) stands, the work
+//     already accepted is not keeping up, and a customer is refused at once. Nor does a
+//     customer wait for a slot it cannot expect in time: with n requests ahead of it (coming
+//     back, and customers) and slots held for h on average, its wait is about
+//     (n+1)·h / MaxInFlight; when that is longer than its wait it is refused at once, so that
+//     shedding costs the customer milliseconds, not the whole wait.
 //
 // A slot is held while a request works. One that waits on something outside the process (the
 // gateway's call to a payment provider) gives it back meanwhile (Away), and one whose work is
@@ -71,6 +79,11 @@ const (
 	// shedLogEvery bounds the log lines about refusals: one per interval while they go on, with
 	// how many there were, and one when they stop.
 	shedLogEvery = 10 * time.Second
+	// standingAfter is how long the machines' line must keep its requests waiting longer than a
+	// customer may before it stands (see above): CoDel's interval. A burst of deliveries clears
+	// in a few tens of milliseconds (twenty requests held about 10 ms each, on 8 slots, take
+	// 25 ms); a process past its capacity keeps its line for seconds.
+	standingAfter = 100 * time.Millisecond
 )
 
 // admission is a server's limit on requests in flight (see above). A nil *admission admits
@@ -96,11 +109,18 @@ type admission struct {
 	hold atomic.Int64
 
 	// The slots and the lines for them, under lineMu. A slot given back goes straight to the
-	// first in back, else to the first in line, so busy < limit only while both are empty.
+	// first in back, else to the first customer, else to the first in line, so busy < limit only
+	// while all three are empty.
 	lineMu sync.Mutex
 	busy   int       // slots held
 	back   list.List // of *waiter: requests coming back to their work from outside the process (Away), served first
-	line   list.List // of *waiter: requests waiting to be admitted, first come first served
+	cust   list.List // of *waiter: requests that bring new work (ShedFirst), while the line does not stand
+	line   list.List // of *waiter: the other requests waiting to be admitted, first come first served
+	// aboveSince is when a request admitted from line had waited longer than waitCustomer, with
+	// none admitted since after a shorter wait and line not empty since (zero otherwise): the
+	// line stands once that has lasted standingAfter (standingLocked).
+	aboveSince time.Time
+	now        func() time.Time // time.Now; tests set it
 
 	shedding     atomic.Bool // a refusal came in the last shedLogEvery
 	mu           sync.Mutex
@@ -115,6 +135,7 @@ type waiter struct {
 	granted bool          // under lineMu: it holds a slot (ready is closed)
 	q       *list.List
 	e       *list.Element
+	since   time.Time // when it began to wait (admission.now)
 }
 
 func newAdmission(reg prometheus.Registerer, log *zap.Logger, service string, limit int, wait, waitCustomer time.Duration) *admission {
@@ -140,6 +161,7 @@ func newAdmission(reg prometheus.Registerer, log *zap.Logger, service string, li
 		waiting:      waiting.WithLabelValues(service),
 		waited:       waited.WithLabelValues(service),
 		refused:      refused.WithLabelValues(service),
+		now:          time.Now,
 	}
 }
 
@@ -159,8 +181,18 @@ func (a *admission) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		start := time.Now()
-		if w, ahead := a.enter(&a.line); w != nil {
-			if err := a.waitForSlot(c, w, ahead); err != nil {
+		if a.shedFirst[c.Path()] {
+			w, ahead, ok := a.enterCustomer()
+			if !ok {
+				return a.refuse(c, "the requests already accepted wait longer than a new one may")
+			}
+			if w != nil {
+				if err := a.waitForSlot(c, w, ahead, a.waitCustomer); err != nil {
+					return err
+				}
+			}
+		} else if w, _ := a.enter(&a.line); w != nil {
+			if err := a.waitForSlot(c, w, 0, a.wait); err != nil {
 				return err
 			}
 		}
@@ -267,19 +299,47 @@ func Away(ctx context.Context) (back func() error) {
 }
 
 // enter takes a free slot (nil), or else puts the request at the end of q and returns its place
-// and how many wait before it in both lines.
+// and how many are served before it: those coming back, and for a customer the customers before
+// it (a request in line is not refused for its place, so its count is of no use).
 func (a *admission) enter(q *list.List) (*waiter, int) {
 	a.lineMu.Lock()
 	defer a.lineMu.Unlock()
+	return a.enterLocked(q)
+}
+
+func (a *admission) enterLocked(q *list.List) (*waiter, int) {
 	if a.busy < a.limit {
 		a.busy++
 		return nil, 0
 	}
-	ahead := a.back.Len() + a.line.Len()
-	w := &waiter{ready: make(chan struct{}), q: q}
+	ahead := a.back.Len()
+	if q == &a.cust {
+		ahead += a.cust.Len()
+	}
+	w := &waiter{ready: make(chan struct{}), q: q, since: a.now()}
 	w.e = q.PushBack(w)
 	a.waiting.Inc()
 	return w, ahead
+}
+
+// enterCustomer is enter for a request that brings new work: into the customers' line, ahead of
+// the machines', unless no slot is free and the machines' line stands: then ok is false and the
+// request is to be refused at once.
+func (a *admission) enterCustomer() (w *waiter, ahead int, ok bool) {
+	a.lineMu.Lock()
+	defer a.lineMu.Unlock()
+	if a.busy >= a.limit && a.standingLocked() {
+		return nil, 0, false
+	}
+	w, ahead = a.enterLocked(&a.cust)
+	return w, ahead, true
+}
+
+// standingLocked reports whether the machines' line stands: for standingAfter, every request
+// admitted from it had waited longer than a customer may, and it was never empty. The caller
+// holds lineMu.
+func (a *admission) standingLocked() bool {
+	return a.line.Len() > 0 && !a.aboveSince.IsZero() && a.now().Sub(a.aboveSince) >= standingAfter
 }
 
 // leave takes w out of its line, unless a slot was handed to it meanwhile: then it reports true,
@@ -292,38 +352,52 @@ func (a *admission) leave(w *waiter) bool {
 	}
 	w.q.Remove(w.e)
 	a.waiting.Dec()
+	if a.line.Len() == 0 {
+		a.aboveSince = time.Time{}
+	}
 	return false
 }
 
-// free gives a slot back: to the first request coming back, else to the first in line, else to
-// whoever comes next.
+// free gives a slot back: to the first request coming back, else to the first customer, else to
+// the first in line, else to whoever comes next.
 func (a *admission) free() {
 	a.lineMu.Lock()
 	defer a.lineMu.Unlock()
-	for _, q := range []*list.List{&a.back, &a.line} {
+	for _, q := range []*list.List{&a.back, &a.cust, &a.line} {
 		if e := q.Front(); e != nil {
 			w := q.Remove(e).(*waiter)
 			w.granted = true
 			close(w.ready)
 			a.waiting.Dec()
+			if q == &a.line {
+				a.admittedFromLineLocked(w)
+			}
 			return
 		}
 	}
 	a.busy--
 }
 
-// waitForSlot waits up to a.wait for the slot w waits in line for, with ahead before it: nil when
-// it has one, else the refusal.
-func (a *admission) waitForSlot(c echo.Context, w *waiter, ahead int) error {
-	wait := a.wait
-	if a.shedFirst[c.Path()] {
-		wait = a.waitCustomer
-		if a.expectedWait(ahead) > wait {
-			if a.leave(w) {
-				return nil
-			}
-			return a.refuse(c)
+// admittedFromLineLocked folds the wait of w, just admitted from the machines' line, into
+// whether that line stands (standingLocked). The caller holds lineMu.
+func (a *admission) admittedFromLineLocked(w *waiter) {
+	switch now := a.now(); {
+	case a.line.Len() == 0 || now.Sub(w.since) <= a.waitCustomer:
+		a.aboveSince = time.Time{}
+	case a.aboveSince.IsZero():
+		a.aboveSince = now
+	}
+}
+
+// waitForSlot waits up to wait for the slot w waits in line for: nil when it has one, else the
+// refusal. A customer (wait is waitCustomer) with ahead before it is refused at once when it
+// cannot expect a slot in time.
+func (a *admission) waitForSlot(c echo.Context, w *waiter, ahead int, wait time.Duration) error {
+	if w.q == &a.cust && a.expectedWait(ahead) > wait {
+		if a.leave(w) {
+			return nil
 		}
+		return a.refuse(c, "the requests ahead of it cannot be through in the time a new one may wait")
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -334,7 +408,7 @@ func (a *admission) waitForSlot(c echo.Context, w *waiter, ahead int) error {
 		if a.leave(w) {
 			return nil
 		}
-		return a.refuse(c)
+		return a.refuse(c, "no slot came free in the time it may wait")
 	case <-c.Request().Context().Done():
 		if a.leave(w) {
 			a.free()
@@ -359,8 +433,8 @@ func (a *admission) held(d time.Duration) {
 	}
 }
 
-// refuse answers a request that found no slot.
-func (a *admission) refuse(c echo.Context) error {
+// refuse answers a request that found no slot, for the reason why (logged).
+func (a *admission) refuse(c echo.Context, why string) error {
 	a.refused.Inc()
 	now := time.Now()
 	a.mu.Lock()
@@ -369,7 +443,7 @@ func (a *admission) refuse(c echo.Context) error {
 	if !a.shedding.Load() || now.Sub(a.lastLog) >= shedLogEvery {
 		a.log.Warn("shedding load: requests refused with 503, the process working on its limit of requests at once",
 			zap.Int("max_in_flight", a.limit), zap.Duration("admission_wait", a.wait), zap.Duration("admission_wait_customer", a.waitCustomer),
-			zap.Int64("refused", a.refusedSince), zap.String("path", c.Path()))
+			zap.Int64("refused", a.refusedSince), zap.String("path", c.Path()), zap.String("why", why))
 		a.refusedSince, a.lastLog = 0, now
 		a.shedding.Store(true)
 	}

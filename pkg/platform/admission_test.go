@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -280,5 +281,114 @@ func TestAdmissionRefusesACustomerWhoseWaitWouldRunOut(t *testing.T) {
 	admitTheWaiter(t, ts, entered, release, results)
 	if got := metric(t, ts, "spanmart_admission_refused_total"); got != 1 {
 		t.Errorf("refused: %v, want 1 (the first customer's request)", got)
+	}
+}
+
+// Deliveries come in bursts, and behind each a process that keeps up has a short line: a
+// customer's request (a ShedFirst route) waits in a line of its own, ahead of the machines'
+// requests, and takes the first slot that frees.
+func TestAdmissionCustomersGoBeforeABurst(t *testing.T) {
+	ts, entered, release := blockingServer(t, 1, time.Minute, time.Minute)
+	results, order := make(chan response, 4), make(chan response, 1)
+	go func() { results <- get(t, ts.url+"/work", nil) }()
+	<-entered
+	for range 3 {
+		go func() { results <- get(t, ts.url+"/work", nil) }()
+	}
+	platformtest.Eventually(t, "a burst of three waits in line", func() bool {
+		return metric(t, ts, "spanmart_admission_waiting") == 3
+	})
+	go func() { order <- get(t, ts.url+"/order", nil) }()
+	platformtest.Eventually(t, "the customer waits too", func() bool {
+		return metric(t, ts, "spanmart_admission_waiting") == 4
+	})
+	release <- struct{}{} // the first ends, and its slot goes to the customer
+	<-entered
+	release <- struct{}{} // taken by the one request in flight
+	select {
+	case r := <-order:
+		if r.status != http.StatusNoContent {
+			t.Errorf("the customer's request: %d, want 204", r.status)
+		}
+	case <-time.After(platformtest.Timeout):
+		t.Fatalf("the customer's request did not end in %s: the freed slot went to a machine's request", platformtest.Timeout)
+	}
+	close(release)
+	all204(t, results, 4)
+	if got := metric(t, ts, "spanmart_admission_refused_total"); got != 0 {
+		t.Errorf("refused: %v, want 0", got)
+	}
+}
+
+// Past capacity the machines' line stands: every request admitted from it for 100 ms had waited
+// longer than a customer may. A customer's request is then refused at once, however long it
+// could wait, so that the work already accepted is finished first; once the line has drained,
+// customers wait for a slot again.
+func TestAdmissionShedsCustomersWhileTheLineStands(t *testing.T) {
+	ts, entered, release := blockingServer(t, 1, time.Minute, time.Hour)
+	var mu sync.Mutex
+	now := time.Now()
+	advance := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(d)
+	}
+	platform.SetAdmissionClock(ts.srv, func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	})
+	results, order := make(chan response, 3), make(chan response, 1)
+	go func() { results <- get(t, ts.url+"/work", nil) }()
+	<-entered
+	for range 2 {
+		go func() { results <- get(t, ts.url+"/work", nil) }()
+	}
+	platformtest.Eventually(t, "two wait in line", func() bool {
+		return metric(t, ts, "spanmart_admission_waiting") == 2
+	})
+	advance(2 * time.Hour) // longer than a customer may wait (an hour)
+	release <- struct{}{}  // the first ends; the second, admitted, waited too long
+	<-entered
+	advance(99 * time.Millisecond)
+	go func() { order <- get(t, ts.url+"/order", nil) }()
+	platformtest.Eventually(t, "a customer waits while the line has not stood for 100 ms", func() bool {
+		return metric(t, ts, "spanmart_admission_waiting") == 2
+	})
+	advance(time.Millisecond)
+	refused := make(chan response, 1)
+	go func() { refused <- get(t, ts.url+"/order", nil) }()
+	select {
+	case r := <-refused:
+		if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" {
+			t.Errorf("a customer's request while the line stands: %d, Retry-After %q; want 503, Retry-After 1", r.status, r.header.Get("Retry-After"))
+		}
+	case <-time.After(platformtest.Timeout):
+		t.Fatalf("a customer's request while the line stands: no answer in %s, want a refusal at once", platformtest.Timeout)
+	}
+	line := ts.logs.Find(t, "shedding load: requests refused with 503, the process working on its limit of requests at once")
+	if line["why"] != "the requests already accepted wait longer than a new one may" {
+		t.Errorf("shedding log line: %v, want why the requests already accepted wait longer", line)
+	}
+	// The customer who came before the line stood goes first, then the machine's request; with
+	// the line empty, a new customer waits for a slot again.
+	release <- struct{}{}
+	<-entered
+	release <- struct{}{}
+	if r := <-order; r.status != http.StatusNoContent {
+		t.Errorf("the customer's request that came before the line stood: %d, want 204", r.status)
+	}
+	<-entered // the machine's request, the last in line
+	go func() { order <- get(t, ts.url+"/order", nil) }()
+	platformtest.Eventually(t, "a customer waits once the line is empty", func() bool {
+		return metric(t, ts, "spanmart_admission_waiting") == 1
+	})
+	close(release)
+	if r := <-order; r.status != http.StatusNoContent {
+		t.Errorf("a customer's request once the line drained: %d, want 204", r.status)
+	}
+	all204(t, results, 3)
+	if got := metric(t, ts, "spanmart_admission_refused_total"); got != 1 {
+		t.Errorf("refused: %v, want 1", got)
 	}
 }
