@@ -126,6 +126,62 @@ func TestDMLReadYourWrites(t *testing.T) {
 	}
 }
 
+// A read of a table whose only DML in the transaction wrote no row (an update whose row did not
+// qualify, as a consumer's version claim for an early event) has no own write to see: it is
+// optimistic and leaves the lock free, and a commit to the row it read aborts the transaction. A
+// read after DML that wrote a row of the table takes the lock and sees the write.
+func TestNoOpDMLLeavesReadsOptimistic(t *testing.T) {
+	e, db := newTestEngine(t, Options{LockWait: 20 * time.Millisecond}, singers)
+	ctx := context.Background()
+	cols := []string{"SingerId", "Name"}
+	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")))); err != nil {
+		t.Fatal(err)
+	}
+	held := func() int64 {
+		var n int64
+		for _, ds := range e.Stats().ByDatabase {
+			for _, c := range ds.HeldLocks {
+				n += c
+			}
+		}
+		return n
+	}
+	tx, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if n, err := exec(t, tx, "UPDATE Singers SET Name = 'b' WHERE SingerId = 1 AND Name = 'z'", nil); err != nil || n != 0 {
+		t.Fatalf("update of a row that does not qualify: %d, %v; want 0 rows", n, err)
+	}
+	if got := read(t, tx, "Singers", str("1")); len(got) != 1 || got[0][1].GetStringValue() != "a" {
+		t.Fatalf("read after DML that wrote nothing: %v, want the row as committed", got)
+	}
+	res, err := tx.ExecuteSQL(ctx, Statement{SQL: "SELECT Name FROM Singers WHERE SingerId = 1"})
+	if err != nil || len(res.Rows) != 1 || res.Rows[0][0].GetStringValue() != "a" {
+		t.Fatalf("query after DML that wrote nothing: %v, %v", res, err)
+	}
+	if h := held(); h != 0 {
+		t.Errorf("%d transactions held the lock for a read after DML that wrote nothing, want 0", h)
+	}
+	if err := commit(t, db, update("Singers", cols, row(str("1"), str("c")))); err != nil {
+		t.Fatalf("a commit while the reader waits: %v (the lock is not free)", err)
+	}
+	if _, err := tx.Commit(ctx, nil); status.Code(err) != codes.Aborted {
+		t.Errorf("commit of a transaction whose read was overwritten: got %v, want ABORTED", err)
+	}
+
+	tx, _ = db.Begin(TxnOptions{Mode: ReadWrite})
+	if n, err := exec(t, tx, "UPDATE Singers SET Name = 'd' WHERE SingerId = 1 AND Name = 'c'", nil); err != nil || n != 1 {
+		t.Fatalf("update: %d, %v; want 1 row", n, err)
+	}
+	if got := read(t, tx, "Singers", str("1")); len(got) != 1 || got[0][1].GetStringValue() != "d" {
+		t.Fatalf("read of own write: %v", got)
+	}
+	if h := held(); h != 1 {
+		t.Errorf("%d transactions held the lock, want 1 (the read of a table its DML changed)", h)
+	}
+	if _, err := tx.Commit(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // DML that scans (UPDATE ... WHERE on a non-key column) cannot name the rows it read, so it
 // keeps the lock to commit: a concurrent writer that could insert a matching row (a phantom)
 // waits, and past LockWait is aborted; the scan's transaction commits.

@@ -464,10 +464,16 @@ func (t *Txn) runBatchOptimistic(ctx context.Context, ps []*preparedDML, schema 
 	for i, out := range outs {
 		c := ps[i].c
 		t.dml = append(t.dml, loggedDML{sql: c.SQL, args: ps[i].args, stamps: stampArgs(c)})
-		touched := newWriteSet()
-		touched.addTable(schema, c.Table)
-		for name := range touched.tables {
-			t.dmlTables[name] = true
+		// A statement that wrote no row (an update whose row did not qualify) changed no table: a
+		// read after it has no own write to see and stays optimistic, as does the statement
+		// itself. Its replay at commit writes nothing either, since its footprint is validated
+		// first.
+		if len(out.keys) > 0 {
+			touched := newWriteSet()
+			touched.addTable(schema, c.Table)
+			for name := range touched.tables {
+				t.dmlTables[name] = true
+			}
 		}
 		t.recordDMLWrites(schema, c, out.keys)
 		t.replayPending = append(t.replayPending, out.pending...)
