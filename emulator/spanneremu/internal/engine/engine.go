@@ -132,7 +132,7 @@ func New(opts Options) (*Engine, error) {
 	sqlgen.Register()
 	e := &Engine{opts: opts, dbs: map[string]*DB{}, stop: make(chan struct{})}
 	if opts.DataDir == "" {
-		dir, err := os.MkdirTemp("", "spanneremu-")
+		dir, err := scratchDir()
 		if err != nil {
 			return nil, internalf("create temporary directory: %v", err)
 		}
