@@ -12,9 +12,8 @@ import (
 // machine has one with room (memoryDir): on a disk's file system every commit's write to the
 // write-ahead log also costs the kernel's journaling and, later, its writeback, work no
 // throwaway state needs. At 25 orders/s through the whole saga, /dev/shm against /tmp (ext4 on
-// a virtual disk), three runs of each alternating: CPU per order 0.85 of the disk's, and the
-// services' CPU fell as much, the kernel's work having run on their cores (README,
-// "Performance").
+// a virtual disk), three runs of each alternating: CPU per order 0.85 of the disk's, the
+// services' falling nearly as much (README, "Performance").
 //
 // A process killed before it closes its engine leaves its directory behind, and in memory that
 // holds RAM until the machine restarts: so the directory is named for the process
