@@ -95,6 +95,22 @@ func admitTheWaiter(t *testing.T, ts *testServer, entered, release chan struct{}
 	}
 }
 
+// refusedAtOnce sends a customer's request (/order), what, and checks that it is refused, 503 with
+// Retry-After 1, without waiting: its wait on the server is an hour or more.
+func refusedAtOnce(t *testing.T, ts *testServer, what string) {
+	t.Helper()
+	refused := make(chan response, 1)
+	go func() { refused <- get(t, ts.url+"/order", nil) }()
+	select {
+	case r := <-refused:
+		if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" {
+			t.Errorf("%s: %d, Retry-After %q; want 503, Retry-After 1", what, r.status, r.header.Get("Retry-After"))
+		}
+	case <-time.After(platformtest.Timeout):
+		t.Fatalf("%s: no answer in %s, want a refusal at once", what, platformtest.Timeout)
+	}
+}
+
 // all204 takes n answers from results and checks that each is 204.
 func all204(t *testing.T, results chan response, n int) {
 	t.Helper()
@@ -266,16 +282,7 @@ func TestAdmissionRefusesACustomerWhoseWaitWouldRunOut(t *testing.T) {
 	go func() { results <- get(t, ts.url+"/work", nil) }()
 	<-entered
 	platform.SetAdmissionHold(ts.srv, 2*time.Hour)
-	refused := make(chan response, 1)
-	go func() { refused <- get(t, ts.url+"/order", nil) }()
-	select {
-	case r := <-refused:
-		if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" {
-			t.Errorf("a customer's request that cannot get a slot within its wait: %d, Retry-After %q; want 503, Retry-After 1", r.status, r.header.Get("Retry-After"))
-		}
-	case <-time.After(platformtest.Timeout):
-		t.Fatalf("a customer's request that cannot get a slot within its wait: no answer in %s, want a refusal at once", platformtest.Timeout)
-	}
+	refusedAtOnce(t, ts, "a customer's request that cannot get a slot within its wait")
 	platform.SetAdmissionHold(ts.srv, time.Millisecond)
 	go func() { results <- get(t, ts.url+"/order", nil) }()
 	admitTheWaiter(t, ts, entered, release, results)
@@ -356,16 +363,7 @@ func TestAdmissionShedsCustomersWhileTheLineStands(t *testing.T) {
 		return metric(t, ts, "spanmart_admission_waiting") == 2
 	})
 	advance(time.Millisecond)
-	refused := make(chan response, 1)
-	go func() { refused <- get(t, ts.url+"/order", nil) }()
-	select {
-	case r := <-refused:
-		if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" {
-			t.Errorf("a customer's request while the line stands: %d, Retry-After %q; want 503, Retry-After 1", r.status, r.header.Get("Retry-After"))
-		}
-	case <-time.After(platformtest.Timeout):
-		t.Fatalf("a customer's request while the line stands: no answer in %s, want a refusal at once", platformtest.Timeout)
-	}
+	refusedAtOnce(t, ts, "a customer's request while the line stands")
 	line := ts.logs.Find(t, "shedding load: requests refused with 503, the process working on its limit of requests at once")
 	if line["why"] != "the requests already accepted wait longer than a new one may" {
 		t.Errorf("shedding log line: %v, want why the requests already accepted wait longer", line)

@@ -99,6 +99,19 @@ func TestDMLSameKeyConflicts(t *testing.T) {
 	}
 }
 
+// singerOneIs checks that tx reads singer 1's name as want (what it is), through the Read API
+// and through SQL.
+func singerOneIs(t *testing.T, tx *Txn, want, what string) {
+	t.Helper()
+	if got := read(t, tx, "Singers", str("1")); len(got) != 1 || got[0][1].GetStringValue() != want {
+		t.Fatalf("Read of %s: %v, want name %q", what, got, want)
+	}
+	res, err := tx.ExecuteSQL(context.Background(), Statement{SQL: "SELECT Name FROM Singers WHERE SingerId = 1"})
+	if err != nil || len(res.Rows) != 1 || res.Rows[0][0].GetStringValue() != want {
+		t.Fatalf("query of %s: %v, %v; want name %q", what, res, err, want)
+	}
+}
+
 // A transaction reads its own DML writes, through the Read API and through SQL, and later DML
 // sees earlier DML.
 func TestDMLReadYourWrites(t *testing.T) {
@@ -111,13 +124,7 @@ func TestDMLReadYourWrites(t *testing.T) {
 	if n, err := exec(t, tx, "UPDATE Singers SET Name = 'b' WHERE SingerId = 1", nil); err != nil || n != 1 {
 		t.Fatalf("update: %d, %v; want 1 row", n, err)
 	}
-	if got := read(t, tx, "Singers", str("1")); len(got) != 1 || got[0][1].GetStringValue() != "b" {
-		t.Fatalf("Read of own write: %v", got)
-	}
-	res, err := tx.ExecuteSQL(ctx, Statement{SQL: "SELECT Name FROM Singers WHERE SingerId = 1"})
-	if err != nil || len(res.Rows) != 1 || res.Rows[0][0].GetStringValue() != "b" {
-		t.Fatalf("query of own write: %v, %v", res, err)
-	}
+	singerOneIs(t, tx, "b", "own write")
 	if _, err := tx.Commit(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -150,13 +157,7 @@ func TestNoOpDMLLeavesReadsOptimistic(t *testing.T) {
 	if n, err := exec(t, tx, "UPDATE Singers SET Name = 'b' WHERE SingerId = 1 AND Name = 'z'", nil); err != nil || n != 0 {
 		t.Fatalf("update of a row that does not qualify: %d, %v; want 0 rows", n, err)
 	}
-	if got := read(t, tx, "Singers", str("1")); len(got) != 1 || got[0][1].GetStringValue() != "a" {
-		t.Fatalf("read after DML that wrote nothing: %v, want the row as committed", got)
-	}
-	res, err := tx.ExecuteSQL(ctx, Statement{SQL: "SELECT Name FROM Singers WHERE SingerId = 1"})
-	if err != nil || len(res.Rows) != 1 || res.Rows[0][0].GetStringValue() != "a" {
-		t.Fatalf("query after DML that wrote nothing: %v, %v", res, err)
-	}
+	singerOneIs(t, tx, "a", "the row as committed, after DML that wrote nothing")
 	if h := held(); h != 0 {
 		t.Errorf("%d transactions held the lock for a read after DML that wrote nothing, want 0", h)
 	}
@@ -171,9 +172,7 @@ func TestNoOpDMLLeavesReadsOptimistic(t *testing.T) {
 	if n, err := exec(t, tx, "UPDATE Singers SET Name = 'd' WHERE SingerId = 1 AND Name = 'c'", nil); err != nil || n != 1 {
 		t.Fatalf("update: %d, %v; want 1 row", n, err)
 	}
-	if got := read(t, tx, "Singers", str("1")); len(got) != 1 || got[0][1].GetStringValue() != "d" {
-		t.Fatalf("read of own write: %v", got)
-	}
+	singerOneIs(t, tx, "d", "own write")
 	if h := held(); h != 1 {
 		t.Errorf("%d transactions held the lock, want 1 (the read of a table its DML changed)", h)
 	}
