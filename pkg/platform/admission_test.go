@@ -95,6 +95,20 @@ func admitTheWaiter(t *testing.T, ts *testServer, entered, release chan struct{}
 	}
 }
 
+// inLine sends a machine's request (/work) that takes the one slot of a blockingServer, then n
+// more, and waits until those n wait in line; each answer goes to results.
+func inLine(t *testing.T, ts *testServer, entered chan struct{}, results chan response, n int) {
+	t.Helper()
+	go func() { results <- get(t, ts.url+"/work", nil) }()
+	<-entered
+	for range n {
+		go func() { results <- get(t, ts.url+"/work", nil) }()
+	}
+	platformtest.Eventually(t, strconv.Itoa(n)+" requests to wait in line", func() bool {
+		return metric(t, ts, "spanmart_admission_waiting") == float64(n)
+	})
+}
+
 // refusedAtOnce sends a customer's request (/order), what, and checks that it is refused, 503 with
 // Retry-After 1, without waiting: its wait on the server is an hour or more.
 func refusedAtOnce(t *testing.T, ts *testServer, what string) {
@@ -297,14 +311,7 @@ func TestAdmissionRefusesACustomerWhoseWaitWouldRunOut(t *testing.T) {
 func TestAdmissionCustomersGoBeforeABurst(t *testing.T) {
 	ts, entered, release := blockingServer(t, 1, time.Minute, time.Minute)
 	results, order := make(chan response, 4), make(chan response, 1)
-	go func() { results <- get(t, ts.url+"/work", nil) }()
-	<-entered
-	for range 3 {
-		go func() { results <- get(t, ts.url+"/work", nil) }()
-	}
-	platformtest.Eventually(t, "a burst of three waits in line", func() bool {
-		return metric(t, ts, "spanmart_admission_waiting") == 3
-	})
+	inLine(t, ts, entered, results, 3)
 	go func() { order <- get(t, ts.url+"/order", nil) }()
 	platformtest.Eventually(t, "the customer waits too", func() bool {
 		return metric(t, ts, "spanmart_admission_waiting") == 4
@@ -346,14 +353,7 @@ func TestAdmissionShedsCustomersWhileTheLineStands(t *testing.T) {
 		return now
 	})
 	results, order := make(chan response, 3), make(chan response, 1)
-	go func() { results <- get(t, ts.url+"/work", nil) }()
-	<-entered
-	for range 2 {
-		go func() { results <- get(t, ts.url+"/work", nil) }()
-	}
-	platformtest.Eventually(t, "two wait in line", func() bool {
-		return metric(t, ts, "spanmart_admission_waiting") == 2
-	})
+	inLine(t, ts, entered, results, 2)
 	advance(2 * time.Hour) // longer than a customer may wait (an hour)
 	release <- struct{}{}  // the first ends; the second, admitted, waited too long
 	<-entered
