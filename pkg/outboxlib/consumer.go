@@ -178,7 +178,8 @@ type ConsumerConfig struct {
 	// accounts allowed, and the delegates that may act for one. nil: they refuse everyone (403).
 	Operators *Operators
 	// Nudger, when set, is nudged after a commit in which handlers appended events, for their
-	// shards (best effort, from the nudger's goroutine): a multi-hop flow then waits for no relay poll.
+	// shards (best effort, from the nudger's goroutine): a multi-hop flow then waits for no relay
+	// poll. It is the service's one nudger, which its own commits use too (ConsumerEnv.NewConsumer).
 	Nudger *Nudger
 }
 

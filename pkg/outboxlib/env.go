@@ -73,8 +73,10 @@ func LoadConsumerEnv(env *platform.Env) ConsumerEnv {
 
 // NewConsumer returns the consumer called name (its ProcessedEvents.Consumer, which is also the
 // service's name and the relay's name for its database, so its nudges name that source)
-// configured by ce.
-func (ce ConsumerEnv) NewConsumer(name string, client *spanner.Client, reg prometheus.Registerer) (*Consumer, error) {
+// configured by ce. nudger is the service's one nudger of the relay (NewNudger; nil nudges
+// nothing), which the service's own commits use too: one nudger a service, so that all its
+// nudges go together, at most one request per interval.
+func (ce ConsumerEnv) NewConsumer(name string, client *spanner.Client, reg prometheus.Registerer, nudger *Nudger) (*Consumer, error) {
 	verifier, err := NewVerifier(VerifierConfig{Issuer: ce.Issuer, Audiences: []string{ce.Audience}, AllowedEmails: ce.AllowedEmails})
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", name, err)
@@ -84,7 +86,7 @@ func (ce ConsumerEnv) NewConsumer(name string, client *spanner.Client, reg prome
 		return nil, fmt.Errorf("consumer %s: %w", name, err)
 	}
 	return NewConsumer(ConsumerConfig{Name: name, Client: client, Verifier: verifier, MaxAttempts: ce.MaxAttempts, EarlyPatience: ce.EarlyPatience, Registerer: reg,
-		Operators: operators, Nudger: ce.NewNudger(name)})
+		Operators: operators, Nudger: nudger})
 }
 
 // NewNudger returns the service's nudger of the relay (nil without RELAY_URL), presenting the

@@ -50,6 +50,8 @@ type Nudger struct {
 	queued   uint64          // nudges asked for, counted
 	done     uint64          // of them, those sent (or failed)
 	progress chan struct{}   // closed and replaced when done grows
+	hurry    chan struct{}   // closed by Stop: what is pending goes without waiting for the interval
+	stop     sync.Once
 }
 
 // WithTokens makes n present an ID token of ts for the relay's URL: the relay takes nudges only
@@ -79,8 +81,25 @@ func NewNudger(relayURL, source string) *Nudger {
 	return &Nudger{
 		url: strings.TrimSuffix(relayURL, "/") + outboxapi.PathNudge, source: source,
 		client: &http.Client{Timeout: NudgeTimeout}, every: DefaultNudgeEvery,
-		pending: map[int64]bool{}, progress: make(chan struct{}),
+		pending: map[int64]bool{}, progress: make(chan struct{}), hurry: make(chan struct{}),
 	}
+}
+
+// StopWait bounds Stop: past it the relay's probe (once a second) finds the rows anyway.
+const StopWait = time.Second
+
+// Stop sends the nudges still pending at once, without waiting for n's interval, and waits for
+// them at most StopWait. A service calls it once it has stopped serving, so that the events its
+// last requests committed do not wait for the relay's probe; n sends without waiting from then
+// on. A nil Nudger does nothing.
+func (n *Nudger) Stop() {
+	if n == nil {
+		return
+	}
+	n.stop.Do(func() { close(n.hurry) })
+	ctx, cancel := context.WithTimeout(context.Background(), StopWait)
+	defer cancel()
+	n.Flush(ctx)
 }
 
 // NudgeAggregate nudges the shard of an aggregate whose events were just committed.
@@ -155,7 +174,12 @@ func (n *Nudger) send() {
 		close(n.progress)
 		n.progress = make(chan struct{})
 		n.mu.Unlock()
-		time.Sleep(n.every)
+		wait := time.NewTimer(n.every)
+		select {
+		case <-wait.C:
+		case <-n.hurry:
+		}
+		wait.Stop()
 	}
 }
 

@@ -181,3 +181,24 @@ func TestNudgeEveryFromTheEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// Stop sends what is pending at once, without waiting for the rest of the interval (here an
+// hour), and returns once it went: a service stopping does not leave its last nudges to the
+// relay's probe. A nil Nudger's Stop does nothing.
+func TestNudgerStopSendsWhatIsPending(t *testing.T) {
+	ctx := context.Background()
+	relay := newRelayStub(t)
+	n := outboxlib.NewNudger(relay.srv.URL, "orders").Every(time.Hour)
+	n.Nudge(ctx, 3)
+	if err := n.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n.Nudge(ctx, 5) // waits an hour for its turn
+	n.Stop()
+	want := []string{"POST /nudge?source=orders&shard=3", "POST /nudge?source=orders&shard=5"}
+	if diff := cmp.Diff(want, relay.nudges()); diff != "" {
+		t.Errorf("nudges once stopped (-want +got):\n%s", diff)
+	}
+	var none *outboxlib.Nudger
+	none.Stop()
+}

@@ -30,13 +30,17 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	srv := platform.NewServer(opts)
 	srv.AddCheck(platform.SpannerCheck("spanner", client))
 
-	var nudger app.Nudger
-	if n := cfg.Events.NewNudger(events.ConsumerName); n != nil {
-		nudger = n
+	// One nudger of the relay for the warehouse's actions, the carrier and the event handlers, so
+	// their nudges go together; stopped after the server, so the last requests' nudges go out.
+	nudger := cfg.Events.NewNudger(events.ConsumerName)
+	defer nudger.Stop()
+	var appNudger app.Nudger
+	if nudger != nil {
+		appNudger = nudger
 	}
 	// One service for every entry point: the public API, the event handlers and the simulated
 	// carrier use the same use cases and repository.
-	svc := app.New(store.New(client), nudger, app.NewMetrics(srv.Registry))
+	svc := app.New(store.New(client), appNudger, app.NewMetrics(srv.Registry))
 	// The warehouse's actions take ID tokens from the deliveries' issuer for the service's URL, as
 	// the operator endpoints do, of the warehouses' and the operators' accounts.
 	warehouses, err := outboxlib.NewVerifier(outboxlib.VerifierConfig{
@@ -47,7 +51,7 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	}
 	httpapi.Register(srv.Echo, svc, warehouses)
 
-	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry)
+	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry, nudger)
 	if err != nil {
 		return err
 	}

@@ -26,8 +26,12 @@ func startRelay(t *testing.T) (*relayNudges, string) {
 	r := &relayNudges{got: map[string]bool{}}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method == http.MethodPost && req.URL.Path == "/nudge" {
+			// A nudge names one source and every shard nudged since the last (gathered).
+			q := req.URL.Query()
 			r.mu.Lock()
-			r.got[req.URL.RawQuery] = true
+			for _, shard := range q["shard"] {
+				r.got["source="+q.Get("source")+"&shard="+shard] = true
+			}
 			r.mu.Unlock()
 		}
 		w.WriteHeader(http.StatusNoContent)

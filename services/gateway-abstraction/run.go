@@ -36,15 +36,19 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 		Repo: store.New(client), Providers: providers, Metrics: app.NewMetrics(srv.Registry),
 		Calls: cfg.Calls, ResumeAfter: cfg.ResumeAfter, GiveUpAfter: cfg.GiveUpAfter, ReconcileAfter: cfg.ReconcileAfter,
 	}
-	if n := cfg.Events.NewNudger(events.ConsumerName); n != nil {
-		cfgApp.Nudger = n
+	// One nudger of the relay for the webhooks, the calls and the event handlers, so their nudges
+	// go together; stopped after the server, so the last requests' nudges go out.
+	nudger := cfg.Events.NewNudger(events.ConsumerName)
+	defer nudger.Stop()
+	if nudger != nil {
+		cfgApp.Nudger = nudger
 	}
 	svc, err := app.New(cfgApp)
 	if err != nil {
 		return err
 	}
 
-	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry)
+	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry, nudger)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,10 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry)
+	// Stopped after the server, so the last deliveries' nudges go out.
+	nudger := cfg.Events.NewNudger(events.ConsumerName)
+	defer nudger.Stop()
+	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry, nudger)
 	if err != nil {
 		return err
 	}

@@ -27,14 +27,18 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	srv := platform.NewServer(opts)
 	srv.AddCheck(platform.SpannerCheck("spanner", client))
 
-	var nudger app.Nudger
-	if n := cfg.Events.NewNudger(events.ConsumerName); n != nil {
-		nudger = n
+	// One nudger of the relay for the API and the event handlers, so their nudges go together;
+	// stopped after the server, so the last requests' nudges go out.
+	nudger := cfg.Events.NewNudger(events.ConsumerName)
+	defer nudger.Stop()
+	var appNudger app.Nudger
+	if nudger != nil {
+		appNudger = nudger
 	}
 	// One service for both entry points: the public API and the event handlers use the same use
 	// cases and repository.
 	repo := store.New(client)
-	svc := app.New(repo, nudger)
+	svc := app.New(repo, appNudger)
 	customers, err := cfg.Customers.verifier()
 	if err != nil {
 		return err
@@ -45,7 +49,7 @@ func run(ctx context.Context, cfg config, log *zap.Logger) error {
 	// cancels of those orders wait in line with the deliveries (pkg/platform/admission.go).
 	srv.ShedFirst(api.PathOrders)
 
-	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry)
+	consumer, err := cfg.Events.NewConsumer(events.ConsumerName, client, srv.Registry, nudger)
 	if err != nil {
 		return err
 	}
