@@ -626,3 +626,62 @@ func TestBatchDML(t *testing.T) {
 		t.Errorf("Singers (-want +got):\n%s", diff)
 	}
 }
+
+// Reads of committed data run on the writer connection while no transaction holds the write
+// lock (its page cache survives the commits, DB.reader), and on a pooled connection while one
+// does: there, a transaction holding the lock across its requests has its DML applied and not
+// committed, and no other transaction may see it. Reads of every kind (a read-write
+// transaction's Read and query, a single-use read, a read-only transaction's) see the committed
+// row, not the DML.
+func TestReadsOfCommittedDataSkipALockHoldersDML(t *testing.T) {
+	db := newTestDB(t, singers)
+	ctx := context.Background()
+	cols := []string{"SingerId", "Name"}
+	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")))); err != nil {
+		t.Fatal(err)
+	}
+	q, done := db.reader()
+	if q != querier(db.writer) {
+		t.Fatalf("reader with the lock free: %T, want the writer", q)
+	}
+	if q2, done2 := db.reader(); q2 != querier(db.pool) {
+		t.Errorf("reader with the lock taken by a reader: %T, want the pool", q2)
+	} else {
+		done2()
+	}
+	done()
+	if err := commit(t, db, update("Singers", cols, row(str("1"), str("b")))); err != nil {
+		t.Fatalf("a commit after the reader gave the lock back: %v", err)
+	}
+
+	holder, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if n, err := exec(t, holder, "UPDATE Singers SET Name = 'open' WHERE SingerId = 1", nil); err != nil || n != 1 {
+		t.Fatalf("update: %d, %v", n, err)
+	}
+	singerOneIs(t, holder, "open", "its own write") // takes the lock for the rest of its life
+	if !holder.hasLock {
+		t.Fatal("the transaction that read its own DML does not hold the lock")
+	}
+	if q, done := db.reader(); q != querier(db.pool) {
+		t.Errorf("reader while a transaction holds the lock: %T, want the pool", q)
+	} else {
+		done()
+	}
+	other, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	singerOneIs(t, other, "b", "a read-write transaction's read while another holds the lock")
+	other.Rollback()
+	for _, opts := range []TxnOptions{{Mode: ReadOnly, SingleUse: true}, {Mode: ReadOnly}} {
+		ro, _ := db.Begin(opts)
+		res, err := ro.ExecuteSQL(ctx, Statement{SQL: "SELECT Name FROM Singers WHERE SingerId = 1"})
+		if err != nil || len(res.Rows) != 1 || res.Rows[0][0].GetStringValue() != "b" {
+			t.Errorf("read-only query (single use %v) while another holds the lock: %v, %v; want name \"b\"", opts.SingleUse, res, err)
+		}
+		ro.Rollback()
+	}
+	if _, err := holder.Commit(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := query(t, db, "SELECT Name FROM Singers WHERE SingerId = 1"); len(got) != 1 || got[0][0].GetStringValue() != "open" {
+		t.Errorf("after the commit: %v", got)
+	}
+}

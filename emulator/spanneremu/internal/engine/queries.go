@@ -115,7 +115,9 @@ func (t *Txn) optimisticQuery(ctx context.Context, c *sqlgen.Compiled, args []an
 	}
 	if after == 0 {
 		seq = t.noteRead()
-		stored, err = runQuery(ctx, db.pool, c.SQL, args, len(c.Columns))
+		conn, done := db.reader()
+		stored, err = runQuery(ctx, conn, c.SQL, args, len(c.Columns))
+		done()
 	} else {
 		if err := t.lockValidated(ctx); err != nil {
 			return nil, err

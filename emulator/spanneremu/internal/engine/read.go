@@ -58,11 +58,13 @@ func (t *Txn) optimisticRead(ctx context.Context, r ReadRequest) (*Result, error
 		return nil, err
 	}
 	seq := t.noteRead()
-	sqlRows, err := db.pool.QueryContext(ctx, q, args...)
+	conn, done := db.reader()
+	sqlRows, err := conn.QueryContext(ctx, q, args...)
 	var stored [][]any
 	if err == nil {
 		stored, err = scanAll(sqlRows, len(cols))
 	}
+	done()
 	if err != nil {
 		return nil, mapError(err, nil)
 	}

@@ -116,3 +116,23 @@ func (p *cachedPool) close() {
 		delete(p.stmts, k)
 	}
 }
+
+// reader returns the connection a read of the newest committed data runs on, and done, to be
+// called once the read's rows are read: the writer connection when no transaction holds the
+// write lock (taken for the read, so no commit lands in it), else a pooled connection. In WAL
+// mode SQLite throws a connection's page cache away whenever another connection has committed
+// since its last read, which under a stream of commits is nearly every read on a pooled
+// connection: it reads every page its statement walks again, from the root down. The writer's
+// cache holds the pages its own commits wrote and read. reader never waits for the lock, so it
+// cannot deadlock a caller that holds other locks, and a commit waiting for the lock gets it
+// before the next reader (a channel's blocked sender is served as the buffer frees).
+func (db *DB) reader() (q querier, done func()) {
+	select {
+	case db.lock <- struct{}{}:
+		return db.writer, db.unlockReader
+	default:
+		return db.pool, func() {}
+	}
+}
+
+func (db *DB) unlockReader() { <-db.lock }

@@ -306,7 +306,9 @@ func (t *Txn) snapshotRead(fn func(q querier, s *catalog.Schema) error) error {
 	if db.currentSeq() != t.readSeq {
 		return errorf(codes.FailedPrecondition, "The snapshot of this read-only transaction is no longer available: the emulator releases the snapshot of a read-only transaction idle for %s once newer data has been committed. Start a new read-only transaction.", db.e.opts.SnapshotIdle)
 	}
-	return fn(db.pool, t.schema)
+	conn, done := db.reader()
+	defer done()
+	return fn(conn, t.schema)
 }
 
 // singleRead runs the one read of a single-use transaction and fixes its timestamp. One SQLite
@@ -322,7 +324,9 @@ func (t *Txn) singleRead(fn func(q querier, s *catalog.Schema) error) error {
 	db.mu.Unlock()
 	t.schema = db.Schema()
 	db.snapMu.RUnlock()
-	err := fn(db.pool, t.schema)
+	conn, done := db.reader()
+	err := fn(conn, t.schema)
+	done()
 	db.snapMu.RLock()
 	db.mu.Lock()
 	after, ts := db.occ.seq, db.readTimestampLocked()
