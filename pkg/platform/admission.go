@@ -3,7 +3,9 @@ package platform
 import (
 	"container/list"
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,6 +124,11 @@ type admission struct {
 	aboveSince time.Time
 	now        func() time.Time // time.Now; tests set it
 
+	// admitted are the requests admitted and not ended (held or away), for the refusal log's
+	// account of what holds the slots (holders).
+	admittedMu sync.Mutex
+	admittedAt map[*slot]struct{}
+
 	shedding     atomic.Bool // a refusal came in the last shedLogEvery
 	mu           sync.Mutex
 	refusedSince int64     // refusals since the last line logged about them
@@ -162,7 +169,60 @@ func newAdmission(reg prometheus.Registerer, log *zap.Logger, service string, li
 		waited:       waited.WithLabelValues(service),
 		refused:      refused.WithLabelValues(service),
 		now:          time.Now,
+		admittedAt:   map[*slot]struct{}{},
 	}
+}
+
+// track and untrack keep the set of admitted requests (holders).
+func (a *admission) track(s *slot) {
+	a.admittedMu.Lock()
+	a.admittedAt[s] = struct{}{}
+	a.admittedMu.Unlock()
+}
+
+func (a *admission) untrack(s *slot) {
+	a.admittedMu.Lock()
+	delete(a.admittedAt, s)
+	a.admittedMu.Unlock()
+}
+
+// holders says what holds the slots now, by route, with how many and how long the longest has
+// held its slot: "POST /events: 6, the longest 48ms; POST /v1/orders: 2, the longest 30ms". A
+// refusal's log line carries it, so that it tells whether the slots were held by a burst of short
+// requests or by a few that stalled, and which.
+func (a *admission) holders() string {
+	a.admittedMu.Lock()
+	slots := make([]*slot, 0, len(a.admittedAt))
+	for s := range a.admittedAt {
+		slots = append(slots, s)
+	}
+	a.admittedMu.Unlock()
+	type held struct {
+		n       int
+		longest time.Duration
+	}
+	byRoute := map[string]*held{}
+	now := time.Now()
+	for _, s := range slots {
+		s.mu.Lock()
+		if s.held {
+			h := byRoute[s.route]
+			if h == nil {
+				h = &held{}
+				byRoute[s.route] = h
+			}
+			h.n++
+			h.longest = max(h.longest, now.Sub(s.since))
+		}
+		s.mu.Unlock()
+	}
+	routes := slices.Sorted(maps.Keys(byRoute))
+	slices.SortStableFunc(routes, func(x, y string) int { return byRoute[y].n - byRoute[x].n })
+	parts := make([]string, len(routes))
+	for i, r := range routes {
+		parts[i] = r + ": " + strconv.Itoa(byRoute[r].n) + ", the longest " + byRoute[r].longest.Round(time.Millisecond).String()
+	}
+	return strings.Join(parts, "; ")
 }
 
 // operational reports whether path is one of the endpoints admission never holds back.
@@ -199,7 +259,9 @@ func (a *admission) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		admitted := time.Now()
 		a.waited.Observe(admitted.Sub(start).Seconds())
 		a.inFlight.Inc()
-		s := &slot{a: a, held: true, since: admitted}
+		s := &slot{a: a, held: true, since: admitted, route: c.Request().Method + " " + c.Path()}
+		a.track(s)
+		defer a.untrack(s)
 		defer s.release(true)
 		a.admitted()
 		req := c.Request()
@@ -212,6 +274,7 @@ func (a *admission) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 // while it is away (Away) and for good when it ends or yields it (YieldSlot).
 type slot struct {
 	a      *admission
+	route  string // "POST /events": what the refusal log says the slots are held by
 	mu     sync.Mutex
 	held   bool          // it holds a slot now
 	done   bool          // given back for good
@@ -443,7 +506,8 @@ func (a *admission) refuse(c echo.Context, why string) error {
 	if !a.shedding.Load() || now.Sub(a.lastLog) >= shedLogEvery {
 		a.log.Warn("shedding load: requests refused with 503, the process working on its limit of requests at once",
 			zap.Int("max_in_flight", a.limit), zap.Duration("admission_wait", a.wait), zap.Duration("admission_wait_customer", a.waitCustomer),
-			zap.Int64("refused", a.refusedSince), zap.String("path", c.Path()), zap.String("why", why))
+			zap.Int64("refused", a.refusedSince), zap.String("path", c.Path()), zap.String("why", why),
+			zap.String("slots_held_by", a.holders()))
 		a.refusedSince, a.lastLog = 0, now
 		a.shedding.Store(true)
 	}

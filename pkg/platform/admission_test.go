@@ -162,6 +162,9 @@ func TestAdmissionRefusesPastTheLimit(t *testing.T) {
 	if line["severity"] != "WARNING" || line["max_in_flight"] != float64(1) {
 		t.Errorf("shedding log line: %v", line)
 	}
+	if by, _ := line["slots_held_by"].(string); !strings.HasPrefix(by, "GET /work: 1, the longest ") {
+		t.Errorf("shedding log line's slots_held_by: %q, want the one /work request in flight", by)
+	}
 
 	close(release)
 	if r := <-first; r.status != http.StatusNoContent {
