@@ -35,6 +35,7 @@ type Engine struct {
 
 	stats struct {
 		commits, lockTimeouts, lockQueueWaits, conflicts, idleAborts, wounds, readerWaits, exclusiveWaits atomic.Int64
+		lockWaits, lockWaited                                                                             atomic.Int64 // lockWaited in nanoseconds
 	}
 }
 
@@ -52,6 +53,13 @@ type Stats struct {
 	// LockQueueWaits counts each LockWait a transaction spent waiting for the write lock while
 	// no transaction held it across requests: waits behind other commits, which do not abort.
 	LockQueueWaits int64
+	// LockWaits counts the statements and commits of read-write transactions that found their
+	// database's write lock taken and waited for it, and LockWaited is how long they waited in
+	// all: the commit queue's length in time. Each holder keeps the lock for a moment, but one
+	// whose thread the operating system sets aside for another process keeps it for as long, and
+	// every waiter with it.
+	LockWaits  int64
+	LockWaited time.Duration
 	// Wounds are the transactions aborted because an older one wanted an exclusive lock they
 	// held (wound-wait, see locks.go).
 	Wounds int64
@@ -67,7 +75,8 @@ type Stats struct {
 func (e *Engine) Stats() Stats {
 	st := Stats{Commits: e.stats.commits.Load(), LockTimeouts: e.stats.lockTimeouts.Load(), LockQueueWaits: e.stats.lockQueueWaits.Load(),
 		Conflicts: e.stats.conflicts.Load(), IdleAborts: e.stats.idleAborts.Load(), Wounds: e.stats.wounds.Load(), ReaderWaits: e.stats.readerWaits.Load(),
-		ExclusiveWaits: e.stats.exclusiveWaits.Load(), ByDatabase: map[string]DatabaseStats{}}
+		ExclusiveWaits: e.stats.exclusiveWaits.Load(), LockWaits: e.stats.lockWaits.Load(), LockWaited: time.Duration(e.stats.lockWaited.Load()),
+		ByDatabase: map[string]DatabaseStats{}}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for name, db := range e.dbs {

@@ -227,6 +227,17 @@ func TestLockQueueDoesNotAbort(t *testing.T) {
 	if st := e.Stats(); st.LockTimeouts != 0 || st.Commits != 1 {
 		t.Errorf("lock timeouts %d, commits %d; want 0 and 1", st.LockTimeouts, st.Commits)
 	}
+	// The wait is counted once, for at least the three LockWaits it was seen waiting; a commit
+	// that finds the lock free is not counted.
+	if st := e.Stats(); st.LockWaits != 1 || st.LockWaited < 3*20*time.Millisecond {
+		t.Errorf("lock waits %d for %s; want 1, of at least 60ms", st.LockWaits, st.LockWaited)
+	}
+	if err := commit(t, db, insert("Singers", []string{"SingerId", "Name"}, row(str("10"), str("free")))); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.Stats(); st.LockWaits != 1 {
+		t.Errorf("lock waits %d after a commit that found the lock free, want still 1", st.LockWaits)
+	}
 }
 
 // An abandoned transaction holding the lock is aborted by the janitor, so others proceed.

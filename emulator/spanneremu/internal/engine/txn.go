@@ -430,7 +430,11 @@ func (t *Txn) lockValidated(ctx context.Context) error {
 	select {
 	case db.lock <- struct{}{}: // free: no timer or watcher on the common path
 	default:
-		if err := t.waitForLock(ctx); err != nil {
+		start := time.Now()
+		err := t.waitForLock(ctx)
+		db.e.stats.lockWaits.Add(1)
+		db.e.stats.lockWaited.Add(int64(time.Since(start)))
+		if err != nil {
 			return err
 		}
 	}
