@@ -124,10 +124,10 @@ type admission struct {
 	aboveSince time.Time
 	now        func() time.Time // time.Now; tests set it
 
-	// admitted are the requests admitted and not ended (held or away), for the refusal log's
-	// account of what holds the slots (holders).
-	admittedMu sync.Mutex
-	admittedAt map[*slot]struct{}
+	// working are the requests admitted and not ended (holding their slot or away), for the
+	// refusal log's account of what holds the slots (holders).
+	workingMu sync.Mutex
+	working   map[*slot]struct{}
 
 	shedding     atomic.Bool // a refusal came in the last shedLogEvery
 	mu           sync.Mutex
@@ -169,21 +169,21 @@ func newAdmission(reg prometheus.Registerer, log *zap.Logger, service string, li
 		waited:       waited.WithLabelValues(service),
 		refused:      refused.WithLabelValues(service),
 		now:          time.Now,
-		admittedAt:   map[*slot]struct{}{},
+		working:      map[*slot]struct{}{},
 	}
 }
 
-// track and untrack keep the set of admitted requests (holders).
+// track and untrack keep the set of requests working (holders).
 func (a *admission) track(s *slot) {
-	a.admittedMu.Lock()
-	a.admittedAt[s] = struct{}{}
-	a.admittedMu.Unlock()
+	a.workingMu.Lock()
+	a.working[s] = struct{}{}
+	a.workingMu.Unlock()
 }
 
 func (a *admission) untrack(s *slot) {
-	a.admittedMu.Lock()
-	delete(a.admittedAt, s)
-	a.admittedMu.Unlock()
+	a.workingMu.Lock()
+	delete(a.working, s)
+	a.workingMu.Unlock()
 }
 
 // holders says what holds the slots now, by route, with how many and how long the longest has
@@ -191,12 +191,12 @@ func (a *admission) untrack(s *slot) {
 // refusal's log line carries it, so that it tells whether the slots were held by a burst of short
 // requests or by a few that stalled, and which.
 func (a *admission) holders() string {
-	a.admittedMu.Lock()
-	slots := make([]*slot, 0, len(a.admittedAt))
-	for s := range a.admittedAt {
+	a.workingMu.Lock()
+	slots := make([]*slot, 0, len(a.working))
+	for s := range a.working {
 		slots = append(slots, s)
 	}
-	a.admittedMu.Unlock()
+	a.workingMu.Unlock()
 	type held struct {
 		n       int
 		longest time.Duration
