@@ -36,6 +36,7 @@ type Engine struct {
 	stats struct {
 		commits, lockTimeouts, lockQueueWaits, conflicts, idleAborts, wounds, readerWaits, exclusiveWaits atomic.Int64
 		lockWaits, lockWaited                                                                             atomic.Int64 // lockWaited in nanoseconds
+		queryRechecks                                                                                     atomic.Int64
 	}
 }
 
@@ -60,6 +61,10 @@ type Stats struct {
 	// every waiter with it.
 	LockWaits  int64
 	LockWaited time.Duration
+	// QueryRechecks counts the SQL queries of read-write transactions run again under the lock
+	// at commit, because a commit since wrote to a table they read, to see whether their answer
+	// changed. A query that reads one aggregate by key is validated by its keys instead.
+	QueryRechecks int64
 	// Wounds are the transactions aborted because an older one wanted an exclusive lock they
 	// held (wound-wait, see locks.go).
 	Wounds int64
@@ -76,7 +81,8 @@ func (e *Engine) Stats() Stats {
 	st := Stats{Commits: e.stats.commits.Load(), LockTimeouts: e.stats.lockTimeouts.Load(), LockQueueWaits: e.stats.lockQueueWaits.Load(),
 		Conflicts: e.stats.conflicts.Load(), IdleAborts: e.stats.idleAborts.Load(), Wounds: e.stats.wounds.Load(), ReaderWaits: e.stats.readerWaits.Load(),
 		ExclusiveWaits: e.stats.exclusiveWaits.Load(), LockWaits: e.stats.lockWaits.Load(), LockWaited: time.Duration(e.stats.lockWaited.Load()),
-		ByDatabase: map[string]DatabaseStats{}}
+		QueryRechecks: e.stats.queryRechecks.Load(),
+		ByDatabase:    map[string]DatabaseStats{}}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for name, db := range e.dbs {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/cloudspannerecosystem/memefish/ast"
 	"google.golang.org/grpc/codes"
@@ -134,8 +135,14 @@ func (t *Txn) optimisticQuery(ctx context.Context, c *sqlgen.Compiled, args []an
 	if err != nil {
 		return nil, blameUntypedParams(c, mapError(err, nil))
 	}
-	t.queries = append(t.queries, queryRead{sql: c.SQL, args: args, tables: c.ReadTables, cols: len(c.Columns),
-		digest: rowsDigest(stored), after: after, seq: seq})
+	if fps := keyReadFootprints(c, args, seq); after == 0 && fps != nil {
+		// It read the key ranges of one aggregate, as a Read would: a commit conflicts with it
+		// when it wrote one of those rows, and it is not run again at commit.
+		t.addFootprints(fps)
+	} else {
+		t.queries = append(t.queries, queryRead{sql: c.SQL, args: args, tables: c.ReadTables, cols: len(c.Columns),
+			digest: rowsDigest(stored), after: after, seq: seq})
+	}
 	if err := t.validate(ctx); err != nil {
 		return nil, err
 	}
@@ -182,6 +189,7 @@ func (t *Txn) recheckQueries(ctx context.Context, stale []int, seq uint64) (*que
 	}()
 	for _, i := range stale {
 		q := &t.queries[i]
+		t.db.e.stats.queryRechecks.Add(1)
 		if q.after > 0 && !began {
 			if _, err := w.ExecContext(ctx, "BEGIN"); err != nil {
 				return nil, internalf("begin: %v", err)
@@ -202,4 +210,36 @@ func (t *Txn) recheckQueries(ctx context.Context, stale []int, seq uint64) (*que
 		t.queries[i].seq = seq
 	}
 	return nil, nil
+}
+
+// keyReadFootprints are the footprints of a query's key ranges (sqlgen.Compiled.KeyReads), with
+// the values its arguments give them, read at seq: each a closed range of the key prefix, which
+// compares values as SQLite orders them (a value it cannot order counts as inside). nil when the
+// query has none.
+func keyReadFootprints(c *sqlgen.Compiled, args []any, seq uint64) []footprint {
+	if len(c.KeyReads) == 0 {
+		return nil
+	}
+	value := func(name string) (any, bool) {
+		for i, p := range c.Params {
+			if strings.EqualFold(p, name) {
+				return args[i], true
+			}
+		}
+		return nil, false
+	}
+	fps := make([]footprint, 0, len(c.KeyReads))
+	for _, r := range c.KeyReads {
+		vals := make([]any, len(r.Params))
+		for i, p := range r.Params {
+			v, ok := value(p)
+			if !ok {
+				return nil
+			}
+			vals[i] = v
+		}
+		fps = append(fps, footprint{table: strings.ToUpper(r.Table.Name), seq: seq,
+			rng: &keyRange{kc: tableKey(r.Table), start: vals, end: vals, hasStart: true, hasEnd: true}})
+	}
+	return fps
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +119,99 @@ func TestQueryOfOtherTablesAfterDMLTakesNoLock(t *testing.T) {
 	st := e.Stats()
 	if st.LockTimeouts != 0 || st.ByDatabase["d"].ConflictsBy["LABELS query"] != 1 {
 		t.Errorf("lock timeouts %d, conflicts %v; want 0 and 1 LABELS query", st.LockTimeouts, st.ByDatabase["d"].ConflictsBy)
+	}
+}
+
+const aggregates = `CREATE TABLE Orders (OrderId STRING(36) NOT NULL, Status STRING(20)) PRIMARY KEY (OrderId);
+CREATE TABLE Lines (OrderId STRING(36) NOT NULL, LineNo INT64 NOT NULL, Sku STRING(20)) PRIMARY KEY (OrderId, LineNo),
+  INTERLEAVE IN PARENT Orders ON DELETE CASCADE`
+
+// aggregateSQL reads one order with its lines and their count: the shape of a service's read of
+// one aggregate (sqlgen's keyReads).
+const aggregateSQL = `SELECT o.Status,
+  ARRAY(SELECT AS STRUCT l.LineNo, l.Sku FROM Lines AS l WHERE l.OrderId = o.OrderId ORDER BY l.LineNo) AS Lines,
+  (SELECT COUNT(*) FROM Lines AS n WHERE n.OrderId = o.OrderId) AS N
+FROM Orders AS o WHERE o.OrderId = @id`
+
+// A query that reads one aggregate by key is validated by the keys commits wrote, as a Read is:
+// commits to other aggregates of its tables leave it valid without running it again at commit;
+// a commit that changes its root row, or adds, changes or removes a row in its children's key
+// range, aborts its transaction. A query of another shape is still run again at commit. (Like a
+// Read it also makes a younger transaction that writes those rows wait for it; the writers here
+// are older.)
+func TestAggregateQueryIsValidatedByItsKeys(t *testing.T) {
+	e, db := newTestEngine(t, Options{LockWait: time.Minute}, strings.Split(aggregates, ";\n")...)
+	ctx := context.Background()
+	orderCols, lineCols := []string{"OrderId", "Status"}, []string{"OrderId", "LineNo", "Sku"}
+	if err := commit(t, db,
+		insert("Orders", orderCols, row(str("a"), str("NEW")), row(str("b"), str("NEW"))),
+		insert("Lines", lineCols, row(str("a"), str("1"), str("x")), row(str("b"), str("1"), str("y")))); err != nil {
+		t.Fatal(err)
+	}
+	readA := func(tx *Txn) {
+		t.Helper()
+		res, err := tx.ExecuteSQL(ctx, Statement{SQL: aggregateSQL, Params: &structpb.Struct{Fields: map[string]*structpb.Value{"id": str("a")}},
+			ParamTypes: map[string]*sppb.Type{"id": {Code: sppb.TypeCode_STRING}}})
+		if err != nil || len(res.Rows) != 1 {
+			t.Fatalf("read of order a: %v, %v", res, err)
+		}
+	}
+	// commitOlder commits muts in a transaction begun before tx: a younger one would wait for
+	// tx, which read what it writes, as it waits for an older Read (readers.go).
+	commitOlder := func(older *Txn, muts ...*sppb.Mutation) error {
+		_, err := older.Commit(ctx, muts)
+		return err
+	}
+	rechecks := func() int64 { return e.Stats().QueryRechecks }
+
+	// Another aggregate's writes: no conflict, no re-run.
+	older, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	tx, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	readA(tx)
+	if err := commitOlder(older, update("Orders", orderCols, row(str("b"), str("PAID"))),
+		insert("Lines", lineCols, row(str("b"), str("2"), str("z")))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx, []*sppb.Mutation{update("Orders", orderCols, row(str("a"), str("NEW")))}); err != nil {
+		t.Fatalf("commit after writes to another order only: %v", err)
+	}
+	if n := rechecks(); n != 0 {
+		t.Errorf("the aggregate query ran again %d times at commit, want 0", n)
+	}
+
+	// Its own aggregate's writes: the root row, a new line, a changed line, a removed line.
+	for _, w := range []struct {
+		what string
+		mut  *sppb.Mutation
+	}{
+		{"the order's row", update("Orders", orderCols, row(str("a"), str("SHIPPED")))},
+		{"a new line", insert("Lines", lineCols, row(str("a"), str("2"), str("w")))},
+		{"a changed line", update("Lines", lineCols, row(str("a"), str("1"), str("v")))},
+		{"a removed line", &sppb.Mutation{Operation: &sppb.Mutation_Delete_{Delete: &sppb.Mutation_Delete{Table: "Lines",
+			KeySet: &sppb.KeySet{Keys: []*structpb.ListValue{row(str("a"), str("2"))}}}}}},
+	} {
+		older, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+		tx, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+		readA(tx)
+		if err := commitOlder(older, w.mut); err != nil {
+			t.Fatalf("%s: %v", w.what, err)
+		}
+		if _, err := tx.Commit(ctx, []*sppb.Mutation{update("Orders", orderCols, row(str("a"), str("NEW")))}); status.Code(err) != codes.Aborted {
+			t.Errorf("commit after a concurrent write of %s: %v, want ABORTED", w.what, err)
+		}
+	}
+
+	// Not the shape (the key is not pinned): run again at commit, as before.
+	tx, _ = db.Begin(TxnOptions{Mode: ReadWrite})
+	execSQL(t, tx, "SELECT Status FROM Orders WHERE Status = 'NEW'")
+	if err := commit(t, db, update("Orders", orderCols, row(str("b"), str("DONE")))); err != nil {
+		t.Fatal(err)
+	}
+	before := rechecks()
+	if _, err := tx.Commit(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := rechecks() - before; n != 1 {
+		t.Errorf("a query by status ran again %d times at commit, want 1", n)
 	}
 }

@@ -40,6 +40,7 @@ func (c *compiler) compileQueryStatement(s *ast.QueryStatement) error {
 	c.out.Columns = r.cols
 	c.finish(r.sql)
 	c.fillParamTypes()
+	c.out.KeyReads = c.keyReads(s)
 	return nil
 }
 

@@ -66,6 +66,9 @@ type Compiled struct {
 	// ReadTables are the tables the statement reads through FROM clauses and subqueries (not
 	// counting the target table's rows it writes), upper-cased.
 	ReadTables []string
+	// KeyReads, for a query that reads one aggregate by key (keyReads), are the key ranges it
+	// reads: all of them, so that it can be validated by the keys commits wrote.
+	KeyReads []KeyRead
 	// Repeatable is set when running the DML again on the same data writes the same rows:
 	// it calls no volatile function (GENERATE_UUID, the current time in a column default).
 	Repeatable bool

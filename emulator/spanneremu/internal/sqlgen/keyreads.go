@@ -1,0 +1,258 @@
+package sqlgen
+
+import (
+	"strings"
+
+	"github.com/cloudspannerecosystem/memefish/ast"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
+)
+
+// KeyRead is a key range a query reads: the rows of Table whose primary key starts with the
+// values of Params (parameter names, one per leading key column; all of them: one row).
+type KeyRead struct {
+	Table  *catalog.Table
+	Params []string
+}
+
+// keyReads finds what a query that reads one aggregate by key reads, as key ranges, so that a
+// read-write transaction can validate it as it validates a Read (by the keys a commit wrote) and
+// need not run it again at commit whenever a commit wrote anything to its tables. The shape is:
+//
+//	SELECT ..., (subqueries) FROM Root [AS r] WHERE r.K1 = @p1 AND ... AND r.Kn = @pn [AND ...]
+//
+// where the WHERE pins all of Root's primary key to parameters, and each subquery in the select
+// list reads one table, whose WHERE pins a leading part of its primary key to parameters or to
+// Root's key columns (an interleaved child read by its parent's key: c.K1 = r.K1). Anything else
+// (a join, UNNEST, a view, a subquery elsewhere or inside a subquery, a key pinned by an
+// expression) gives nil, and the query is validated by its tables as before. Conjuncts that
+// filter further only narrow what is read inside the ranges.
+func (c *compiler) keyReads(s *ast.QueryStatement) []KeyRead {
+	root, ok := plainSelect(s.Query)
+	if !ok || len(root.Results) == 0 {
+		return nil
+	}
+	rootTable, rootAlias, ok := c.singleTable(root)
+	if !ok {
+		return nil
+	}
+	rootParams := pinnedKey(rootTable, rootAlias, root.Where, nil, "")
+	if len(rootParams) != len(rootTable.PrimaryKey) {
+		return nil
+	}
+	reads := []KeyRead{{Table: rootTable, Params: rootParams}}
+	selects := 1
+	for _, it := range root.Results {
+		var e ast.Expr
+		switch x := it.(type) {
+		case *ast.ExprSelectItem:
+			e = x.Expr
+		case *ast.Alias:
+			e = x.Expr
+		default:
+			return nil // * and r.*: only columns, but keep the shape simple
+		}
+		q, isSub := subquery(e)
+		if !isSub {
+			continue
+		}
+		sub, ok := plainSelect(q)
+		if !ok {
+			return nil
+		}
+		t, alias, ok := c.singleTable(sub)
+		if !ok || strings.EqualFold(alias, rootAlias) {
+			return nil
+		}
+		params := pinnedKey(t, alias, sub.Where, rootTable, rootAlias)
+		for i, p := range params {
+			if strings.HasPrefix(p, "\x00") { // a root key column: its parameter
+				params[i] = rootParams[keyIndex(rootTable, p[1:])]
+			}
+		}
+		if len(params) == 0 {
+			return nil
+		}
+		reads = append(reads, KeyRead{Table: t, Params: params})
+		selects++
+	}
+	// Nothing else may read a table: every SELECT and every table in the statement is one of
+	// those above.
+	var nSelect, nTable int
+	clean := true
+	ast.Inspect(s, func(n ast.Node) bool {
+		switch n.(type) {
+		case *ast.Select:
+			nSelect++
+		case *ast.TableName:
+			nTable++
+		case *ast.Join, *ast.Unnest, *ast.SubQueryTableExpr, *ast.ParenTableExpr, *ast.PathTableExpr, *ast.TVFCallExpr, *ast.CompoundQuery, *ast.With:
+			clean = false
+		}
+		return clean
+	})
+	if !clean || nSelect != selects || nTable != selects {
+		return nil
+	}
+	for _, r := range reads {
+		for i, p := range r.Params {
+			if !c.paramType(p).Equal(keyColumnType(r.Table, i)) {
+				return nil
+			}
+		}
+	}
+	return reads
+}
+
+// plainSelect unwraps a query expression to its SELECT: ORDER BY and LIMIT are allowed, not WITH,
+// FOR UPDATE or pipes.
+func plainSelect(q ast.QueryExpr) (*ast.Select, bool) {
+	if x, ok := q.(*ast.Query); ok {
+		if x.With != nil || x.ForUpdate != nil || len(x.PipeOperators) > 0 {
+			return nil, false
+		}
+		q = x.Query
+	}
+	s, ok := q.(*ast.Select)
+	if !ok || s.As != nil && !isAsStruct(s.As) {
+		return nil, false
+	}
+	return s, ok
+}
+
+func isAsStruct(a ast.SelectAs) bool {
+	_, ok := a.(*ast.AsStruct)
+	return ok
+}
+
+// subquery returns the query of a select item that is a subquery (scalar, ARRAY or EXISTS).
+func subquery(e ast.Expr) (ast.QueryExpr, bool) {
+	for {
+		p, ok := e.(*ast.ParenExpr)
+		if !ok {
+			break
+		}
+		e = p.Expr
+	}
+	switch x := e.(type) {
+	case *ast.ScalarSubQuery:
+		return x.Query, true
+	case *ast.ArraySubQuery:
+		return x.Query, true
+	case *ast.ExistsSubQuery:
+		return x.Query, true
+	}
+	return nil, false
+}
+
+// singleTable returns the one table a SELECT reads (FROM a table, not a view) and its alias ("":
+// none).
+func (c *compiler) singleTable(s *ast.Select) (*catalog.Table, string, bool) {
+	if s.From == nil || s.GroupBy != nil || s.Having != nil {
+		return nil, "", false
+	}
+	tn, ok := s.From.Source.(*ast.TableName)
+	if !ok || tn.Sample != nil {
+		return nil, "", false
+	}
+	t, ok := c.schema.Table(tn.Table.Name)
+	if !ok {
+		return nil, "", false
+	}
+	return t, aliasName(tn.As), true
+}
+
+// pinnedKey returns, for the leading primary key columns of t that where pins with an equality
+// to a parameter (or, given outer, to a primary key column of outer: then "\x00" and the column's
+// name), the parameter names, up to the first column not so pinned.
+func pinnedKey(t *catalog.Table, alias string, where *ast.Where, outer *catalog.Table, outerAlias string) []string {
+	if where == nil {
+		return nil
+	}
+	keyCols := t.KeyColumns()
+	pinned := make([]string, len(keyCols))
+	for _, e := range conjuncts(where.Expr) {
+		b, ok := e.(*ast.BinaryExpr)
+		if !ok || b.Op != ast.OpEqual {
+			continue
+		}
+		for _, side := range [2][2]ast.Expr{{b.Left, b.Right}, {b.Right, b.Left}} {
+			i := keyColumnIndex(t, keyCols, side[0], alias)
+			if i < 0 || pinned[i] != "" {
+				continue
+			}
+			if p, ok := side[1].(*ast.Param); ok {
+				pinned[i] = p.Name
+				break
+			}
+			if outer != nil {
+				if j := outerKeyColumn(outer, outerAlias, t, alias, side[1]); j >= 0 {
+					pinned[i] = "\x00" + outer.KeyColumns()[j].Name
+					break
+				}
+			}
+		}
+	}
+	var out []string
+	for _, p := range pinned {
+		if p == "" {
+			break
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// outerKeyColumn is the index among outer's key columns of the column e names as outerAlias.Col
+// (qualified: an unqualified name is the inner table's), -1 if it names none.
+func outerKeyColumn(outer *catalog.Table, outerAlias string, inner *catalog.Table, innerAlias string, e ast.Expr) int {
+	p, ok := e.(*ast.Path)
+	if !ok || len(p.Idents) != 2 {
+		return -1
+	}
+	q := p.Idents[0].Name
+	if strings.EqualFold(q, innerAlias) || (innerAlias == "" && strings.EqualFold(q, inner.Name)) {
+		return -1 // the inner table's own column
+	}
+	if outerAlias != "" {
+		if !strings.EqualFold(q, outerAlias) {
+			return -1
+		}
+	} else if !strings.EqualFold(q, outer.Name) {
+		return -1
+	}
+	for i, k := range outer.KeyColumns() {
+		if strings.EqualFold(k.Name, p.Idents[1].Name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// conjuncts splits a condition at its top-level ANDs.
+func conjuncts(e ast.Expr) []ast.Expr {
+	switch x := e.(type) {
+	case *ast.ParenExpr:
+		return conjuncts(x.Expr)
+	case *ast.BinaryExpr:
+		if x.Op == ast.OpAnd {
+			return append(conjuncts(x.Left), conjuncts(x.Right)...)
+		}
+	}
+	return []ast.Expr{e}
+}
+
+// keyIndex is the position of the key column named name in t's primary key.
+func keyIndex(t *catalog.Table, name string) int {
+	for i, k := range t.KeyColumns() {
+		if strings.EqualFold(k.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+func keyColumnType(t *catalog.Table, i int) spantype.Type {
+	return t.KeyColumns()[i].Type
+}

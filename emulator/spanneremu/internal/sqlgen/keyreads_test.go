@@ -1,0 +1,86 @@
+package sqlgen
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
+)
+
+// A query that reads one aggregate by key has the key ranges it reads as KeyReads: its root row
+// by a key all pinned to parameters, and each select-list subquery's table by a leading part of
+// its key pinned to parameters or to the root's key. Any other shape has none, and is validated
+// by its tables.
+func TestKeyReads(t *testing.T) {
+	s := testSchema(t)
+	tests := []struct {
+		sql  string
+		want string // "" for none
+	}{
+		{"SELECT Name FROM Singers WHERE SingerId = @id", "[Singers(id)]"},
+		{"SELECT s.Name FROM Singers AS s WHERE @id = s.SingerId AND s.Name IS NOT NULL", "[Singers(id)]"},
+		{`SELECT s.Name, ARRAY(SELECT AS STRUCT a.AlbumId, a.Title FROM Albums AS a WHERE a.SingerId = s.SingerId ORDER BY a.AlbumId) AS Albums,
+			(SELECT COUNT(*) FROM Albums AS n WHERE n.SingerId = s.SingerId) AS N,
+			EXISTS(SELECT 1 FROM Albums WHERE SingerId = @other AND AlbumId = @album) AS Other
+		  FROM Singers AS s WHERE s.SingerId = @id`, "[Singers(id) Albums(id) Albums(id) Albums(other album)]"},
+		{"SELECT Title FROM Albums WHERE SingerId = @s AND AlbumId = @a", "[Albums(s a)]"},
+		// Not the shape:
+		{"SELECT Title FROM Albums WHERE SingerId = @s", ""},                                 // the root's key not all pinned
+		{"SELECT Name FROM Singers WHERE SingerId = @id OR SingerId = @other", ""},           // not a conjunction
+		{"SELECT Name FROM Singers WHERE SingerId = @id + 1", ""},                            // pinned by an expression
+		{"SELECT Name FROM Singers WHERE SingerId = (SELECT MAX(SingerId) FROM Albums)", ""}, // a subquery in WHERE
+		{"SELECT s.Name FROM Singers AS s JOIN Albums AS a USING (SingerId) WHERE s.SingerId = @id", ""},
+		{"SELECT s.Name, ARRAY(SELECT Title FROM Albums AS a WHERE a.Title = s.Name) FROM Singers AS s WHERE s.SingerId = @id", ""},     // not by key
+		{"SELECT s.Name, (SELECT COUNT(*) FROM Albums AS a WHERE a.AlbumId = s.SingerId) FROM Singers AS s WHERE s.SingerId = @id", ""}, // not a leading key column
+		{"SELECT s.Name, COALESCE((SELECT MAX(AlbumId) FROM Albums AS a WHERE a.SingerId = s.SingerId), 0) FROM Singers AS s WHERE s.SingerId = @id", ""},
+		{"SELECT s.Name, (SELECT MAX(x) FROM UNNEST(@xs) AS x) FROM Singers AS s WHERE s.SingerId = @id", ""},
+		{"SELECT Name FROM Singers WHERE SingerId = @undeclared", ""}, // a parameter of no declared type
+		{"WITH t AS (SELECT 1 AS x) SELECT Name FROM Singers WHERE SingerId = @id", ""},
+	}
+	for _, tt := range tests {
+		c, err := compile(t, s, tt.sql, map[string]spantype.Type{"id": spantype.TInt64, "other": spantype.TInt64, "album": spantype.TInt64,
+			"s": spantype.TInt64, "a": spantype.TInt64, "str": spantype.TString, "xs": spantype.ArrayOf(spantype.TInt64)})
+		if err != nil {
+			t.Errorf("%s: %v", tt.sql, err)
+			continue
+		}
+		got := ""
+		if len(c.KeyReads) > 0 {
+			var parts []string
+			for _, r := range c.KeyReads {
+				parts = append(parts, fmt.Sprintf("%s%v", r.Table.Name, r.Params))
+			}
+			got = fmt.Sprint(parts)
+		}
+		got = replaceBrackets(got)
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: key reads (-want +got):\n%s", tt.sql, diff)
+		}
+	}
+}
+
+// replaceBrackets writes a key read's parameters in parentheses: "Albums[s a]" → "Albums(s a)".
+func replaceBrackets(s string) string {
+	if s == "" {
+		return s
+	}
+	out := []byte(s)
+	depth := 0
+	for i, b := range out {
+		switch b {
+		case '[':
+			if depth == 1 {
+				out[i] = '('
+			}
+			depth++
+		case ']':
+			depth--
+			if depth == 1 {
+				out[i] = ')'
+			}
+		}
+	}
+	return string(out)
+}
