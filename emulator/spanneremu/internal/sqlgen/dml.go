@@ -424,54 +424,29 @@ func (TableExprCompiler) CompileTableExpr(t *catalog.Table, e ast.Expr) (string,
 // parameters, so the engine knows the one row the statement can read; nil otherwise. Other
 // conjuncts may follow (WHERE Id = @id AND Status = 'NEW'): they only narrow that row.
 func (c *compiler) keyProbe(t *catalog.Table, where ast.Expr, alias string) *Compiled {
-	var conjuncts []ast.Expr
-	var split func(e ast.Expr)
-	split = func(e ast.Expr) {
-		switch x := e.(type) {
-		case *ast.ParenExpr:
-			split(x.Expr)
-		case *ast.BinaryExpr:
-			if x.Op == ast.OpAnd {
-				split(x.Left)
-				split(x.Right)
-				return
-			}
-			conjuncts = append(conjuncts, x)
-		default:
-			conjuncts = append(conjuncts, e)
-		}
-	}
-	split(where)
 	keyCols := t.KeyColumns()
 	probe := &compiler{schema: c.schema, declared: c.declared, now: c.now, out: &Compiled{ParamTypes: map[string]spantype.Type{}}}
 	exprs := make([]string, len(keyCols))
-	for _, e := range conjuncts {
-		b, ok := e.(*ast.BinaryExpr)
-		if !ok || b.Op != ast.OpEqual {
-			continue
+	forKeyEqualities(t, alias, where, func(i int, other ast.Expr) bool {
+		if exprs[i] != "" {
+			return false
 		}
-		for _, side := range [2][2]ast.Expr{{b.Left, b.Right}, {b.Right, b.Left}} {
-			i := keyColumnIndex(t, keyCols, side[0], alias)
-			if i < 0 || exprs[i] != "" {
-				continue
-			}
-			v, err := probe.compileExpr(side[1], &scope{})
-			if err != nil {
-				continue // it reads a column, or is not an expression the probe can compute
-			}
-			if v.Type.Code == spantype.Unknown {
-				if p, ok := side[1].(*ast.Param); ok {
-					probe.out.ParamTypes[p.Name] = keyCols[i].Type
-					v.Type = keyCols[i].Type
-				}
-			}
-			if !v.Type.Equal(keyCols[i].Type) {
-				continue
-			}
-			exprs[i] = v.SQL
-			break
+		v, err := probe.compileExpr(other, &scope{})
+		if err != nil {
+			return false // it reads a column, or is not an expression the probe can compute
 		}
-	}
+		if v.Type.Code == spantype.Unknown {
+			if p, ok := other.(*ast.Param); ok {
+				probe.out.ParamTypes[p.Name] = keyCols[i].Type
+				v.Type = keyCols[i].Type
+			}
+		}
+		if !v.Type.Equal(keyCols[i].Type) {
+			return false
+		}
+		exprs[i] = v.SQL
+		return true
+	})
 	for _, e := range exprs {
 		if e == "" {
 			return nil

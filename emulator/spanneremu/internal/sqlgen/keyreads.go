@@ -170,30 +170,23 @@ func pinnedKey(t *catalog.Table, alias string, where *ast.Where, outer *catalog.
 	if where == nil {
 		return nil
 	}
-	keyCols := t.KeyColumns()
-	pinned := make([]string, len(keyCols))
-	for _, e := range conjuncts(where.Expr) {
-		b, ok := e.(*ast.BinaryExpr)
-		if !ok || b.Op != ast.OpEqual {
-			continue
+	pinned := make([]string, len(t.PrimaryKey))
+	forKeyEqualities(t, alias, where.Expr, func(i int, other ast.Expr) bool {
+		if pinned[i] != "" {
+			return false
 		}
-		for _, side := range [2][2]ast.Expr{{b.Left, b.Right}, {b.Right, b.Left}} {
-			i := keyColumnIndex(t, keyCols, side[0], alias)
-			if i < 0 || pinned[i] != "" {
-				continue
-			}
-			if p, ok := side[1].(*ast.Param); ok {
-				pinned[i] = p.Name
-				break
-			}
-			if outer != nil {
-				if j := outerKeyColumn(outer, outerAlias, t, alias, side[1]); j >= 0 {
-					pinned[i] = "\x00" + outer.KeyColumns()[j].Name
-					break
-				}
+		if p, ok := other.(*ast.Param); ok {
+			pinned[i] = p.Name
+			return true
+		}
+		if outer != nil {
+			if j := outerKeyColumn(outer, outerAlias, t, alias, other); j >= 0 {
+				pinned[i] = "\x00" + outer.KeyColumns()[j].Name
+				return true
 			}
 		}
-	}
+		return false
+	})
 	var out []string
 	for _, p := range pinned {
 		if p == "" {
@@ -228,6 +221,24 @@ func outerKeyColumn(outer *catalog.Table, outerAlias string, inner *catalog.Tabl
 		}
 	}
 	return -1
+}
+
+// forKeyEqualities calls f for each conjunct of where (split at its top-level ANDs) that is an
+// equality between a primary key column of t (its position i) and another expression, with that
+// expression, trying each side of the equality as the column until f takes it (returns true).
+func forKeyEqualities(t *catalog.Table, alias string, where ast.Expr, f func(i int, other ast.Expr) bool) {
+	keyCols := t.KeyColumns()
+	for _, e := range conjuncts(where) {
+		b, ok := e.(*ast.BinaryExpr)
+		if !ok || b.Op != ast.OpEqual {
+			continue
+		}
+		for _, side := range [2][2]ast.Expr{{b.Left, b.Right}, {b.Right, b.Left}} {
+			if i := keyColumnIndex(t, keyCols, side[0], alias); i >= 0 && f(i, side[1]) {
+				break
+			}
+		}
+	}
 }
 
 // conjuncts splits a condition at its top-level ANDs.
