@@ -430,8 +430,8 @@ func statsSince(a, b spanneremu.Stats) spanneremu.Stats {
 	out := spanneremu.Stats{Commits: b.Commits - a.Commits, LockTimeouts: b.LockTimeouts - a.LockTimeouts, LockQueueWaits: b.LockQueueWaits - a.LockQueueWaits,
 		Conflicts: b.Conflicts - a.Conflicts, IdleAborts: b.IdleAborts - a.IdleAborts, Wounds: b.Wounds - a.Wounds, ReaderWaits: b.ReaderWaits - a.ReaderWaits,
 		ExclusiveWaits: b.ExclusiveWaits - a.ExclusiveWaits, LockWaits: b.LockWaits - a.LockWaits, LockWaited: b.LockWaited - a.LockWaited,
-		QueryRechecks: b.QueryRechecks - a.QueryRechecks,
-		ByDatabase:    map[string]spanneremu.DatabaseStats{}}
+		QueryRechecks: b.QueryRechecks - a.QueryRechecks, GroupedCommits: b.GroupedCommits - a.GroupedCommits,
+		ByDatabase: map[string]spanneremu.DatabaseStats{}}
 	for db, s := range b.ByDatabase {
 		d := spanneremu.DatabaseStats{Commits: s.Commits - a.ByDatabase[db].Commits, RowsWritten: s.RowsWritten - a.ByDatabase[db].RowsWritten}
 		d.ConflictsBy = countsSince(a.ByDatabase[db].ConflictsBy, s.ConflictsBy)

@@ -37,6 +37,10 @@ type Options struct {
 	// VisualizeDir receives porcupine's HTML visualization of a non-linearizable register
 	// history ("": the system's temporary directory).
 	VisualizeDir string
+	// NoExactReads reads with strong bounds where it would read at an exact timestamp
+	// (ExactStaleness, ReadTimestamp): for an emulator that keeps no version history
+	// (spanneremu.Options.NoHistory), which serves only those at the newest data.
+	NoExactReads bool
 }
 
 func (o Options) withDefaults(workload string) Options {
@@ -365,7 +369,11 @@ func (w *worker) randomBound(single bool) bound {
 	if single {
 		n = 6
 	}
-	switch w.rng.IntN(n) {
+	c := w.rng.IntN(n)
+	if w.opts.NoExactReads && c >= 1 && c <= 3 {
+		c = 0 // instead of an exact bound
+	}
+	switch c {
 	case 0:
 		return strongBound
 	case 1:

@@ -74,11 +74,15 @@ type DB struct {
 	creating   bool
 	createdSeq uint64
 	// lastRead is the newest read timestamp handed out (see nextCommitTimestamp); inflightTS is
-	// the timestamp of the commit that has one but is not visible yet (zero when none): a read
-	// that cannot see that commit gets a timestamp before it (readTimestampLocked).
-	lastRead, inflightTS time.Time
-	closed               bool
-	ddlLock              sync.Mutex
+	// the timestamp of the first commit that has one but is not visible yet (zero when none): a
+	// read that cannot see that commit gets a timestamp before it (readTimestampLocked).
+	// issuedTS is the newest commit timestamp handed out, visible or not (a group's members get
+	// theirs before any is visible).
+	lastRead, inflightTS, issuedTS time.Time
+	closed                         bool
+	ddlLock                        sync.Mutex
+	// queue holds the commits waiting for the lock that its holder may take in (groupcommit.go).
+	queue commitQueue
 }
 
 func openDB(e *Engine, name, path string, create bool) (*DB, error) {
@@ -375,14 +379,21 @@ func (db *DB) nextCommitTimestamp() time.Time {
 	ts := time.Now().UTC().Truncate(time.Microsecond)
 	// After every earlier commit, and after every read timestamp handed out, so that a read
 	// at a returned timestamp never misses a commit made later.
+	// After the commits of the group it joins too (groupcommit.go).
 	floor := db.lastTS
+	if db.issuedTS.After(floor) {
+		floor = db.issuedTS
+	}
 	if db.lastRead.After(floor) {
 		floor = db.lastRead.Truncate(time.Microsecond)
 	}
 	if !ts.After(floor) {
 		ts = floor.Add(time.Microsecond)
 	}
-	db.inflightTS = ts
+	if db.inflightTS.IsZero() {
+		db.inflightTS = ts
+	}
+	db.issuedTS = ts
 	return ts
 }
 

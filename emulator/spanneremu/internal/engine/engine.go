@@ -36,7 +36,7 @@ type Engine struct {
 	stats struct {
 		commits, lockTimeouts, lockQueueWaits, conflicts, idleAborts, wounds, readerWaits, exclusiveWaits atomic.Int64
 		lockWaits, lockWaited                                                                             atomic.Int64 // lockWaited in nanoseconds
-		queryRechecks                                                                                     atomic.Int64
+		queryRechecks, groupedCommits                                                                     atomic.Int64
 	}
 }
 
@@ -65,6 +65,9 @@ type Stats struct {
 	// at commit, because a commit since wrote to a table they read, to see whether their answer
 	// changed. A query that reads one aggregate by key is validated by its keys instead.
 	QueryRechecks int64
+	// GroupedCommits counts the commits made by the transaction holding the write lock, in its
+	// group (groupcommit.go), rather than by their own: each of them had queued for the lock.
+	GroupedCommits int64
 	// Wounds are the transactions aborted because an older one wanted an exclusive lock they
 	// held (wound-wait, see locks.go).
 	Wounds int64
@@ -81,8 +84,8 @@ func (e *Engine) Stats() Stats {
 	st := Stats{Commits: e.stats.commits.Load(), LockTimeouts: e.stats.lockTimeouts.Load(), LockQueueWaits: e.stats.lockQueueWaits.Load(),
 		Conflicts: e.stats.conflicts.Load(), IdleAborts: e.stats.idleAborts.Load(), Wounds: e.stats.wounds.Load(), ReaderWaits: e.stats.readerWaits.Load(),
 		ExclusiveWaits: e.stats.exclusiveWaits.Load(), LockWaits: e.stats.lockWaits.Load(), LockWaited: time.Duration(e.stats.lockWaited.Load()),
-		QueryRechecks: e.stats.queryRechecks.Load(),
-		ByDatabase:    map[string]DatabaseStats{}}
+		QueryRechecks: e.stats.queryRechecks.Load(), GroupedCommits: e.stats.groupedCommits.Load(),
+		ByDatabase: map[string]DatabaseStats{}}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for name, db := range e.dbs {

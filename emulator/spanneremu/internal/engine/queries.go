@@ -184,15 +184,16 @@ func (t *Txn) recheckQueries(ctx context.Context, stale []int, seq uint64) (*que
 	replayed, began := 0, false
 	defer func() {
 		if began {
-			w.ExecContext(context.Background(), "ROLLBACK")
+			w.ExecContext(context.Background(), "ROLLBACK TO recheck")
+			w.ExecContext(context.Background(), "RELEASE recheck")
 		}
 	}()
 	for _, i := range stale {
 		q := &t.queries[i]
 		t.db.e.stats.queryRechecks.Add(1)
 		if q.after > 0 && !began {
-			if _, err := w.ExecContext(ctx, "BEGIN"); err != nil {
-				return nil, internalf("begin: %v", err)
+			if _, err := w.ExecContext(ctx, "SAVEPOINT recheck"); err != nil {
+				return nil, internalf("savepoint: %v", err)
 			}
 			began = true
 		}

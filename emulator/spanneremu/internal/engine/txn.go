@@ -75,6 +75,9 @@ type Txn struct {
 	dmlTables map[string]bool
 	// exclusive are the keys the transaction holds exclusive locks on (locks.go).
 	exclusive []string
+	// queued is the transaction's commit while it waits for the lock, where a holder may take it
+	// into its group (groupcommit.go); nil otherwise.
+	queued *queuedCommit
 
 	// Read-only: the snapshot. conn is the pinned reader connection, nil before the first
 	// read, for single-use transactions, and after the janitor released an idle snapshot; the
@@ -425,12 +428,18 @@ func (t *Txn) acquireLock(ctx context.Context, why string, commitTS *time.Time) 
 // for long is a transaction that keeps it across its client's requests (HeldLocks): one that has
 // it when this one has waited LockWait is a lock conflict, and this one is aborted, for the
 // client to retry.
+//
+// A commit that waits (t.queued) waits in the commit queue too, where the holder may take it
+// into its group: lockValidated then returns errJoined, the commit done, without the lock.
 func (t *Txn) lockValidated(ctx context.Context) error {
 	db := t.db
 	select {
 	case db.lock <- struct{}{}: // free: no timer or watcher on the common path
 	default:
 		start := time.Now()
+		if t.queued != nil {
+			db.queue.add(t.queued)
+		}
 		err := t.waitForLock(ctx)
 		db.e.stats.lockWaits.Add(1)
 		db.e.stats.lockWaited.Add(int64(time.Since(start)))
@@ -448,7 +457,8 @@ func (t *Txn) lockValidated(ctx context.Context) error {
 // waitForLock waits for the write lock, which another transaction holds: as long as it takes
 // while the lock only serves statements and commits, and until LockWait has passed with a
 // transaction holding it across its requests (checked every LockWait by a watcher that lives as
-// long as the wait), which aborts t.
+// long as the wait), which aborts t. A queued commit may be taken into the holder's group
+// meanwhile (errJoined); once claimed, it is the holder's to finish, whatever happens here.
 func (t *Txn) waitForLock(ctx context.Context) error {
 	db := t.db
 	conflict, done := make(chan struct{}), make(chan struct{})
@@ -469,16 +479,44 @@ func (t *Txn) waitForLock(ctx context.Context) error {
 			}
 		}
 	}()
+	var joined chan struct{} // nil unless queued: never ready
+	if t.queued != nil {
+		joined = t.queued.done
+	}
+	// claimed reports that a holder took the queued commit (which then waits for it to be done);
+	// otherwise the commit leaves the queue, to go on by itself.
+	claimed := func() bool {
+		if t.queued == nil || db.queue.leave(t.queued) {
+			return false
+		}
+		<-joined
+		return true
+	}
 	select {
 	case db.lock <- struct{}{}:
+		if claimed() { // the holder finished the group and let go of the lock
+			<-db.lock
+			return errJoined
+		}
 		return nil
+	case <-joined:
+		return errJoined
 	case <-conflict:
+		if claimed() {
+			return errJoined
+		}
 		db.e.stats.lockTimeouts.Add(1)
 		t.abortLocked("Transaction was aborted because it could not acquire a lock held by a concurrent transaction in time; retry the transaction.")
 		return abortedError(t.abortReason)
 	case <-t.wound:
+		if claimed() {
+			return errJoined
+		}
 		return t.abortWounded()
 	case <-ctx.Done():
+		if claimed() {
+			return errJoined
+		}
 		return contextError(ctx)
 	}
 }
@@ -501,6 +539,12 @@ func (t *Txn) validate(ctx context.Context) error { return t.checkReads(ctx, fal
 // runs just after SQLite's COMMIT): waiting for snapMu lets any such commit finish recording, so
 // that the check knows every commit the reads could have seen.
 func (t *Txn) checkReads(ctx context.Context, locked bool) error {
+	return t.checkReadsIn(ctx, locked, nil)
+}
+
+// checkReadsIn is checkReads for a commit that follows the commits in pending, not recorded yet
+// (a group's, groupcommit.go): what they wrote counts as committed after every read.
+func (t *Txn) checkReadsIn(ctx context.Context, locked bool, pending []*writeSet) error {
 	db := t.db
 	if t.wounded() {
 		return t.abortWounded()
@@ -509,7 +553,11 @@ func (t *Txn) checkReads(ctx context.Context, locked bool) error {
 	db.mu.Lock()
 	what := ""
 	f := db.occ.conflict(t.footprints)
+	if f == nil {
+		f = pendingConflict(t.footprints, pending)
+	}
 	stale, schemaChanged := db.occ.staleQueries(t.queries)
+	stale = pendingStale(t.queries, stale, pending)
 	seq := db.occ.seq
 	switch {
 	case f != nil:
@@ -562,9 +610,15 @@ func (t *Txn) beginReplayed(ctx context.Context, stamp string) error {
 	if _, err := w.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
 		return internalf("begin: %v", err)
 	}
+	return t.replay(ctx, stamp, func() { w.ExecContext(context.Background(), "ROLLBACK") })
+}
+
+// replay runs the optimistic DML again in the writer's open SQLite transaction (beginReplayed);
+// if a statement fails it calls undo, which ends or undoes that transaction, and aborts t.
+func (t *Txn) replay(ctx context.Context, stamp string, undo func()) error {
 	for _, d := range t.dml {
-		if err := d.run(ctx, w, stamp); err != nil {
-			w.ExecContext(context.Background(), "ROLLBACK")
+		if err := d.run(ctx, t.db.writer, stamp); err != nil {
+			undo()
 			t.db.mu.Lock()
 			t.db.countConflict("replayed DML failed")
 			t.db.mu.Unlock()
@@ -709,7 +763,8 @@ func (t *Txn) Rollback() {
 }
 
 // Commit applies the buffered mutations and the DML writes atomically and returns the commit
-// timestamp.
+// timestamp. A commit that waits for the lock may be committed by the holder, in its group
+// (groupcommit.go); one that takes the lock commits the commits queued behind it with its own.
 func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -732,9 +787,16 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 		if err := t.waitForOlderReaders(ctx, ws); err != nil {
 			return time.Time{}, err
 		}
+		t.queued = &queuedCommit{t: t, ctx: ctx, muts: muts, ws: ws, wsSchema: wsSchema, done: make(chan struct{})}
 	}
 	var ts time.Time
-	if err := t.acquireLock(ctx, "", &ts); err != nil {
+	err := t.acquireLock(ctx, "", &ts)
+	joined := t.queued
+	t.queued = nil
+	if err == errJoined {
+		return joined.ts, joined.err
+	}
+	if err != nil {
 		return time.Time{}, err
 	}
 	if ts.IsZero() { // it held the lock already
@@ -761,17 +823,18 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 		}
 		ws.addMutations(schema, muts, &db.plans)
 	}
+	group := db.commitGroup(schema, []*writeSet{ws})
 	db.snapMu.Lock()
-	_, err := db.writer.ExecContext(ctx, "COMMIT")
+	_, err = db.writer.ExecContext(ctx, "COMMIT")
 	if err == nil {
-		db.recordCommit(ts, ws)
-		db.e.stats.commits.Add(1)
-		db.commits.Add(1)
-		db.rowsWritten.Add(int64(len(ws.keys)))
+		db.recordGroup(ts, ws, group)
+	} else {
+		err = mapError(err, nil)
 	}
 	db.snapMu.Unlock()
+	db.endGroup(group, err)
 	if err != nil {
-		return fail(mapError(err, nil))
+		return fail(err)
 	}
 	t.hasLock = false
 	db.heldAcross.CompareAndSwap(t, nil)
