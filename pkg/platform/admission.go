@@ -40,7 +40,11 @@ import (
 //     work already accepted is finished. Below it, a customer waits in a line of its own, ahead
 //     of the machines' requests, which can wait seconds: deliveries come in bursts (the relay
 //     publishes what a nudge announced at once, and Cloud Tasks dispatches it at once), and
-//     behind a burst's line a customer would be refused by a process that keeps up. What tells
+//     behind a burst's line a customer would be refused by a process that keeps up. The
+//     machines' requests also leave a slot free for customers (a process with such routes and a
+//     limit above 1 lets them take a slot only while another stays free): with every core busy a
+//     burst of deliveries can hold all the slots for tens of milliseconds, longer than a
+//     customer may wait, where the one slot left lets the customer in at once. What tells
 //     a burst from overload is whether the machines' line drains (CoDel's test, as routers tell
 //     a burst of packets from a standing queue): a line whose requests have all waited longer
 //     than a customer may (AdmissionWaitCustomer) for standingAfter (100 ms) stands, the work
@@ -111,13 +115,19 @@ type admission struct {
 	hold atomic.Int64
 
 	// The slots and the lines for them, under lineMu. A slot given back goes straight to the
-	// first in back, else to the first customer, else to the first in line, so busy < limit only
-	// while all three are empty.
+	// first in back, else to the first customer, else to the first in line unless it is one of
+	// the reserved, so busy < limit - reserved only while all three are empty, and busy < limit
+	// only while back and cust are.
 	lineMu sync.Mutex
-	busy   int       // slots held
-	back   list.List // of *waiter: requests coming back to their work from outside the process (Away), served first
-	cust   list.List // of *waiter: requests that bring new work (ShedFirst), while the line does not stand
-	line   list.List // of *waiter: the other requests waiting to be admitted, first come first served
+	busy   int // slots held
+	// reserved are the slots the machines' line leaves free for the customers': it takes a slot
+	// only while as many others stay free (1 once a route brings new work, ShedFirst, and the
+	// limit is above 1), so that a burst of deliveries holding their slots for a while does not
+	// keep a customer out (see above).
+	reserved int
+	back     list.List // of *waiter: requests coming back to their work from outside the process (Away), served first
+	cust     list.List // of *waiter: requests that bring new work (ShedFirst), while the line does not stand
+	line     list.List // of *waiter: the other requests waiting to be admitted, first come first served
 	// aboveSince is when a request admitted from line had waited longer than waitCustomer, with
 	// none admitted since after a shorter wait and line not empty since (zero otherwise): the
 	// line stands once that has lasted standingAfter (standingLocked).
@@ -371,7 +381,11 @@ func (a *admission) enter(q *list.List) (*waiter, int) {
 }
 
 func (a *admission) enterLocked(q *list.List) (*waiter, int) {
-	if a.busy < a.limit {
+	limit := a.limit
+	if q == &a.line {
+		limit -= a.reserved
+	}
+	if a.busy < limit {
 		a.busy++
 		return nil, 0
 	}
@@ -391,7 +405,7 @@ func (a *admission) enterLocked(q *list.List) (*waiter, int) {
 func (a *admission) enterCustomer() (w *waiter, ahead int, ok bool) {
 	a.lineMu.Lock()
 	defer a.lineMu.Unlock()
-	if a.busy >= a.limit && a.standingLocked() {
+	if a.standingLocked() { // then no slot is free but the reserved
 		return nil, 0, false
 	}
 	w, ahead = a.enterLocked(&a.cust)
@@ -422,11 +436,14 @@ func (a *admission) leave(w *waiter) bool {
 }
 
 // free gives a slot back: to the first request coming back, else to the first customer, else to
-// the first in line, else to whoever comes next.
+// the first in line unless the slot is one of the reserved, else to whoever comes next.
 func (a *admission) free() {
 	a.lineMu.Lock()
 	defer a.lineMu.Unlock()
 	for _, q := range []*list.List{&a.back, &a.cust, &a.line} {
+		if q == &a.line && a.busy-1 >= a.limit-a.reserved {
+			break // it stays free for a customer
+		}
 		if e := q.Front(); e != nil {
 			w := q.Remove(e).(*waiter)
 			w.granted = true
@@ -546,5 +563,8 @@ func (s *Server) ShedFirst(paths ...string) {
 	}
 	for _, p := range paths {
 		s.admission.shedFirst[p] = true
+	}
+	if s.admission.limit > 1 {
+		s.admission.reserved = 1
 	}
 }

@@ -393,3 +393,55 @@ func TestAdmissionShedsCustomersWhileTheLineStands(t *testing.T) {
 		t.Errorf("refused: %v, want 1", got)
 	}
 }
+
+// With a route that brings new work, the machines' line leaves one slot free for customers: a
+// machine's request waits while taking the last free slot would leave none, a customer's takes it
+// at once, and a slot a request gives back stays free for the next customer while the machines
+// would hold all but none.
+func TestAdmissionKeepsASlotForCustomers(t *testing.T) {
+	ts, entered, release := blockingServer(t, 2, time.Minute, time.Minute)
+	results := make(chan response, 4)
+	inLine(t, ts, entered, results, 1) // one machine's request in flight, one waits: a slot is free
+	go func() { results <- get(t, ts.url+"/order", nil) }()
+	<-entered // the customer's, at once
+	release <- struct{}{}
+	if r := <-results; r.status != http.StatusNoContent {
+		t.Fatalf("the request that ended: %d, want 204", r.status)
+	}
+	if got := metric(t, ts, "spanmart_admission_waiting"); got != 1 {
+		t.Errorf("waiting after a request gave its slot back: %v, want 1 (the slot stays free for a customer)", got)
+	}
+	go func() { results <- get(t, ts.url+"/order", nil) }()
+	<-entered // the next customer's, at once
+	close(release)
+	all204(t, results, 3) // the other two in flight, then the machine's request that waited
+	if got := metric(t, ts, "spanmart_admission_refused_total"); got != 0 {
+		t.Errorf("refused: %v, want 0", got)
+	}
+}
+
+// The slot kept for customers is no way past the machines' line once it stands: past capacity a
+// customer's request is refused at once although that slot is free.
+func TestAdmissionShedsCustomersWhileTheLineStandsDespiteTheFreeSlot(t *testing.T) {
+	ts, entered, release := blockingServer(t, 2, time.Minute, time.Hour)
+	var mu sync.Mutex
+	now := time.Now()
+	platform.SetAdmissionClock(ts.srv, func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	})
+	results := make(chan response, 3)
+	inLine(t, ts, entered, results, 2)
+	mu.Lock()
+	now = now.Add(2 * time.Hour) // longer than a customer may wait (an hour)
+	mu.Unlock()
+	release <- struct{}{} // the first ends; the second, admitted, waited too long
+	<-entered
+	mu.Lock()
+	now = now.Add(100 * time.Millisecond)
+	mu.Unlock()
+	refusedAtOnce(t, ts, "a customer's request while the line stands, the customers' slot free")
+	close(release)
+	all204(t, results, 3)
+}
