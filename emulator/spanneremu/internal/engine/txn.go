@@ -787,7 +787,7 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 		if err := t.waitForOlderReaders(ctx, ws); err != nil {
 			return time.Time{}, err
 		}
-		t.queued = &queuedCommit{t: t, ctx: ctx, muts: muts, ws: ws, wsSchema: wsSchema, done: make(chan struct{})}
+		t.queued = &queuedCommit{t: t, muts: muts, ws: ws, wsSchema: wsSchema, done: make(chan struct{})}
 	}
 	var ts time.Time
 	err := t.acquireLock(ctx, "", &ts)
@@ -825,7 +825,8 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 	}
 	group := db.commitGroup(schema, []*writeSet{ws})
 	db.snapMu.Lock()
-	_, err = db.writer.ExecContext(ctx, "COMMIT")
+	// Not ctx: a COMMIT interrupted by its end would undo the group's members with it.
+	_, err = db.writer.ExecContext(context.Background(), "COMMIT")
 	if err == nil {
 		db.recordGroup(ts, ws, group)
 	} else {
