@@ -172,11 +172,7 @@ func (db *DB) commitMember(m *queuedCommit, schema *catalog.Schema, pending []*w
 		return err
 	}
 	if schema != m.wsSchema { // a schema change while it waited
-		m.ws = newWriteSet()
-		if t.writes != nil {
-			m.ws = t.writes
-		}
-		m.ws.addMutations(schema, m.muts, &db.plans)
+		m.ws = t.commitWrites(schema, m.muts)
 	}
 	return nil
 }
@@ -278,4 +274,15 @@ func pendingStale(qs []queryRead, stale []int, pending []*writeSet) []int {
 		}
 	}
 	return stale
+}
+
+// commitWrites is what committing muts writes, under schema: the transaction's DML's writes and the
+// mutations'.
+func (t *Txn) commitWrites(schema *catalog.Schema, muts []*sppb.Mutation) *writeSet {
+	ws := newWriteSet()
+	if t.writes != nil {
+		ws = t.writes
+	}
+	ws.addMutations(schema, muts, &t.db.plans)
+	return ws
 }

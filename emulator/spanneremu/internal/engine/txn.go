@@ -776,11 +776,7 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 	}
 	db := t.db
 	wsSchema := db.Schema()
-	ws := newWriteSet()
-	if t.writes != nil {
-		ws = t.writes
-	}
-	ws.addMutations(wsSchema, muts, &db.plans)
+	ws := t.commitWrites(wsSchema, muts)
 	if !t.hasLock {
 		// A transaction holding the lock already (it ran a query) would stop every other one
 		// while it waited.
@@ -817,11 +813,7 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 		return fail(err)
 	}
 	if schema != wsSchema { // a schema change while it waited for the lock
-		ws = newWriteSet()
-		if t.writes != nil {
-			ws = t.writes
-		}
-		ws.addMutations(schema, muts, &db.plans)
+		ws = t.commitWrites(schema, muts)
 	}
 	group := db.commitGroup(schema, []*writeSet{ws})
 	db.snapMu.Lock()
