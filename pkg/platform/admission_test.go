@@ -343,18 +343,7 @@ func TestAdmissionCustomersGoBeforeABurst(t *testing.T) {
 // customers wait for a slot again.
 func TestAdmissionShedsCustomersWhileTheLineStands(t *testing.T) {
 	ts, entered, release := blockingServer(t, 1, time.Minute, time.Hour)
-	var mu sync.Mutex
-	now := time.Now()
-	advance := func(d time.Duration) {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(d)
-	}
-	platform.SetAdmissionClock(ts.srv, func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	})
+	advance := fakeClock(ts)
 	results, order := make(chan response, 3), make(chan response, 1)
 	inLine(t, ts, entered, results, 2)
 	advance(2 * time.Hour) // longer than a customer may wait (an hour)
@@ -424,6 +413,21 @@ func TestAdmissionKeepsASlotForCustomers(t *testing.T) {
 // customer's request is refused at once although that slot is free.
 func TestAdmissionShedsCustomersWhileTheLineStandsDespiteTheFreeSlot(t *testing.T) {
 	ts, entered, release := blockingServer(t, 2, time.Minute, time.Hour)
+	advance := fakeClock(ts)
+	results := make(chan response, 3)
+	inLine(t, ts, entered, results, 2)
+	advance(2 * time.Hour) // longer than a customer may wait (an hour)
+	release <- struct{}{}  // the first ends; the second, admitted, waited too long
+	<-entered
+	advance(100 * time.Millisecond)
+	refusedAtOnce(t, ts, "a customer's request while the line stands, the customers' slot free")
+	close(release)
+	all204(t, results, 3)
+}
+
+// fakeClock sets ts's admission clock to one that stands still until the test moves it on with
+// the function returned.
+func fakeClock(ts *testServer) (advance func(time.Duration)) {
 	var mu sync.Mutex
 	now := time.Now()
 	platform.SetAdmissionClock(ts.srv, func() time.Time {
@@ -431,17 +435,9 @@ func TestAdmissionShedsCustomersWhileTheLineStandsDespiteTheFreeSlot(t *testing.
 		defer mu.Unlock()
 		return now
 	})
-	results := make(chan response, 3)
-	inLine(t, ts, entered, results, 2)
-	mu.Lock()
-	now = now.Add(2 * time.Hour) // longer than a customer may wait (an hour)
-	mu.Unlock()
-	release <- struct{}{} // the first ends; the second, admitted, waited too long
-	<-entered
-	mu.Lock()
-	now = now.Add(100 * time.Millisecond)
-	mu.Unlock()
-	refusedAtOnce(t, ts, "a customer's request while the line stands, the customers' slot free")
-	close(release)
-	all204(t, results, 3)
+	return func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(d)
+	}
 }
