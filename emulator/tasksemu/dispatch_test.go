@@ -502,8 +502,14 @@ func TestSystemThrottling(t *testing.T) {
 			q := createQueue(t, ct, &cloudtaskspb.Queue{RetryConfig: &cloudtaskspb.RetryConfig{
 				MaxAttempts: 3, MinBackoff: durationpb.New(backoff), MaxBackoff: durationpb.New(4 * backoff), MaxDoublings: 2,
 			}}).Name
-			createTask(t, ct, q, httpTask(tg.URL+"/failing"))
+			failing := createTask(t, ct, q, httpTask(tg.URL+"/failing"))
 			failed := tg.waitDeliveries(t, 1, 10*time.Second)[0]
+			// The target has answered; the other task comes once the queue has the answer too (a
+			// task created before that is dispatched before any pause).
+			eventually(t, 10*time.Second, "the failed attempt to be recorded", func() bool {
+				got, err := ct.GetTask(context.Background(), &cloudtaskspb.GetTaskRequest{Name: failing.Name})
+				return err == nil && got.ResponseCount == 1
+			})
 			createTask(t, ct, q, httpTask(tg.URL+"/other"))
 			var other delivery
 			eventually(t, 20*time.Second, "the other task's delivery", func() bool {
