@@ -109,7 +109,7 @@ func (q *commitQueue) queued() int {
 
 // commitGroup commits the queued commits it claims into the writer's open SQLite transaction,
 // after the holder's own writes (in pending). It returns the members that are in it; those
-// that failed are finished, their done closed. The caller holds the lock.
+// that failed have their error and their done closed. The caller holds the lock.
 func (db *DB) commitGroup(schema *catalog.Schema, pending []*writeSet) []*queuedCommit {
 	if !db.e.opts.NoHistory {
 		return nil
@@ -131,7 +131,8 @@ func (db *DB) commitGroup(schema *catalog.Schema, pending []*writeSet) []*queued
 // SQLite transaction: it validates the transaction's reads against the commits so far and the
 // group's (pending), replays its optimistic DML and applies its mutations with its own commit
 // timestamp, all under a savepoint that undoes it alone if it fails. A member that fails is
-// finished (aborted or rolled back) with the error it returns.
+// aborted or rolled back, as a lone commit would be; one whose check could not run (an internal
+// error re-running a query) stays active, as a lone commit's does.
 func (db *DB) commitMember(m *queuedCommit, schema *catalog.Schema, pending []*writeSet) error {
 	// Not the member's context: a statement interrupted by a context that ends undoes the whole
 	// SQLite transaction, the holder's and the other members' work with it. The work is
