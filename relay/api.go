@@ -26,7 +26,7 @@ import (
 // The bodies are pkg/outboxlib/outboxapi's types and the paths its Path constants, which the
 // operators' client (internal/adminclient) decodes and calls.
 //
-//	POST /nudge[?source=S&shard=N[&shard=M...]]       204: wake the shard loops (services call it after
+//	POST /nudge[?source=S&shard=N[&shard=M...]]       204: make shards due a scan (services call it after
 //	                                                  commits, naming their source and the events' shards);
 //	                                                  a flood costs one wake-up: a woken loop is not woken again
 //	GET  /v1/outbox                                   200: Status of every source

@@ -30,7 +30,8 @@
 //     kept, so the row is never deleted, stays visible to Status and keeps
 //     outbox_oldest_pending_age_seconds rising until it is replayed). UNAVAILABLE and
 //     DEADLINE_EXCEEDED from Cloud Tasks mean the service is down: the whole relay backs off, one
-//     shard loop probes when the back-off has passed, and no event is charged an attempt.
+//     batch probes when the back-off has passed, one call at a time, and no event is charged an
+//     attempt.
 //     NOT_FOUND (a queue not created yet) and other codes are retried per event. The longest an
 //     event backs off before quarantine (Config.QuarantineHorizon, ~70 min by default) must stay
 //     below the consumers' patience with its successors (outboxlib.DefaultEarlyPatience, 2 h):

@@ -395,7 +395,7 @@ func (w *outcomeWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// gauge returns the value of a relay gauge with the given labels from reg.
+// gauge returns the value of a relay gauge or counter with the given labels from reg (-1: none).
 func gauge(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
@@ -412,6 +412,9 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string, labels map[strin
 				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
 					continue series
 				}
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
 			}
 			return m.GetGauge().GetValue()
 		}

@@ -43,8 +43,13 @@ type source struct {
 	mu   sync.Mutex
 	held map[int64]lease
 
-	// wake holds one buffered channel per shard: NudgeShards wakes that shard's loop alone.
-	wake [outboxlib.Shards]chan struct{}
+	// The scans' schedule (shard.go): the shards due a scan and those in a batch now, the
+	// source's back-off after a failed batch, and kick, which wakes the scan loop.
+	schedMu   sync.Mutex
+	due, busy shardSet
+	failing   time.Duration
+	retryAt   time.Time
+	kick      chan struct{}
 
 	// publishLag is commit → tasks created of this instance's recent publications (Status).
 	publishLag outboxlib.LagWindow
@@ -59,10 +64,7 @@ type source struct {
 
 func newSource(r *Relay, s Source) *source {
 	src := &source{r: r, src: s, log: r.log.With(zap.String("source", s.Name)), held: map[int64]lease{},
-		unmarked: map[string]bool{}, wakeAfterMark: map[int64]bool{}}
-	for i := range src.wake {
-		src.wake[i] = make(chan struct{}, 1)
-	}
+		unmarked: map[string]bool{}, wakeAfterMark: map[int64]bool{}, kick: make(chan struct{}, 1)}
 	return src
 }
 
@@ -85,12 +87,10 @@ func (s *source) heldCount() int {
 	return len(s.held)
 }
 
-// run keeps the leases and one loop per shard until ctx is done, then releases the leases.
+// run keeps the leases and scans the shards held until ctx is done, then releases the leases.
 func (s *source) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for shard := range int64(outboxlib.Shards) {
-		wg.Go(func() { s.shardLoop(ctx, shard) })
-	}
+	wg.Go(func() { s.scanLoop(ctx) })
 	wg.Go(func() { s.probeLoop(ctx) })
 	wg.Go(func() { s.markLoop(ctx) })
 	wg.Go(func() { s.statusLoop(ctx) })
@@ -206,7 +206,7 @@ func (s *source) renew(ctx context.Context) error {
 	}
 	s.held = next
 	s.mu.Unlock()
-	// A shard's loop that found it not held waits MaxIdle: start its work now.
+	// A due shard found not held was dropped (startBatch): scan the shards taken now.
 	for _, shard := range taken {
 		s.wakeShard(shard)
 	}

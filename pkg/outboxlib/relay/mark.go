@@ -43,16 +43,18 @@ func (s *source) deferMark(b *markRequest) {
 	}
 }
 
-// skipUnmarked drops from the rows a scan of shard read those enqueued and waiting for their
-// mark. A full scan that held some cannot see past them, so their mark wakes the shard; otherwise
-// the mark leaves the shard asleep: the rows it skipped are published by the mark.
-func (s *source) skipUnmarked(shard int64, rows []*pendingRow, full bool) []*pendingRow {
+// skipUnmarked drops from the rows a scan of shards read those enqueued and waiting for their
+// mark. A full scan that held some cannot see past them, so their mark wakes the shards;
+// otherwise the mark leaves the shards asleep: the rows it skipped are published by the mark.
+func (s *source) skipUnmarked(shards []int64, rows []*pendingRow, full bool) []*pendingRow {
 	s.markMu.Lock()
 	defer s.markMu.Unlock()
 	n := len(rows)
 	rows = slices.DeleteFunc(rows, func(r *pendingRow) bool { return s.unmarked[r.event.ID] })
 	if full && len(rows) < n {
-		s.wakeAfterMark[shard] = true
+		for _, shard := range shards {
+			s.wakeAfterMark[shard] = true
+		}
 	}
 	return rows
 }

@@ -14,6 +14,7 @@ type metrics struct {
 	publishLag    *prometheus.HistogramVec
 	enqueueErrors *prometheus.CounterVec
 	published     *prometheus.CounterVec
+	scans         *prometheus.CounterVec
 
 	ledgerMissing     *prometheus.GaugeVec
 	ledgerUnconfirmed *prometheus.GaugeVec
@@ -42,6 +43,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		published: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "outbox_published_events_total", Help: "Events enqueued and marked published, per subscriber.",
 		}, []string{"source", "subscriber"}),
+		scans: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "outbox_relay_scans_total", Help: "Queries for due outbox rows: one per batch, which covers every shard due at that moment.",
+		}, []string{"source"}),
 		ledgerMissing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "outbox_ledger_missing_deliveries", Help: "Deliveries the subscriber never applied or dead-lettered although its queue's retry horizon has passed, not replayed yet; alert on any.",
 		}, []string{"source", "subscriber"}),
@@ -59,7 +63,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.pending, m.oldestAge, m.quarantined, m.publishLag, m.enqueueErrors, m.published,
+	for _, c := range []prometheus.Collector{m.pending, m.oldestAge, m.quarantined, m.publishLag, m.enqueueErrors, m.published, m.scans,
 		m.ledgerMissing, m.ledgerUnconfirmed, m.ledgerOldest, m.ledgerErrors} {
 		errs = append(errs, reg.Register(c))
 	}

@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+
+	"github.com/spanmart/spanmart/pkg/outboxlib"
 )
 
-// A flood of nudges for one shard costs one wake-up of that shard's loop, and wakes no other: a
-// woken loop is not woken again until it has scanned. A nudge of several shards wakes each; one
-// naming an unknown source or shard wakes none.
+// A flood of nudges for one shard costs one wake-up of the source's scan loop, and makes no other
+// shard due: a woken loop is not woken again until it has looked. A nudge of several shards makes
+// each due; one naming an unknown source or shard, none.
 func TestNudgeFloodIsOneWakeUp(t *testing.T) {
 	r := &Relay{log: zap.NewNop()}
 	s := newSource(r, Source{Name: "orders"})
@@ -17,13 +19,16 @@ func TestNudgeFloodIsOneWakeUp(t *testing.T) {
 	woken := func(want ...int) {
 		t.Helper()
 		var got []int
-		for shard, ch := range s.wake {
-			for range len(ch) {
+		for shard := range outboxlib.Shards {
+			if s.due.has(int64(shard)) {
 				got = append(got, shard)
 			}
 		}
 		if !slices.Equal(got, want) {
-			t.Errorf("wake-ups pending for shards %v, want %v", got, want)
+			t.Errorf("shards due %v, want %v", got, want)
+		}
+		if len(s.kick) != 1 {
+			t.Errorf("%d wake-ups of the scan loop pending, want 1", len(s.kick))
 		}
 	}
 	for range 200 {

@@ -80,7 +80,7 @@ type Config struct {
 	PollInterval   time.Duration // [150 ms] the first back-off after a failed batch
 	MarkEvery      time.Duration // [100 ms] how often a source marks what it enqueued, all in one transaction (mark.go)
 	MaxIdle        time.Duration // [1 s] between probes for due rows that no nudge announced; a failed batch's back-off cap
-	BatchSize      int           // rows per scan of a shard [200]
+	BatchSize      int           // rows per scan [200]
 	Parallelism    int           // concurrent CreateTask calls per source [32]
 	MaxAttempts    int64         // failed enqueues before an event is quarantined [20]
 	BaseBackoff    time.Duration // first per-event back-off [1 s]
@@ -106,8 +106,9 @@ type Config struct {
 	Registerer prometheus.Registerer // metrics; nil registers nowhere
 	Logger     *zap.Logger
 
-	// BeforeMark, when set, runs after a batch's tasks were created and before the batch is marked;
-	// an error abandons the batch unmarked, as if the relay had crashed there. For tests.
+	// BeforeMark, when set, runs for each shard of a batch after the batch's tasks were created and
+	// before it is marked; an error abandons the batch unmarked, as if the relay had crashed there.
+	// For tests.
 	BeforeMark func(ctx context.Context, source string, shard int64, eventIDs []string) error
 }
 
@@ -139,7 +140,7 @@ type Relay struct {
 	downMu    sync.Mutex
 	downUntil time.Time     // Cloud Tasks unavailable: no CreateTask before this
 	downFor   time.Duration // the current whole-relay back-off
-	probing   bool          // a shard loop is probing Cloud Tasks after the back-off
+	probing   bool          // a batch is probing Cloud Tasks after the back-off
 }
 
 // New checks cfg and returns a relay.
@@ -283,7 +284,7 @@ func (r *Relay) SourceNames() []string {
 // Owner returns the lease owner id of r.
 func (r *Relay) Owner() string { return r.cfg.Owner }
 
-// Nudge wakes every shard loop at once: services call it (POST /nudge) after committing events,
+// Nudge makes every shard due at once: services call it (POST /nudge) after committing events,
 // so delivery does not wait for the idle back-off.
 func (r *Relay) Nudge() {
 	r.nudgeMu.Lock()
@@ -313,14 +314,6 @@ func (r *Relay) NudgeShards(source string, shards ...int64) bool {
 	return false
 }
 
-// wakeShard wakes the loop of one shard of s.
-func (s *source) wakeShard(shard int64) {
-	select {
-	case s.wake[shard] <- struct{}{}:
-	default: // already woken; the loop will scan
-	}
-}
-
 func (r *Relay) nudged() <-chan struct{} {
 	r.nudgeMu.Lock()
 	defer r.nudgeMu.Unlock()
@@ -328,7 +321,7 @@ func (r *Relay) nudged() <-chan struct{} {
 }
 
 // Run checks the subscriber queues' retry configuration, then delivers every source until ctx is
-// done; then it stops the shard loops and releases its leases. It returns nil after a clean stop.
+// done; then it stops the scan loops and releases its leases. It returns nil after a clean stop.
 func (r *Relay) Run(ctx context.Context) error {
 	if err := r.CheckQueues(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -414,7 +407,7 @@ func redeliveryWindow(rc *cloudtaskspb.RetryConfig) time.Duration {
 	return time.Duration(math.MaxInt64 / 4)
 }
 
-// tasksDown records that Cloud Tasks answered UNAVAILABLE or DEADLINE_EXCEEDED: no shard loop
+// tasksDown records that Cloud Tasks answered UNAVAILABLE or DEADLINE_EXCEEDED: no batch
 // calls it again before the back-off has passed, and the back-off doubles up to TasksDownMax.
 func (r *Relay) tasksDown(err error) {
 	r.downMu.Lock()
@@ -439,10 +432,10 @@ func (r *Relay) tasksUp() {
 	r.downFor, r.probing = 0, false
 }
 
-// tasksGate says whether a shard loop may call Cloud Tasks now (else how long to wait). While Cloud
-// Tasks is down, one shard loop at a time probes it once the back-off has passed; the others wait,
-// so an outage costs a trickle of calls, not one per shard and poll. A prober reports back with
-// tasksDown, tasksUp or, when it made no call, probeDone.
+// tasksGate says whether a batch may call Cloud Tasks now (else how long to wait). While Cloud
+// Tasks is down, one batch at a time probes it, one call at a time, once the back-off has passed;
+// the others wait, so an outage costs a trickle of calls, not one per shard and poll. A prober
+// reports back with tasksDown, tasksUp or, when it made no call, probeDone.
 func (r *Relay) tasksGate() (wait time.Duration, probe, ok bool) {
 	r.downMu.Lock()
 	defer r.downMu.Unlock()

@@ -21,6 +21,7 @@ import (
 	"cloud.google.com/go/spanner"
 	"github.com/google/uuid"
 	"github.com/googleapis/gax-go/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -486,6 +487,58 @@ func TestProbeWakesShardsNoNudgeAnnounced(t *testing.T) {
 	eventually(t, "every event to be published", func() bool { return status1(t, r).Pending == 0 })
 	eventually(t, "every delivery", func() bool { return len(fulfillment.deliveries()) >= len(evs) })
 	exactlyOnce(t, fulfillment, evs)
+}
+
+// A nudge that names several shards costs one scan: the relay reads the due rows of every shard
+// due at one moment in one query, and publishes them all.
+func TestANudgeOfSeveralShardsIsOneScan(t *testing.T) {
+	client, db := env.NewDatabase(t, dbschema.Orders)
+	fulfillment := newConsumer(t, "fulfillment")
+	_, tc := startTasks(t, tasksemu.Options{}, fulfillment)
+	reg := prometheus.NewRegistry()
+	cfg := testConfig(client, db, tc, relay.Routes{"order.created": {fulfillment.subscriber()}})
+	cfg.MaxIdle = time.Hour // no probe: only nudges (and the leases taken) wake shards
+	cfg.Registerer = reg
+	r, _ := start(t, cfg)
+	scans := func() float64 {
+		return gauge(t, reg, "outbox_relay_scans_total", map[string]string{"source": "orders"})
+	}
+	nudge := func(evs []outboxlib.Event) {
+		t.Helper()
+		var shards []int64
+		for _, ev := range evs {
+			shards = append(shards, outboxlib.ShardOf(ev.AggregateID))
+		}
+		if !r.NudgeShards("orders", shards...) {
+			t.Fatal("NudgeShards refused the events' shards")
+		}
+	}
+	// The first event is published once the relay holds its shard (by a nudge, or by the scan of
+	// the shards its leases woke); then every wake-up so far has had its scan.
+	first := appendEvents(t, client, "order.created", 1)
+	eventually(t, "the first event", func() bool {
+		if len(fulfillment.deliveries()) >= 1 && status1(t, r).Pending == 0 {
+			return true
+		}
+		nudge(first)
+		return false
+	})
+	evs := appendEvents(t, client, "order.created", 12)
+	shards := map[int64]bool{}
+	for _, ev := range evs {
+		shards[outboxlib.ShardOf(ev.AggregateID)] = true
+	}
+	if len(shards) < 3 {
+		t.Fatalf("12 random aggregates fell into %d shards; the test needs several", len(shards))
+	}
+	before := scans()
+	nudge(evs)
+	eventually(t, "every event to be published", func() bool { return status1(t, r).Pending == 0 })
+	eventually(t, "every delivery", func() bool { return len(fulfillment.deliveries()) >= 1+len(evs) })
+	exactlyOnce(t, fulfillment, append(first, evs...))
+	if n := scans() - before; n != 1 {
+		t.Errorf("%v scans for one nudge of %d shards, want 1", n, len(shards))
+	}
 }
 
 func TestReleasesLeasesOnShutdown(t *testing.T) {

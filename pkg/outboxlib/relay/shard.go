@@ -23,6 +23,7 @@ import (
 // pendingRow is an unpublished outbox row as the relay reads it.
 type pendingRow struct {
 	event      outboxlib.Event
+	shard      int64 // PendingShard
 	createdAt  time.Time
 	attempts   int64
 	generation int64 // ReplayGeneration: hashed into the task names
@@ -36,59 +37,45 @@ type earlierEvent struct {
 	EventType        string
 }
 
-// pendingSQL reads the due rows of one shard through the sparse index, oldest first. Rows backing
-// off (NextAttemptAt in the future) and quarantined rows are skipped in the query, so a head of
-// failing rows can never hide the rows behind it from a bounded batch. Each row comes with the
-// earlier events of its aggregate (Earlier, through OutboxByAggregate: few per aggregate), from
-// which predecessors computes each task's ce-predecessorversion: one round trip per batch, not
-// two.
-const pendingSQL = `SELECT e.EventId, e.AggregateType, e.AggregateId, e.AggregateVersion, e.EventType, e.SchemaVersion,
+// pendingSQL reads the due rows of some shards through the sparse index, oldest first: one query
+// for every shard woken at one moment. Rows backing off (NextAttemptAt in the future) and
+// quarantined rows are skipped in the query, so a head of failing rows can never hide the rows
+// behind it from a bounded batch. Each row comes with the earlier events of its aggregate
+// (Earlier, through OutboxByAggregate: few per aggregate), from which predecessors computes each
+// task's ce-predecessorversion: one round trip per batch, not two.
+const pendingSQL = `SELECT e.EventId, e.PendingShard, e.AggregateType, e.AggregateId, e.AggregateVersion, e.EventType, e.SchemaVersion,
   e.Payload, e.TraceParent, e.OccurredAt, e.CreatedAt, e.Attempts, e.ReplayGeneration, e.ReplayReason IS NOT NULL AS Replayed,
   ARRAY(SELECT AS STRUCT a.AggregateVersion, a.EventType
     FROM OutboxEvents@{FORCE_INDEX=OutboxByAggregate} AS a
     WHERE a.AggregateId = e.AggregateId AND a.AggregateType = e.AggregateType AND a.AggregateVersion < e.AggregateVersion) AS Earlier
 FROM OutboxEvents@{FORCE_INDEX=OutboxPending} AS e
-WHERE e.PendingShard = @shard AND e.QuarantinedAt IS NULL AND (e.NextAttemptAt IS NULL OR e.NextAttemptAt <= @now)
+WHERE e.PendingShard IN UNNEST(@shards) AND e.QuarantinedAt IS NULL AND (e.NextAttemptAt IS NULL OR e.NextAttemptAt <= @now)
 ORDER BY e.CreatedAt
 LIMIT @limit`
 
-// shardLoop works shard while this instance holds it: scan, enqueue, mark; at once again after a
-// full batch. After a partial or empty one it scans again only when woken: by a nudge (a producer
-// that committed to the shard, Nudge, NudgeShards) or by the source's probe, which finds every
-// shard with due rows in one query each MaxIdle (probeLoop), so that 16 idle shards cost one
-// query, not 16, and a shard that published what a nudge announced does not scan again and
-// again to find nothing. A failed batch backs off, doubling from PollInterval to MaxIdle.
-func (s *source) shardLoop(ctx context.Context, shard int64) {
-	cfg := s.r.cfg
-	failing := time.Duration(0)
+// shardSet is a set of a source's shards, one bit each.
+type shardSet uint64
+
+// A shardSet holds every shard.
+var _ [64 - outboxlib.Shards]struct{}
+
+func (m shardSet) has(shard int64) bool { return m&(1<<shard) != 0 }
+
+// scanLoop scans the source's due shards that this instance holds, in batches: one query for
+// every shard due at that moment, while the batches of other shards may still be enqueuing. A
+// shard is in one batch at a time. It is due again at once after a full batch; otherwise when
+// woken (wakeShard): by a nudge (a producer that committed to it: Nudge, NudgeShards), by the
+// source's probe, which finds every shard with due rows in one query each MaxIdle (probeLoop), by
+// the lease that makes it this instance's, or by a mark that its scan waited for. So a nudge that
+// names five shards costs one scan, not five, and a shard that published what a nudge announced
+// does not scan again and again to find nothing. A failed batch backs the source off, doubling
+// from PollInterval to MaxIdle, and its shards are due when the back-off has passed.
+func (s *source) scanLoop(ctx context.Context) {
+	var batches sync.WaitGroup
+	defer batches.Wait()
 	for ctx.Err() == nil {
 		nudge := s.r.nudged()
-		var wait time.Duration // 0: until woken
-		if epoch, ok := s.holds(shard); !ok {
-			wait = cfg.MaxIdle
-		} else if d, probe, ok := s.r.tasksGate(); !ok {
-			wait = d
-		} else {
-			_, full, err := s.processBatch(ctx, shard, epoch)
-			if probe {
-				s.r.probeDone()
-			}
-			switch {
-			case ctx.Err() != nil:
-				return
-			case err != nil:
-				if !errors.Is(err, errLeaseLost) {
-					s.log.Warn("relay batch failed", zap.Int64("shard", shard), zap.Error(err))
-				}
-				failing = min(max(2*failing, cfg.PollInterval), cfg.MaxIdle)
-				wait = failing
-			case full:
-				failing = 0
-				continue
-			default:
-				failing = 0
-			}
-		}
+		wait := s.startBatch(ctx, &batches) // 0: until woken
 		var timer *time.Timer
 		var expired <-chan time.Time // nil: no timer, wait until woken
 		if wait > 0 {
@@ -98,12 +85,102 @@ func (s *source) shardLoop(ctx context.Context, shard int64) {
 		select {
 		case <-ctx.Done():
 		case <-nudge:
-		case <-s.wake[shard]:
+			s.wakeAll()
+		case <-s.kick:
 		case <-expired:
 		}
 		if timer != nil {
 			timer.Stop()
 		}
+	}
+}
+
+// startBatch starts a batch of the due shards that this instance holds and no batch has, unless
+// the source or Cloud Tasks is backing off: it then returns how long to wait (0: until woken).
+// A due shard not held is dropped: taking its lease wakes it.
+func (s *source) startBatch(ctx context.Context, batches *sync.WaitGroup) time.Duration {
+	s.schedMu.Lock()
+	defer s.schedMu.Unlock()
+	if d := time.Until(s.retryAt); d > 0 {
+		return d
+	}
+	var shards []int64
+	epochs := map[int64]int64{}
+	var set shardSet
+	for shard := range int64(outboxlib.Shards) {
+		if !(s.due &^ s.busy).has(shard) {
+			continue
+		}
+		epoch, ok := s.holds(shard)
+		if !ok {
+			s.due &^= 1 << shard
+			continue
+		}
+		shards = append(shards, shard)
+		epochs[shard] = epoch
+		set |= 1 << shard
+	}
+	if len(shards) == 0 {
+		return 0
+	}
+	wait, probe, ok := s.r.tasksGate()
+	if !ok {
+		return wait
+	}
+	s.due &^= set
+	s.busy |= set
+	batches.Go(func() { s.runBatch(ctx, shards, epochs, set, probe) })
+	return 0
+}
+
+// runBatch scans and delivers one batch of shards (set), then says which are due again.
+func (s *source) runBatch(ctx context.Context, shards []int64, epochs map[int64]int64, set shardSet, probe bool) {
+	cfg := s.r.cfg
+	_, full, err := s.processBatch(ctx, shards, epochs, probe)
+	if probe {
+		s.r.probeDone()
+	}
+	if err != nil && ctx.Err() == nil && !errors.Is(err, errLeaseLost) {
+		s.log.Warn("relay batch failed", zap.Int64s("shards", shards), zap.Error(err))
+	}
+	s.schedMu.Lock()
+	s.busy &^= set
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		s.failing = min(max(2*s.failing, cfg.PollInterval), cfg.MaxIdle)
+		s.retryAt = time.Now().Add(s.failing)
+		s.due |= set
+	case full:
+		s.failing = 0
+		s.due |= set
+	default:
+		s.failing = 0
+	}
+	s.schedMu.Unlock()
+	s.kickLoop()
+}
+
+// wakeShard makes shard of s due for a scan.
+func (s *source) wakeShard(shard int64) {
+	s.schedMu.Lock()
+	s.due |= 1 << shard
+	s.schedMu.Unlock()
+	s.kickLoop()
+}
+
+// wakeAll makes every shard of s due for a scan.
+func (s *source) wakeAll() {
+	s.schedMu.Lock()
+	s.due = 1<<outboxlib.Shards - 1
+	s.schedMu.Unlock()
+}
+
+// kickLoop wakes the scan loop; a loop already woken is not woken again until it has looked.
+func (s *source) kickLoop() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -172,56 +249,69 @@ type outcome struct {
 // predecessors maps (event id, subscriber) to the ce-predecessorversion of that task.
 type predecessors map[[2]string]int64
 
-// processBatch scans one batch of shard and delivers it. n is the number of rows handled, full
-// whether the batch was full (more may be waiting).
-func (s *source) processBatch(ctx context.Context, shard, epoch int64) (n int, full bool, err error) {
+// processBatch scans one batch of shards, scanned under epochs, and delivers it. n is the number of
+// rows handled, full whether the batch was full (more may be waiting). A probe of Cloud Tasks
+// (tasksGate) enqueues one task at a time.
+func (s *source) processBatch(ctx context.Context, shards []int64, epochs map[int64]int64, probe bool) (n int, full bool, err error) {
 	cfg := s.r.cfg
-	rows, err := s.readPending(ctx, shard, cfg.BatchSize)
+	rows, err := s.readPending(ctx, shards, cfg.BatchSize)
 	if err != nil {
 		return 0, false, err
 	}
 	full = len(rows) == cfg.BatchSize
 	// Rows enqueued but not marked yet are the mark loop's (mark.go); when a full scan held some,
-	// their mark wakes the shard, so a scan that found only those is not full.
-	if rows = s.skipUnmarked(shard, rows, full); len(rows) == 0 {
+	// their mark wakes the shards, so a scan that found only those is not full.
+	if rows = s.skipUnmarked(shards, rows, full); len(rows) == 0 {
 		return 0, false, nil
 	}
-	outs := s.enqueue(ctx, rows, s.predecessors(rows))
+	outs := s.enqueue(ctx, rows, s.predecessors(rows), probe)
 	if ctx.Err() != nil {
 		return 0, false, ctx.Err()
 	}
 	var down error
-	var done, failed []*outcome
-	ids := make([]string, 0, len(outs))
+	marks := map[int64]*markRequest{}
+	ids := map[int64][]string{}
 	for _, o := range outs {
+		shard := o.row.shard
+		b := marks[shard]
+		if b == nil {
+			b = &markRequest{shard: shard, epoch: epochs[shard]}
+			marks[shard] = b
+		}
 		switch {
 		case o.err == nil:
-			done = append(done, o)
-			ids = append(ids, o.row.event.ID)
+			b.done = append(b.done, o)
+			ids[shard] = append(ids[shard], o.row.event.ID)
 		case o.down:
 			down = o.err
 		default:
-			failed = append(failed, o)
+			b.failed = append(b.failed, o)
 		}
 	}
-	if cfg.BeforeMark != nil {
-		if err := cfg.BeforeMark(ctx, s.src.Name, shard, ids); err != nil {
-			return 0, false, fmt.Errorf("before mark: %w", err)
+	for _, shard := range shards {
+		if cfg.BeforeMark != nil && marks[shard] != nil {
+			if err := cfg.BeforeMark(ctx, s.src.Name, shard, ids[shard]); err != nil {
+				return 0, false, fmt.Errorf("before mark: %w", err)
+			}
 		}
 	}
-	if len(done)+len(failed) > 0 {
-		s.deferMark(&markRequest{shard: shard, epoch: epoch, done: done, failed: failed})
+	for _, shard := range shards {
+		if b := marks[shard]; b != nil && len(b.done)+len(b.failed) > 0 {
+			s.deferMark(b)
+			n += len(b.done) + len(b.failed)
+		}
 	}
 	if down != nil {
 		s.r.tasksDown(down)
-		return len(done) + len(failed), false, nil
+		return n, false, nil
 	}
-	return len(done) + len(failed), full, nil
+	return n, full, nil
 }
 
-// readPending reads up to limit due rows of shard.
-func (s *source) readPending(ctx context.Context, shard int64, limit int) ([]*pendingRow, error) {
-	stmt := spanner.Statement{SQL: pendingSQL, Params: map[string]any{"shard": shard, "now": time.Now(), "limit": int64(limit)}}
+// readPending reads up to limit due rows of shards.
+func (s *source) readPending(ctx context.Context, shards []int64, limit int) ([]*pendingRow, error) {
+	s.r.metrics.scans.WithLabelValues(s.src.Name).Inc()
+	stmt := spanner.Statement{SQL: pendingSQL, Params: map[string]any{"shards": shards, "now": time.Now(), "limit": int64(limit)}}
 	iter := s.src.Client.Single().Query(ctx, stmt)
 	var rows []*pendingRow
 	err := iter.Do(func(r *spanner.Row) error {
@@ -234,7 +324,7 @@ func (s *source) readPending(ctx context.Context, shard int64, limit int) ([]*pe
 			typ                 string
 			occurred, createdAt time.Time
 		)
-		if err := r.Columns(&id, &aggType, &aggID, &aggVersion, &typ, &schemaV, &payload, &trace, &occurred, &createdAt, &p.attempts, &p.generation, &p.replayed, &p.earlier); err != nil {
+		if err := r.Columns(&id, &p.shard, &aggType, &aggID, &aggVersion, &typ, &schemaV, &payload, &trace, &occurred, &createdAt, &p.attempts, &p.generation, &p.replayed, &p.earlier); err != nil {
 			return err
 		}
 		// The payload's exact text: decoding JSON into a Go value would turn large integers into
@@ -249,7 +339,7 @@ func (s *source) readPending(ctx context.Context, shard int64, limit int) ([]*pe
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read pending shard %d: %w", shard, err)
+		return nil, fmt.Errorf("read pending shards %v: %w", shards, err)
 	}
 	return rows, nil
 }
@@ -278,13 +368,18 @@ func (s *source) predecessors(rows []*pendingRow) predecessors {
 	return preds
 }
 
-// enqueue creates the tasks of rows, at most Parallelism at a time.
-func (s *source) enqueue(ctx context.Context, rows []*pendingRow, preds predecessors) []*outcome {
+// enqueue creates the tasks of rows, at most Parallelism at a time (one, for a probe). Once Cloud
+// Tasks has answered that it is down, the calls not made yet are not made: their rows are down too.
+func (s *source) enqueue(ctx context.Context, rows []*pendingRow, preds predecessors, probe bool) []*outcome {
 	cfg := s.r.cfg
 	outs := make([]*outcome, len(rows))
 	sem := make(chan struct{}, cfg.Parallelism)
+	if probe {
+		sem = make(chan struct{}, 1)
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
+	var down error // the first answer that Cloud Tasks is down
 	tasks := 0
 	for _, row := range rows {
 		tasks += len(cfg.Routes[row.event.Type])
@@ -303,6 +398,13 @@ func (s *source) enqueue(ctx context.Context, rows []*pendingRow, preds predeces
 			}
 			run(func() {
 				defer func() { <-sem }()
+				mu.Lock()
+				if down != nil {
+					o.err, o.down = down, true
+					mu.Unlock()
+					return
+				}
+				mu.Unlock()
 				err := s.createTask(ctx, row, sub, preds[[2]string{row.event.ID, sub.Name}])
 				mu.Lock()
 				defer mu.Unlock()
@@ -315,11 +417,14 @@ func (s *source) enqueue(ctx context.Context, rows []*pendingRow, preds predeces
 					s.r.metrics.enqueueErrors.WithLabelValues(s.src.Name, code.String()).Inc()
 				}
 				err = fmt.Errorf("enqueue %s to %s: %w", row.event.ID, sub.Name, err)
-				down := code == codes.Unavailable || code == codes.DeadlineExceeded
-				if o.err == nil || down {
+				isDown := code == codes.Unavailable || code == codes.DeadlineExceeded
+				if o.err == nil || isDown {
 					o.err = err
 				}
-				o.down = o.down || down
+				o.down = o.down || isDown
+				if isDown && down == nil {
+					down = err
+				}
 				o.permanent = o.permanent || code == codes.InvalidArgument
 			})
 		}
