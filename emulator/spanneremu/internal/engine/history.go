@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"strconv"
 	"sync"
@@ -238,8 +239,11 @@ func (db *DB) trimHistory(now time.Time) {
 	switch {
 	case large:
 		db.releaseIdleSnapshots(now, largeWALSnapshotIdle)
-		db.truncateWAL(100 * time.Millisecond)
+		if err := db.truncateWAL(100 * time.Millisecond); err != nil {
+			db.e.opts.Logf("spanneremu: %s: WAL of %d bytes not truncated yet: %v", db.name, size, err)
+		}
 	case kept == 0 && size > walRestartBytes:
+		// Under load a reader is often in the way: the WAL restarts without the truncation.
 		db.releaseIdleSnapshots(now, largeWALSnapshotIdle)
 		db.truncateWAL(0)
 	}
@@ -269,24 +273,28 @@ func (db *DB) releaseIdleSnapshots(now time.Time, idle time.Duration) {
 }
 
 // truncateWAL checkpoints and truncates the WAL if no reader is in the way, waiting for one at
-// most wait (with the write lock held: every commit waits too); it gives up otherwise (the
+// most wait (with the write lock held: every commit waits too); otherwise it says why not (the
 // janitor tries again on its next round).
-func (db *DB) truncateWAL(wait time.Duration) {
+func (db *DB) truncateWAL(wait time.Duration) error {
 	timer := time.NewTimer(50 * time.Millisecond)
 	defer timer.Stop()
 	select {
 	case db.lock <- struct{}{}:
 	case <-timer.C:
-		return
+		return errors.New("the write lock is busy")
 	}
 	defer func() { <-db.lock }()
 	ctx := context.Background()
 	db.writer.ExecContext(ctx, "PRAGMA busy_timeout="+strconv.FormatInt(wait.Milliseconds(), 10))
 	defer db.writer.ExecContext(ctx, "PRAGMA busy_timeout=20000")
 	var busy, logFrames, checkpointed int
-	if err := db.writer.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &checkpointed); err != nil || busy != 0 {
-		db.e.opts.Logf("spanneremu: %s: WAL not truncated yet (readers still open): %v", db.name, err)
+	if err := db.writer.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &checkpointed); err != nil {
+		return err
 	}
+	if busy != 0 {
+		return errors.New("readers still open")
+	}
+	return nil
 }
 
 // closeHistory drops every version (the database is closing).
