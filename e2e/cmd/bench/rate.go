@@ -431,6 +431,8 @@ func statsSince(a, b spanneremu.Stats) spanneremu.Stats {
 		Conflicts: b.Conflicts - a.Conflicts, IdleAborts: b.IdleAborts - a.IdleAborts, Wounds: b.Wounds - a.Wounds, ReaderWaits: b.ReaderWaits - a.ReaderWaits,
 		ExclusiveWaits: b.ExclusiveWaits - a.ExclusiveWaits, LockWaits: b.LockWaits - a.LockWaits, LockWaited: b.LockWaited - a.LockWaited,
 		QueryRechecks: b.QueryRechecks - a.QueryRechecks, GroupedCommits: b.GroupedCommits - a.GroupedCommits,
+		CommitHolds: b.CommitHolds - a.CommitHolds, CommitHeld: b.CommitHeld - a.CommitHeld,
+		LongCommitHolds: b.LongCommitHolds - a.LongCommitHolds, LongCommitHeld: b.LongCommitHeld - a.LongCommitHeld,
 		ByDatabase: map[string]spanneremu.DatabaseStats{}}
 	for db, s := range b.ByDatabase {
 		d := spanneremu.DatabaseStats{Commits: s.Commits - a.ByDatabase[db].Commits, RowsWritten: s.RowsWritten - a.ByDatabase[db].RowsWritten}

@@ -37,6 +37,7 @@ type Engine struct {
 		commits, lockTimeouts, lockQueueWaits, conflicts, idleAborts, wounds, readerWaits, exclusiveWaits atomic.Int64
 		lockWaits, lockWaited                                                                             atomic.Int64 // lockWaited in nanoseconds
 		queryRechecks, groupedCommits                                                                     atomic.Int64
+		commitHolds, commitHeld, longCommitHolds, longCommitHeld                                          atomic.Int64 // ...Held in nanoseconds
 	}
 }
 
@@ -68,6 +69,13 @@ type Stats struct {
 	// GroupedCommits counts the commits made by the transaction holding the write lock, in its
 	// group (groupcommit.go), rather than by their own: each of them had queued for the lock.
 	GroupedCommits int64
+	// CommitHolds counts the commits that took the write lock (not those made in another's
+	// group), and CommitHeld is how long they held it in all, from taking it to letting it go
+	// (their groups' members included). LongCommitHolds and LongCommitHeld are those that held
+	// it longer than a millisecond: a holder whose goroutine or thread waits for a processor
+	// keeps every commit queued behind it waiting too.
+	CommitHolds, LongCommitHolds int64
+	CommitHeld, LongCommitHeld   time.Duration
 	// Wounds are the transactions aborted because an older one wanted an exclusive lock they
 	// held (wound-wait, see locks.go).
 	Wounds int64
@@ -79,12 +87,24 @@ type Stats struct {
 	ExclusiveWaits int64
 }
 
+// countCommitHold counts a commit's hold of the write lock (Stats.CommitHolds).
+func (e *Engine) countCommitHold(d time.Duration) {
+	e.stats.commitHolds.Add(1)
+	e.stats.commitHeld.Add(int64(d))
+	if d > time.Millisecond {
+		e.stats.longCommitHolds.Add(1)
+		e.stats.longCommitHeld.Add(int64(d))
+	}
+}
+
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	st := Stats{Commits: e.stats.commits.Load(), LockTimeouts: e.stats.lockTimeouts.Load(), LockQueueWaits: e.stats.lockQueueWaits.Load(),
 		Conflicts: e.stats.conflicts.Load(), IdleAborts: e.stats.idleAborts.Load(), Wounds: e.stats.wounds.Load(), ReaderWaits: e.stats.readerWaits.Load(),
 		ExclusiveWaits: e.stats.exclusiveWaits.Load(), LockWaits: e.stats.lockWaits.Load(), LockWaited: time.Duration(e.stats.lockWaited.Load()),
 		QueryRechecks: e.stats.queryRechecks.Load(), GroupedCommits: e.stats.groupedCommits.Load(),
+		CommitHolds: e.stats.commitHolds.Load(), CommitHeld: time.Duration(e.stats.commitHeld.Load()),
+		LongCommitHolds: e.stats.longCommitHolds.Load(), LongCommitHeld: time.Duration(e.stats.longCommitHeld.Load()),
 		ByDatabase: map[string]DatabaseStats{}}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -196,6 +197,37 @@ func TestLockWaitAborts(t *testing.T) {
 	}
 	if got := e.Stats().LockTimeouts; got != 1 {
 		t.Errorf("LockTimeouts = %d, want 1", got)
+	}
+}
+
+// Every commit that takes the write lock counts its hold, from taking the lock to letting it go;
+// a transaction that took it for a statement holds it until its commit, and a hold longer than
+// a millisecond is counted apart too.
+func TestCommitHoldsAreCounted(t *testing.T) {
+	e, db := newTestEngine(t, Options{}, singers)
+	ctx := context.Background()
+	cols := []string{"SingerId", "Name"}
+	for i := range 3 {
+		if err := commit(t, db, insert("Singers", cols, row(str(strconv.Itoa(i)), str("a")))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holder, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if _, err := holder.ExecuteSQL(ctx, Statement{SQL: scanningDML}); err != nil {
+		t.Fatal(err)
+	}
+	const held = 5 * time.Millisecond
+	time.Sleep(held) // the hold to be measured, not a wait for anything
+	if _, err := holder.Commit(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := e.Stats()
+	if st.CommitHolds != 4 || st.CommitHeld < held {
+		t.Errorf("CommitHolds %d, CommitHeld %v: want 4 holds of %v or more in all", st.CommitHolds, st.CommitHeld, held)
+	}
+	if st.LongCommitHolds < 1 || st.LongCommitHeld < held || st.LongCommitHeld > st.CommitHeld {
+		t.Errorf("LongCommitHolds %d, LongCommitHeld %v: want the hold of %v or more among them, and no more than CommitHeld %v",
+			st.LongCommitHolds, st.LongCommitHeld, held, st.CommitHeld)
 	}
 }
 

@@ -52,6 +52,8 @@ type Txn struct {
 	// Read-write: hasLock is true from the first SQL query (or the commit) until the end;
 	// reads and DML before that are optimistic (see occ.go).
 	hasLock bool
+	// lockedAt is when the transaction took the write lock (lockValidated).
+	lockedAt time.Time
 	// pending lists the rows written with PENDING_COMMIT_TIMESTAMP() by DML that ran under the
 	// lock, fixed at commit; replayPending those written by the optimistic DML (dml), which the
 	// commit's replay writes with the commit's timestamp (loggedDML.stamps) instead. When the
@@ -447,6 +449,7 @@ func (t *Txn) lockValidated(ctx context.Context) error {
 			return err
 		}
 	}
+	t.lockedAt = time.Now()
 	if err := t.checkReads(ctx, true); err != nil {
 		<-db.lock
 		return err
@@ -832,6 +835,7 @@ func (t *Txn) Commit(ctx context.Context, muts []*sppb.Mutation) (time.Time, err
 	t.hasLock = false
 	db.heldAcross.CompareAndSwap(t, nil)
 	<-db.lock
+	db.e.countCommitHold(time.Since(t.lockedAt))
 	t.state = committed
 	t.finish()
 	return ts, nil
