@@ -17,8 +17,18 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/pagecache"
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/sqlgen"
 )
+
+// The engine's connections each keep their own page cache, with no lock shared between them
+// (package pagecache says why). SQLite takes a page cache only before its first connection, so
+// this runs at init.
+func init() {
+	if err := pagecache.Install(); err != nil {
+		panic(err)
+	}
+}
 
 // Engine holds the databases of one emulator process.
 type Engine struct {
