@@ -192,6 +192,7 @@ func (db *DB) recordGroup(ts time.Time, ws *writeSet, group []*queuedCommit) {
 		record(m.ts, m.ws)
 	}
 	db.e.stats.groupedCommits.Add(int64(len(group)))
+	db.checkpoints.committed(1 + len(group))
 }
 
 // endGroup ends the group's transactions, committed, or failed with err (their SQLite COMMIT
