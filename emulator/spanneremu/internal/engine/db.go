@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/memvfs"
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/spantype"
 )
 
@@ -107,11 +108,15 @@ func openDB(e *Engine, name, path string, create bool) (*DB, error) {
 	// emulator's CPU grew minute by minute. Over five minutes at 15 orders/s the bench process
 	// grew 0.77 → 0.86 cores with 32 MiB, 0.75 → 0.83 with 4 MiB, and stayed at 0.81–0.83 after
 	// the first minute with 1 MiB.
-	// wal_autocheckpoint(0): the checkpointer runs the checkpoints, on a connection of its own,
-	// not the commit that crosses SQLite's threshold with the write lock held (checkpoint.go).
+	// wal_autocheckpoint(0): the checkpointer runs the checkpoints, on a pooled connection, not
+	// the commit that crosses SQLite's threshold with the write lock held (checkpoint.go). vfs:
+	// without a data directory the files' contents live in memory (package memvfs says why).
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=busy_timeout(20000)" +
 		"&_pragma=synchronous(" + sync + ")&_pragma=recursive_triggers(1)&_pragma=cache_size(-1024)" +
 		"&_pragma=mmap_size(0)&_pragma=wal_autocheckpoint(0)"
+	if e.ownsDir {
+		dsn += "&vfs=" + memvfs.Name
+	}
 	sqldb, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, internalf("open %s: %v", path, err)

@@ -17,15 +17,20 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/memvfs"
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/pagecache"
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/sqlgen"
 )
 
 // The engine's connections each keep their own page cache, with no lock shared between them
-// (package pagecache says why). SQLite takes a page cache only before its first connection, so
-// this runs at init.
+// (package pagecache says why), and an engine without a data directory keeps its files' contents
+// in memory (package memvfs). SQLite takes a page cache only before it is initialised, and
+// registering a VFS initialises it, so both happen here, in that order.
 func init() {
 	if err := pagecache.Install(); err != nil {
+		panic(err)
+	}
+	if err := memvfs.Register(); err != nil {
 		panic(err)
 	}
 }
@@ -235,6 +240,7 @@ func (e *Engine) Close() error {
 	}
 	if e.ownsDir {
 		os.RemoveAll(e.dir)
+		memvfs.RemoveDir(e.dir)
 	}
 	return nil
 }
@@ -259,7 +265,7 @@ func (e *Engine) CreateDatabase(ctx context.Context, name string, ddl []string) 
 	e.mu.Unlock()
 
 	path := e.fileFor(name)
-	os.Remove(path)
+	removeDBFiles(path)
 	db, err := openDB(e, name, path, true)
 	if err == nil && len(ddl) > 0 {
 		err = db.applyDDL(ctx, ddl)
@@ -286,6 +292,7 @@ func (e *Engine) CreateDatabase(ctx context.Context, name string, ddl []string) 
 func removeDBFiles(path string) {
 	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
 		os.Remove(path + suffix)
+		memvfs.Remove(path + suffix)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/memvfs"
 )
 
 // Version history for exact-timestamp reads (ReadTimestamp, ExactStaleness).
@@ -219,10 +220,7 @@ func (db *DB) releaseVersion(v *version) {
 // reader holds an old snapshot, and kept versions are exactly such readers. Without versions,
 // a WAL past walRestartBytes is held by idle read-only snapshots, which it releases.
 func (db *DB) trimHistory(now time.Time) {
-	var size int64
-	if fi, err := os.Stat(db.path + "-wal"); err == nil {
-		size = fi.Size()
-	}
+	size := db.walSize()
 	large := size > maxWALBytes
 	h := &db.history
 	h.mu.Lock()
@@ -247,6 +245,18 @@ func (db *DB) trimHistory(now time.Time) {
 		db.releaseIdleSnapshots(now, largeWALSnapshotIdle)
 		db.truncateWAL(0)
 	}
+}
+
+// walSize is the size of the database's WAL (0 when there is none).
+func (db *DB) walSize() int64 {
+	path := db.path + "-wal"
+	if size, ok := memvfs.Size(path); ok {
+		return size
+	}
+	if fi, err := os.Stat(path); err == nil {
+		return fi.Size()
+	}
+	return 0
 }
 
 // largeWALSnapshotIdle is how idle a read-only transaction's snapshot may be before it is

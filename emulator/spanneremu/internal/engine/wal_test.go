@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,9 +69,5 @@ func TestIdleReadOnlySnapshotsDoNotHoldTheWAL(t *testing.T) {
 
 func walSize(t *testing.T, db *DB) int64 {
 	t.Helper()
-	fi, err := os.Stat(db.path + "-wal")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fi.Size()
+	return db.walSize()
 }
