@@ -13,7 +13,8 @@
 // into memory anyway), so locking and the WAL protocol are SQLite's own, unchanged. Only the main
 // database and WAL files are held in memory; journals and temporary files go to disk as before.
 // A file's contents go when SQLite deletes it (a WAL at its last connection's close) or with
-// Remove and RemoveDir.
+// Remove and RemoveDir. They are Go memory, in chunks the collector does not scan: the heap of an
+// emulator in memory holds its databases, as /dev/shm held them before.
 package memvfs
 
 import (
