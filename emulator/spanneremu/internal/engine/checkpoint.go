@@ -10,18 +10,20 @@ import (
 // In WAL mode SQLite copies the WAL's pages into the database file (a checkpoint) when a commit
 // has taken the WAL past wal_autocheckpoint pages (1000), inside that commit's COMMIT: here with
 // the database's write lock held, so every commit queued behind it waited while hundreds of pages
-// were read and written. The databases therefore run with wal_autocheckpoint(0), and a goroutine
-// per database checkpoints instead, woken every checkpointEvery commits: PASSIVE, on a pooled
-// connection, so it waits for no reader or writer and no commit waits for it. A checkpoint copies
-// the WAL as it was when the checkpoint began, so the checkpointer runs again at once while
-// commits made meanwhile are left (a few, copied in far less time): SQLite restarts the WAL from
-// its start at the first commit after a checkpoint that copied all of it, as it did after its
-// own, and the WAL stays as short as before.
+// were read and written. So a goroutine per database checkpoints first, woken every
+// checkpointEvery commits: PASSIVE, on a pooled connection, so it waits for no reader or writer
+// and no commit waits for it. A checkpoint copies the WAL as it was when it began, so the
+// checkpointer runs again at once while commits made meanwhile are left (a few, copied in far
+// less time); once it has copied all of it, SQLite restarts the WAL from its start at the next
+// commit, well before 1000 pages. SQLite's own checkpoint stays as the backstop: when commits come
+// so fast that the checkpointer never finds the WAL copied in between, the commit that takes it
+// past 1000 pages checkpoints as before, copying only what the checkpointer has not, and the WAL
+// stays as short as it always was.
 
 // checkpointEvery is how many commits wake the checkpointer: the stack's commits write about
-// eight pages each (seventeen writes, README "Performance"), so about as often as SQLite's own
-// 1000-page threshold.
-const checkpointEvery = 100
+// eight pages each (seventeen writes, README "Performance"), so at about 400 pages, half SQLite's
+// threshold.
+const checkpointEvery = 50
 
 // checkpointPasses bounds the checkpoints of one wake-up: a reader's snapshot can hold frames
 // that no pass may copy, and under a steady stream of commits the next wake-up comes soon.

@@ -108,12 +108,12 @@ func openDB(e *Engine, name, path string, create bool) (*DB, error) {
 	// emulator's CPU grew minute by minute. Over five minutes at 15 orders/s the bench process
 	// grew 0.77 → 0.86 cores with 32 MiB, 0.75 → 0.83 with 4 MiB, and stayed at 0.81–0.83 after
 	// the first minute with 1 MiB.
-	// wal_autocheckpoint(0): the checkpointer runs the checkpoints, on a pooled connection, not
-	// the commit that crosses SQLite's threshold with the write lock held (checkpoint.go). vfs:
-	// without a data directory the files' contents live in memory (package memvfs says why).
+	// vfs: without a data directory the files' contents live in memory (package memvfs says why).
+	// SQLite's own checkpoint in the commit that takes the WAL past 1000 pages stays, as the
+	// backstop of the checkpointer (checkpoint.go).
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=busy_timeout(20000)" +
 		"&_pragma=synchronous(" + sync + ")&_pragma=recursive_triggers(1)&_pragma=cache_size(-1024)" +
-		"&_pragma=mmap_size(0)&_pragma=wal_autocheckpoint(0)"
+		"&_pragma=mmap_size(0)"
 	if e.ownsDir {
 		dsn += "&vfs=" + memvfs.Name
 	}

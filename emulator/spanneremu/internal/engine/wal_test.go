@@ -23,16 +23,8 @@ func TestIdleReadOnlySnapshotsDoNotHoldTheWAL(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, db := newTestEngine(t, tc.opts, `CREATE TABLE Singers (SingerId INT64 NOT NULL, Name STRING(MAX)) PRIMARY KEY (SingerId)`)
-			cols := []string{"SingerId", "Name"}
-			body := strings.Repeat("x", 40_000) // about ten pages a commit
-			n := 0
-			write := func() {
-				t.Helper()
-				n++
-				if err := commit(t, db, insert("Singers", cols, row(str(strconv.Itoa(n)), str(body)))); err != nil {
-					t.Fatal(err)
-				}
-			}
+			w := &singerWriter{t: t, db: db, body: strings.Repeat("x", 40_000)} // about ten pages a commit
+			write := w.write
 			write()
 			ro, err := db.Begin(TxnOptions{Mode: ReadOnly})
 			if err != nil {
@@ -42,6 +34,7 @@ func TestIdleReadOnlySnapshotsDoNotHoldTheWAL(t *testing.T) {
 			for walSize(t, db) <= walRestartBytes {
 				write()
 			}
+			n := w.n
 			t.Logf("%d commits, WAL %d bytes", n, walSize(t, db))
 			db.trimHistory(time.Now().Add(time.Second)) // the janitor, the snapshot idle for a second
 			db.mu.Lock()
@@ -64,6 +57,22 @@ func TestIdleReadOnlySnapshotsDoNotHoldTheWAL(t *testing.T) {
 				t.Errorf("WAL after %d more commits: %d bytes, want at most %d", n, size, walRestartBytes)
 			}
 		})
+	}
+}
+
+// singerWriter commits a Singers row of body per write, keyed 1, 2, ...
+type singerWriter struct {
+	t    *testing.T
+	db   *DB
+	body string
+	n    int // rows written
+}
+
+func (w *singerWriter) write() {
+	w.t.Helper()
+	w.n++
+	if err := commit(w.t, w.db, insert("Singers", []string{"SingerId", "Name"}, row(str(strconv.Itoa(w.n)), str(w.body)))); err != nil {
+		w.t.Fatal(err)
 	}
 }
 

@@ -28,6 +28,8 @@ import (
 	"modernc.org/libc"
 	"modernc.org/libc/sys/types"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/cabi"
 )
 
 // Name is the VFS's name, for a DSN's vfs parameter.
@@ -73,9 +75,7 @@ var (
 	ioMethods    uintptr // our sqlite3_io_methods
 )
 
-func at(p uintptr) unsafe.Pointer { return unsafe.Add(unsafe.Pointer(nil), p) }
-
-func handleOf(p uintptr) *handle { return (*handle)(at(p)) }
+func handleOf(p uintptr) *handle { return (*handle)(cabi.At(p)) }
 
 // inner is the default VFS's sqlite3_file inside ours.
 func inner(p uintptr) uintptr { return p + handleSize }
@@ -95,57 +95,50 @@ func register() error {
 	if dflt == 0 {
 		return errors.New("memvfs: no default VFS")
 	}
-	unixVFS = (*sqlite3.Tsqlite3_vfs)(at(dflt))
+	unixVFS = (*sqlite3.Tsqlite3_vfs)(cabi.At(dflt))
 	unixFileSize = uintptr(unixVFS.FszOsFile)
 	vfs := libc.Xcalloc(tls, 1, types.Size_t(unsafe.Sizeof(sqlite3.Tsqlite3_vfs{})))
 	name, err := libc.CString(Name)
 	if vfs == 0 || err != nil {
 		return errors.New("memvfs: out of memory")
 	}
-	v := (*sqlite3.Tsqlite3_vfs)(at(vfs))
+	v := (*sqlite3.Tsqlite3_vfs)(cabi.At(vfs))
 	*v = *unixVFS
 	v.FpNext = 0
 	v.FzName = name
 	v.FszOsFile = int32((handleSize + unixFileSize + 7) &^ 7)
-	v.FxOpen = cFunc(xOpen)
-	v.FxDelete = cFunc(xDelete)
+	v.FxOpen = cabi.Func(xOpen)
+	v.FxDelete = cabi.Func(xDelete)
 	methods := libc.Xcalloc(tls, 1, types.Size_t(unsafe.Sizeof(sqlite3.Tsqlite3_io_methods{})))
 	if methods == 0 {
 		return errors.New("memvfs: out of memory")
 	}
-	m := (*sqlite3.Tsqlite3_io_methods)(at(methods))
+	m := (*sqlite3.Tsqlite3_io_methods)(cabi.At(methods))
 	m.FiVersion = 3
-	m.FxClose = cFunc(xClose)
-	m.FxRead = cFunc(xRead)
-	m.FxWrite = cFunc(xWrite)
-	m.FxTruncate = cFunc(xTruncate)
-	m.FxSync = cFunc(xSync)
-	m.FxFileSize = cFunc(xFileSize)
-	m.FxLock = cFunc(xLock)
-	m.FxUnlock = cFunc(xUnlock)
-	m.FxCheckReservedLock = cFunc(xCheckReservedLock)
-	m.FxFileControl = cFunc(xFileControl)
-	m.FxSectorSize = cFunc(xSectorSize)
-	m.FxDeviceCharacteristics = cFunc(xDeviceCharacteristics)
-	m.FxShmMap = cFunc(xShmMap)
-	m.FxShmLock = cFunc(xShmLock)
-	m.FxShmBarrier = cFunc(xShmBarrier)
-	m.FxShmUnmap = cFunc(xShmUnmap)
-	m.FxFetch = cFunc(xFetch)
-	m.FxUnfetch = cFunc(xUnfetch)
+	m.FxClose = cabi.Func(xClose)
+	m.FxRead = cabi.Func(xRead)
+	m.FxWrite = cabi.Func(xWrite)
+	m.FxTruncate = cabi.Func(xTruncate)
+	m.FxSync = cabi.Func(xSync)
+	m.FxFileSize = cabi.Func(xFileSize)
+	m.FxLock = cabi.Func(xLock)
+	m.FxUnlock = cabi.Func(xUnlock)
+	m.FxCheckReservedLock = cabi.Func(xCheckReservedLock)
+	m.FxFileControl = cabi.Func(xFileControl)
+	m.FxSectorSize = cabi.Func(xSectorSize)
+	m.FxDeviceCharacteristics = cabi.Func(xDeviceCharacteristics)
+	m.FxShmMap = cabi.Func(xShmMap)
+	m.FxShmLock = cabi.Func(xShmLock)
+	m.FxShmBarrier = cabi.Func(xShmBarrier)
+	m.FxShmUnmap = cabi.Func(xShmUnmap)
+	m.FxFetch = cabi.Func(xFetch)
+	m.FxUnfetch = cabi.Func(xUnfetch)
 	ioMethods = methods
 	if rc := sqlite3.Xsqlite3_vfs_register(tls, vfs, 0); rc != sqlite3.SQLITE_OK {
 		return fmt.Errorf("memvfs: sqlite3_vfs_register returned %d", rc)
 	}
 	return nil
 }
-
-// cFunc is the C function pointer of a Go function declared at top level (see package
-// pagecache).
-func cFunc[T any](f T) uintptr { return *(*uintptr)(unsafe.Pointer(&f)) }
-
-// call turns a C function pointer into a Go function of type T.
-func call[T any](fp uintptr) T { return *(*T)(unsafe.Pointer(&fp)) }
 
 // Size is the size of a file held in memory, and whether it is.
 func Size(path string) (int64, bool) {
@@ -194,7 +187,7 @@ func lookup(p uintptr) *file {
 func xOpen(tls *libc.TLS, pVfs, zName, pFile uintptr, flags int32, pOutFlags uintptr) int32 {
 	h := handleOf(pFile)
 	h.methods, h.id = 0, 0
-	open := call[func(*libc.TLS, uintptr, uintptr, uintptr, int32, uintptr) int32](unixVFS.FxOpen)
+	open := cabi.Call[func(*libc.TLS, uintptr, uintptr, uintptr, int32, uintptr) int32](unixVFS.FxOpen)
 	if rc := open(tls, uintptr(unsafe.Pointer(unixVFS)), zName, inner(pFile), flags, pOutFlags); rc != sqlite3.SQLITE_OK {
 		return rc
 	}
@@ -226,13 +219,13 @@ func xDelete(tls *libc.TLS, pVfs, zName uintptr, syncDir int32) int32 {
 	files.mu.Lock()
 	delete(files.m, libc.GoString(zName))
 	files.mu.Unlock()
-	del := call[func(*libc.TLS, uintptr, uintptr, int32) int32](unixVFS.FxDelete)
+	del := cabi.Call[func(*libc.TLS, uintptr, uintptr, int32) int32](unixVFS.FxDelete)
 	return del(tls, uintptr(unsafe.Pointer(unixVFS)), zName, syncDir)
 }
 
 // methodsOf is the default VFS's io methods of the file inside ours.
 func methodsOf(p uintptr) *sqlite3.Tsqlite3_io_methods {
-	return (*sqlite3.Tsqlite3_io_methods)(at(*(*uintptr)(at(inner(p)))))
+	return (*sqlite3.Tsqlite3_io_methods)(cabi.At(*(*uintptr)(cabi.At(inner(p)))))
 }
 
 func xClose(tls *libc.TLS, p uintptr) int32 {
@@ -244,15 +237,15 @@ func xClose(tls *libc.TLS, p uintptr) int32 {
 		handles.mu.Unlock()
 		h.id = 0
 	}
-	return call[func(*libc.TLS, uintptr) int32](methodsOf(p).FxClose)(tls, inner(p))
+	return cabi.Call[func(*libc.TLS, uintptr) int32](methodsOf(p).FxClose)(tls, inner(p))
 }
 
 func xRead(tls *libc.TLS, p, buf uintptr, n int32, off int64) int32 {
 	f := lookup(p)
 	if f == nil {
-		return call[func(*libc.TLS, uintptr, uintptr, int32, int64) int32](methodsOf(p).FxRead)(tls, inner(p), buf, n, off)
+		return cabi.Call[func(*libc.TLS, uintptr, uintptr, int32, int64) int32](methodsOf(p).FxRead)(tls, inner(p), buf, n, off)
 	}
-	dst := unsafe.Slice((*byte)(at(buf)), n)
+	dst := unsafe.Slice((*byte)(cabi.At(buf)), n)
 	f.mu.RLock()
 	got := f.readAt(dst, off)
 	f.mu.RUnlock()
@@ -279,10 +272,10 @@ func (f *file) readAt(dst []byte, off int64) int {
 func xWrite(tls *libc.TLS, p, buf uintptr, n int32, off int64) int32 {
 	f := lookup(p)
 	if f == nil {
-		return call[func(*libc.TLS, uintptr, uintptr, int32, int64) int32](methodsOf(p).FxWrite)(tls, inner(p), buf, n, off)
+		return cabi.Call[func(*libc.TLS, uintptr, uintptr, int32, int64) int32](methodsOf(p).FxWrite)(tls, inner(p), buf, n, off)
 	}
 	f.mu.Lock()
-	f.writeAt(unsafe.Slice((*byte)(at(buf)), n), off)
+	f.writeAt(unsafe.Slice((*byte)(cabi.At(buf)), n), off)
 	f.mu.Unlock()
 	return sqlite3.SQLITE_OK
 }
@@ -303,7 +296,7 @@ func (f *file) writeAt(src []byte, off int64) {
 func xTruncate(tls *libc.TLS, p uintptr, size int64) int32 {
 	f := lookup(p)
 	if f == nil {
-		return call[func(*libc.TLS, uintptr, int64) int32](methodsOf(p).FxTruncate)(tls, inner(p), size)
+		return cabi.Call[func(*libc.TLS, uintptr, int64) int32](methodsOf(p).FxTruncate)(tls, inner(p), size)
 	}
 	f.mu.Lock()
 	f.truncate(size)
@@ -331,76 +324,76 @@ func xSync(tls *libc.TLS, p uintptr, flags int32) int32 {
 	if lookup(p) != nil {
 		return sqlite3.SQLITE_OK // nothing outlives the process
 	}
-	return call[func(*libc.TLS, uintptr, int32) int32](methodsOf(p).FxSync)(tls, inner(p), flags)
+	return cabi.Call[func(*libc.TLS, uintptr, int32) int32](methodsOf(p).FxSync)(tls, inner(p), flags)
 }
 
 func xFileSize(tls *libc.TLS, p, pSize uintptr) int32 {
 	f := lookup(p)
 	if f == nil {
-		return call[func(*libc.TLS, uintptr, uintptr) int32](methodsOf(p).FxFileSize)(tls, inner(p), pSize)
+		return cabi.Call[func(*libc.TLS, uintptr, uintptr) int32](methodsOf(p).FxFileSize)(tls, inner(p), pSize)
 	}
 	f.mu.RLock()
-	*(*int64)(at(pSize)) = f.size
+	*(*int64)(cabi.At(pSize)) = f.size
 	f.mu.RUnlock()
 	return sqlite3.SQLITE_OK
 }
 
 func xLock(tls *libc.TLS, p uintptr, lock int32) int32 {
-	return call[func(*libc.TLS, uintptr, int32) int32](methodsOf(p).FxLock)(tls, inner(p), lock)
+	return cabi.Call[func(*libc.TLS, uintptr, int32) int32](methodsOf(p).FxLock)(tls, inner(p), lock)
 }
 
 func xUnlock(tls *libc.TLS, p uintptr, lock int32) int32 {
-	return call[func(*libc.TLS, uintptr, int32) int32](methodsOf(p).FxUnlock)(tls, inner(p), lock)
+	return cabi.Call[func(*libc.TLS, uintptr, int32) int32](methodsOf(p).FxUnlock)(tls, inner(p), lock)
 }
 
 func xCheckReservedLock(tls *libc.TLS, p, pResOut uintptr) int32 {
-	return call[func(*libc.TLS, uintptr, uintptr) int32](methodsOf(p).FxCheckReservedLock)(tls, inner(p), pResOut)
+	return cabi.Call[func(*libc.TLS, uintptr, uintptr) int32](methodsOf(p).FxCheckReservedLock)(tls, inner(p), pResOut)
 }
 
 func xFileControl(tls *libc.TLS, p uintptr, op int32, pArg uintptr) int32 {
 	if op == sqlite3.SQLITE_FCNTL_SIZE_HINT && lookup(p) != nil {
 		return sqlite3.SQLITE_OK // the file on disk stays empty
 	}
-	return call[func(*libc.TLS, uintptr, int32, uintptr) int32](methodsOf(p).FxFileControl)(tls, inner(p), op, pArg)
+	return cabi.Call[func(*libc.TLS, uintptr, int32, uintptr) int32](methodsOf(p).FxFileControl)(tls, inner(p), op, pArg)
 }
 
 func xSectorSize(tls *libc.TLS, p uintptr) int32 {
-	return call[func(*libc.TLS, uintptr) int32](methodsOf(p).FxSectorSize)(tls, inner(p))
+	return cabi.Call[func(*libc.TLS, uintptr) int32](methodsOf(p).FxSectorSize)(tls, inner(p))
 }
 
 func xDeviceCharacteristics(tls *libc.TLS, p uintptr) int32 {
-	return call[func(*libc.TLS, uintptr) int32](methodsOf(p).FxDeviceCharacteristics)(tls, inner(p))
+	return cabi.Call[func(*libc.TLS, uintptr) int32](methodsOf(p).FxDeviceCharacteristics)(tls, inner(p))
 }
 
 func xShmMap(tls *libc.TLS, p uintptr, region, size, extend int32, pp uintptr) int32 {
-	return call[func(*libc.TLS, uintptr, int32, int32, int32, uintptr) int32](methodsOf(p).FxShmMap)(tls, inner(p), region, size, extend, pp)
+	return cabi.Call[func(*libc.TLS, uintptr, int32, int32, int32, uintptr) int32](methodsOf(p).FxShmMap)(tls, inner(p), region, size, extend, pp)
 }
 
 func xShmLock(tls *libc.TLS, p uintptr, offset, n, flags int32) int32 {
-	return call[func(*libc.TLS, uintptr, int32, int32, int32) int32](methodsOf(p).FxShmLock)(tls, inner(p), offset, n, flags)
+	return cabi.Call[func(*libc.TLS, uintptr, int32, int32, int32) int32](methodsOf(p).FxShmLock)(tls, inner(p), offset, n, flags)
 }
 
 func xShmBarrier(tls *libc.TLS, p uintptr) {
-	call[func(*libc.TLS, uintptr)](methodsOf(p).FxShmBarrier)(tls, inner(p))
+	cabi.Call[func(*libc.TLS, uintptr)](methodsOf(p).FxShmBarrier)(tls, inner(p))
 }
 
 func xShmUnmap(tls *libc.TLS, p uintptr, deleteFlag int32) int32 {
-	return call[func(*libc.TLS, uintptr, int32) int32](methodsOf(p).FxShmUnmap)(tls, inner(p), deleteFlag)
+	return cabi.Call[func(*libc.TLS, uintptr, int32) int32](methodsOf(p).FxShmUnmap)(tls, inner(p), deleteFlag)
 }
 
 // xFetch maps no page of a file held in memory (the emulator runs with mmap_size 0 anyway): *pp
 // = NULL tells SQLite to read the page instead.
 func xFetch(tls *libc.TLS, p uintptr, off int64, n int32, pp uintptr) int32 {
 	if lookup(p) != nil {
-		*(*uintptr)(at(pp)) = 0
+		*(*uintptr)(cabi.At(pp)) = 0
 		return sqlite3.SQLITE_OK
 	}
-	return call[func(*libc.TLS, uintptr, int64, int32, uintptr) int32](methodsOf(p).FxFetch)(tls, inner(p), off, n, pp)
+	return cabi.Call[func(*libc.TLS, uintptr, int64, int32, uintptr) int32](methodsOf(p).FxFetch)(tls, inner(p), off, n, pp)
 }
 
 func xUnfetch(tls *libc.TLS, p uintptr, off int64, pPage uintptr) int32 {
 	if lookup(p) != nil {
 		return sqlite3.SQLITE_OK
 	}
-	return call[func(*libc.TLS, uintptr, int64, uintptr) int32](methodsOf(p).FxUnfetch)(tls, inner(p), off, pPage)
+	return cabi.Call[func(*libc.TLS, uintptr, int64, uintptr) int32](methodsOf(p).FxUnfetch)(tls, inner(p), off, pPage)
 }

@@ -33,6 +33,8 @@ import (
 	"modernc.org/libc"
 	"modernc.org/libc/sys/types"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/cabi"
 )
 
 // header follows the page buffer in a page's block of C memory; its first two fields are the
@@ -47,10 +49,7 @@ type header struct {
 
 const headerSize = unsafe.Sizeof(header{})
 
-// at turns a C address into a pointer (C memory is not the Go heap's, so the GC ignores it).
-func at(p uintptr) unsafe.Pointer { return unsafe.Add(unsafe.Pointer(nil), p) }
-
-func hdr(p uintptr) *header { return (*header)(at(p)) }
+func hdr(p uintptr) *header { return (*header)(cabi.At(p)) }
 
 // cache is one connection's page cache.
 type cache struct {
@@ -120,19 +119,19 @@ func install() error {
 	}
 	// SQLite copies the methods at sqlite3_config; the block can go once it returns.
 	defer libc.Xfree(tls, methods)
-	m := (*sqlite3.Tsqlite3_pcache_methods2)(at(methods))
+	m := (*sqlite3.Tsqlite3_pcache_methods2)(cabi.At(methods))
 	m.FiVersion = 1
-	m.FxInit = cFunc(xInit)
-	m.FxShutdown = cFunc(xShutdown)
-	m.FxCreate = cFunc(xCreate)
-	m.FxCachesize = cFunc(xCachesize)
-	m.FxPagecount = cFunc(xPagecount)
-	m.FxFetch = cFunc(xFetch)
-	m.FxUnpin = cFunc(xUnpin)
-	m.FxRekey = cFunc(xRekey)
-	m.FxTruncate = cFunc(xTruncate)
-	m.FxDestroy = cFunc(xDestroy)
-	m.FxShrink = cFunc(xShrink)
+	m.FxInit = cabi.Func(xInit)
+	m.FxShutdown = cabi.Func(xShutdown)
+	m.FxCreate = cabi.Func(xCreate)
+	m.FxCachesize = cabi.Func(xCachesize)
+	m.FxPagecount = cabi.Func(xPagecount)
+	m.FxFetch = cabi.Func(xFetch)
+	m.FxUnpin = cabi.Func(xUnpin)
+	m.FxRekey = cabi.Func(xRekey)
+	m.FxTruncate = cabi.Func(xTruncate)
+	m.FxDestroy = cabi.Func(xDestroy)
+	m.FxShrink = cabi.Func(xShrink)
 	args := libc.Xmalloc(tls, types.Size_t(unsafe.Sizeof(uintptr(0))))
 	if args == 0 {
 		return errors.New("pagecache: out of memory")
@@ -143,10 +142,6 @@ func install() error {
 	}
 	return nil
 }
-
-// cFunc is the C function pointer of a Go function declared at top level, as the transpiled
-// SQLite calls it: the address of its func value, which for a top-level function is static.
-func cFunc[T any](f T) uintptr { return *(*uintptr)(unsafe.Pointer(&f)) }
 
 // ReadStats sums the counters of every cache.
 func ReadStats() Stats {
@@ -234,7 +229,7 @@ func xFetch(tls *libc.TLS, h uintptr, key uint32, createFlag int32) uintptr {
 	ph.key, ph.pinned = key, 1
 	// SQLite takes a page whose extra begins with a null pointer for one it has not seen (the
 	// PgHdr it keeps there is initialised afresh); pcache1 clears the same word.
-	*(*uintptr)(at(ph.extra)) = 0
+	*(*uintptr)(cabi.At(ph.extra)) = 0
 	c.pages[key] = p
 	c.maxKey = max(c.maxKey, key)
 	return p
