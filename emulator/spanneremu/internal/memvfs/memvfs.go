@@ -51,8 +51,8 @@ var files struct {
 	m  map[string]*file
 }
 
-// handle is SQLite's sqlite3_file for a file of this VFS: its io methods, the file's index in
-// opened (0: a file held on disk, every call forwarded), then the default VFS's own sqlite3_file.
+// handle is SQLite's sqlite3_file for a file of this VFS: its io methods, the file's id in
+// handles (0: a file held on disk, every call forwarded), then the default VFS's own sqlite3_file.
 type handle struct {
 	methods uintptr
 	id      uintptr
