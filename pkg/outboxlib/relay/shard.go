@@ -42,16 +42,23 @@ type earlierEvent struct {
 // quarantined rows are skipped in the query, so a head of failing rows can never hide the rows
 // behind it from a bounded batch. Each row comes with the earlier events of its aggregate
 // (Earlier, through OutboxByAggregate: few per aggregate), from which predecessors computes each
-// task's ce-predecessorversion: one round trip per batch, not two.
+// task's ce-predecessorversion: one round trip per batch, not two. Earlier is computed in the
+// outer query, for the rows the limit keeps only: rows of several shards are sorted, not read in
+// the index's order, so in one query the subquery ran for every due row of those shards before
+// the sort (a backlog's scan of 100 rows out of 900–4,900 took 2.2 ms in spanneremu, 1.4 ms so).
 const pendingSQL = `SELECT e.EventId, e.PendingShard, e.AggregateType, e.AggregateId, e.AggregateVersion, e.EventType, e.SchemaVersion,
-  e.Payload, e.TraceParent, e.OccurredAt, e.CreatedAt, e.Attempts, e.ReplayGeneration, e.ReplayReason IS NOT NULL AS Replayed,
+  e.Payload, e.TraceParent, e.OccurredAt, e.CreatedAt, e.Attempts, e.ReplayGeneration, e.Replayed,
   ARRAY(SELECT AS STRUCT a.AggregateVersion, a.EventType
     FROM OutboxEvents@{FORCE_INDEX=OutboxByAggregate} AS a
     WHERE a.AggregateId = e.AggregateId AND a.AggregateType = e.AggregateType AND a.AggregateVersion < e.AggregateVersion) AS Earlier
-FROM OutboxEvents@{FORCE_INDEX=OutboxPending} AS e
-WHERE e.PendingShard IN UNNEST(@shards) AND e.QuarantinedAt IS NULL AND (e.NextAttemptAt IS NULL OR e.NextAttemptAt <= @now)
-ORDER BY e.CreatedAt
-LIMIT @limit`
+FROM (
+  SELECT p.EventId, p.PendingShard, p.AggregateType, p.AggregateId, p.AggregateVersion, p.EventType, p.SchemaVersion,
+    p.Payload, p.TraceParent, p.OccurredAt, p.CreatedAt, p.Attempts, p.ReplayGeneration, p.ReplayReason IS NOT NULL AS Replayed
+  FROM OutboxEvents@{FORCE_INDEX=OutboxPending} AS p
+  WHERE p.PendingShard IN UNNEST(@shards) AND p.QuarantinedAt IS NULL AND (p.NextAttemptAt IS NULL OR p.NextAttemptAt <= @now)
+  ORDER BY p.CreatedAt
+  LIMIT @limit) AS e
+ORDER BY e.CreatedAt`
 
 // shardSet is a set of a source's shards, one bit each.
 type shardSet uint64
