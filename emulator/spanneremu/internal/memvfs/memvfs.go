@@ -61,15 +61,9 @@ type handle struct {
 const handleSize = unsafe.Sizeof(handle{})
 
 // handles maps a handle's id to its file.
-var handles struct {
-	mu    sync.RWMutex
-	list  []*file
-	freed []uintptr
-}
+var handles cabi.Table[file]
 
 var (
-	registerOnce sync.Once
-	registerErr  error
 	unixVFS      *sqlite3.Tsqlite3_vfs
 	unixFileSize uintptr // szOsFile of the default VFS
 	ioMethods    uintptr // our sqlite3_io_methods
@@ -82,10 +76,7 @@ func inner(p uintptr) uintptr { return p + handleSize }
 
 // Register registers the VFS (once; later calls return the first call's result). It initialises
 // SQLite, so it must come after anything configured before initialisation (a page cache).
-func Register() error {
-	registerOnce.Do(func() { registerErr = register() })
-	return registerErr
-}
+var Register = sync.OnceValue(register)
 
 func register() error {
 	tls := libc.NewTLS()
@@ -179,9 +170,7 @@ func lookup(p uintptr) *file {
 	if id == 0 {
 		return nil
 	}
-	handles.mu.RLock()
-	defer handles.mu.RUnlock()
-	return handles.list[id-1]
+	return handles.Get(id)
 }
 
 func xOpen(tls *libc.TLS, pVfs, zName, pFile uintptr, flags int32, pOutFlags uintptr) int32 {
@@ -203,15 +192,7 @@ func xOpen(tls *libc.TLS, pVfs, zName, pFile uintptr, flags int32, pOutFlags uin
 		files.m[path] = f
 	}
 	files.mu.Unlock()
-	handles.mu.Lock()
-	defer handles.mu.Unlock()
-	if n := len(handles.freed); n > 0 {
-		h.id, handles.freed = handles.freed[n-1], handles.freed[:n-1]
-		handles.list[h.id-1] = f
-	} else {
-		handles.list = append(handles.list, f)
-		h.id = uintptr(len(handles.list))
-	}
+	h.id = handles.Add(f)
 	return sqlite3.SQLITE_OK
 }
 
@@ -231,10 +212,7 @@ func methodsOf(p uintptr) *sqlite3.Tsqlite3_io_methods {
 func xClose(tls *libc.TLS, p uintptr) int32 {
 	h := handleOf(p)
 	if h.id != 0 {
-		handles.mu.Lock()
-		handles.list[h.id-1] = nil
-		handles.freed = append(handles.freed, h.id)
-		handles.mu.Unlock()
+		handles.Remove(h.id)
 		h.id = 0
 	}
 	return cabi.Call[func(*libc.TLS, uintptr) int32](methodsOf(p).FxClose)(tls, inner(p))

@@ -82,33 +82,20 @@ type Stats struct {
 	Rekeys int64 // pages SQLite moved to another page number (auto-vacuum)
 }
 
-// caches maps SQLite's handle of a cache (its index + 1: SQLite never dereferences it) to the
-// cache. Lookups read a copy-on-write slice, so they take no lock; creating and destroying a
-// cache (a connection opening or closing) copies it under mu.
-var caches struct {
-	mu    sync.Mutex
-	list  atomic.Pointer[[]*cache]
-	freed []uintptr // handles to reuse
-	// gone sums the counters of the caches destroyed.
-	gone struct{ allocs, reused, rekeys int64 }
+// caches maps SQLite's handle of a cache (sqlite3_pcache*) to the cache.
+var caches cabi.Table[cache]
+
+// gone sums the counters of the caches destroyed; mu orders that against ReadStats.
+var gone struct {
+	mu                     sync.Mutex
+	allocs, reused, rekeys int64
 }
-
-func lookup(h uintptr) *cache { return (*caches.list.Load())[h-1] }
-
-func init() { caches.list.Store(&[]*cache{}) }
-
-var (
-	installOnce sync.Once
-	installErr  error
-)
 
 // Install makes this the page cache of every SQLite connection the process opens afterwards. It
 // must run before the process opens its first SQLite connection (SQLite takes a page cache only
-// before it is initialised); the engine calls it from its init. Calling it again is harmless.
-func Install() error {
-	installOnce.Do(func() { installErr = install() })
-	return installErr
-}
+// before it is initialised); the engine calls it from its init. Later calls return the first
+// one's result.
+var Install = sync.OnceValue(install)
 
 func install() error {
 	tls := libc.NewTLS()
@@ -137,6 +124,17 @@ func install() error {
 		return errors.New("pagecache: out of memory")
 	}
 	defer libc.Xfree(tls, args)
+	// pcache1 still allocates the b-tree's scratch pages (sqlite3PageMalloc) behind a mutex its
+	// xInit creates; SQLite calls only the installed cache's xInit, so xInit calls pcache1's.
+	orig := libc.Xcalloc(tls, 1, types.Size_t(unsafe.Sizeof(sqlite3.Tsqlite3_pcache_methods2{})))
+	if orig == 0 {
+		return errors.New("pagecache: out of memory")
+	}
+	defer libc.Xfree(tls, orig)
+	if rc := sqlite3.Xsqlite3_config(tls, sqlite3.SQLITE_CONFIG_GETPCACHE2, libc.VaList(args, orig)); rc != sqlite3.SQLITE_OK {
+		return fmt.Errorf("pagecache: sqlite3_config(SQLITE_CONFIG_GETPCACHE2) returned %d", rc)
+	}
+	pcache1 = *(*sqlite3.Tsqlite3_pcache_methods2)(cabi.At(orig))
 	if rc := sqlite3.Xsqlite3_config(tls, sqlite3.SQLITE_CONFIG_PCACHE2, libc.VaList(args, methods)); rc != sqlite3.SQLITE_OK {
 		return fmt.Errorf("pagecache: sqlite3_config(SQLITE_CONFIG_PCACHE2) returned %d (is a connection open already?)", rc)
 	}
@@ -145,23 +143,28 @@ func install() error {
 
 // ReadStats sums the counters of every cache.
 func ReadStats() Stats {
-	caches.mu.Lock()
-	defer caches.mu.Unlock()
-	s := Stats{Allocs: caches.gone.allocs, Reused: caches.gone.reused, Rekeys: caches.gone.rekeys}
-	for _, c := range *caches.list.Load() {
-		if c != nil {
-			s.Caches++
-			s.Allocs += c.allocs.Load()
-			s.Reused += c.reused.Load()
-			s.Rekeys += c.rekeys.Load()
-		}
+	gone.mu.Lock()
+	defer gone.mu.Unlock()
+	s := Stats{Allocs: gone.allocs, Reused: gone.reused, Rekeys: gone.rekeys}
+	for _, c := range caches.All() {
+		s.Caches++
+		s.Allocs += c.allocs.Load()
+		s.Reused += c.reused.Load()
+		s.Rekeys += c.rekeys.Load()
 	}
 	return s
 }
 
-func xInit(tls *libc.TLS, arg uintptr) int32 { return sqlite3.SQLITE_OK }
+// pcache1 is SQLite's own page cache, whose xInit and xShutdown these run.
+var pcache1 sqlite3.Tsqlite3_pcache_methods2
 
-func xShutdown(tls *libc.TLS, arg uintptr) {}
+func xInit(tls *libc.TLS, arg uintptr) int32 {
+	return cabi.Call[func(*libc.TLS, uintptr) int32](pcache1.FxInit)(tls, pcache1.FpArg)
+}
+
+func xShutdown(tls *libc.TLS, arg uintptr) {
+	cabi.Call[func(*libc.TLS, uintptr)](pcache1.FxShutdown)(tls, pcache1.FpArg)
+}
 
 func xCreate(tls *libc.TLS, szPage, szExtra, bPurgeable int32) uintptr {
 	extra := (uintptr(szExtra) + 7) &^ 7
@@ -171,23 +174,11 @@ func xCreate(tls *libc.TLS, szPage, szExtra, bPurgeable int32) uintptr {
 		purgeable: bPurgeable != 0,
 		pages:     map[uint32]uintptr{},
 	}
-	caches.mu.Lock()
-	defer caches.mu.Unlock()
-	list := append([]*cache(nil), *caches.list.Load()...)
-	var h uintptr
-	if n := len(caches.freed); n > 0 {
-		h, caches.freed = caches.freed[n-1], caches.freed[:n-1]
-		list[h-1] = c
-	} else {
-		list = append(list, c)
-		h = uintptr(len(list))
-	}
-	caches.list.Store(&list)
-	return h
+	return caches.Add(c)
 }
 
 func xCachesize(tls *libc.TLS, h uintptr, n int32) {
-	c := lookup(h)
+	c := caches.Get(h)
 	if !c.purgeable {
 		return
 	}
@@ -197,14 +188,14 @@ func xCachesize(tls *libc.TLS, h uintptr, n int32) {
 	}
 }
 
-func xPagecount(tls *libc.TLS, h uintptr) int32 { return int32(len(lookup(h).pages)) }
+func xPagecount(tls *libc.TLS, h uintptr) int32 { return int32(len(caches.Get(h).pages)) }
 
 // xFetch returns the page of key, pinned. For a page not in the cache, createFlag 0 asks only to
 // look; 1 to create it if that is easy, which (as pcache1) it is not once 90 % of the cache is
 // pinned: SQLite then spills a dirty page and asks again with 2, which must create it if memory
 // allows. A purgeable cache that is full recycles its least recently unpinned page.
 func xFetch(tls *libc.TLS, h uintptr, key uint32, createFlag int32) uintptr {
-	c := lookup(h)
+	c := caches.Get(h)
 	if p, ok := c.pages[key]; ok {
 		if hdr(p).pinned == 0 {
 			c.lruRemove(p)
@@ -238,7 +229,7 @@ func xFetch(tls *libc.TLS, h uintptr, key uint32, createFlag int32) uintptr {
 // xUnpin: SQLite is done with the page for now. It goes to the LRU list, unless SQLite says it
 // will not need it again or the cache is over its size, when it is dropped.
 func xUnpin(tls *libc.TLS, h, p uintptr, discard int32) {
-	c := lookup(h)
+	c := caches.Get(h)
 	if discard != 0 || (c.purgeable && len(c.pages) > c.max) {
 		c.drop(tls, p)
 		return
@@ -257,7 +248,7 @@ func xUnpin(tls *libc.TLS, h, p uintptr, discard int32) {
 
 // xRekey files page p under a new key; SQLite has dropped any page at newKey before it asks.
 func xRekey(tls *libc.TLS, h, p uintptr, oldKey, newKey uint32) {
-	c := lookup(h)
+	c := caches.Get(h)
 	if q, ok := c.pages[newKey]; ok && q != p {
 		c.drop(tls, q)
 	}
@@ -272,7 +263,7 @@ func xRekey(tls *libc.TLS, h, p uintptr, oldKey, newKey uint32) {
 // how a connection throws its cache away after another one committed (sqlite3PcacheClear), so it
 // is the common case; maxKey spares the walk when nothing is at or above limit.
 func xTruncate(tls *libc.TLS, h uintptr, limit uint32) {
-	c := lookup(h)
+	c := caches.Get(h)
 	if len(c.pages) == 0 || limit > c.maxKey {
 		return
 	}
@@ -288,32 +279,26 @@ func xTruncate(tls *libc.TLS, h uintptr, limit uint32) {
 }
 
 func xDestroy(tls *libc.TLS, h uintptr) {
-	c := lookup(h)
+	c := caches.Get(h)
 	for _, p := range c.pages {
 		libc.Xfree(tls, hdr(p).buf)
 	}
 	c.pages = nil
 	c.freeAll(tls)
-	caches.mu.Lock()
-	defer caches.mu.Unlock()
-	caches.gone.allocs += c.allocs.Load()
-	caches.gone.reused += c.reused.Load()
-	caches.gone.rekeys += c.rekeys.Load()
-	list := append([]*cache(nil), *caches.list.Load()...)
-	list[h-1] = nil
-	caches.list.Store(&list)
-	caches.freed = append(caches.freed, h)
+	gone.mu.Lock()
+	defer gone.mu.Unlock()
+	gone.allocs += c.allocs.Load()
+	gone.reused += c.reused.Load()
+	gone.rekeys += c.rekeys.Load()
+	caches.Remove(h)
 }
 
 // xShrink is SQLite asking for memory back (sqlite3_release_memory): the unpinned pages and the
 // kept blocks go back to libc.
 func xShrink(tls *libc.TLS, h uintptr) {
-	c := lookup(h)
+	c := caches.Get(h)
 	for c.lruTail != 0 {
-		p := c.lruTail
-		c.lruRemove(p)
-		delete(c.pages, hdr(p).key)
-		libc.Xfree(tls, hdr(p).buf)
+		c.drop(tls, c.lruTail)
 	}
 	c.freeAll(tls)
 }

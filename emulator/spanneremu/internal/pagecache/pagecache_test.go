@@ -67,6 +67,13 @@ func TestSecondInstallIsHarmless(t *testing.T) {
 	if err := pagecache.Install(); err != nil {
 		t.Fatalf("Install after a connection opened: %v", err)
 	}
+	// Connections opened afterwards still take their pages from this cache.
+	before := pagecache.ReadStats()
+	db2 := open(t, "file:"+filepath.Join(t.TempDir(), "b.db"), 100)
+	exec(t, db2, "CREATE TABLE t (k INTEGER PRIMARY KEY)")
+	if after := pagecache.ReadStats(); after.Allocs+after.Reused == before.Allocs+before.Reused {
+		t.Errorf("a connection opened after the second Install made no page here (stats before %+v, after %+v)", before, after)
+	}
 }
 
 // TestConcurrentTransfersKeepEveryReadConsistent runs writers moving amounts between accounts
