@@ -121,9 +121,9 @@ func (e *Engine) Stats() Stats {
 		CommitHolds: e.stats.commitHolds.Load(), CommitHeld: time.Duration(e.stats.commitHeld.Load()),
 		LongCommitHolds: e.stats.longCommitHolds.Load(), LongCommitHeld: time.Duration(e.stats.longCommitHeld.Load()),
 		ByDatabase: map[string]DatabaseStats{}}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for name, db := range e.dbs {
+	// snapshotDBs leaves out a name reserved while CreateDatabase applies its DDL (nil).
+	for _, db := range e.snapshotDBs() {
+		name := db.name
 		ds := DatabaseStats{Commits: db.commits.Load(), RowsWritten: db.rowsWritten.Load()}
 		db.mu.Lock()
 		if len(db.conflictsBy) > 0 {
@@ -236,7 +236,9 @@ func (e *Engine) Close() error {
 	close(e.stop)
 	e.wg.Wait()
 	for _, db := range dbs {
-		db.close()
+		if db != nil { // a name reserved by a CreateDatabase still running
+			db.close()
+		}
 	}
 	if e.ownsDir {
 		os.RemoveAll(e.dir)

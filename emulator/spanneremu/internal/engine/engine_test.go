@@ -563,3 +563,17 @@ func TestWritePlansFollowTheSchema(t *testing.T) {
 		t.Errorf("a dropped column: got %v, want NOT_FOUND", err)
 	}
 }
+
+// While CreateDatabase applies its DDL the database's name is reserved with no database behind it
+// yet: Stats (read by the bench and the admin API at any moment) must pass over it. It
+// dereferenced it, and the conformance suite's parallel tests crashed there once.
+func TestStatsWhileADatabaseIsBeingCreated(t *testing.T) {
+	e, db := newTestEngine(t, Options{}, singers)
+	e.mu.Lock()
+	e.dbs["projects/p/instances/i/databases/creating"] = nil // as CreateDatabase reserves it
+	e.mu.Unlock()
+	st := e.Stats()
+	if _, ok := st.ByDatabase["d"]; !ok || len(st.ByDatabase) != 1 || db.name != testDB {
+		t.Errorf("Stats by database: %v, want the one created database only", st.ByDatabase)
+	}
+}
