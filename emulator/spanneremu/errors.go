@@ -70,18 +70,16 @@ func hasRetryInfo(st *status.Status) bool {
 	return false
 }
 
-// unaryInterceptor and streamInterceptor count the data API's RPCs (rpcs.go), run their handlers
-// on goroutines with grown stacks (stacks.go), apply grpcError to every RPC's error, and log the
-// errors that point at a bug in the emulator rather than at the request.
+// unaryInterceptor and streamInterceptor count the data API's RPCs (rpcs.go), apply grpcError to
+// every RPC's error, and log the errors that point at a bug in the emulator rather than at the
+// request. The data API's handlers run on goroutines with grown stacks (stacks.go): its unary
+// methods are there already (onStackWorkers, from before their requests are decoded), and the
+// stream interceptor puts its streaming methods there.
 func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	labels := s.rpcs.count(info.FullMethod, req)
 	var resp any
 	var err error
-	if strings.HasPrefix(info.FullMethod, dataAPI) {
-		s.stacks.run(func() { labelled(ctx, labels, func() { resp, err = handler(ctx, req) }) })
-	} else {
-		resp, err = handler(ctx, req)
-	}
+	labelled(ctx, labels, func() { resp, err = handler(ctx, req) })
 	if err != nil {
 		return nil, s.rpcError(info.FullMethod, err)
 	}

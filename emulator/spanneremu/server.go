@@ -150,7 +150,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.streamInterceptor),
 	)
-	sppb.RegisterSpannerServer(s.grpc, &spannerService{s: s})
+	s.grpc.RegisterService(s.stacks.onStackWorkers(&sppb.Spanner_ServiceDesc), &spannerService{s: s})
 	instancepb.RegisterInstanceAdminServer(s.grpc, &instanceAdminService{s: s})
 	databasepb.RegisterDatabaseAdminServer(s.grpc, &databaseAdminService{s: s})
 	longrunningpb.RegisterOperationsServer(s.grpc, &operationsService{s: s})
