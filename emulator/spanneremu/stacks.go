@@ -22,9 +22,9 @@ import (
 //
 // A unary method starts on a worker before gRPC decodes its request (onStackWorkers): gRPC
 // decodes it inside the method's handler, before any interceptor, and decoding a commit's
-// mutations (messages in messages) grew the stack of the goroutine gRPC started for the RPC too,
-// 3 % of the emulators' process (README, "Performance"). A streaming method decodes its request
-// inside its handler, which the stream interceptor runs on a worker.
+// mutations (messages in messages) grew the stack of the goroutine gRPC started for the RPC too
+// (README, "Performance"). A streaming method decodes its request inside its handler, which the
+// stream interceptor runs on a worker.
 //
 // gRPC's own worker option (grpc.NumStreamWorkers) is not this: it has as many workers as
 // processors and starts a goroutine whenever they are busy, which with handlers waiting for a
