@@ -54,6 +54,9 @@ type source struct {
 	// publishLag is commit → tasks created of this instance's recent publications (Status).
 	publishLag outboxlib.LagWindow
 
+	// workers run the batches and their CreateTask calls while the scan loop runs (workers.go).
+	workers *workers
+
 	// The batches enqueued and waiting for their mark, their rows' event ids, and the shards to
 	// wake after it (mark.go).
 	markMu        sync.Mutex

@@ -78,6 +78,9 @@ func (m shardSet) has(shard int64) bool { return m&(1<<shard) != 0 }
 // does not scan again and again to find nothing. A failed batch backs the source off, doubling
 // from PollInterval to MaxIdle, and its shards are due when the back-off has passed.
 func (s *source) scanLoop(ctx context.Context) {
+	// Batches of up to every shard at once, each making up to Parallelism calls.
+	s.workers = newWorkers(outboxlib.Shards + s.r.cfg.Parallelism)
+	defer s.workers.close()
 	var batches sync.WaitGroup
 	defer batches.Wait()
 	for ctx.Err() == nil {
@@ -136,7 +139,11 @@ func (s *source) startBatch(ctx context.Context, batches *sync.WaitGroup) time.D
 	}
 	s.due &^= set
 	s.busy |= set
-	batches.Go(func() { s.runBatch(ctx, shards, epochs, set, probe) })
+	batches.Add(1)
+	s.workers.Go(func() {
+		defer batches.Done()
+		s.runBatch(ctx, shards, epochs, set, probe)
+	})
 	return 0
 }
 
@@ -397,10 +404,16 @@ func (s *source) enqueue(ctx context.Context, rows []*pendingRow, preds predeces
 		for _, sub := range cfg.Routes[row.event.Type] {
 			sem <- struct{}{}
 			tasks--
-			run := wg.Go
+			run := func(f func()) {
+				wg.Add(1)
+				s.workers.Go(func() {
+					defer wg.Done()
+					f()
+				})
+			}
 			if tasks == 0 {
-				// The last one runs on this goroutine, whose stack has grown to the depth of a
-				// call already: most batches are one event for one subscriber.
+				// The last one runs on this goroutine, the batch's: most batches are one event
+				// for one subscriber.
 				run = func(f func()) { f() }
 			}
 			run(func() {
