@@ -78,7 +78,8 @@ func (m shardSet) has(shard int64) bool { return m&(1<<shard) != 0 }
 // does not scan again and again to find nothing. A failed batch backs the source off, doubling
 // from PollInterval to MaxIdle, and its shards are due when the back-off has passed.
 func (s *source) scanLoop(ctx context.Context) {
-	// Batches of up to every shard at once, each making up to Parallelism calls.
+	// A worker for each shard's batch and for one batch's calls at once; busier moments get
+	// goroutines of their own.
 	s.workers = newWorkers(outboxlib.Shards + s.r.cfg.Parallelism)
 	defer s.workers.close()
 	var batches sync.WaitGroup
@@ -398,23 +399,25 @@ func (s *source) enqueue(ctx context.Context, rows []*pendingRow, preds predeces
 	for _, row := range rows {
 		tasks += len(cfg.Routes[row.event.Type])
 	}
+	onWorker := func(f func()) {
+		wg.Add(1)
+		s.workers.Go(func() {
+			defer wg.Done()
+			f()
+		})
+	}
+	inline := func(f func()) { f() }
 	for i, row := range rows {
 		o := &outcome{row: row}
 		outs[i] = o
 		for _, sub := range cfg.Routes[row.event.Type] {
 			sem <- struct{}{}
 			tasks--
-			run := func(f func()) {
-				wg.Add(1)
-				s.workers.Go(func() {
-					defer wg.Done()
-					f()
-				})
-			}
+			run := onWorker
 			if tasks == 0 {
 				// The last one runs on this goroutine, the batch's: most batches are one event
 				// for one subscriber.
-				run = func(f func()) { f() }
+				run = inline
 			}
 			run(func() {
 				defer func() { <-sem }()
