@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,16 +79,33 @@ const benchOverServices = "bench process CPU ÷ services'"
 // Run would bill, and what issue 23's second target is about.
 const servicesPerOrder = "services' CPU s per order"
 
-// abMode is what the A/B reads of a mode's report.
+// abMode is what the A/B reads of a mode's report, and for the rate mode issue 23's targets as
+// ratios (issue23Ratios).
 type abMode struct {
 	metrics []abMetric
 	parse   func(report string) []abFigures
+	issue23 bool
 }
 
 var abModes = map[string]abMode{
-	"rate":     {rateMetrics, parseABReport},
-	"overload": {overloadMetrics, parseOverloadReport},
+	"rate":     {rateMetrics, parseABReport, true},
+	"overload": {overloadMetrics, parseOverloadReport, false},
 }
+
+// rateFigure is the rate a rate-mode window placed its orders at (not compared: it says which of
+// issue 23's targets a window is judged by).
+const rateFigure = "orders/s"
+
+// Where issue 23 started: the revision it was filed against (a4420dc, the commit that added
+// -ab), and what an order cost then at 25 orders/s, all of it and the services' and relays'
+// share (the issue's figures). Its CPU targets (cpuPerOrderGoal, servicesCPUPerOrderGoal) are a
+// little under half of these: as ratios against this revision in one A/B they can be judged on
+// any machine, where the absolute figures move with the machine's speed.
+const (
+	issue23Start            = "a4420dc"
+	issue23StartCPU         = 0.079
+	issue23StartServicesCPU = 0.040
+)
 
 // runAB runs the bench in mode (args: the command line without -ab and -ab-runs) runs times
 // against each build and prints the comparison.
@@ -141,8 +159,45 @@ func runAB(ctx context.Context, mode abMode, rev string, runs int, args []string
 			results[bi] = append(results[bi], mode.parse(out.String()))
 		}
 	}
-	printAB(os.Stdout, mode.metrics, []string{builds[0].name, builds[1].name}, results)
+	means := printAB(os.Stdout, mode.metrics, []string{builds[0].name, builds[1].name}, results)
+	if mode.issue23 {
+		// A clone without issue23Start compares as any other A/B.
+		start, err := gitOutput(ctx, root, "rev-parse", issue23Start+"^{commit}")
+		full, err2 := gitOutput(ctx, root, "rev-parse", rev+"^{commit}")
+		if err == nil && err2 == nil && full == start {
+			issue23Ratios(os.Stdout, mode.metrics, short, results, means)
+		}
+	}
 	return nil
+}
+
+// issue23Ratios prints issue 23's CPU targets as ratios against where it started (issue23Start),
+// beside the ratios this A/B measured, for an A/B against that revision: they are set at 25
+// orders/s, so a run with a window at another rate is not judged.
+func issue23Ratios(w io.Writer, metrics []abMetric, base string, results [][][]abFigures, means [][]float64) {
+	fmt.Fprintf(w, "\nIssue 23 against where it started (%s; its CPU targets as ratios: %.3f / %.3f and %.3f / %.3f, printed, not asserted):\n",
+		base, cpuPerOrderGoal, issue23StartCPU, servicesCPUPerOrderGoal, issue23StartServicesCPU)
+	for _, runs := range results {
+		for _, windows := range runs {
+			for _, f := range windows {
+				if f.get(rateFigure) != 25 {
+					fmt.Fprintln(w, "- not judged: they are set at 25 orders/s, and this run has windows at other rates (-rates 25)")
+					return
+				}
+			}
+		}
+	}
+	for _, t := range []struct {
+		metric, what string
+		goal         float64
+	}{
+		{"CPU s per order", "CPU s per order, this / " + base, cpuPerOrderGoal / issue23StartCPU},
+		{servicesPerOrder, "of it the services and the relay, this / " + base, servicesCPUPerOrderGoal / issue23StartServicesCPU},
+	} {
+		mi := slices.IndexFunc(metrics, func(m abMetric) bool { return m.name == t.metric })
+		r := means[0][mi] / means[1][mi]
+		fmt.Fprintf(w, "- issue 23, %s ≤ %.3f at 25 orders/s: %.3f: %s\n", t.what, t.goal, r, met(r <= t.goal))
+	}
 }
 
 // withoutABFlags returns the command line args without -ab and -ab-runs and their values.
@@ -173,8 +228,9 @@ func gitOutput(ctx context.Context, dir string, args ...string) (string, error) 
 	return strings.TrimSpace(string(out)), nil
 }
 
-// printAB prints every run's figures and the ratio of the means, builds[0] / builds[1].
-func printAB(w io.Writer, metrics []abMetric, builds []string, results [][][]abFigures) {
+// printAB prints every run's figures and the ratio of the means, builds[0] / builds[1], and
+// returns the means by build and metric.
+func printAB(w io.Writer, metrics []abMetric, builds []string, results [][][]abFigures) [][]float64 {
 	fmt.Fprintf(w, "\n## A/B: %s against %s\n\nEach run's windows, in the order run:\n\n", builds[0], builds[1])
 	fmt.Fprintf(w, "| build | run | window |")
 	for _, m := range metrics {
@@ -216,6 +272,7 @@ func printAB(w io.Writer, metrics []abMetric, builds []string, results [][][]abF
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", m.name, formatFigure(a), formatFigure(b), formatRatio(a/b), better)
 	}
+	return means
 }
 
 func formatFigure(v float64) string {
@@ -252,11 +309,14 @@ func parseABReport(report string) []abFigures {
 	for _, t := range markdownTables(report) {
 		switch {
 		case t.col("CPU s/order") >= 0:
-			c, p := t.col("CPU s/order"), t.col("placed")
+			c, p, rate := t.col("CPU s/order"), t.col("placed"), t.colPrefix("orders/s")
 			for i, r := range t.rows {
 				window(i)["CPU s per order"] = parseNumber(r[c])
 				if p >= 0 {
 					window(i)["orders accepted"] = parseNumber(r[p])
+				}
+				if rate >= 0 {
+					window(i)[rateFigure] = parseNumber(r[rate])
 				}
 			}
 		case t.col("bench+emulators") >= 0 && t.col("total") >= 0:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"os"
 	"strings"
@@ -21,9 +22,9 @@ func TestParseABReport(t *testing.T) {
 	}
 	got := parseABReport(string(b))
 	want := []abFigures{
-		{"orders accepted": 750, "CPU s per order": 0.125, servicesPerOrder: 0.125 * (1.96 - 0.99) / 1.96, benchOverServices: 0.99 / (1.96 - 0.99), "aborts per commit": 0.010,
+		{rateFigure: 25, "orders accepted": 750, "CPU s per order": 0.125, servicesPerOrder: 0.125 * (1.96 - 0.99) / 1.96, benchOverServices: 0.99 / (1.96 - 0.99), "aborts per commit": 0.010,
 			"card → AWAITING_PAYMENT p99 (ms)": 2248, "card → CONFIRMED p99 (ms)": 7933, "card → COMPLETED p99 (ms)": 22600},
-		{"orders accepted": 750, "CPU s per order": 0.144, servicesPerOrder: 0.144 * (1.95 - 1.06) / 1.95, benchOverServices: 1.06 / (1.95 - 1.06), "aborts per commit": 0.019,
+		{rateFigure: 25, "orders accepted": 750, "CPU s per order": 0.144, servicesPerOrder: 0.144 * (1.95 - 1.06) / 1.95, benchOverServices: 1.06 / (1.95 - 1.06), "aborts per commit": 0.019,
 			"card → AWAITING_PAYMENT p99 (ms)": 4090, "card → CONFIRMED p99 (ms)": 11600, "card → COMPLETED p99 (ms)": 28100},
 	}
 	if diff := cmp.Diff(want, got, floats); diff != "" {
@@ -99,6 +100,36 @@ func TestPrintABRatios(t *testing.T) {
 		"| card → COMPLETED p99 (ms) | — | — | — | below 1 |",
 		"| abc123 | 2 | 1 |",
 	)
+}
+
+// An A/B against where issue 23 started judges its CPU targets as ratios of the means, only when
+// every window was at 25 orders/s.
+func TestIssue23Ratios(t *testing.T) {
+	f := func(rate, cpu, services float64) abFigures {
+		return abFigures{rateFigure: rate, "CPU s per order": cpu, servicesPerOrder: services}
+	}
+	judge := func(results [][][]abFigures) string {
+		var out bytes.Buffer
+		means := printAB(io.Discard, rateMetrics, []string{"this", issue23Start}, results)
+		issue23Ratios(&out, rateMetrics, issue23Start, results, means)
+		return out.String()
+	}
+	// CPU 0.060 / 0.136 = 0.441 (met: 0.035 / 0.079 = 0.443); the services' 0.031 / 0.067 =
+	// 0.463 (not met: 0.018 / 0.040 = 0.450).
+	out := judge([][][]abFigures{
+		{{f(25, 0.058, 0.030)}, {f(25, 0.062, 0.032)}},
+		{{f(25, 0.136, 0.067)}, {f(25, 0.136, 0.067)}},
+	})
+	wantLines(t, out,
+		"its CPU targets as ratios: 0.035 / 0.079 and 0.018 / 0.040",
+		"- issue 23, CPU s per order, this / a4420dc ≤ 0.443 at 25 orders/s: 0.441: met",
+		"- issue 23, of it the services and the relay, this / a4420dc ≤ 0.450 at 25 orders/s: 0.463: **not met**",
+	)
+	out = judge([][][]abFigures{{{f(25, 0.05, 0.02), f(50, 0.04, 0.02)}}, {{f(25, 0.1, 0.05), f(50, 0.1, 0.05)}}})
+	wantLines(t, out, "- not judged: they are set at 25 orders/s")
+	if strings.Contains(out, "met") {
+		t.Errorf("a run with a window at 50 orders/s was judged:\n%s", out)
+	}
 }
 
 // wantLines checks that out contains each of wants.
