@@ -196,6 +196,10 @@ func issue23Ratios(w io.Writer, metrics []abMetric, base string, results [][][]a
 	} {
 		mi := slices.IndexFunc(metrics, func(m abMetric) bool { return m.name == t.metric })
 		r := means[0][mi] / means[1][mi]
+		if math.IsNaN(r) || math.IsInf(r, 0) {
+			fmt.Fprintf(w, "- issue 23, %s ≤ %.3f at 25 orders/s: not judged (a report lacks the figure)\n", t.what, t.goal)
+			continue
+		}
 		fmt.Fprintf(w, "- issue 23, %s ≤ %.3f at 25 orders/s: %.3f: %s\n", t.what, t.goal, r, met(r <= t.goal))
 	}
 }

@@ -125,6 +125,9 @@ func TestIssue23Ratios(t *testing.T) {
 		"- issue 23, CPU s per order, this / a4420dc ≤ 0.443 at 25 orders/s: 0.441: met",
 		"- issue 23, of it the services and the relay, this / a4420dc ≤ 0.450 at 25 orders/s: 0.463: **not met**",
 	)
+	// A base whose report lacks the services' share (an older bench) is not judged on it.
+	out = judge([][][]abFigures{{{f(25, 0.05, 0.02)}}, {{abFigures{rateFigure: 25, "CPU s per order": 0.1}}}})
+	wantLines(t, out, "of it the services and the relay, this / a4420dc ≤ 0.450 at 25 orders/s: not judged")
 	out = judge([][][]abFigures{{{f(25, 0.05, 0.02), f(50, 0.04, 0.02)}}, {{f(25, 0.1, 0.05), f(50, 0.1, 0.05)}}})
 	wantLines(t, out, "- not judged: they are set at 25 orders/s")
 	if strings.Contains(out, "met") {
