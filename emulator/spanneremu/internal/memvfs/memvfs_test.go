@@ -3,7 +3,9 @@ package memvfs
 import (
 	"bytes"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,9 +77,9 @@ func diskSize(t *testing.T, path string) int64 {
 }
 
 // TestDatabaseInMemory: a WAL database's pages live in memory, not in its files on disk (which
-// exist, empty, for SQLite's locks), through commits, concurrent readers, a checkpoint that
-// truncates the WAL, and every connection closing (SQLite deletes the WAL then) and opening again.
-// Remove drops the contents.
+// exist, empty, for SQLite's locks), and its WAL index in the heap (no -shm file: unix-excl),
+// through commits, concurrent readers, a checkpoint that truncates the WAL, and every connection
+// closing (SQLite deletes the WAL then) and opening again. Remove drops the contents.
 func TestDatabaseInMemory(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mem.db")
 	db := open(t, path)
@@ -125,6 +127,9 @@ func TestDatabaseInMemory(t *testing.T) {
 	}
 	if d, w := diskSize(t, path), diskSize(t, path+"-wal"); d != 0 || w != 0 {
 		t.Errorf("on disk: database %d bytes, WAL %d bytes; want both empty", d, w)
+	}
+	if _, err := os.Stat(path + "-shm"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the WAL index is a file on disk (stat: %v); want it in the heap", err)
 	}
 	check := func(when string) {
 		t.Helper()
