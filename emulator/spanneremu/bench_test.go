@@ -222,6 +222,37 @@ func BenchmarkInboxBatch(b *testing.B) {
 	}
 }
 
+// BenchmarkInboxClaim: a consumer's delivery with its statements as outboxlib writes them, all
+// values parameters: the inbox row (INSERT OR IGNORE) and the claim of an aggregate's version (an
+// UPDATE pinned by key), which the emulator decides by reading committed data (engine's
+// decide.go), then a row inserted at commit.
+func BenchmarkInboxClaim(b *testing.B) {
+	for _, workers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			client := benchClient(b)
+			ids := seedAccounts(b, client)
+			var version atomic.Int64
+			runWorkers(b, workers, "commits/s", func(ctx context.Context, i int) error {
+				eventID, account, v := uuid.NewString(), ids[i%len(ids)], version.Add(1)
+				_, err := client.ReadWriteTransaction(ctx, func(ctx context.Context, tx *spanner.ReadWriteTransaction) error {
+					n, err := tx.BatchUpdate(ctx, []spanner.Statement{
+						{SQL: `INSERT OR IGNORE INTO ProcessedEvents (EventId, Consumer) VALUES (@id, @consumer)`,
+							Params: map[string]any{"id": eventID, "consumer": "bench"}},
+						{SQL: `UPDATE Accounts SET Balance = @v WHERE Id = @account AND Balance < @v`,
+							Params: map[string]any{"account": account, "v": v}},
+					})
+					if err != nil || n[0] == 0 {
+						return err
+					}
+					return tx.BufferWrite([]*spanner.Mutation{spanner.Insert("Events", []string{"Id", "AccountId", "CreatedAt"},
+						[]any{uuid.NewString(), eventID, spanner.CommitTimestamp})})
+				})
+				return err
+			})
+		})
+	}
+}
+
 func BenchmarkPointRead(b *testing.B) {
 	for _, workers := range []int{1, 8} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {

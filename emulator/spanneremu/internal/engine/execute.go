@@ -206,6 +206,7 @@ type preparedDML struct {
 	declared map[string]spantype.Type
 	args     []any
 	probe    []any // the key probe's arguments (c.KeyProbe), nil without one
+	decide   []any // the decision's arguments (c.Decide), nil without one
 }
 
 // prepareDML compiles a DML statement of the transaction and binds its arguments.
@@ -230,6 +231,11 @@ func (t *Txn) prepareDML(schema *catalog.Schema, st Statement, stmt ast.Statemen
 	}
 	if c.KeyProbe != nil {
 		if p.probe, err = bindArgs(c.KeyProbe, st, declared); err != nil {
+			return nil, err
+		}
+	}
+	if c.Decide != nil {
+		if p.decide, err = bindArgs(c.Decide.Query, st, declared); err != nil {
 			return nil, err
 		}
 	}
@@ -394,6 +400,9 @@ func (t *Txn) runDML(ctx context.Context, c *sqlgen.Compiled, args []any, schema
 // far in place, as if it had taken it from the start; the statements after it run under it. It
 // returns the results of the statements that ran, and the error of the one that failed.
 func (t *Txn) runBatchOptimistic(ctx context.Context, ps []*preparedDML, schema *catalog.Schema) ([]*Result, error) {
+	if res, ok, err := t.decideBatch(ctx, ps, schema); ok {
+		return res, err
+	}
 	db := t.db
 	if err := t.lockValidated(ctx); err != nil {
 		return nil, err
@@ -458,6 +467,13 @@ func (t *Txn) runBatchOptimistic(ctx context.Context, ps []*preparedDML, schema 
 	db.writer.ExecContext(context.Background(), "ROLLBACK")
 	<-db.lock
 	t.addFootprints(fps)
+	t.logOptimistic(schema, ps, outs)
+	return results, nil
+}
+
+// logOptimistic records DML statements run (or decided) without keeping the lock, with what each
+// did (outs): logged to be replayed at commit, their writes and pending commit timestamps.
+func (t *Txn) logOptimistic(schema *catalog.Schema, ps []*preparedDML, outs []*dmlOutcome) {
 	if t.dmlTables == nil {
 		t.dmlTables = map[string]bool{}
 	}
@@ -478,7 +494,6 @@ func (t *Txn) runBatchOptimistic(ctx context.Context, ps []*preparedDML, schema 
 		t.recordDMLWrites(schema, c, out.keys)
 		t.replayPending = append(t.replayPending, out.pending...)
 	}
-	return results, nil
 }
 
 // stampArgs are the positions of a compiled DML statement's PENDING_COMMIT_TIMESTAMP() values

@@ -604,13 +604,12 @@ func dmlFootprint(c *sqlgen.Compiled, out *dmlOutcome, probed []any, seq uint64)
 	default:
 		return nil, false
 	}
-	target := strings.ToUpper(c.Table.Name)
 	for _, k := range keys {
-		vals, ok := storedKey(c, k)
+		fp, ok := keyFootprint(c, k, seq)
 		if !ok {
 			return nil, false
 		}
-		fps = append(fps, footprint{table: target, key: keyString(c.Table.Name, vals), seq: seq})
+		fps = append(fps, fp)
 	}
 	return fps, true
 }

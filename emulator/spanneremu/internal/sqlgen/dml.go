@@ -2,6 +2,7 @@ package sqlgen
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cloudspannerecosystem/memefish/ast"
@@ -222,6 +223,7 @@ func (c *compiler) compileInsert(x *ast.Insert) (string, error) {
 		}
 	}
 	var body string
+	var firstRow []string // the first row's values, before any carried column
 	switch in := x.Input.(type) {
 	case *ast.ValuesInput:
 		var rows []string
@@ -244,6 +246,9 @@ func (c *compiler) compileInsert(x *ast.Insert) (string, error) {
 					return "", err
 				}
 				vals[i] = v.SQL
+			}
+			if firstRow == nil {
+				firstRow = slices.Clone(vals)
 			}
 			for _, col := range carried {
 				var conds []string
@@ -286,6 +291,9 @@ func (c *compiler) compileInsert(x *ast.Insert) (string, error) {
 	}
 	if err := c.compileThenReturn(x.ThenReturn, sc); err != nil {
 		return "", err
+	}
+	if c.out.InsertRows == 1 {
+		c.decideInsert(x, t, cols, firstRow)
 	}
 	sql := fmt.Sprintf("INSERT INTO %s (%s) %s", catalog.Quote(t.SQLiteName), strings.Join(names, ", "), body)
 	keyNames := make([]string, len(keyCols))
@@ -334,7 +342,11 @@ func (c *compiler) compileUpdate(x *ast.Update) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var sets []string
+	var (
+		sets    []string
+		setCols []*catalog.Column
+		setVals []string
+	)
 	for _, u := range x.Updates {
 		item, ok := u.(*ast.UpdateItemSetValue)
 		if !ok {
@@ -366,6 +378,7 @@ func (c *compiler) compileUpdate(x *ast.Update) (string, error) {
 			}
 		}
 		sets = append(sets, catalog.Quote(col.SQLiteName)+" = "+v.SQL)
+		setCols, setVals = append(setCols, col), append(setVals, v.SQL)
 	}
 	where, err := c.compileCondition(x.Where.Expr, sc, "WHERE")
 	if err != nil {
@@ -375,6 +388,7 @@ func (c *compiler) compileUpdate(x *ast.Update) (string, error) {
 		return "", err
 	}
 	c.out.KeyProbe = c.keyProbe(t, x.Where.Expr, aliasName(x.As))
+	c.decideUpdate(x, t, setCols, setVals)
 	return fmt.Sprintf("UPDATE %s SET %s WHERE %s", catalog.Quote(t.SQLiteName), strings.Join(sets, ", "), where), nil
 }
 

@@ -63,6 +63,9 @@ type Compiled struct {
 	// computing that key from the statement's parameters (one row, the key columns in order):
 	// the statement reads at most that row.
 	KeyProbe *Compiled
+	// Decide, for a DML statement whose outcome a read of committed data tells, is that read
+	// (see Decision); nil for other statements.
+	Decide *Decision
 	// ReadTables are the tables the statement reads through FROM clauses and subqueries (not
 	// counting the target table's rows it writes), upper-cased.
 	ReadTables []string
