@@ -11,18 +11,18 @@ import (
 // decideBatch runs DML statements of a transaction that does not hold the lock without taking it
 // for them, when a read of committed data tells what each writes (sqlgen.Decision): an INSERT OR
 // IGNORE of one row, an UPDATE pinned by key, such as a consumer's inbox row and its claim of an
-// aggregate's version. Spanner locks the rows a statement touches, not the database; runBatchOptimistic
-// takes the database's write lock to run the statements and roll them back, and so would hold it,
-// and keep every commit of the database waiting, for statements that write nothing yet.
+// aggregate's version. Spanner locks the rows a statement touches, not the database, while
+// runBatchOptimistic takes the database's write lock to run the statements and roll them back:
+// every commit of the database waits meanwhile, for statements that write nothing yet.
 //
 // Each statement's read is a key read, recorded as the transaction's other optimistic reads are
 // (a footprint validated at commit), and the statement is logged to be replayed at commit, as
 // runBatchOptimistic logs it. The replay then writes exactly what the read told: nothing wrote
 // the key in between, and the statement cannot fail on its values (the decision's checks). ok is
-// false, with nothing done, when a statement does not qualify: it has no decision, a value fails a
-// check (the statement, run, reports the error Spanner would), an earlier statement of the
-// transaction or the batch wrote its table (committed data would not show that write), or a read
-// failed; the caller then runs the batch as before.
+// false, and nothing recorded, when a statement does not qualify: it has no decision, a value or
+// the row fails a check (the statement, run, reports the error Spanner would), an earlier
+// statement of the transaction or the batch wrote its table (committed data would not show that
+// write), or a read failed; the caller then runs the batch as before.
 func (t *Txn) decideBatch(ctx context.Context, ps []*preparedDML, schema *catalog.Schema) (res []*Result, ok bool, err error) {
 	db := t.db
 	if schema != db.Schema() {

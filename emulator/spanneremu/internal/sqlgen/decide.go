@@ -3,6 +3,7 @@ package sqlgen
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cloudspannerecosystem/memefish/ast"
 
@@ -61,7 +62,7 @@ func (vc ValueCheck) Check(v any) bool {
 	switch x := v.(type) {
 	case string:
 		// length() counts characters; a string of at most Length bytes has at most as many.
-		return int64(len(x)) <= col.Type.Length || int64(len([]rune(x))) <= col.Type.Length
+		return int64(len(x)) <= col.Type.Length || int64(utf8.RuneCountInString(x)) <= col.Type.Length
 	case []byte:
 		return int64(len(x)) <= col.Type.Length
 	}
