@@ -391,8 +391,9 @@ func (t *Txn) runDML(ctx context.Context, c *sqlgen.Compiled, args []any, schema
 	return out, nil
 }
 
-// runBatchOptimistic runs DML statements in order without keeping the lock when it can: under the
-// lock only for the statements themselves, it replays the transaction's earlier DML, runs them,
+// runBatchOptimistic runs DML statements in order without keeping the lock when it can: without
+// taking it at all when a read of committed data tells what each writes (decideBatch), else under
+// the lock for the statements alone, where it replays the transaction's earlier DML, runs them,
 // notes the keys each read and wrote, and rolls back. The statements are replayed at commit (or
 // when the transaction takes the lock for good), after their footprints are validated. See
 // occ.go. Once a statement's reads are not exactly known keys (one that scans, or skipped a row,
