@@ -430,7 +430,7 @@ func statsSince(a, b spanneremu.Stats) spanneremu.Stats {
 	out := spanneremu.Stats{Commits: b.Commits - a.Commits, LockTimeouts: b.LockTimeouts - a.LockTimeouts, LockQueueWaits: b.LockQueueWaits - a.LockQueueWaits,
 		Conflicts: b.Conflicts - a.Conflicts, IdleAborts: b.IdleAborts - a.IdleAborts, Wounds: b.Wounds - a.Wounds, ReaderWaits: b.ReaderWaits - a.ReaderWaits,
 		ExclusiveWaits: b.ExclusiveWaits - a.ExclusiveWaits, LockWaits: b.LockWaits - a.LockWaits, LockWaited: b.LockWaited - a.LockWaited,
-		QueryRechecks: b.QueryRechecks - a.QueryRechecks, GroupedCommits: b.GroupedCommits - a.GroupedCommits,
+		QueryRechecks: b.QueryRechecks - a.QueryRechecks, GroupedCommits: b.GroupedCommits - a.GroupedCommits, DecidedDML: b.DecidedDML - a.DecidedDML,
 		CommitHolds: b.CommitHolds - a.CommitHolds, CommitHeld: b.CommitHeld - a.CommitHeld,
 		LongCommitHolds: b.LongCommitHolds - a.LongCommitHolds, LongCommitHeld: b.LongCommitHeld - a.LongCommitHeld,
 		ByDatabase: map[string]spanneremu.DatabaseStats{}}

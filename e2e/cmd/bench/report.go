@@ -161,16 +161,16 @@ func (b *bench) report(ws []*window, c ceilingResult) {
 	}
 
 	fmt.Printf("\nSpanner emulator while placing (all databases): commits, and aborted transactions by cause (each retried by the client):\n\n")
-	fmt.Println("| orders/s | commits/s | aborts/s: lock wait timed out | optimistic read invalidated | wounded (wound-wait) | idle | aborts per commit | commits that waited for an older reader /s | reads that waited for an exclusive lock /s | lock waits in the commit queue, in units of -lock-wait, /s | waits for the write lock /s, mean wait | queries run again at commit /s | commits made in a lock holder's group /s | the lock held by commits, ms/s (mean hold) | of it in holds over 1 ms |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| orders/s | commits/s | aborts/s: lock wait timed out | optimistic read invalidated | wounded (wound-wait) | idle | aborts per commit | commits that waited for an older reader /s | reads that waited for an exclusive lock /s | lock waits in the commit queue, in units of -lock-wait, /s | waits for the write lock /s, mean wait | DML statements decided by a read, without the lock /s | queries run again at commit /s | commits made in a lock holder's group /s | the lock held by commits, ms/s (mean hold) | of it in holds over 1 ms |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, w := range ws {
 		s := w.elapsed.Seconds()
 		st := w.spanner
-		fmt.Printf("| %v | %.0f | %.1f | %.1f | %.1f | %.1f | %.3f | %.1f | %.1f | %.1f | %.0f, %.2f ms | %.1f | %.1f | %.0f (%.2f ms) | %.0f %% |\n", w.rate, float64(st.Commits)/s,
+		fmt.Printf("| %v | %.0f | %.1f | %.1f | %.1f | %.1f | %.3f | %.1f | %.1f | %.1f | %.0f, %.2f ms | %.0f | %.1f | %.1f | %.0f (%.2f ms) | %.0f %% |\n", w.rate, float64(st.Commits)/s,
 			float64(st.LockTimeouts)/s, float64(st.Conflicts)/s, float64(st.Wounds)/s, float64(st.IdleAborts)/s,
 			float64(st.LockTimeouts+st.Conflicts+st.Wounds+st.IdleAborts)/math.Max(1, float64(st.Commits)), float64(st.ReaderWaits)/s,
 			float64(st.ExclusiveWaits)/s, float64(st.LockQueueWaits)/s, float64(st.LockWaits)/s,
-			st.LockWaited.Seconds()*1e3/math.Max(1, float64(st.LockWaits)), float64(st.QueryRechecks)/s, float64(st.GroupedCommits)/s,
+			st.LockWaited.Seconds()*1e3/math.Max(1, float64(st.LockWaits)), float64(st.DecidedDML)/s, float64(st.QueryRechecks)/s, float64(st.GroupedCommits)/s,
 			st.CommitHeld.Seconds()*1e3/s, st.CommitHeld.Seconds()*1e3/math.Max(1, float64(st.CommitHolds)),
 			100*st.LongCommitHeld.Seconds()/math.Max(1e-9, st.CommitHeld.Seconds()))
 	}

@@ -60,6 +60,7 @@ func (t *Txn) decideBatch(ctx context.Context, ps []*preparedDML, schema *catalo
 		outs[i], fps = out, append(fps, fp)
 	}
 	done()
+	db.e.stats.decidedDML.Add(int64(len(ps)))
 	t.addFootprints(fps)
 	t.logOptimistic(schema, ps, outs)
 	for _, out := range outs {

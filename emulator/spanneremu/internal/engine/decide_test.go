@@ -98,8 +98,8 @@ func TestDecidedDMLTakesNoLock(t *testing.T) {
 	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 		t.Errorf("Inbox (-want +got):\n%s", diff)
 	}
-	if s := e.Stats(); s.LockTimeouts != 0 {
-		t.Errorf("%d lock timeouts, want none", s.LockTimeouts)
+	if s := e.Stats(); s.LockTimeouts != 0 || s.DecidedDML != 4 {
+		t.Errorf("%d lock timeouts and %d statements decided, want none and 4 (two claims of two)", s.LockTimeouts, s.DecidedDML)
 	}
 }
 

@@ -51,7 +51,7 @@ type Engine struct {
 	stats struct {
 		commits, lockTimeouts, lockQueueWaits, conflicts, idleAborts, wounds, readerWaits, exclusiveWaits atomic.Int64
 		lockWaits, lockWaited                                                                             atomic.Int64 // lockWaited in nanoseconds
-		queryRechecks, groupedCommits                                                                     atomic.Int64
+		queryRechecks, groupedCommits, decidedDML                                                         atomic.Int64
 		commitHolds, commitHeld, longCommitHolds, longCommitHeld                                          atomic.Int64 // ...Held in nanoseconds
 	}
 }
@@ -81,6 +81,9 @@ type Stats struct {
 	// at commit, because a commit since wrote to a table they read, to see whether their answer
 	// changed. A query that reads one aggregate by key is validated by its keys instead.
 	QueryRechecks int64
+	// DecidedDML counts the DML statements of read-write transactions that a read of committed
+	// data decided, without the write lock (decide.go): a consumer's inbox row and version claim.
+	DecidedDML int64
 	// GroupedCommits counts the commits made by the transaction holding the write lock, in its
 	// group (groupcommit.go), rather than by their own: each of them had queued for the lock.
 	GroupedCommits int64
@@ -117,7 +120,7 @@ func (e *Engine) Stats() Stats {
 	st := Stats{Commits: e.stats.commits.Load(), LockTimeouts: e.stats.lockTimeouts.Load(), LockQueueWaits: e.stats.lockQueueWaits.Load(),
 		Conflicts: e.stats.conflicts.Load(), IdleAborts: e.stats.idleAborts.Load(), Wounds: e.stats.wounds.Load(), ReaderWaits: e.stats.readerWaits.Load(),
 		ExclusiveWaits: e.stats.exclusiveWaits.Load(), LockWaits: e.stats.lockWaits.Load(), LockWaited: time.Duration(e.stats.lockWaited.Load()),
-		QueryRechecks: e.stats.queryRechecks.Load(), GroupedCommits: e.stats.groupedCommits.Load(),
+		QueryRechecks: e.stats.queryRechecks.Load(), GroupedCommits: e.stats.groupedCommits.Load(), DecidedDML: e.stats.decidedDML.Load(),
 		CommitHolds: e.stats.commitHolds.Load(), CommitHeld: time.Duration(e.stats.commitHeld.Load()),
 		LongCommitHolds: e.stats.longCommitHolds.Load(), LongCommitHeld: time.Duration(e.stats.longCommitHeld.Load()),
 		ByDatabase: map[string]DatabaseStats{}}
