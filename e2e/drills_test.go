@@ -141,8 +141,12 @@ func TestRelayDiesAfterEnqueue(t *testing.T) {
 	if code, err := s.WaitExit(ctx, "relay", 20*time.Second); err != nil || code != faults.ExitCode {
 		t.Fatalf("relay exit: %d, %v; want %d (is faults.Hit(%q) called?)", code, err, faults.ExitCode, faults.RelayAfterEnqueue)
 	}
-	if n := count(t, s, "orders", "SELECT COUNT(*) FROM OutboxEvents WHERE PublishedAt IS NULL", nil); n != 1 {
-		t.Errorf("%d unpublished rows in the orders outbox after the relay died before marking, want 1", n)
+	// The order's order.created row was enqueued and never marked. (Later rows of the order may be
+	// unpublished too: the relay creates a batch's tasks one per subscriber and dies after the
+	// last, and the first, delivered at once, can carry the saga a hop on meanwhile.)
+	if n := count(t, s, "orders", "SELECT COUNT(*) FROM OutboxEvents WHERE PublishedAt IS NULL AND EventType = 'order.created' AND AggregateId = @id",
+		map[string]any{"id": id}); n != 1 {
+		t.Errorf("%d unpublished order.created rows of the order after the relay died before marking, want 1", n)
 	}
 	// The task it created is delivered anyway.
 	harness.Eventually(t, "fulfillment reserves the stock from the task created before the crash", func() bool {
