@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/spanmart/spanmart/emulator/spanneremu/internal/catalog"
@@ -28,11 +29,14 @@ func (t *Txn) decideBatch(ctx context.Context, ps []*preparedDML, schema *catalo
 	if schema != db.Schema() {
 		return nil, false, nil
 	}
-	written := map[string]bool{}
+	var written []string // the batch's tables so far
 	for _, p := range ps {
 		d := p.c.Decide
+		if d == nil || p.decide == nil {
+			return nil, false, nil
+		}
 		table := strings.ToUpper(p.c.Table.Name)
-		if d == nil || p.decide == nil || t.dmlTables[table] || written[table] {
+		if t.dmlTables[table] || slices.Contains(written, table) {
 			return nil, false, nil
 		}
 		for _, vc := range d.Checks {
@@ -40,7 +44,7 @@ func (t *Txn) decideBatch(ctx context.Context, ps []*preparedDML, schema *catalo
 				return nil, false, nil
 			}
 		}
-		written[table] = true
+		written = append(written, table)
 	}
 	seq := t.noteRead()
 	conn, done := db.reader()

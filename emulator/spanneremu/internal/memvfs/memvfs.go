@@ -15,8 +15,9 @@
 // memory, and keeps the WAL index (the -shm) in its heap rather than in a file mapped into
 // memory. Why: a database whose contents are this process's memory has no other process to
 // share it with, yet the default VFS made a system call (fcntl) for most WAL-index lock and
-// unlock, some of them inside each commit's hold of the emulator's write lock: 2.5 % of the
-// emulator's CPU at 25 orders/s (README, "Performance"). Only the main database and WAL files are
+// unlock, some of them inside each commit's hold of the emulator's write lock: 2.6 % of the CPU
+// of Spanmart's bench process (load generator and both emulators) at 25 orders/s (README,
+// "Performance"). Only the main database and WAL files are
 // held in memory; journals and temporary files go to disk as before.
 // A file's contents go when SQLite deletes it (a WAL at its last connection's close) or with
 // Remove and RemoveDir. They are Go memory, in chunks the collector does not scan: the heap of an
@@ -88,16 +89,16 @@ func register() error {
 	tls := libc.NewTLS()
 	defer tls.Close()
 	files.m = map[string]*file{}
-	excl, err := libc.CString("unix-excl")
+	exclName, err := libc.CString("unix-excl")
 	if err != nil {
 		return errors.New("memvfs: out of memory")
 	}
-	defer libc.Xfree(tls, excl)
-	dflt := sqlite3.Xsqlite3_vfs_find(tls, excl)
-	if dflt == 0 {
+	defer libc.Xfree(tls, exclName)
+	excl := sqlite3.Xsqlite3_vfs_find(tls, exclName)
+	if excl == 0 {
 		return errors.New("memvfs: SQLite has no unix-excl VFS")
 	}
-	unixVFS = (*sqlite3.Tsqlite3_vfs)(cabi.At(dflt))
+	unixVFS = (*sqlite3.Tsqlite3_vfs)(cabi.At(excl))
 	unixFileSize = uintptr(unixVFS.FszOsFile)
 	vfs := libc.Xcalloc(tls, 1, types.Size_t(unsafe.Sizeof(sqlite3.Tsqlite3_vfs{})))
 	name, err := libc.CString(Name)

@@ -106,13 +106,49 @@ func (c *compiler) plainValue(col *catalog.Column, sql string) (param string, ok
 		return "", false
 	}
 	name := c.params[n]
-	if name == CommitTimestampParam {
-		return name, true
-	}
-	if !c.paramType(name).Equal(col.Type) && !c.out.ParamTypes[name].Equal(col.Type) {
+	if name != CommitTimestampParam && !c.paramType(name).Equal(col.Type) {
 		return "", false
 	}
 	return name, true
+}
+
+// plainValues is plainValue of each value a statement writes to t (cols, their values' SQL
+// vals): the parameter by column, and the checks of those that are not the commit timestamp;
+// ok is false when one is not a plain parameter.
+func (c *compiler) plainValues(t *catalog.Table, cols []*catalog.Column, vals []string) (params map[*catalog.Column]string, checks []ValueCheck, ok bool) {
+	params = map[*catalog.Column]string{}
+	for i, col := range cols {
+		p, ok := c.plainValue(col, vals[i])
+		if !ok {
+			return nil, nil, false
+		}
+		params[col] = p
+		if p != CommitTimestampParam {
+			checks = append(checks, ValueCheck{Param: p, Column: col, Key: isKey(t, col)})
+		}
+	}
+	return params, checks, true
+}
+
+// subCompiler is a compiler for another statement over the same schema, parameters and time
+// (a key probe, a decision's query).
+func (c *compiler) subCompiler() *compiler {
+	return &compiler{schema: c.schema, declared: c.declared, now: c.now, out: &Compiled{ParamTypes: map[string]spantype.Type{}}}
+}
+
+// rowAs is a row of t as a select list whose columns carry t's column names (so that its CHECK
+// constraints, over bare column names, can read it): each column's value is d's placeholder of
+// the parameter params gives it, or else other's SQL for it.
+func (d *compiler) rowAs(t *catalog.Table, params map[*catalog.Column]string, other func(*catalog.Column) string) string {
+	row := make([]string, len(t.Columns))
+	for i, col := range t.Columns {
+		v := other(col)
+		if p, ok := params[col]; ok {
+			v = d.paramPlaceholder(p)
+		}
+		row[i] = v + " AS " + catalog.Quote(col.SQLiteName)
+	}
+	return strings.Join(row, ", ")
 }
 
 // decideInsert sets Compiled.Decide for an INSERT OR IGNORE of one row into t, when it qualifies
@@ -121,54 +157,31 @@ func (c *compiler) decideInsert(x *ast.Insert, t *catalog.Table, cols []*catalog
 	if x.InsertOrType != ast.InsertOrTypeIgnore || x.ThenReturn != nil || !c.decidable(t, false) {
 		return
 	}
-	named := map[*catalog.Column]bool{}
-	for _, col := range cols {
-		named[col] = true
+	params, checks, ok := c.plainValues(t, cols, vals)
+	if !ok {
+		return
 	}
 	for _, col := range t.Columns {
-		if !named[col] && (col.NotNull || col.DefaultSQL != "") {
+		if _, named := params[col]; !named && (col.NotNull || col.DefaultSQL != "") {
 			return
 		}
-	}
-	d := &compiler{schema: c.schema, declared: c.declared, now: c.now, out: &Compiled{ParamTypes: map[string]spantype.Type{}}}
-	byName := map[*catalog.Column]string{}
-	var checks []ValueCheck
-	for i, col := range cols {
-		p, ok := c.plainValue(col, vals[i])
-		if !ok {
-			return
-		}
-		byName[col] = p
-		if p != CommitTimestampParam {
-			checks = append(checks, ValueCheck{Param: p, Column: col, Key: isKey(t, col)})
-		}
-	}
-	// The row as it would be written, as a subquery whose columns carry the table's column
-	// names, so that the CHECK constraints (over bare column names) read it.
-	row := make([]string, len(t.Columns))
-	for i, col := range t.Columns {
-		v := "NULL"
-		if p := byName[col]; p != "" {
-			v = d.paramPlaceholder(p)
-			if p != CommitTimestampParam {
-				d.out.ParamTypes[p] = col.Type
-			}
-		}
-		row[i] = v + " AS " + catalog.Quote(col.SQLiteName)
 	}
 	keyCols := t.KeyColumns()
+	d := c.subCompiler()
 	sel := make([]string, len(keyCols))
 	conds := make([]string, len(keyCols))
 	for i, k := range keyCols {
-		if p := byName[k]; p == "" || p == CommitTimestampParam {
+		if p := params[k]; p == "" || p == CommitTimestampParam {
 			return // a key from a default, or the commit timestamp: not known before the commit
 		}
 		sel[i] = "v." + catalog.Quote(k.SQLiteName)
 		conds[i] = targetColumn(t, k) + " = v." + catalog.Quote(k.SQLiteName)
 		d.out.Columns = append(d.out.Columns, Column{Name: k.Name, Type: k.Type})
 	}
+	// The row as it would be written (a column it does not name is NULL: see above).
+	row := d.rowAs(t, params, func(*catalog.Column) string { return "NULL" })
 	d.finish(fmt.Sprintf("SELECT %s, EXISTS (SELECT 1 FROM %s WHERE %s), %s FROM (SELECT %s) AS v", strings.Join(sel, ", "),
-		catalog.Quote(t.SQLiteName), strings.Join(conds, " AND "), checksHold(t), strings.Join(row, ", ")))
+		catalog.Quote(t.SQLiteName), strings.Join(conds, " AND "), checksHold(t), row))
 	d.out.Columns = append(d.out.Columns, Column{Name: "exists", Type: spantype.TBool}, Column{Name: "checks", Type: spantype.TBool})
 	d.fillParamTypes()
 	c.out.Decide = &Decision{Query: d.out, Insert: true, Checks: checks}
@@ -180,39 +193,20 @@ func (c *compiler) decideUpdate(x *ast.Update, t *catalog.Table, cols []*catalog
 	if c.out.KeyProbe == nil || x.ThenReturn != nil || len(c.out.ReadTables) > 0 || !c.decidable(t, true) {
 		return
 	}
-	var checks []ValueCheck
-	for i, col := range cols {
-		p, ok := c.plainValue(col, vals[i])
-		if !ok {
-			return
-		}
-		if p != CommitTimestampParam {
-			checks = append(checks, ValueCheck{Param: p, Column: col})
-		}
+	params, checks, ok := c.plainValues(t, cols, vals)
+	if !ok {
+		return
 	}
-	d := &compiler{schema: c.schema, declared: c.declared, now: c.now, out: &Compiled{ParamTypes: map[string]spantype.Type{}}}
+	d := c.subCompiler()
 	_, sc, err := d.targetScope(x.TableName, x.As)
 	if err != nil {
 		return
 	}
+	// The row as the statement would leave it: its columns before, with the values it sets.
+	row := d.rowAs(t, params, func(col *catalog.Column) string { return targetColumn(t, col) })
 	where, err := d.compileCondition(x.Where.Expr, sc, "WHERE")
 	if err != nil || len(d.out.ReadTables) > 0 {
 		return
-	}
-	// The row as the statement would leave it, as a subquery whose columns carry the table's
-	// column names, so that the CHECK constraints (over bare column names) read it.
-	set := map[*catalog.Column]string{}
-	for i, col := range cols {
-		p, _ := c.plainValue(col, vals[i])
-		set[col] = p
-	}
-	row := make([]string, len(t.Columns))
-	for i, col := range t.Columns {
-		v := targetColumn(t, col)
-		if p, ok := set[col]; ok {
-			v = d.paramPlaceholder(p)
-		}
-		row[i] = v + " AS " + catalog.Quote(col.SQLiteName)
 	}
 	keyCols := t.KeyColumns()
 	sel := make([]string, len(keyCols))
@@ -222,7 +216,7 @@ func (c *compiler) decideUpdate(x *ast.Update, t *catalog.Table, cols []*catalog
 	}
 	d.out.Columns = append(d.out.Columns, Column{Name: "checks", Type: spantype.TBool})
 	d.finish(fmt.Sprintf("SELECT %s, %s FROM (SELECT %s FROM %s WHERE %s)", strings.Join(sel, ", "), checksHold(t),
-		strings.Join(row, ", "), catalog.Quote(t.SQLiteName), where))
+		row, catalog.Quote(t.SQLiteName), where))
 	d.fillParamTypes()
 	if d.out.Volatile {
 		return

@@ -439,7 +439,7 @@ func (TableExprCompiler) CompileTableExpr(t *catalog.Table, e ast.Expr) (string,
 // conjuncts may follow (WHERE Id = @id AND Status = 'NEW'): they only narrow that row.
 func (c *compiler) keyProbe(t *catalog.Table, where ast.Expr, alias string) *Compiled {
 	keyCols := t.KeyColumns()
-	probe := &compiler{schema: c.schema, declared: c.declared, now: c.now, out: &Compiled{ParamTypes: map[string]spantype.Type{}}}
+	probe := c.subCompiler()
 	exprs := make([]string, len(keyCols))
 	forKeyEqualities(t, alias, where, func(i int, other ast.Expr) bool {
 		if exprs[i] != "" {
