@@ -27,8 +27,8 @@
 // the CommitResponse, aborted, failed (rolled back), or unknown (the commit may have happened),
 // or for read-only transactions the read timestamp (ReadOnlyTransaction.Timestamp). Operations
 // are issued in random ways: ReadRow, Read with keys (also with LOCK_HINT_EXCLUSIVE), with every kind of KeyRange, or
-// AllKeys, ReadUsingIndex on a secondary index, SQL queries filtering on the key and on
-// non-key columns, DML (UPDATE by key, relative UPDATE, INSERT OR UPDATE) and buffered
+// AllKeys, ReadUsingIndex on a secondary index, SQL queries filtering on the key (also with
+// FOR UPDATE) and on non-key columns, DML (UPDATE by key, relative UPDATE, INSERT OR UPDATE) and buffered
 // mutations (Update, InsertOrUpdate). Read-only transactions use strong, exact-staleness,
 // read-timestamp (at, just before and just after a recent commit), max-staleness and
 // min-read-timestamp bounds.

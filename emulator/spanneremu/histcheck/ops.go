@@ -67,16 +67,17 @@ type reader interface {
 type readMethod int
 
 const (
-	mReadRow    readMethod = iota // ReadRow by key
-	mReadKeys                     // Read with a KeySet of keys
-	mReadRange                    // Read with a KeyRange around the targets
-	mReadIndex                    // ReadUsingIndex on the Grp index
-	mQueryKey                     // SELECT ... WHERE Id = @id / Id IN UNNEST(@ids)
-	mQueryRange                   // SELECT ... WHERE Id >= @lo AND Id < @hi
-	mQueryGroup                   // SELECT ... WHERE Grp = @g (non-key column)
-	mQueryValue                   // SELECT ... WHERE Val IS NOT NULL AND Id ... (non-key predicate)
-	mReadLocked                   // Read of keys with LOCK_HINT_EXCLUSIVE (in a read-only transaction the client drops the hint)
-	mReadAll                      // Read(AllKeys)
+	mReadRow     readMethod = iota // ReadRow by key
+	mReadKeys                      // Read with a KeySet of keys
+	mReadRange                     // Read with a KeyRange around the targets
+	mReadIndex                     // ReadUsingIndex on the Grp index
+	mQueryKey                      // SELECT ... WHERE Id = @id / Id IN UNNEST(@ids)
+	mQueryRange                    // SELECT ... WHERE Id >= @lo AND Id < @hi
+	mQueryGroup                    // SELECT ... WHERE Grp = @g (non-key column)
+	mQueryValue                    // SELECT ... WHERE Val IS NOT NULL AND Id ... (non-key predicate)
+	mReadLocked                    // Read of keys with LOCK_HINT_EXCLUSIVE (in a read-only transaction the client drops the hint)
+	mQueryLocked                   // mQueryKey's query ending in FOR UPDATE (in a read-write transaction)
+	mReadAll                       // Read(AllKeys)
 	nReadMethods
 )
 
@@ -87,7 +88,7 @@ func (tb *table) readOne(ctx context.Context, r reader, rng *rand.Rand, id int64
 
 // readSome reads at least ids with a random method fit for several keys.
 func (tb *table) readSome(ctx context.Context, r reader, rng *rand.Rand, ids []int64) Op {
-	ms := []readMethod{mReadKeys, mReadRange, mReadIndex, mQueryKey, mQueryRange, mQueryGroup, mQueryValue, mReadLocked, mReadAll}
+	ms := []readMethod{mReadKeys, mReadRange, mReadIndex, mQueryKey, mQueryRange, mQueryGroup, mQueryValue, mReadLocked, mQueryLocked, mReadAll}
 	return tb.read(ctx, r, ms[rng.IntN(len(ms))], rng, ids)
 }
 
@@ -191,7 +192,7 @@ func (tb *table) read(ctx context.Context, r reader, m readMethod, rng *rand.Ran
 		method = fmt.Sprintf("ReadUsingIndex(%s, %d groups)", tb.index, len(keys))
 		cover(func(id int64) bool { return gs[group(id)] })
 		it = r.ReadUsingIndex(ctx, tb.name, tb.index, spanner.KeySets(keys...), cols)
-	case mQueryKey:
+	case mQueryKey, mQueryLocked:
 		var st spanner.Statement
 		if len(ids) == 1 {
 			st = spanner.Statement{SQL: "SELECT Id, Val FROM " + tb.name + " WHERE Id = @id", Params: map[string]any{"id": lo}}
@@ -199,6 +200,10 @@ func (tb *table) read(ctx context.Context, r reader, m readMethod, rng *rand.Ran
 		} else {
 			st = spanner.Statement{SQL: "SELECT Id, Val FROM " + tb.name + " WHERE Id IN UNNEST(@ids) ORDER BY Id", Params: map[string]any{"ids": ids}}
 			method = "Query(WHERE Id IN UNNEST(@ids))"
+		}
+		if _, rw := r.(*spanner.ReadWriteTransaction); m == mQueryLocked && rw { // what Spanner does with it in a read-only transaction is not checked here
+			st.SQL += " FOR UPDATE"
+			method = strings.Replace(method, ")", " FOR UPDATE)", 1)
 		}
 		cover(in)
 		it = r.Query(ctx, st)

@@ -4,9 +4,12 @@ import (
 	"context"
 	"slices"
 	"strings"
+
+	"github.com/spanmart/spanmart/emulator/spanneremu/internal/sqlgen"
 )
 
-// Exclusive locks: the LOCK_HINT_EXCLUSIVE of a read in a read-write transaction.
+// Exclusive locks: the LOCK_HINT_EXCLUSIVE of a read, and a query's FOR UPDATE, in a read-write
+// transaction.
 //
 // On Spanner a read-write transaction's reads take shared locks, upgraded to exclusive at
 // commit for what it writes. Two transactions that read one row and then write it (a payment
@@ -26,6 +29,11 @@ import (
 // end. Waits go only from younger to older, so they never form a cycle, and need no time limit:
 // every holder ends, if only by the idle timeout. The waiting read then reads what the holder
 // wrote, so validation finds nothing stale.
+//
+// A query ending in FOR UPDATE takes the same locks on the rows it reads by their whole key, when
+// it has the shape of a read of one aggregate by key (sqlgen's keyReads: a row by its key, with
+// subqueries of rows by theirs), before it runs. Spanner locks every range a FOR UPDATE query
+// scans; here a query of another shape, like a read of ranges, takes none.
 //
 // The hint only orders exclusive-hinted readers: a read without it still reads optimistically,
 // and a commit that writes a locked key is not held up by the lock (the holder's read goes stale
@@ -64,8 +72,7 @@ func (l *exclusiveLock) grantable(t *Txn) bool {
 // lockKeysExclusive takes the exclusive locks a LOCK_HINT_EXCLUSIVE read of r asks for (see
 // above). The caller holds t.mu, not the database lock.
 func (t *Txn) lockKeysExclusive(ctx context.Context, r ReadRequest) error {
-	db := t.db
-	schema := db.Schema()
+	schema := t.db.Schema()
 	if r.Index != "" || r.KeySet == nil || r.KeySet.All || len(r.KeySet.Ranges) > 0 {
 		return nil
 	}
@@ -82,8 +89,28 @@ func (t *Txn) lockKeysExclusive(ctx context.Context, r ReadRequest) error {
 		}
 		keys = append(keys, keyString(table.Name, vals))
 	}
-	// In one order whatever order the keys came in, so that two reads of the same keys do not
-	// take them crosswise (wound-wait would resolve it, with an abort).
+	return t.lockKeys(ctx, keys)
+}
+
+// lockQueryExclusive takes the exclusive locks a query ending in FOR UPDATE asks for: those of
+// the rows it reads by their whole key (sqlgen.Compiled.KeyReads), with the values args give
+// them. Like a read of key ranges, a query of any other shape, or the part of one that reads a
+// range (the children of a row, by its key), takes no lock. The caller holds t.mu, not the
+// database lock.
+func (t *Txn) lockQueryExclusive(ctx context.Context, c *sqlgen.Compiled, args []any) error {
+	var keys []string
+	for _, r := range c.KeyReads {
+		if vals, ok := keyReadValues(c, r, args); ok && len(vals) == len(r.Table.PrimaryKey) {
+			keys = append(keys, keyString(r.Table.Name, vals))
+		}
+	}
+	return t.lockKeys(ctx, keys)
+}
+
+// lockKeys takes the exclusive locks of keys (keyString), in one order whatever order they came
+// in, so that two reads of the same keys do not take them crosswise (wound-wait would resolve
+// it, with an abort).
+func (t *Txn) lockKeys(ctx context.Context, keys []string) error {
 	slices.Sort(keys)
 	waited := false
 	for _, k := range slices.Compact(keys) {

@@ -226,3 +226,108 @@ func TestExclusiveLockWoundsAWaitingHolder(t *testing.T) {
 		t.Errorf("wounds %d, want 1", got)
 	}
 }
+
+// queryForUpdate runs sql in tx with INT64 parameters.
+func queryForUpdate(ctx context.Context, tx *Txn, sql string, params map[string]string) ([][]*structpb.Value, error) {
+	st := Statement{SQL: sql, Params: &structpb.Struct{Fields: map[string]*structpb.Value{}}, ParamTypes: map[string]*sppb.Type{}}
+	for name, v := range params {
+		st.Params.Fields[name] = str(v)
+		st.ParamTypes[name] = &sppb.Type{Code: sppb.TypeCode_INT64}
+	}
+	res, err := tx.ExecuteSQL(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return res.Rows, nil
+}
+
+// A query ending in FOR UPDATE takes the exclusive locks of the rows it reads by key, the root's
+// and its subqueries', as exclusive reads of them would: a LOCK_HINT_EXCLUSIVE read waits for
+// it, and it waits for one, then reads what the holder committed. Other keys, a query without
+// FOR UPDATE and a FOR UPDATE query of a range (which takes no lock here) do not wait.
+func TestForUpdateQueryTakesExclusiveLocks(t *testing.T) {
+	e, db := newTestEngine(t, Options{LockWait: time.Minute}, singers,
+		`CREATE TABLE Labels (LabelId INT64 NOT NULL, Name STRING(10)) PRIMARY KEY (LabelId)`)
+	cols := []string{"SingerId", "Name"}
+	if err := commit(t, db, insert("Singers", cols, row(str("1"), str("a")), row(str("2"), str("b"))),
+		insert("Labels", []string{"LabelId", "Name"}, row(str("7"), str("l")))); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const both = `SELECT s.Name, ARRAY(SELECT AS STRUCT l.Name FROM Labels AS l WHERE l.LabelId = @label) AS Label
+FROM Singers AS s WHERE s.SingerId = @id FOR UPDATE`
+	type result struct {
+		rows [][]*structpb.Value
+		err  error
+	}
+
+	// The query holds Singers 1 and Labels 7: an exclusive read of either waits for it.
+	for i, read := range []func(*Txn) error{
+		func(tx *Txn) error { _, err := readExclusive(ctx, tx, str("1")); return err },
+		func(tx *Txn) error {
+			_, err := tx.Read(ctx, ReadRequest{Table: "Labels", Columns: []string{"Name"}, Exclusive: true,
+				KeySet: &sppb.KeySet{Keys: []*structpb.ListValue{row(str("7"))}}})
+			return err
+		},
+	} {
+		holder, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+		if _, err := queryForUpdate(ctx, holder, both, map[string]string{"id": "1", "label": "7"}); err != nil {
+			t.Fatal(err)
+		}
+		waiter, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+		done := make(chan error, 1)
+		go func() { done <- read(waiter) }()
+		waitForExclusiveWaits(t, e, int64(i+1))
+		if _, err := holder.Commit(ctx, nil); err != nil {
+			t.Fatalf("the query's transaction: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("the exclusive read after the query's transaction ended (%d): %v", i, err)
+		}
+		waiter.Rollback()
+	}
+
+	// An exclusive read holds Singers 1: the query waits for it and reads what it committed.
+	holder, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	if _, err := readExclusive(ctx, holder, str("1")); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	for _, q := range []struct{ sql, id string }{
+		{"SELECT Name FROM Singers WHERE SingerId = @id FOR UPDATE", "2"},  // another key
+		{"SELECT Name FROM Singers WHERE SingerId = @id", "1"},             // no FOR UPDATE
+		{"SELECT Name FROM Singers WHERE SingerId >= @id FOR UPDATE", "1"}, // a range: no lock
+	} {
+		if _, err := queryForUpdate(ctx, other, q.sql, map[string]string{"id": q.id}); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+	if got := e.Stats().ExclusiveWaits; got != 2 {
+		t.Fatalf("exclusive waits: %d, want 2 (none for another key, no FOR UPDATE or a range)", got)
+	}
+	other.Rollback()
+	waiter, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+	done := make(chan result, 1)
+	go func() {
+		rows, err := queryForUpdate(ctx, waiter, both, map[string]string{"id": "1", "label": "7"})
+		done <- result{rows, err}
+	}()
+	waitForExclusiveWaits(t, e, 3)
+	if _, err := holder.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("a+1")))}); err != nil {
+		t.Fatalf("the holder's commit: %v", err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("the waiting query: %v", r.err)
+	}
+	want := [][]*structpb.Value{{str("a+1"), structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{structpb.NewListValue(row(str("l")))}})}}
+	if diff := cmp.Diff(want, r.rows, protocmp.Transform()); diff != "" {
+		t.Fatalf("the waiting query sees the holder's commit (-want +got):\n%s", diff)
+	}
+	if _, err := waiter.Commit(ctx, []*sppb.Mutation{update("Singers", cols, row(str("1"), str("a+2")))}); err != nil {
+		t.Fatalf("the waiter's commit: %v", err)
+	}
+	if got := e.Stats(); got.Conflicts != 0 || got.Wounds != 0 {
+		t.Errorf("conflicts %d, wounds %d; want none", got.Conflicts, got.Wounds)
+	}
+}

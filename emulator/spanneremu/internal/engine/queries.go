@@ -82,6 +82,11 @@ func (t *Txn) queryOptimistically(ctx context.Context, st Statement, stmt ast.St
 	if err != nil {
 		return nil, true, err
 	}
+	if c.ForUpdate {
+		if err := t.lockQueryExclusive(ctx, c, args); err != nil {
+			return nil, true, err
+		}
+	}
 	stored, err := t.optimisticQuery(ctx, c, args)
 	if err != nil {
 		return nil, true, err
@@ -221,26 +226,28 @@ func keyReadFootprints(c *sqlgen.Compiled, args []any, seq uint64) []footprint {
 	if len(c.KeyReads) == 0 {
 		return nil
 	}
-	value := func(name string) (any, bool) {
-		for i, p := range c.Params {
-			if strings.EqualFold(p, name) {
-				return args[i], true
-			}
-		}
-		return nil, false
-	}
 	fps := make([]footprint, 0, len(c.KeyReads))
 	for _, r := range c.KeyReads {
-		vals := make([]any, len(r.Params))
-		for i, p := range r.Params {
-			v, ok := value(p)
-			if !ok {
-				return nil
-			}
-			vals[i] = v
+		vals, ok := keyReadValues(c, r, args)
+		if !ok {
+			return nil
 		}
 		fps = append(fps, footprint{table: strings.ToUpper(r.Table.Name), seq: seq,
 			rng: &keyRange{kc: tableKey(r.Table), start: vals, end: vals, hasStart: true, hasEnd: true}})
 	}
 	return fps
+}
+
+// keyReadValues are the values of r's key prefix: the arguments of its parameters (args are c's,
+// in the order of c.Params); ok is false if one of them is not among c's parameters.
+func keyReadValues(c *sqlgen.Compiled, r sqlgen.KeyRead, args []any) (vals []any, ok bool) {
+	vals = make([]any, len(r.Params))
+	for i, p := range r.Params {
+		j := slices.IndexFunc(c.Params, func(q string) bool { return strings.EqualFold(q, p) })
+		if j < 0 {
+			return nil, false
+		}
+		vals[i] = args[j]
+	}
+	return vals, true
 }

@@ -24,12 +24,13 @@ type KeyRead struct {
 //
 // where the WHERE pins all of Root's primary key to parameters, and each subquery in the select
 // list reads one table, whose WHERE pins a leading part of its primary key to parameters or to
-// Root's key columns (an interleaved child read by its parent's key: c.K1 = r.K1). Anything else
+// Root's key columns (an interleaved child read by its parent's key: c.K1 = r.K1). The statement
+// may end in FOR UPDATE (which locks what these ranges read, see Compiled.ForUpdate). Anything else
 // (a join, UNNEST, a view, a subquery elsewhere or inside a subquery, a key pinned by an
 // expression) gives nil, and the query is validated by its tables as before. Conjuncts that
 // filter further only narrow what is read inside the ranges.
 func (c *compiler) keyReads(s *ast.QueryStatement) []KeyRead {
-	root, ok := plainSelect(s.Query)
+	root, ok := plainSelect(s.Query, true)
 	if !ok || len(root.Results) == 0 {
 		return nil
 	}
@@ -57,7 +58,7 @@ func (c *compiler) keyReads(s *ast.QueryStatement) []KeyRead {
 		if !isSub {
 			continue
 		}
-		sub, ok := plainSelect(q)
+		sub, ok := plainSelect(q, false)
 		if !ok {
 			return nil
 		}
@@ -105,11 +106,11 @@ func (c *compiler) keyReads(s *ast.QueryStatement) []KeyRead {
 	return reads
 }
 
-// plainSelect unwraps a query expression to its SELECT: ORDER BY and LIMIT are allowed, not WITH,
-// FOR UPDATE or pipes.
-func plainSelect(q ast.QueryExpr) (*ast.Select, bool) {
+// plainSelect unwraps a query expression to its SELECT: ORDER BY and LIMIT are allowed (and FOR
+// UPDATE where forUpdate says so), not WITH or pipes.
+func plainSelect(q ast.QueryExpr, forUpdate bool) (*ast.Select, bool) {
 	if x, ok := q.(*ast.Query); ok {
-		if x.With != nil || x.ForUpdate != nil || len(x.PipeOperators) > 0 {
+		if x.With != nil || (x.ForUpdate != nil && !forUpdate) || len(x.PipeOperators) > 0 {
 			return nil, false
 		}
 		q = x.Query

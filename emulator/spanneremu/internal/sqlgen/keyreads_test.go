@@ -2,6 +2,7 @@ package sqlgen
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -26,7 +27,10 @@ func TestKeyReads(t *testing.T) {
 			EXISTS(SELECT 1 FROM Albums WHERE SingerId = @other AND AlbumId = @album) AS Other
 		  FROM Singers AS s WHERE s.SingerId = @id`, "[Singers(id) Albums(id) Albums(id) Albums(other album)]"},
 		{"SELECT Title FROM Albums WHERE SingerId = @s AND AlbumId = @a", "[Albums(s a)]"},
+		{"SELECT s.Name, ARRAY(SELECT AS STRUCT a.Title FROM Albums AS a WHERE a.SingerId = @s AND a.AlbumId = @a) AS A FROM Singers AS s WHERE s.SingerId = @id FOR UPDATE",
+			"[Singers(id) Albums(s a)]"}, // FOR UPDATE: the same ranges, locked (Compiled.ForUpdate)
 		// Not the shape:
+		{"SELECT s.Name, ARRAY(SELECT a.Title FROM Albums AS a WHERE a.SingerId = @s FOR UPDATE) AS A FROM Singers AS s WHERE s.SingerId = @id", ""}, // FOR UPDATE of a subquery
 		{"SELECT Title FROM Albums WHERE SingerId = @s", ""},                                 // the root's key not all pinned
 		{"SELECT Name FROM Singers WHERE SingerId = @id OR SingerId = @other", ""},           // not a conjunction
 		{"SELECT Name FROM Singers WHERE SingerId = @id + 1", ""},                            // pinned by an expression
@@ -45,6 +49,9 @@ func TestKeyReads(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v", tt.sql, err)
 			continue
+		}
+		if top := strings.HasSuffix(tt.sql, "FOR UPDATE"); c.ForUpdate != top {
+			t.Errorf("%s: ForUpdate %v, want %v (a top-level FOR UPDATE)", tt.sql, c.ForUpdate, top)
 		}
 		got := ""
 		if len(c.KeyReads) > 0 {

@@ -41,6 +41,9 @@ func (c *compiler) compileQueryStatement(s *ast.QueryStatement) error {
 	c.finish(r.sql)
 	c.fillParamTypes()
 	c.out.KeyReads = c.keyReads(s)
+	if q, ok := s.Query.(*ast.Query); ok && q.ForUpdate != nil {
+		c.out.ForUpdate = true
+	}
 	return nil
 }
 

@@ -102,8 +102,10 @@ type Tx interface {
 	Payment(ctx context.Context, id string) (*payment.Payment, error)
 	// PaymentByProviderID returns the payment a provider knows by providerPaymentID.
 	PaymentByProviderID(ctx context.Context, providerName, providerPaymentID string) (*payment.Payment, error)
-	// Intent returns an intent; payment.ErrNotFound if there is none.
-	Intent(ctx context.Context, key string) (Intent, error)
+	// PaymentWithIntent returns a payment and the intent of key, both locked for this
+	// transaction as Payment locks a payment, in one read; payment.ErrNotFound if either is
+	// missing.
+	PaymentWithIntent(ctx context.Context, id, key string) (*payment.Payment, Intent, error)
 	// RecordProviderEvent inserts e unless the provider's event id is known: fresh is false for a
 	// duplicate (INSERT OR IGNORE).
 	RecordProviderEvent(ctx context.Context, e ProviderEvent) (fresh bool, err error)
@@ -310,15 +312,12 @@ func (s *Service) resume(ctx context.Context, in Intent, providerName string) (s
 	paymentID := in.PaymentID
 	err := s.cfg.Repo.Update(ctx, func(ctx context.Context, tx Tx) error {
 		emitted, unfinished, next, rep = false, false, "", &report{}
-		// The payment first: its lock (exclusive, see Tx.Payment) is what the provider's
-		// webhook for this answer contends for, and a transaction's age on Spanner is its first
-		// statement's: taken first, the lock goes to the older of the two, and the younger waits
-		// for it instead of being wounded by an older one that reached the row later.
-		p, err := tx.Payment(ctx, paymentID)
-		if err != nil {
-			return err
-		}
-		in, err := tx.Intent(ctx, key)
+		// The payment's lock (exclusive, see Tx.Payment) in the first statement: it is what the
+		// provider's webhook for this answer contends for, and a transaction's age on Spanner is
+		// its first statement's: taken first, the lock goes to the older of the two, and the
+		// younger waits for it instead of being wounded by an older one that reached the row
+		// later. The intent comes with it.
+		p, in, err := tx.PaymentWithIntent(ctx, paymentID, key)
 		if err != nil || in.Status != IntentStarted {
 			return err // finished meanwhile (a concurrent Resume)
 		}

@@ -857,6 +857,8 @@ func TestSlipPaidBeforeItsCancellationIsRefunded(t *testing.T) {
 // The After effect of a delivery whose handler recorded an intent reads no intent but that one,
 // in the transaction that records its answer: the recorded intent is the payment's one unfinished
 // intent, and what its answer records it follows (TestSlipPaidBeforeItsCancellationIsRefunded).
+// It reads it with its payment, in one query (Tx.PaymentWithIntent), and ProviderRequests not
+// otherwise.
 func TestRecordedIntentReadsNoOtherIntent(t *testing.T) {
 	f := newFixture(t, nil)
 	orderID := uuid.NewString()
@@ -868,24 +870,26 @@ func TestRecordedIntentReadsNoOtherIntent(t *testing.T) {
 		})
 		return err
 	})
-	reads := func() int64 {
+	reads := func() (intents, queries int64) {
 		st, ok := env.DatabaseStats(f.db)
 		if !ok {
 			t.Fatal("the tests' emulator is not in process: its requests cannot be counted")
 		}
-		return st.RPCs["StreamingRead(ProviderRequests)"]
+		return st.RPCs["StreamingRead(ProviderRequests)"], st.RPCs["ExecuteStreamingSql"]
 	}
-	before := reads()
-	f.resumeRecorded(t, d.PaymentID, d.Recorded)
-	if n := reads() - before; n != 1 {
-		t.Errorf("carrying out the recorded authorization read ProviderRequests %d times, want 1 (the intent, to record its answer)", n)
+	carryOut := func(what string) {
+		t.Helper()
+		intents, queries := reads()
+		f.resumeRecorded(t, d.PaymentID, d.Recorded)
+		i, q := reads()
+		if i != intents || q != queries+1 {
+			t.Errorf("carrying out the recorded %s read ProviderRequests %d times and made %d queries, want 0 and 1 (the payment with the intent, to record its answer)",
+				what, i-intents, q-queries)
+		}
 	}
+	carryOut("authorization")
 	f.expect(t, d.PaymentID, payment.Authorized, "payment.authorized@1")
 	d = f.ship(t, orderID)
-	before = reads()
-	f.resumeRecorded(t, d.PaymentID, d.Recorded)
-	if n := reads() - before; n != 1 {
-		t.Errorf("carrying out the recorded capture read ProviderRequests %d times, want 1", n)
-	}
+	carryOut("capture")
 	f.expect(t, d.PaymentID, payment.Captured, "payment.authorized@1", "payment.captured@2")
 }
