@@ -9,7 +9,8 @@
 // IdleTimeout, MaxMessages): connecting, the greeting, EHLO, STARTTLS's handshake and AUTH are
 // done once per session, not per e-mail. A kept session the server has closed meanwhile is found
 // at its first command, before anything of the e-mail is sent, and the e-mail goes through a new
-// one.
+// one. To a server that offers PIPELINING (RFC 2920), MAIL FROM, RCPT TO and DATA go in one write:
+// an e-mail takes two round trips, not four.
 //
 // Transport security (Config.StartTLS): auto upgrades with STARTTLS when the server offers it,
 // always refuses a server that does not, never stays in plain text. Credentials (PLAIN) are sent
@@ -292,20 +293,17 @@ func (s *Sender) open(ctx context.Context) (*session, error) {
 	return &session{conn: conn, c: c}, nil
 }
 
-// transact sends one e-mail through se: MAIL FROM, RCPT TO, DATA. The session is kept once the
-// message is accepted, and ended otherwise.
+// transact sends one e-mail through se: MAIL FROM, RCPT TO, DATA (pipelined where the server
+// offers it, see envelope). The session is kept once the message is accepted, and ended otherwise.
 func (s *Sender) transact(ctx context.Context, se *session, to string, raw []byte) (Receipt, error) {
 	deadline, _ := ctx.Deadline()
 	se.conn.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { se.conn.Close() })
 	reply, err := func() (string, error) {
-		if err := se.c.Mail(s.cfg.From.Address); err != nil {
-			return "", stageError(StageMail, err)
+		if stage, err := envelope(se.c, s.cfg.From.Address, to); err != nil {
+			return "", stageError(stage, err)
 		}
-		if err := se.c.Rcpt(to); err != nil {
-			return "", stageError(StageRcpt, err)
-		}
-		reply, err := data(se.c, raw)
+		reply, err := sendMessage(se.c, raw)
 		if err != nil {
 			return "", stageError(StageData, err)
 		}
@@ -353,19 +351,62 @@ func (s *Sender) startTLS(c *smtp.Client) error {
 	return nil
 }
 
-// data sends DATA and the message through the client's text connection, so that the server's
-// reply to the message (its queue id) is kept: net/smtp's Data discards it.
-func data(c *smtp.Client, raw []byte) (string, error) {
-	id, err := c.Text.Cmd("DATA")
-	if err != nil {
-		return "", err
+// envelope starts a mail transaction: MAIL FROM, RCPT TO and DATA, up to the server's 354. To a
+// server that offers PIPELINING (RFC 2920) the three go in one write and their replies are read
+// in order: one round trip where three were. It returns the stage of a command that failed. A
+// failure leaves the transaction open, and the caller closes the session (RFC 2920 has the client
+// send an empty message after an accepted DATA; a closed connection ends the transaction as well).
+func envelope(c *smtp.Client, from, to string) (stage string, err error) {
+	if ok, _ := c.Extension("PIPELINING"); !ok {
+		if err := c.Mail(from); err != nil {
+			return StageMail, err
+		}
+		if err := c.Rcpt(to); err != nil {
+			return StageRcpt, err
+		}
+		id, err := c.Text.Cmd("DATA")
+		if err != nil {
+			return StageData, err
+		}
+		c.Text.StartResponse(id)
+		defer c.Text.EndResponse(id)
+		if _, _, err := c.Text.ReadResponse(354); err != nil {
+			return StageData, err
+		}
+		return "", nil
 	}
-	c.Text.StartResponse(id)
-	_, _, err = c.Text.ReadResponse(354)
-	c.Text.EndResponse(id)
-	if err != nil {
-		return "", err
+	// What net/smtp's Mail and Rcpt check and add.
+	if strings.ContainsAny(from, "\r\n") {
+		return StageMail, errors.New("smtp: A line must not contain CR or LF")
 	}
+	if strings.ContainsAny(to, "\r\n") {
+		return StageRcpt, errors.New("smtp: A line must not contain CR or LF")
+	}
+	params := ""
+	if ok, _ := c.Extension("8BITMIME"); ok {
+		params += " BODY=8BITMIME"
+	}
+	if ok, _ := c.Extension("SMTPUTF8"); ok {
+		params += " SMTPUTF8"
+	}
+	fmt.Fprintf(c.Text.W, "MAIL FROM:<%s>%s\r\nRCPT TO:<%s>\r\nDATA\r\n", from, params, to)
+	if err := c.Text.W.Flush(); err != nil {
+		return StageMail, err
+	}
+	for _, r := range []struct {
+		stage string
+		code  int
+	}{{StageMail, 250}, {StageRcpt, 25}, {StageData, 354}} { // RCPT: 250 or 251
+		if _, _, err := c.Text.ReadResponse(r.code); err != nil {
+			return r.stage, err
+		}
+	}
+	return "", nil
+}
+
+// sendMessage sends the message after DATA's 354 and returns the server's reply to it (its queue id,
+// which net/smtp's Data discards).
+func sendMessage(c *smtp.Client, raw []byte) (string, error) {
 	w := c.Text.DotWriter()
 	if _, err := w.Write(raw); err != nil {
 		return "", err

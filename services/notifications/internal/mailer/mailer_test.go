@@ -1,6 +1,7 @@
 package mailer
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -370,4 +371,126 @@ func TestSendKeepsSessionsWithinBounds(t *testing.T) {
 			t.Errorf("%d connections for 40 e-mails: no session was reused", n)
 		}
 	})
+}
+
+// To a server that offers PIPELINING, MAIL FROM, RCPT TO and DATA go in one write; to one that
+// does not, each waits for the reply to the one before (RFC 2920). The server here answers in
+// lock step and records, at each MAIL FROM, whether the commands after it came with it. A refused
+// recipient is the same bounce either way.
+func TestSendPipelinesWhereOffered(t *testing.T) {
+	for _, offered := range []bool{true, false} {
+		t.Run(fmt.Sprintf("PIPELINING offered %v", offered), func(t *testing.T) {
+			addr, ahead, accepted := lockStepServer(t, offered)
+			s := sender(t, Config{Addr: addr, MaxIdle: -1})
+			if _, err := s.Send(context.Background(), message()); err != nil {
+				t.Fatalf("Send: %v", err)
+			}
+			if got := ahead(); len(got) != 1 || got[0] != offered {
+				t.Errorf("commands sent ahead of MAIL FROM's reply: %v, want [%v]", got, offered)
+			}
+			want, _ := Compose(from, message())
+			if got := accepted(); len(got) != 1 || got[0] != string(want) {
+				t.Errorf("the server accepted %d messages, want the one Compose writes", len(got))
+			}
+			m := message()
+			m.To = "bounce@example.com"
+			_, err := s.Send(context.Background(), m)
+			var e *Error
+			if !errors.As(err, &e) || e.Stage != StageRcpt || e.Code != 550 || !IsBounce(err) {
+				t.Errorf("Send to a refused recipient: %v, want a bounce at RCPT (550)", err)
+			}
+			if n := len(accepted()); n != 1 {
+				t.Errorf("%d messages accepted after the bounce, want 1", n)
+			}
+		})
+	}
+}
+
+// lockStepServer is a minimal SMTP server on 127.0.0.1 that offers PIPELINING or not, refuses
+// the recipient bounce@example.com (550), and answers each command before it reads the next. It
+// returns its address, whether the commands after each MAIL FROM had arrived with it, and the
+// messages it accepted.
+func lockStepServer(t *testing.T, pipelining bool) (addr string, ahead func() []bool, accepted func() []string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var (
+		mu   sync.Mutex
+		sent []bool
+		msgs []string
+	)
+	serve := func(conn net.Conn) {
+		defer conn.Close()
+		r, w := bufio.NewReader(conn), bufio.NewWriter(conn)
+		reply := func(s string) { w.WriteString(s + "\r\n"); w.Flush() }
+		reply("220 lockstep.test ESMTP")
+		refused := false
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			cmd := strings.ToUpper(strings.TrimSpace(line))
+			switch {
+			case strings.HasPrefix(cmd, "EHLO"):
+				if pipelining {
+					reply("250-lockstep.test\r\n250 PIPELINING")
+				} else {
+					reply("250 lockstep.test")
+				}
+			case strings.HasPrefix(cmd, "MAIL FROM:"):
+				mu.Lock()
+				sent = append(sent, r.Buffered() > 0)
+				mu.Unlock()
+				refused = false
+				reply("250 2.1.0 ok")
+			case strings.HasPrefix(cmd, "RCPT TO:"):
+				refused = strings.Contains(cmd, "BOUNCE@")
+				if refused {
+					reply("550 5.1.1 no such user")
+				} else {
+					reply("250 2.1.5 ok")
+				}
+			case cmd == "DATA" && refused:
+				reply("554 5.5.1 no valid recipients")
+			case cmd == "DATA":
+				reply("354 go ahead")
+				var b strings.Builder
+				for {
+					l, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if l == ".\r\n" {
+						break
+					}
+					b.WriteString(strings.TrimPrefix(l, "."))
+				}
+				mu.Lock()
+				msgs = append(msgs, b.String())
+				mu.Unlock()
+				reply("250 2.0.0 queued as 1")
+			case cmd == "QUIT":
+				reply("221 bye")
+				return
+			default:
+				reply("502 5.5.2 not implemented")
+			}
+		}
+	}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serve(conn)
+		}
+	}()
+	return ln.Addr().String(),
+		func() []bool { mu.Lock(); defer mu.Unlock(); return append([]bool(nil), sent...) },
+		func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), msgs...) }
 }
