@@ -419,7 +419,8 @@ func (s *Service) send(ctx context.Context, n *notification.Notification, last b
 		return "", nil
 	}
 	s.cfg.Metrics.sent.WithLabelValues(n.Template(), result).Inc()
-	log := platform.Logger(ctx).With(zap.String("event_id", n.EventID()), zap.String("template", n.Template()),
+	// WithLazy: a sent e-mail logs nothing here, and With would encode the fields for each.
+	log := platform.Logger(ctx).WithLazy(zap.String("event_id", n.EventID()), zap.String("template", n.Template()),
 		zap.String("order_id", n.OrderID()), zap.String("message_id", n.MessageID()), zap.Int64("attempts", attempts))
 	switch result {
 	case ResultBounced:
