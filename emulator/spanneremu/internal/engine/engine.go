@@ -79,7 +79,7 @@ type Stats struct {
 	LockWaited time.Duration
 	// QueryRechecks counts the SQL queries of read-write transactions run again under the lock
 	// at commit, because a commit since wrote to a table they read, to see whether their answer
-	// changed. A query that reads one aggregate by key is validated by its keys instead.
+	// changed. A query that reads rows by key (sqlgen's keyReads) is validated by its keys instead.
 	QueryRechecks int64
 	// DecidedDML counts the DML statements of read-write transactions that a read of committed
 	// data decided, without the write lock (decide.go): a consumer's inbox row and version claim.

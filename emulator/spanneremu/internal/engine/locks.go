@@ -31,8 +31,8 @@ import (
 // wrote, so validation finds nothing stale.
 //
 // A query ending in FOR UPDATE takes the same locks on the rows it reads by their whole key, when
-// it has the shape of a read of one aggregate by key (sqlgen's keyReads: a row by its key, with
-// subqueries of rows by theirs), before it runs. Spanner locks every range a FOR UPDATE query
+// it has the shape of a read by key (sqlgen's keyReads: rows by their keys, with subqueries of
+// rows by theirs), before it runs. Spanner locks every range a FOR UPDATE query
 // scans; here a query of another shape, like a read of ranges, takes none.
 //
 // The hint only orders exclusive-hinted readers: a read without it still reads optimistically,
@@ -100,7 +100,11 @@ func (t *Txn) lockKeysExclusive(ctx context.Context, r ReadRequest) error {
 func (t *Txn) lockQueryExclusive(ctx context.Context, c *sqlgen.Compiled, args []any) error {
 	var keys []string
 	for _, r := range c.KeyReads {
-		if vals, ok := keyReadValues(c, r, args); ok && len(vals) == len(r.Table.PrimaryKey) {
+		if len(r.Params) != len(r.Table.PrimaryKey) {
+			continue
+		}
+		prefixes, _ := keyReadPrefixes(c, r, args)
+		for _, vals := range prefixes {
 			keys = append(keys, keyString(r.Table.Name, vals))
 		}
 	}

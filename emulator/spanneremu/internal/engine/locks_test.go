@@ -242,7 +242,7 @@ func queryForUpdate(ctx context.Context, tx *Txn, sql string, params map[string]
 }
 
 // A query ending in FOR UPDATE takes the exclusive locks of the rows it reads by key, the root's
-// and its subqueries', as exclusive reads of them would: a LOCK_HINT_EXCLUSIVE read waits for
+// and its subqueries' (each of a set of keys too), as exclusive reads of them would: a LOCK_HINT_EXCLUSIVE read waits for
 // it, and it waits for one, then reads what the holder committed. Other keys, a query without
 // FOR UPDATE and a FOR UPDATE query of a range (which takes no lock here) do not wait.
 func TestForUpdateQueryTakesExclusiveLocks(t *testing.T) {
@@ -330,4 +330,22 @@ FROM Singers AS s WHERE s.SingerId = @id FOR UPDATE`
 	if got := e.Stats(); got.Conflicts != 0 || got.Wounds != 0 {
 		t.Errorf("conflicts %d, wounds %d; want none", got.Conflicts, got.Wounds)
 	}
+
+	// A set of keys (IN UNNEST): each of them.
+	holder, _ = db.Begin(TxnOptions{Mode: ReadWrite})
+	ids := structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{str("1"), str("2")}})
+	if _, err := holder.ExecuteSQL(ctx, Statement{SQL: "SELECT Name FROM Singers WHERE SingerId IN UNNEST(@ids) FOR UPDATE",
+		Params:     &structpb.Struct{Fields: map[string]*structpb.Value{"ids": ids}},
+		ParamTypes: map[string]*sppb.Type{"ids": {Code: sppb.TypeCode_ARRAY, ArrayElementType: &sppb.Type{Code: sppb.TypeCode_INT64}}}}); err != nil {
+		t.Fatal(err)
+	}
+	waiter, _ = db.Begin(TxnOptions{Mode: ReadWrite})
+	read2 := make(chan error, 1)
+	go func() { _, err := readExclusive(ctx, waiter, str("2")); read2 <- err }()
+	waitForExclusiveWaits(t, e, 4)
+	holder.Rollback()
+	if err := <-read2; err != nil {
+		t.Fatalf("the exclusive read of key 2 after the set's holder ended: %v", err)
+	}
+	waiter.Rollback()
 }

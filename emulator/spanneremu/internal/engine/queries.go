@@ -221,27 +221,31 @@ func (t *Txn) recheckQueries(ctx context.Context, stale []int, seq uint64) (*que
 // keyReadFootprints are the footprints of a query's key ranges (sqlgen.Compiled.KeyReads), with
 // the values its arguments give them, read at seq: each a closed range of the key prefix, which
 // compares values as SQLite orders them (a value it cannot order counts as inside). nil when the
-// query has none.
+// query has none, or an argument cannot be told.
 func keyReadFootprints(c *sqlgen.Compiled, args []any, seq uint64) []footprint {
 	if len(c.KeyReads) == 0 {
 		return nil
 	}
 	fps := make([]footprint, 0, len(c.KeyReads))
 	for _, r := range c.KeyReads {
-		vals, ok := keyReadValues(c, r, args)
+		prefixes, ok := keyReadPrefixes(c, r, args)
 		if !ok {
 			return nil
 		}
-		fps = append(fps, footprint{table: strings.ToUpper(r.Table.Name), seq: seq,
-			rng: &keyRange{kc: tableKey(r.Table), start: vals, end: vals, hasStart: true, hasEnd: true}})
+		for _, vals := range prefixes {
+			fps = append(fps, footprint{table: strings.ToUpper(r.Table.Name), seq: seq,
+				rng: &keyRange{kc: tableKey(r.Table), start: vals, end: vals, hasStart: true, hasEnd: true}})
+		}
 	}
 	return fps
 }
 
-// keyReadValues are the values of r's key prefix: the arguments of its parameters (args are c's,
-// in the order of c.Params); ok is false if one of them is not among c's parameters.
-func keyReadValues(c *sqlgen.Compiled, r sqlgen.KeyRead, args []any) (vals []any, ok bool) {
-	vals = make([]any, len(r.Params))
+// keyReadPrefixes are the key prefixes r reads: the arguments of its parameters (args are c's, in
+// the order of c.Params), one prefix per element of its array when r.Set (none for an empty or
+// NULL array, which reads nothing); ok is false if one of them is not among c's parameters or
+// its array cannot be decoded.
+func keyReadPrefixes(c *sqlgen.Compiled, r sqlgen.KeyRead, args []any) (prefixes [][]any, ok bool) {
+	vals := make([]any, len(r.Params))
 	for i, p := range r.Params {
 		j := slices.IndexFunc(c.Params, func(q string) bool { return strings.EqualFold(q, p) })
 		if j < 0 {
@@ -249,5 +253,23 @@ func keyReadValues(c *sqlgen.Compiled, r sqlgen.KeyRead, args []any) (vals []any
 		}
 		vals[i] = args[j]
 	}
-	return vals, true
+	if !r.Set {
+		return [][]any{vals}, true
+	}
+	last := len(vals) - 1
+	if vals[last] == nil {
+		return nil, true
+	}
+	text, isText := vals[last].(string)
+	if !isText {
+		return nil, false
+	}
+	elems, err := spantype.DecodeArray(spantype.ArrayOf(r.Table.KeyColumns()[last].Type), text)
+	if err != nil {
+		return nil, false
+	}
+	for _, e := range elems {
+		prefixes = append(prefixes, append(slices.Clone(vals[:last]), e))
+	}
+	return prefixes, true
 }

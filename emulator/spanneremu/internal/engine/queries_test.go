@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,5 +215,87 @@ func TestAggregateQueryIsValidatedByItsKeys(t *testing.T) {
 	}
 	if n := rechecks() - before; n != 1 {
 		t.Errorf("a query by status ran again %d times at commit, want 1", n)
+	}
+}
+
+// Queries that read rows by sets of keys (key IN UNNEST(@array)) and selects of such subqueries
+// without FROM are validated by those keys too: a commit of other keys of their tables neither
+// aborts them nor runs them again at commit; a commit that writes one of the keys (a row that was
+// absent included), or a row in one of the key ranges (a new line of an order read by its key),
+// aborts them.
+func TestKeySetQueryIsValidatedByItsKeys(t *testing.T) {
+	e, db := newTestEngine(t, Options{LockWait: time.Minute}, strings.Split(aggregates, ";\n")...)
+	ctx := context.Background()
+	orderCols, lineCols := []string{"OrderId", "Status"}, []string{"OrderId", "LineNo", "Sku"}
+	if err := commit(t, db,
+		insert("Orders", orderCols, row(str("a"), str("NEW")), row(str("b"), str("NEW")), row(str("c"), str("NEW"))),
+		insert("Lines", lineCols, row(str("a"), str("1"), str("x")), row(str("b"), str("1"), str("y")), row(str("c"), str("1"), str("z")))); err != nil {
+		t.Fatal(err)
+	}
+	strs := func(ss ...string) *structpb.Value {
+		vs := make([]*structpb.Value, len(ss))
+		for i, s := range ss {
+			vs[i] = str(s)
+		}
+		return structpb.NewListValue(&structpb.ListValue{Values: vs})
+	}
+	stringType, arrayType := &sppb.Type{Code: sppb.TypeCode_STRING}, &sppb.Type{Code: sppb.TypeCode_ARRAY, ArrayElementType: &sppb.Type{Code: sppb.TypeCode_STRING}}
+	line := 1 // the last line number used
+	newLine := func(order string) *sppb.Mutation {
+		line++
+		return insert("Lines", lineCols, row(str(order), str(fmt.Sprint(line)), str("n")))
+	}
+	for _, q := range []struct {
+		name    string
+		st      Statement
+		aborted []string // the writes below that abort it
+	}{
+		{"orders a and b with their lines", Statement{
+			SQL: `SELECT o.OrderId, o.Status, ARRAY(SELECT AS STRUCT l.LineNo FROM Lines AS l WHERE l.OrderId = o.OrderId) AS Lines
+FROM Orders AS o WHERE o.OrderId IN UNNEST(@ids)`,
+			Params: &structpb.Struct{Fields: map[string]*structpb.Value{"ids": strs("a", "b")}}, ParamTypes: map[string]*sppb.Type{"ids": arrayType}},
+			[]string{"order b", "a new line of order b"}},
+		{"order a, absent order q and the lines of a and b, without FROM", Statement{
+			SQL: `SELECT ARRAY(SELECT AS STRUCT Status FROM Orders WHERE OrderId = @id) AS A, ARRAY(SELECT AS STRUCT Status FROM Orders WHERE OrderId = @absent) AS Q,
+  ARRAY(SELECT AS STRUCT LineNo FROM Lines WHERE OrderId IN UNNEST(@ids)) AS L`,
+			Params:     &structpb.Struct{Fields: map[string]*structpb.Value{"id": str("a"), "absent": str("q"), "ids": strs("a", "b")}},
+			ParamTypes: map[string]*sppb.Type{"id": stringType, "absent": stringType, "ids": arrayType}},
+			[]string{"a new line of order b", "order q"}},
+	} {
+		for _, w := range []struct {
+			what string
+			mut  func() *sppb.Mutation
+		}{
+			{"order c", func() *sppb.Mutation { return update("Orders", orderCols, row(str("c"), str("PAID"))) }},
+			{"a new line of order c", func() *sppb.Mutation { return newLine("c") }},
+			{"order b", func() *sppb.Mutation { return update("Orders", orderCols, row(str("b"), str("SHIPPED"))) }},
+			{"a new line of order b", func() *sppb.Mutation { return newLine("b") }},
+			{"order q", func() *sppb.Mutation {
+				return &sppb.Mutation{Operation: &sppb.Mutation_InsertOrUpdate{InsertOrUpdate: &sppb.Mutation_Write{Table: "Orders", Columns: orderCols, Values: []*structpb.ListValue{row(str("q"), str("NEW"))}}}}
+			}},
+		} {
+			before := e.Stats().QueryRechecks
+			older, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+			tx, _ := db.Begin(TxnOptions{Mode: ReadWrite})
+			if _, err := tx.ExecuteSQL(ctx, q.st); err != nil {
+				t.Fatalf("%s: %v", q.name, err)
+			}
+			if _, err := older.Commit(ctx, []*sppb.Mutation{w.mut()}); err != nil {
+				t.Fatalf("%s: %v", w.what, err)
+			}
+			_, err := tx.Commit(ctx, []*sppb.Mutation{update("Orders", orderCols, row(str("a"), str("NEW")))})
+			if slices.Contains(q.aborted, w.what) {
+				if status.Code(err) != codes.Aborted {
+					t.Errorf("%s: commit after a concurrent write of %s: %v, want ABORTED", q.name, w.what, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s: commit after a concurrent write of %s, which it did not read: %v", q.name, w.what, err)
+			}
+			if n := e.Stats().QueryRechecks - before; n != 0 {
+				t.Errorf("%s: run again %d times at commit after a write of %s, want 0", q.name, n, w.what)
+			}
+		}
 	}
 }

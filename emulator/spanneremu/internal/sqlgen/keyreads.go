@@ -10,40 +10,58 @@ import (
 )
 
 // KeyRead is a key range a query reads: the rows of Table whose primary key starts with the
-// values of Params (parameter names, one per leading key column; all of them: one row).
+// values of Params (parameter names, one per leading key column; all of them: one row). When Set,
+// the last of Params is an array (key IN UNNEST(@p)), and the read is of each of its elements in
+// that position: a key range for each.
 type KeyRead struct {
 	Table  *catalog.Table
 	Params []string
+	Set    bool
 }
 
-// keyReads finds what a query that reads one aggregate by key reads, as key ranges, so that a
-// read-write transaction can validate it as it validates a Read (by the keys a commit wrote) and
-// need not run it again at commit whenever a commit wrote anything to its tables. The shape is:
+// keyReads finds what a query that reads rows by key reads, as key ranges, so that a read-write
+// transaction can validate it as it validates a Read (by the keys a commit wrote) and need not run
+// it again at commit whenever a commit wrote anything to its tables. The shape is either
 //
 //	SELECT ..., (subqueries) FROM Root [AS r] WHERE r.K1 = @p1 AND ... AND r.Kn = @pn [AND ...]
 //
-// where the WHERE pins all of Root's primary key to parameters, and each subquery in the select
-// list reads one table, whose WHERE pins a leading part of its primary key to parameters or to
-// Root's key columns (an interleaved child read by its parent's key: c.K1 = r.K1). The statement
-// may end in FOR UPDATE (which locks what these ranges read, see Compiled.ForUpdate). Anything else
-// (a join, UNNEST, a view, a subquery elsewhere or inside a subquery, a key pinned by an
-// expression) gives nil, and the query is validated by its tables as before. Conjuncts that
-// filter further only narrow what is read inside the ranges.
+// where the WHERE pins all of Root's primary key to parameters (the last key column may be pinned
+// to the elements of an array instead: r.Kn IN UNNEST(@ps)), and each subquery in the select list
+// reads one table, whose WHERE pins a leading part of its primary key the same way, to parameters
+// or to Root's key columns (an interleaved child read by its parent's key: c.K1 = r.K1); or
+//
+//	SELECT (subquery), (subquery), ...
+//
+// without FROM, whose subqueries pin their keys to parameters. The statement may end in FOR
+// UPDATE (which locks what these ranges read, see Compiled.ForUpdate). Anything else (a join,
+// UNNEST in FROM, a view, a subquery elsewhere or inside a subquery, a key pinned by an
+// expression, two arrays in one key) gives nil, and the query is validated by its tables as
+// before. Conjuncts that filter further only narrow what is read inside the ranges.
 func (c *compiler) keyReads(s *ast.QueryStatement) []KeyRead {
 	root, ok := plainSelect(s.Query, true)
 	if !ok || len(root.Results) == 0 {
 		return nil
 	}
-	rootTable, rootAlias, ok := c.singleTable(root)
-	if !ok {
+	var (
+		reads               []KeyRead
+		rootTable           *catalog.Table
+		rootAlias           string
+		rootParams          []string
+		rootSet             bool
+		selects, subqueries = 1, 0
+	)
+	if root.From != nil {
+		if rootTable, rootAlias, ok = c.singleTable(root); !ok {
+			return nil
+		}
+		rootParams, rootSet = pinnedKey(rootTable, rootAlias, root.Where, nil, "")
+		if len(rootParams) != len(rootTable.PrimaryKey) {
+			return nil
+		}
+		reads = append(reads, KeyRead{Table: rootTable, Params: rootParams, Set: rootSet})
+	} else if root.Where != nil {
 		return nil
 	}
-	rootParams := pinnedKey(rootTable, rootAlias, root.Where, nil, "")
-	if len(rootParams) != len(rootTable.PrimaryKey) {
-		return nil
-	}
-	reads := []KeyRead{{Table: rootTable, Params: rootParams}}
-	selects := 1
 	for _, it := range root.Results {
 		var e ast.Expr
 		switch x := it.(type) {
@@ -63,20 +81,31 @@ func (c *compiler) keyReads(s *ast.QueryStatement) []KeyRead {
 			return nil
 		}
 		t, alias, ok := c.singleTable(sub)
-		if !ok || strings.EqualFold(alias, rootAlias) {
+		if !ok || (rootTable != nil && strings.EqualFold(alias, rootAlias)) {
 			return nil
 		}
-		params := pinnedKey(t, alias, sub.Where, rootTable, rootAlias)
+		params, set := pinnedKey(t, alias, sub.Where, rootTable, rootAlias)
 		for i, p := range params {
 			if strings.HasPrefix(p, "\x00") { // a root key column: its parameter
-				params[i] = rootParams[keyIndex(rootTable, p[1:])]
+				j := keyIndex(rootTable, p[1:])
+				params[i] = rootParams[j]
+				if rootSet && j == len(rootParams)-1 { // the root's array: the last pinned, as for set
+					if set || i != len(params)-1 {
+						return nil
+					}
+					set = true
+				}
 			}
 		}
 		if len(params) == 0 {
 			return nil
 		}
-		reads = append(reads, KeyRead{Table: t, Params: params})
+		reads = append(reads, KeyRead{Table: t, Params: params, Set: set})
 		selects++
+		subqueries++
+	}
+	if len(reads) == 0 {
+		return nil
 	}
 	// Nothing else may read a table: every SELECT and every table in the statement is one of
 	// those above.
@@ -93,12 +122,16 @@ func (c *compiler) keyReads(s *ast.QueryStatement) []KeyRead {
 		}
 		return clean
 	})
-	if !clean || nSelect != selects || nTable != selects {
+	if !clean || nSelect != selects || nTable != len(reads) {
 		return nil
 	}
 	for _, r := range reads {
 		for i, p := range r.Params {
-			if !c.paramType(p).Equal(keyColumnType(r.Table, i)) {
+			want := keyColumnType(r.Table, i)
+			if r.Set && i == len(r.Params)-1 {
+				want = spantype.ArrayOf(want)
+			}
+			if !c.paramType(p).Equal(want) {
 				return nil
 			}
 		}
@@ -166,12 +199,14 @@ func (c *compiler) singleTable(s *ast.Select) (*catalog.Table, string, bool) {
 
 // pinnedKey returns, for the leading primary key columns of t that where pins with an equality
 // to a parameter (or, given outer, to a primary key column of outer: then "\x00" and the column's
-// name), the parameter names, up to the first column not so pinned.
-func pinnedKey(t *catalog.Table, alias string, where *ast.Where, outer *catalog.Table, outerAlias string) []string {
+// name), the parameter names, up to the first column not so pinned. A column pinned to the
+// elements of an array parameter (K IN UNNEST(@p)) ends them: set reports it.
+func pinnedKey(t *catalog.Table, alias string, where *ast.Where, outer *catalog.Table, outerAlias string) (params []string, set bool) {
 	if where == nil {
-		return nil
+		return nil, false
 	}
 	pinned := make([]string, len(t.PrimaryKey))
+	inArray := make([]bool, len(t.PrimaryKey))
 	forKeyEqualities(t, alias, where.Expr, func(i int, other ast.Expr) bool {
 		if pinned[i] != "" {
 			return false
@@ -188,14 +223,32 @@ func pinnedKey(t *catalog.Table, alias string, where *ast.Where, outer *catalog.
 		}
 		return false
 	})
-	var out []string
-	for _, p := range pinned {
+	keyCols := t.KeyColumns()
+	for _, e := range conjuncts(where.Expr) {
+		in, ok := e.(*ast.InExpr)
+		if !ok || in.Not {
+			continue
+		}
+		u, ok := in.Right.(*ast.UnnestInCondition)
+		if !ok {
+			continue
+		}
+		if p, ok := u.Expr.(*ast.Param); ok {
+			if i := keyColumnIndex(t, keyCols, in.Left, alias); i >= 0 && pinned[i] == "" {
+				pinned[i], inArray[i] = p.Name, true
+			}
+		}
+	}
+	for i, p := range pinned {
 		if p == "" {
 			break
 		}
-		out = append(out, p)
+		params = append(params, p)
+		if inArray[i] {
+			return params, true
+		}
 	}
-	return out
+	return params, false
 }
 
 // outerKeyColumn is the index among outer's key columns of the column e names as outerAlias.Col

@@ -29,12 +29,25 @@ func TestKeyReads(t *testing.T) {
 		{"SELECT Title FROM Albums WHERE SingerId = @s AND AlbumId = @a", "[Albums(s a)]"},
 		{"SELECT s.Name, ARRAY(SELECT AS STRUCT a.Title FROM Albums AS a WHERE a.SingerId = @s AND a.AlbumId = @a) AS A FROM Singers AS s WHERE s.SingerId = @id FOR UPDATE",
 			"[Singers(id) Albums(s a)]"}, // FOR UPDATE: the same ranges, locked (Compiled.ForUpdate)
+		{"SELECT Name FROM Singers WHERE SingerId IN UNNEST(@ids)", "[Singers(ids...)]"}, // a set of keys
+		{"SELECT s.Name, ARRAY(SELECT AS STRUCT a.Title FROM Albums AS a WHERE a.SingerId = s.SingerId) AS A FROM Singers AS s WHERE s.SingerId IN UNNEST(@ids)",
+			"[Singers(ids...) Albums(ids...)]"}, // the children of each
+		{"SELECT Title FROM Albums WHERE SingerId = @s AND AlbumId IN UNNEST(@ids)", "[Albums(s ids...)]"},
+		{"SELECT a.Title, ARRAY(SELECT AS STRUCT s.Name FROM Singers AS s WHERE s.SingerId = a.SingerId) FROM Albums AS a WHERE a.SingerId = @s AND a.AlbumId IN UNNEST(@ids)",
+			"[Albums(s ids...) Singers(s)]"},
+		{`SELECT ARRAY(SELECT AS STRUCT Name FROM Singers WHERE SingerId = @id) AS S,
+			ARRAY(SELECT AS STRUCT Title FROM Albums WHERE SingerId IN UNNEST(@ids)) AS A, @str AS P`, "[Singers(id) Albums(ids...)]"}, // no FROM
 		// Not the shape:
+		{"SELECT Name FROM Singers WHERE SingerId NOT IN UNNEST(@ids)", ""},
+		{"SELECT Title FROM Albums WHERE SingerId IN UNNEST(@ids) AND AlbumId = @a", ""},                                                                                            // a key after an array
+		{"SELECT s.Name, ARRAY(SELECT AS STRUCT a.Title FROM Albums AS a WHERE a.SingerId = s.SingerId AND a.AlbumId = @a) FROM Singers AS s WHERE s.SingerId IN UNNEST(@ids)", ""}, // the root's array, then a key
+		{"SELECT ARRAY(SELECT AS STRUCT Name FROM Singers WHERE Name = @str) AS S", ""},                                                                                             // no FROM, a subquery not by key
+		{"SELECT ARRAY(SELECT AS STRUCT Name FROM Singers WHERE SingerId = @id) AS S WHERE @id > 0", ""},
 		{"SELECT s.Name, ARRAY(SELECT a.Title FROM Albums AS a WHERE a.SingerId = @s FOR UPDATE) AS A FROM Singers AS s WHERE s.SingerId = @id", ""}, // FOR UPDATE of a subquery
-		{"SELECT Title FROM Albums WHERE SingerId = @s", ""},                                 // the root's key not all pinned
-		{"SELECT Name FROM Singers WHERE SingerId = @id OR SingerId = @other", ""},           // not a conjunction
-		{"SELECT Name FROM Singers WHERE SingerId = @id + 1", ""},                            // pinned by an expression
-		{"SELECT Name FROM Singers WHERE SingerId = (SELECT MAX(SingerId) FROM Albums)", ""}, // a subquery in WHERE
+		{"SELECT Title FROM Albums WHERE SingerId = @s", ""},                                                                                         // the root's key not all pinned
+		{"SELECT Name FROM Singers WHERE SingerId = @id OR SingerId = @other", ""},                                                                   // not a conjunction
+		{"SELECT Name FROM Singers WHERE SingerId = @id + 1", ""},                                                                                    // pinned by an expression
+		{"SELECT Name FROM Singers WHERE SingerId = (SELECT MAX(SingerId) FROM Albums)", ""},                                                         // a subquery in WHERE
 		{"SELECT s.Name FROM Singers AS s JOIN Albums AS a USING (SingerId) WHERE s.SingerId = @id", ""},
 		{"SELECT s.Name, ARRAY(SELECT Title FROM Albums AS a WHERE a.Title = s.Name) FROM Singers AS s WHERE s.SingerId = @id", ""},     // not by key
 		{"SELECT s.Name, (SELECT COUNT(*) FROM Albums AS a WHERE a.AlbumId = s.SingerId) FROM Singers AS s WHERE s.SingerId = @id", ""}, // not a leading key column
@@ -45,7 +58,8 @@ func TestKeyReads(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c, err := compile(t, s, tt.sql, map[string]spantype.Type{"id": spantype.TInt64, "other": spantype.TInt64, "album": spantype.TInt64,
-			"s": spantype.TInt64, "a": spantype.TInt64, "str": spantype.TString, "xs": spantype.ArrayOf(spantype.TInt64)})
+			"s": spantype.TInt64, "a": spantype.TInt64, "str": spantype.TString, "xs": spantype.ArrayOf(spantype.TInt64),
+			"ids": spantype.ArrayOf(spantype.TInt64)})
 		if err != nil {
 			t.Errorf("%s: %v", tt.sql, err)
 			continue
@@ -57,6 +71,9 @@ func TestKeyReads(t *testing.T) {
 		if len(c.KeyReads) > 0 {
 			var parts []string
 			for _, r := range c.KeyReads {
+				if r.Set {
+					r.Params[len(r.Params)-1] += "..."
+				}
 				parts = append(parts, fmt.Sprintf("%s%v", r.Table.Name, r.Params))
 			}
 			got = fmt.Sprint(parts)

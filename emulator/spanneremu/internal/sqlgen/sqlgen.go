@@ -69,7 +69,7 @@ type Compiled struct {
 	// ReadTables are the tables the statement reads through FROM clauses and subqueries (not
 	// counting the target table's rows it writes), upper-cased.
 	ReadTables []string
-	// KeyReads, for a query that reads one aggregate by key (keyReads), are the key ranges it
+	// KeyReads, for a query that reads rows by their keys (keyReads), are the key ranges it
 	// reads: all of them, so that it can be validated by the keys commits wrote.
 	KeyReads []KeyRead
 	// ForUpdate is set for a query whose top level ends in FOR UPDATE: in a read-write
