@@ -81,8 +81,8 @@ func (c *compiler) keyReads(s *ast.QueryStatement) []KeyRead {
 			return nil
 		}
 		t, alias, ok := c.singleTable(sub)
-		if !ok || (rootTable != nil && strings.EqualFold(alias, rootAlias)) {
-			return nil
+		if !ok || (rootTable != nil && strings.EqualFold(rangeName(t, alias), rangeName(rootTable, rootAlias))) {
+			return nil // the subquery's name for its rows hides the root's
 		}
 		params, set := pinnedKey(t, alias, sub.Where, rootTable, rootAlias)
 		for i, p := range params {
@@ -137,6 +137,15 @@ func (c *compiler) keyReads(s *ast.QueryStatement) []KeyRead {
 		}
 	}
 	return reads
+}
+
+// rangeName is the name a table read as alias ("": none) has in the query: its alias, else its
+// own name.
+func rangeName(t *catalog.Table, alias string) string {
+	if alias != "" {
+		return alias
+	}
+	return t.Name
 }
 
 // plainSelect unwraps a query expression to its SELECT: ORDER BY and LIMIT are allowed (and FOR

@@ -37,7 +37,13 @@ func TestKeyReads(t *testing.T) {
 			"[Albums(s ids...) Singers(s)]"},
 		{`SELECT ARRAY(SELECT AS STRUCT Name FROM Singers WHERE SingerId = @id) AS S,
 			ARRAY(SELECT AS STRUCT Title FROM Albums WHERE SingerId IN UNNEST(@ids)) AS A, @str AS P`, "[Singers(id) Albums(ids...)]"}, // no FROM
+		{"SELECT Name, EXISTS(SELECT 1 FROM Albums WHERE SingerId = @s AND AlbumId = @a) AS Has FROM Singers WHERE SingerId = @id",
+			"[Singers(id) Albums(s a)]"}, // neither aliased
+		{"SELECT s.Name, (SELECT COUNT(*) FROM Albums WHERE SingerId = s.SingerId) AS N FROM Singers AS s WHERE s.SingerId = @id",
+			"[Singers(id) Albums(id)]"},
 		// Not the shape:
+		{"SELECT Name, (SELECT COUNT(*) FROM Singers WHERE SingerId = @other) AS N FROM Singers WHERE SingerId = @id", ""}, // one name for both
+		{"SELECT s.Name, (SELECT COUNT(*) FROM Albums AS s WHERE s.SingerId = @other) AS N FROM Singers AS s WHERE s.SingerId = @id", ""},
 		{"SELECT Name FROM Singers WHERE SingerId NOT IN UNNEST(@ids)", ""},
 		{"SELECT Title FROM Albums WHERE SingerId IN UNNEST(@ids) AND AlbumId = @a", ""},                                                                                            // a key after an array
 		{"SELECT s.Name, ARRAY(SELECT AS STRUCT a.Title FROM Albums AS a WHERE a.SingerId = s.SingerId AND a.AlbumId = @a) FROM Singers AS s WHERE s.SingerId IN UNNEST(@ids)", ""}, // the root's array, then a key
