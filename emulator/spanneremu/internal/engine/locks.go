@@ -30,9 +30,9 @@ import (
 // every holder ends, if only by the idle timeout. The waiting read then reads what the holder
 // wrote, so validation finds nothing stale.
 //
-// A query ending in FOR UPDATE takes the same locks on the rows it reads by their whole key, when
-// it has the shape of a read by key (sqlgen's keyReads: rows by their keys, with subqueries of
-// rows by theirs), before it runs. Spanner locks every range a FOR UPDATE query
+// A query with FOR UPDATE takes the same locks on the rows it reads by their whole key, where the
+// clause covers them (all of the query's, or a subquery's), when it has the shape of a read by
+// key (sqlgen's keyReads: rows by their keys, with subqueries of rows by theirs), before it runs. Spanner locks every range a FOR UPDATE query
 // scans; here a query of another shape, like a read of ranges, takes none.
 //
 // The hint only orders exclusive-hinted readers: a read without it still reads optimistically,
@@ -92,15 +92,15 @@ func (t *Txn) lockKeysExclusive(ctx context.Context, r ReadRequest) error {
 	return t.lockKeys(ctx, keys)
 }
 
-// lockQueryExclusive takes the exclusive locks a query ending in FOR UPDATE asks for: those of
-// the rows it reads by their whole key (sqlgen.Compiled.KeyReads), with the values args give
-// them. Like a read of key ranges, a query of any other shape, or the part of one that reads a
+// lockQueryExclusive takes the exclusive locks a query with FOR UPDATE asks for: those of the
+// rows it reads by their whole key (sqlgen.Compiled.KeyReads) where FOR UPDATE covers the read,
+// with the values args give them. Like a read of key ranges, a query of any other shape, or the part of one that reads a
 // range (the children of a row, by its key), takes no lock. The caller holds t.mu, not the
 // database lock.
 func (t *Txn) lockQueryExclusive(ctx context.Context, c *sqlgen.Compiled, args []any) error {
 	var keys []string
 	for _, r := range c.KeyReads {
-		if len(r.Params) != len(r.Table.PrimaryKey) {
+		if !r.Lock || len(r.Params) != len(r.Table.PrimaryKey) {
 			continue
 		}
 		prefixes, _ := keyReadPrefixes(c, r, args)

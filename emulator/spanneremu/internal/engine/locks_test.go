@@ -331,6 +331,34 @@ FROM Singers AS s WHERE s.SingerId = @id FOR UPDATE`
 		t.Errorf("conflicts %d, wounds %d; want none", got.Conflicts, got.Wounds)
 	}
 
+	// FOR UPDATE of a subquery: its row only.
+	holder, _ = db.Begin(TxnOptions{Mode: ReadWrite})
+	if _, err := queryForUpdate(ctx, holder, `SELECT s.Name, ARRAY(SELECT AS STRUCT l.Name FROM Labels AS l WHERE l.LabelId = @label FOR UPDATE) AS Label
+FROM Singers AS s WHERE s.SingerId = @id`, map[string]string{"id": "1", "label": "7"}); err != nil {
+		t.Fatal(err)
+	}
+	other, _ = db.Begin(TxnOptions{Mode: ReadWrite})
+	if _, err := readExclusive(ctx, other, str("1")); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Stats().ExclusiveWaits; got != 3 {
+		t.Fatalf("exclusive waits: %d, want 3 (none for the root row of a query whose subquery is FOR UPDATE)", got)
+	}
+	other.Rollback()
+	waiter, _ = db.Begin(TxnOptions{Mode: ReadWrite})
+	readLabel := make(chan error, 1)
+	go func() {
+		_, err := waiter.Read(ctx, ReadRequest{Table: "Labels", Columns: []string{"Name"}, Exclusive: true,
+			KeySet: &sppb.KeySet{Keys: []*structpb.ListValue{row(str("7"))}}})
+		readLabel <- err
+	}()
+	waitForExclusiveWaits(t, e, 4)
+	holder.Rollback()
+	if err := <-readLabel; err != nil {
+		t.Fatalf("the exclusive read of the subquery's row after its holder ended: %v", err)
+	}
+	waiter.Rollback()
+
 	// A set of keys (IN UNNEST): each of them.
 	holder, _ = db.Begin(TxnOptions{Mode: ReadWrite})
 	ids := structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{str("1"), str("2")}})
@@ -342,7 +370,7 @@ FROM Singers AS s WHERE s.SingerId = @id FOR UPDATE`
 	waiter, _ = db.Begin(TxnOptions{Mode: ReadWrite})
 	read2 := make(chan error, 1)
 	go func() { _, err := readExclusive(ctx, waiter, str("2")); read2 <- err }()
-	waitForExclusiveWaits(t, e, 4)
+	waitForExclusiveWaits(t, e, 5)
 	holder.Rollback()
 	if err := <-read2; err != nil {
 		t.Fatalf("the exclusive read of key 2 after the set's holder ended: %v", err)

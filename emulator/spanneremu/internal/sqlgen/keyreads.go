@@ -12,11 +12,13 @@ import (
 // KeyRead is a key range a query reads: the rows of Table whose primary key starts with the
 // values of Params (parameter names, one per leading key column; all of them: one row). When Set,
 // the last of Params is an array (key IN UNNEST(@p)), and the read is of each of its elements in
-// that position: a key range for each.
+// that position: a key range for each. Lock is set when FOR UPDATE covers the read (the query's,
+// or its subquery's).
 type KeyRead struct {
 	Table  *catalog.Table
 	Params []string
 	Set    bool
+	Lock   bool
 }
 
 // keyReads finds what a query that reads rows by key reads, as key ranges, so that a read-write
@@ -32,16 +34,17 @@ type KeyRead struct {
 //
 //	SELECT (subquery), (subquery), ...
 //
-// without FROM, whose subqueries pin their keys to parameters. The statement may end in FOR
-// UPDATE (which locks what these ranges read, see Compiled.ForUpdate). Anything else (a join,
+// without FROM, whose subqueries pin their keys to parameters. The statement, or a subquery, may
+// end in FOR UPDATE (which locks what the ranges it covers read: KeyRead.Lock). Anything else (a join,
 // UNNEST in FROM, a view, a subquery elsewhere or inside a subquery, a key pinned by an
 // expression, two arrays in one key) gives nil, and the query is validated by its tables as
 // before. Conjuncts that filter further only narrow what is read inside the ranges.
 func (c *compiler) keyReads(s *ast.QueryStatement) []KeyRead {
-	root, ok := plainSelect(s.Query, true)
+	root, ok := plainSelect(s.Query)
 	if !ok || len(root.Results) == 0 {
 		return nil
 	}
+	lockAll := forUpdate(s.Query)
 	var (
 		reads               []KeyRead
 		rootTable           *catalog.Table
@@ -58,7 +61,7 @@ func (c *compiler) keyReads(s *ast.QueryStatement) []KeyRead {
 		if len(rootParams) != len(rootTable.PrimaryKey) {
 			return nil
 		}
-		reads = append(reads, KeyRead{Table: rootTable, Params: rootParams, Set: rootSet})
+		reads = append(reads, KeyRead{Table: rootTable, Params: rootParams, Set: rootSet, Lock: lockAll})
 	} else if root.Where != nil {
 		return nil
 	}
@@ -76,7 +79,7 @@ func (c *compiler) keyReads(s *ast.QueryStatement) []KeyRead {
 		if !isSub {
 			continue
 		}
-		sub, ok := plainSelect(q, false)
+		sub, ok := plainSelect(q)
 		if !ok {
 			return nil
 		}
@@ -100,7 +103,7 @@ func (c *compiler) keyReads(s *ast.QueryStatement) []KeyRead {
 		if len(params) == 0 {
 			return nil
 		}
-		reads = append(reads, KeyRead{Table: t, Params: params, Set: set})
+		reads = append(reads, KeyRead{Table: t, Params: params, Set: set, Lock: lockAll || forUpdate(q)})
 		selects++
 		subqueries++
 	}
@@ -148,11 +151,17 @@ func rangeName(t *catalog.Table, alias string) string {
 	return t.Name
 }
 
-// plainSelect unwraps a query expression to its SELECT: ORDER BY and LIMIT are allowed (and FOR
-// UPDATE where forUpdate says so), not WITH or pipes.
-func plainSelect(q ast.QueryExpr, forUpdate bool) (*ast.Select, bool) {
+// forUpdate reports whether a query expression ends in FOR UPDATE.
+func forUpdate(q ast.QueryExpr) bool {
+	x, ok := q.(*ast.Query)
+	return ok && x.ForUpdate != nil
+}
+
+// plainSelect unwraps a query expression to its SELECT: ORDER BY, LIMIT and FOR UPDATE are
+// allowed, not WITH or pipes.
+func plainSelect(q ast.QueryExpr) (*ast.Select, bool) {
 	if x, ok := q.(*ast.Query); ok {
-		if x.With != nil || (x.ForUpdate != nil && !forUpdate) || len(x.PipeOperators) > 0 {
+		if x.With != nil || len(x.PipeOperators) > 0 {
 			return nil, false
 		}
 		q = x.Query

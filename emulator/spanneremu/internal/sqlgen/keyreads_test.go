@@ -28,7 +28,7 @@ func TestKeyReads(t *testing.T) {
 		  FROM Singers AS s WHERE s.SingerId = @id`, "[Singers(id) Albums(id) Albums(id) Albums(other album)]"},
 		{"SELECT Title FROM Albums WHERE SingerId = @s AND AlbumId = @a", "[Albums(s a)]"},
 		{"SELECT s.Name, ARRAY(SELECT AS STRUCT a.Title FROM Albums AS a WHERE a.SingerId = @s AND a.AlbumId = @a) AS A FROM Singers AS s WHERE s.SingerId = @id FOR UPDATE",
-			"[Singers(id) Albums(s a)]"}, // FOR UPDATE: the same ranges, locked (Compiled.ForUpdate)
+			"[Singers(id)! Albums(s a)!]"}, // FOR UPDATE: the same ranges, locked (! is KeyRead.Lock)
 		{"SELECT Name FROM Singers WHERE SingerId IN UNNEST(@ids)", "[Singers(ids...)]"}, // a set of keys
 		{"SELECT s.Name, ARRAY(SELECT AS STRUCT a.Title FROM Albums AS a WHERE a.SingerId = s.SingerId) AS A FROM Singers AS s WHERE s.SingerId IN UNNEST(@ids)",
 			"[Singers(ids...) Albums(ids...)]"}, // the children of each
@@ -41,6 +41,8 @@ func TestKeyReads(t *testing.T) {
 			"[Singers(id) Albums(s a)]"}, // neither aliased
 		{"SELECT s.Name, (SELECT COUNT(*) FROM Albums WHERE SingerId = s.SingerId) AS N FROM Singers AS s WHERE s.SingerId = @id",
 			"[Singers(id) Albums(id)]"},
+		{"SELECT s.Name, ARRAY(SELECT a.Title FROM Albums AS a WHERE a.SingerId = @s FOR UPDATE) AS A FROM Singers AS s WHERE s.SingerId = @id",
+			"[Singers(id) Albums(s)!]"}, // FOR UPDATE of a subquery: its read only
 		// Not the shape:
 		{"SELECT Name, (SELECT COUNT(*) FROM Singers WHERE SingerId = @other) AS N FROM Singers WHERE SingerId = @id", ""}, // one name for both
 		{"SELECT s.Name, (SELECT COUNT(*) FROM Albums AS s WHERE s.SingerId = @other) AS N FROM Singers AS s WHERE s.SingerId = @id", ""},
@@ -49,11 +51,10 @@ func TestKeyReads(t *testing.T) {
 		{"SELECT s.Name, ARRAY(SELECT AS STRUCT a.Title FROM Albums AS a WHERE a.SingerId = s.SingerId AND a.AlbumId = @a) FROM Singers AS s WHERE s.SingerId IN UNNEST(@ids)", ""}, // the root's array, then a key
 		{"SELECT ARRAY(SELECT AS STRUCT Name FROM Singers WHERE Name = @str) AS S", ""},                                                                                             // no FROM, a subquery not by key
 		{"SELECT ARRAY(SELECT AS STRUCT Name FROM Singers WHERE SingerId = @id) AS S WHERE @id > 0", ""},
-		{"SELECT s.Name, ARRAY(SELECT a.Title FROM Albums AS a WHERE a.SingerId = @s FOR UPDATE) AS A FROM Singers AS s WHERE s.SingerId = @id", ""}, // FOR UPDATE of a subquery
-		{"SELECT Title FROM Albums WHERE SingerId = @s", ""},                                                                                         // the root's key not all pinned
-		{"SELECT Name FROM Singers WHERE SingerId = @id OR SingerId = @other", ""},                                                                   // not a conjunction
-		{"SELECT Name FROM Singers WHERE SingerId = @id + 1", ""},                                                                                    // pinned by an expression
-		{"SELECT Name FROM Singers WHERE SingerId = (SELECT MAX(SingerId) FROM Albums)", ""},                                                         // a subquery in WHERE
+		{"SELECT Title FROM Albums WHERE SingerId = @s", ""},                                 // the root's key not all pinned
+		{"SELECT Name FROM Singers WHERE SingerId = @id OR SingerId = @other", ""},           // not a conjunction
+		{"SELECT Name FROM Singers WHERE SingerId = @id + 1", ""},                            // pinned by an expression
+		{"SELECT Name FROM Singers WHERE SingerId = (SELECT MAX(SingerId) FROM Albums)", ""}, // a subquery in WHERE
 		{"SELECT s.Name FROM Singers AS s JOIN Albums AS a USING (SingerId) WHERE s.SingerId = @id", ""},
 		{"SELECT s.Name, ARRAY(SELECT Title FROM Albums AS a WHERE a.Title = s.Name) FROM Singers AS s WHERE s.SingerId = @id", ""},     // not by key
 		{"SELECT s.Name, (SELECT COUNT(*) FROM Albums AS a WHERE a.AlbumId = s.SingerId) FROM Singers AS s WHERE s.SingerId = @id", ""}, // not a leading key column
@@ -70,8 +71,8 @@ func TestKeyReads(t *testing.T) {
 			t.Errorf("%s: %v", tt.sql, err)
 			continue
 		}
-		if top := strings.HasSuffix(tt.sql, "FOR UPDATE"); c.ForUpdate != top {
-			t.Errorf("%s: ForUpdate %v, want %v (a top-level FOR UPDATE)", tt.sql, c.ForUpdate, top)
+		if has := strings.Contains(tt.sql, "FOR UPDATE"); c.ForUpdate != has {
+			t.Errorf("%s: ForUpdate %v, want %v", tt.sql, c.ForUpdate, has)
 		}
 		got := ""
 		if len(c.KeyReads) > 0 {
@@ -80,7 +81,11 @@ func TestKeyReads(t *testing.T) {
 				if r.Set {
 					r.Params[len(r.Params)-1] += "..."
 				}
-				parts = append(parts, fmt.Sprintf("%s%v", r.Table.Name, r.Params))
+				lock := ""
+				if r.Lock {
+					lock = "!"
+				}
+				parts = append(parts, fmt.Sprintf("%s%v%s", r.Table.Name, r.Params, lock))
 			}
 			got = fmt.Sprint(parts)
 		}

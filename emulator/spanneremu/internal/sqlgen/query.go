@@ -41,9 +41,12 @@ func (c *compiler) compileQueryStatement(s *ast.QueryStatement) error {
 	c.finish(r.sql)
 	c.fillParamTypes()
 	c.out.KeyReads = c.keyReads(s)
-	if q, ok := s.Query.(*ast.Query); ok && q.ForUpdate != nil {
-		c.out.ForUpdate = true
-	}
+	ast.Inspect(s, func(n ast.Node) bool {
+		if q, ok := n.(*ast.Query); ok && q.ForUpdate != nil {
+			c.out.ForUpdate = true
+		}
+		return !c.out.ForUpdate
+	})
 	return nil
 }
 

@@ -72,9 +72,10 @@ type Compiled struct {
 	// KeyReads, for a query that reads rows by their keys (keyReads), are the key ranges it
 	// reads: all of them, so that it can be validated by the keys commits wrote.
 	KeyReads []KeyRead
-	// ForUpdate is set for a query whose top level ends in FOR UPDATE: in a read-write
-	// transaction it asks for exclusive locks on what it reads, as LOCK_HINT_EXCLUSIVE does for a
-	// read.
+	// ForUpdate is set for a query with FOR UPDATE, at its top level or in a subquery: in a
+	// read-write transaction it asks for exclusive locks on what it reads (there, or in that
+	// subquery), as LOCK_HINT_EXCLUSIVE does for a read. KeyRead.Lock marks the key reads it
+	// covers.
 	ForUpdate bool
 	// Repeatable is set when running the DML again on the same data writes the same rows:
 	// it calls no volatile function (GENERATE_UUID, the current time in a column default).

@@ -50,6 +50,9 @@ type Tx interface {
 	Reservation(ctx context.Context, orderID string) (*inventory.Reservation, *shipment.Shipment, error)
 	// Stock returns the stock of the SKUs that exist among skus, in SKU order.
 	Stock(ctx context.Context, skus []string) ([]inventory.Stock, error)
+	// StockUnlessDecided reports whether the order was decided (it has a reservation) and, if not,
+	// returns what Stock returns for skus: both in one read, the stock locked as Stock locks it.
+	StockUnlessDecided(ctx context.Context, orderID string, skus []string) (decided bool, stock []inventory.Stock, err error)
 	// Shipment returns a shipment with its lines and its order's reservation (nil if there is
 	// none), read at once; shipment.ErrNotFound if there is no such shipment.
 	Shipment(ctx context.Context, id string) (*shipment.Shipment, *inventory.Reservation, error)

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spanmart/spanmart/services/fulfillment/internal/inventory"
@@ -26,15 +25,13 @@ func (s *Service) Reserve(ctx context.Context, txn Txn, orderID string, lines []
 	var out Outcome
 	err = s.repo.UpdateInTxn(ctx, txn, func(ctx context.Context, tx Tx) error {
 		out = Outcome{}
-		if _, _, err := tx.Reservation(ctx, orderID); err == nil {
+		decided, stock, err := tx.StockUnlessDecided(ctx, orderID, skus(lines))
+		switch {
+		case err != nil:
+			return err
+		case decided:
 			out.Note = fmt.Sprintf("order %s already decided; nothing to reserve", orderID)
 			return nil
-		} else if !errors.Is(err, inventory.ErrNotFound) {
-			return err
-		}
-		stock, err := tx.Stock(ctx, skus(lines))
-		if err != nil {
-			return err
 		}
 		outcome, err := inventory.Reserve(stock, lines)
 		if err != nil {

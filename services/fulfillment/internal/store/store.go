@@ -132,6 +132,29 @@ func (t *tx) Stock(ctx context.Context, skus []string) ([]inventory.Stock, error
 	return toStock(rows)
 }
 
+// stockUnlessDecidedSQL reads whether an order has a reservation and the stock of some SKUs, in
+// one round trip where two reads were; the stock with FOR UPDATE, locked exclusively as Stock
+// locks it.
+var stockUnlessDecidedSQL = `SELECT EXISTS(SELECT 1 FROM OrderReservations AS o WHERE o.OrderId = @orderId) AS Decided,
+  ARRAY(SELECT AS STRUCT i.` + strings.Join(fulfillmentdb.InventoryColumns(), ", i.") + `
+    FROM Inventory AS i WHERE i.Sku IN UNNEST(@skus) ORDER BY i.Sku FOR UPDATE) AS Stock`
+
+func (t *tx) StockUnlessDecided(ctx context.Context, orderID string, skus []string) (bool, []inventory.Stock, error) {
+	var (
+		decided bool
+		rows    []*fulfillmentdb.Inventory
+	)
+	stmt := spanner.Statement{SQL: stockUnlessDecidedSQL, Params: map[string]any{"orderId": orderID, "skus": skus}}
+	if err := t.txn.Query(ctx, stmt).Do(func(r *spanner.Row) error { return r.Columns(&decided, &rows) }); err != nil {
+		return false, nil, fmt.Errorf("read reservation %s and stock: %w", orderID, err)
+	}
+	if decided {
+		return true, nil, nil
+	}
+	stock, err := toStock(rows)
+	return false, stock, err
+}
+
 // shipmentsSQL reads shipments with their lines (their orders' reservation rows): one round trip
 // where two reads were; shipmentSQL and pendingShipmentsSQL add which shipments.
 var shipmentsSQL = "SELECT o." + strings.Join(fulfillmentdb.ShipmentColumns(), ", o.") + ", " + linesSQL
