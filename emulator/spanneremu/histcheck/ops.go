@@ -201,7 +201,9 @@ func (tb *table) read(ctx context.Context, r reader, m readMethod, rng *rand.Ran
 			st = spanner.Statement{SQL: "SELECT Id, Val FROM " + tb.name + " WHERE Id IN UNNEST(@ids) ORDER BY Id", Params: map[string]any{"ids": ids}}
 			method = "Query(WHERE Id IN UNNEST(@ids))"
 		}
-		if _, rw := r.(*spanner.ReadWriteTransaction); m == mQueryLocked && rw { // what Spanner does with it in a read-only transaction is not checked here
+		// In read-write transactions only: what Spanner does with FOR UPDATE in a read-only one is
+		// not checked here.
+		if _, rw := r.(*spanner.ReadWriteTransaction); m == mQueryLocked && rw {
 			st.SQL += " FOR UPDATE"
 			method = strings.Replace(method, ")", " FOR UPDATE)", 1)
 		}

@@ -32,8 +32,9 @@ import (
 //
 // A query with FOR UPDATE takes the same locks on the rows it reads by their whole key, where the
 // clause covers them (all of the query's, or a subquery's), when it has the shape of a read by
-// key (sqlgen's keyReads: rows by their keys, with subqueries of rows by theirs), before it runs. Spanner locks every range a FOR UPDATE query
-// scans; here a query of another shape, like a read of ranges, takes none.
+// key (sqlgen's keyReads: rows by their keys, with subqueries of rows by theirs), before it runs.
+// Spanner locks every range a FOR UPDATE query scans; here a query of another shape, like a read
+// of ranges, takes none.
 //
 // The hint only orders exclusive-hinted readers: a read without it still reads optimistically,
 // and a commit that writes a locked key is not held up by the lock (the holder's read goes stale
@@ -94,9 +95,9 @@ func (t *Txn) lockKeysExclusive(ctx context.Context, r ReadRequest) error {
 
 // lockQueryExclusive takes the exclusive locks a query with FOR UPDATE asks for: those of the
 // rows it reads by their whole key (sqlgen.Compiled.KeyReads) where FOR UPDATE covers the read,
-// with the values args give them. Like a read of key ranges, a query of any other shape, or the part of one that reads a
-// range (the children of a row, by its key), takes no lock. The caller holds t.mu, not the
-// database lock.
+// with the values args give them. Like a read of key ranges, a query of any other shape, or the
+// part of one that reads a range (the children of a row, by its key), takes no lock. The caller
+// holds t.mu, not the database lock.
 func (t *Txn) lockQueryExclusive(ctx context.Context, c *sqlgen.Compiled, args []any) error {
 	var keys []string
 	for _, r := range c.KeyReads {

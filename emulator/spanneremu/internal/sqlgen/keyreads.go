@@ -46,12 +46,12 @@ func (c *compiler) keyReads(s *ast.QueryStatement) []KeyRead {
 	}
 	lockAll := forUpdate(s.Query)
 	var (
-		reads               []KeyRead
-		rootTable           *catalog.Table
-		rootAlias           string
-		rootParams          []string
-		rootSet             bool
-		selects, subqueries = 1, 0
+		reads      []KeyRead
+		rootTable  *catalog.Table
+		rootAlias  string
+		rootParams []string
+		rootSet    bool
+		selects    = 1
 	)
 	if root.From != nil {
 		if rootTable, rootAlias, ok = c.singleTable(root); !ok {
@@ -105,7 +105,6 @@ func (c *compiler) keyReads(s *ast.QueryStatement) []KeyRead {
 		}
 		reads = append(reads, KeyRead{Table: t, Params: params, Set: set, Lock: lockAll || forUpdate(q)})
 		selects++
-		subqueries++
 	}
 	if len(reads) == 0 {
 		return nil
