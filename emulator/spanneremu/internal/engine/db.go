@@ -484,8 +484,9 @@ func (db *DB) abortIdle(now time.Time) {
 			// Only a read-write transaction's end is an abort of work. A read-only one idle this
 			// long is what the Go client leaves behind for every multi-use read-only transaction
 			// (it never tells the server one is over): ending it frees its memory, and a client
-			// that does come back is told why.
-			if t.mode == ReadWrite {
+			// that does come back is told why. A transaction that ended since the scan above (a
+			// commit that had waited for the lock with its last use long past) is not counted.
+			if t.mode == ReadWrite && t.state == active {
 				db.e.stats.idleAborts.Add(1)
 			}
 			t.abortLocked(fmt.Sprintf("Transaction was aborted because it was idle for more than %s.", db.e.opts.IdleTimeout))
