@@ -40,7 +40,7 @@ func (t *Txn) decideBatch(ctx context.Context, ps []*preparedDML, schema *catalo
 			return nil, false, nil
 		}
 		for _, vc := range d.Checks {
-			if !vc.Check(argOf(p.c, p.args, vc.Param)) {
+			if v, _ := argOf(p.c, p.args, vc.Param); !vc.Check(v) {
 				return nil, false, nil
 			}
 		}
@@ -118,14 +118,16 @@ func decide(ctx context.Context, q querier, p *preparedDML) (out *dmlOutcome, ke
 // errNotDecided is decide's answer when its read did not tell what the statement writes.
 var errNotDecided = internalf("the statement's decision read no single key")
 
-// argOf is the value bound to the statement's parameter name.
-func argOf(c *sqlgen.Compiled, args []any, name string) any {
+// argOf is the value bound to the statement's parameter name (args are c's, in the order of
+// c.Params; names compare as GoogleSQL compares them, without case); ok is false if c has no such
+// parameter.
+func argOf(c *sqlgen.Compiled, args []any, name string) (v any, ok bool) {
 	for i, n := range c.Params {
-		if n == name {
-			return args[i]
+		if strings.EqualFold(n, name) {
+			return args[i], true
 		}
 	}
-	return nil
+	return nil, false
 }
 
 // keyFootprint is the read of one key of a DML statement's target (stored: the key as SQLite

@@ -240,18 +240,16 @@ func keyReadFootprints(c *sqlgen.Compiled, args []any, seq uint64) []footprint {
 	return fps
 }
 
-// keyReadPrefixes are the key prefixes r reads: the arguments of its parameters (args are c's, in
-// the order of c.Params), one prefix per element of its array when r.Set (none for an empty or
+// keyReadPrefixes are the key prefixes r reads: the arguments of its parameters (argOf), one
+// prefix per element of its array when r.Set (none for an empty or
 // NULL array, which reads nothing); ok is false if one of them is not among c's parameters or
 // its array cannot be decoded.
 func keyReadPrefixes(c *sqlgen.Compiled, r sqlgen.KeyRead, args []any) (prefixes [][]any, ok bool) {
 	vals := make([]any, len(r.Params))
 	for i, p := range r.Params {
-		j := slices.IndexFunc(c.Params, func(q string) bool { return strings.EqualFold(q, p) })
-		if j < 0 {
+		if vals[i], ok = argOf(c, args, p); !ok {
 			return nil, false
 		}
-		vals[i] = args[j]
 	}
 	if !r.Set {
 		return [][]any{vals}, true
